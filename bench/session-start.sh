@@ -1,0 +1,37 @@
+#!/bin/sh
+# Session start-to-exit latency: `bulkhead run -- true`, against the very engine
+# command bulkhead runs (as `bulkhead run -v` prints it) started directly: the
+# reference shows what bulkhead costs on top of the VMM it drives.
+# Prints medians and their ratio. Usage: RUNS=20 bench/session-start.sh
+set -eu
+BUILD=${BUILD:-build}
+RUNS=${RUNS:-20}
+bin=$BUILD/bin/bulkhead
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ms() { echo $(( $(date +%s%N) / 1000000 )); }
+median() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+"$bin" run -v -- true 2> "$tmp/verbose" > /dev/null
+ref=$(sed -n 's/^bulkhead: engine command: //p' "$tmp/verbose")
+engine=$(sed -n 's/^bulkhead: engine: //p' "$tmp/verbose")
+[ -n "$ref" ] || { echo "bench: could not read the engine command from 'bulkhead run -v'" >&2; exit 1; }
+# -v dropped 'quiet' from the kernel parameters; the measured runs have it.
+ref=$(printf '%s' "$ref" | sed "s/'-append' '/'-append' 'quiet /")
+
+echo "session start to exit, $RUNS runs each; engine: $engine; $(nproc) cores"
+for i in $(seq "$RUNS"); do
+	t0=$(ms)
+	"$bin" run -- true
+	t1=$(ms)
+	eval "$ref" > /dev/null 2>&1 < /dev/null
+	t2=$(ms)
+	echo $((t1 - t0)) >> "$tmp/bulkhead"
+	echo $((t2 - t1)) >> "$tmp/reference"
+done
+b=$(median "$tmp/bulkhead")
+r=$(median "$tmp/reference")
+printf '%-40s median %6s ms\n' "bulkhead run -- true" "$b"
+printf '%-40s median %6s ms\n' "same engine command, direct (reference)" "$r"
+awk -v b="$b" -v r="$r" 'BEGIN { printf "ratio bulkhead/reference: %.2f\n", b / r }'

@@ -1,0 +1,30 @@
+/* cli/main.c: the `bulkhead` command — dispatch to subcommands. */
+#include "cli/doctor.h"
+#include "cli/run.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+	"usage: bulkhead COMMAND [ARGS]\n"
+	"\n"
+	"  run [OPTIONS] -- CMD [ARG...]   run CMD in a fresh microVM\n"
+	"  doctor                          what this host can run, and which engine 'auto' picks\n"
+	"  help                            this text\n"
+	"\n"
+	"'bulkhead COMMAND --help' describes each command.\n";
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_BULKHEAD : 0;
+	}
+	if (strcmp(argv[1], "run") == 0)
+		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "doctor") == 0)
+		return cmd_doctor(argc - 1, argv + 1);
+	fprintf(stderr, "bulkhead: unknown command '%s' (see 'bulkhead help')\n", argv[1]);
+	return EXIT_BULKHEAD;
+}

@@ -1,0 +1,252 @@
+/* cli/run.c: `bulkhead run` — parse options, check inputs, start the engine,
+ * and hand the guest to the session loop. */
+#include "cli/run.h"
+#include "cli/paths.h"
+#include "lib/boot_args.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MEM_MIN_MIB 64
+#define MEM_MAX_MIB (64 * 1024)
+#define CPUS_MAX    32
+
+static const char usage[] =
+	"usage: bulkhead run [OPTIONS] [--] CMD [ARG...]\n"
+	"Runs CMD in a fresh microVM; its stdout/stderr become ours, its exit code ours.\n"
+	"\n"
+	"  --engine auto|kvm|qemu  which VMM runs the guest (default auto: see 'bulkhead doctor')\n"
+	"  --mem MIB               guest memory, %d..%d (default 256)\n"
+	"  --cpus N                vCPUs, 1..%d (default 1)\n"
+	"  --timeout S             stop the VM after S seconds (exit 124)\n"
+	"  -e, --env KEY=VALUE     set an environment variable for CMD (not for secrets)\n"
+	"  --kernel PATH           guest kernel: ELF vmlinux or bzImage\n"
+	"  --initrd PATH           guest initramfs\n"
+	"  --console FILE          write the guest's whole serial console to FILE\n"
+	"  -v, --verbose           show the guest's serial console on stderr\n"
+	"\n"
+	"Exit codes: CMD's own; 128+N if CMD died by signal N; 124 timeout; 125 bulkhead failed.\n";
+
+__attribute__((format(printf, 1, 2))) static int bad(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "bulkhead run: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, " (see 'bulkhead run --help')\n");
+	va_end(ap);
+	return EXIT_BULKHEAD;
+}
+
+static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct run_opts *o)
+{
+	enum {
+		OPT_ENGINE = 256,
+		OPT_MEM,
+		OPT_CPUS,
+		OPT_TIMEOUT,
+		OPT_KERNEL,
+		OPT_INITRD,
+		OPT_CONSOLE
+	};
+	static const struct option longopts[] = {
+		{ "engine", required_argument, NULL, OPT_ENGINE },
+		{ "mem", required_argument, NULL, OPT_MEM },
+		{ "cpus", required_argument, NULL, OPT_CPUS },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "kernel", required_argument, NULL, OPT_KERNEL },
+		{ "initrd", required_argument, NULL, OPT_INITRD },
+		{ "console", required_argument, NULL, OPT_CONSOLE },
+		{ "env", required_argument, NULL, 'e' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	char *end;
+	int c;
+	opterr = 0;
+	optind = 1;
+	/* '+': stop at the first non-option, which starts the guest command. */
+	while ((c = getopt_long(argc, argv, "+e:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_ENGINE:
+			if (engine_parse(optarg, &o->engine) < 0)
+				return bad("--engine '%s': expected auto, kvm or qemu", optarg);
+			break;
+		case OPT_MEM:
+			if (parse_uint(optarg, MEM_MIN_MIB, MEM_MAX_MIB, &o->mem_mib) < 0)
+				return bad("--mem '%s': expected MiB between %d and %d", optarg,
+					   MEM_MIN_MIB, MEM_MAX_MIB);
+			break;
+		case OPT_CPUS:
+			if (parse_uint(optarg, 1, CPUS_MAX, &o->cpus) < 0)
+				return bad("--cpus '%s': expected 1 to %d", optarg, CPUS_MAX);
+			break;
+		case OPT_TIMEOUT:
+			errno = 0;
+			o->timeout_s = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(o->timeout_s > 0) ||
+			    o->timeout_s > 1e7)
+				return bad("--timeout '%s': expected seconds > 0", optarg);
+			break;
+		case OPT_KERNEL:
+			o->kernel = optarg;
+			break;
+		case OPT_INITRD:
+			o->initrd = optarg;
+			break;
+		case OPT_CONSOLE:
+			o->console_path = optarg;
+			break;
+		case 'e':
+			if (!strchr(optarg, '=') || optarg[0] == '=')
+				return bad("--env '%s': expected KEY=VALUE", optarg);
+			if (o->nenv == RUN_MAX_ENV)
+				return bad("--env: more than %d variables", RUN_MAX_ENV);
+			o->env[o->nenv++] = optarg;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'h':
+			printf(usage, MEM_MIN_MIB, MEM_MAX_MIB, CPUS_MAX);
+			return 0;
+		case ':':
+			return bad("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return bad("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return bad("no command given");
+	o->argv = argv + optind;
+	o->argc = (size_t)(argc - optind);
+	return -1; /* parsed; go on */
+}
+
+/* Accepts an ELF vmlinux or a bzImage; anything else is a clear error. */
+static int check_kernel(const char *path)
+{
+	unsigned char hdr[0x210];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "bulkhead: kernel %s: %s (run 'make' or pass --kernel)\n", path,
+			strerror(errno));
+		return -1;
+	}
+	ssize_t n = read(fd, hdr, sizeof(hdr));
+	close(fd);
+	bool elf = n >= 4 && memcmp(hdr, "\177ELF", 4) == 0;
+	bool bz = n >= 0x206 && memcmp(hdr + 0x202, "HdrS", 4) == 0;
+	if (!elf && !bz) {
+		fprintf(stderr, "bulkhead: kernel %s: not an ELF vmlinux or a bzImage\n", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int check_readable(const char *what, const char *path)
+{
+	if (access(path, R_OK) == 0)
+		return 0;
+	fprintf(stderr, "bulkhead: %s %s: %s (run 'make' or pass --%s)\n", what, path,
+		strerror(errno), what);
+	return -1;
+}
+
+/* Kernel parameters: console on ttyS0, panic -> reboot -> VM exit, the command. */
+static int build_cmdline(const struct run_opts *o, char *buf, size_t len)
+{
+	int n = snprintf(buf, len,
+			 "console=ttyS0 8250.nr_uarts=1 panic=-1 reboot=t rdinit=/init "
+			 "tsc=reliable no_timer_check %s",
+			 (o->verbose || o->console_path) ? "" : "quiet ");
+	if (n < 0 || (size_t)n >= len)
+		return -1;
+	strncat(buf, BOOT_ARGS_ARGV, len - strlen(buf) - 1);
+	if (boot_args_encode(buf, len, o->argv, o->argc) < 0)
+		return -1;
+	if (o->nenv) {
+		strncat(buf, " " BOOT_ARGS_ENV, len - strlen(buf) - 1);
+		if (boot_args_encode(buf, len, (char *const *)o->env, o->nenv) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_opts o = { .engine = ENGINE_AUTO, .mem_mib = 256, .cpus = 1 };
+	int rc = parse_opts(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+
+	char kernel[PATH_MAX], initrd[PATH_MAX];
+	if (!o.kernel) {
+		/* The ELF vmlinux boots faster than the bzImage (no decompression): QEMU enters
+		 * it through its PVH note, bulkhead-vmm loads it directly. */
+		paths_join(kernel, sizeof(kernel), paths_libdir(), "vmlinux");
+		o.kernel = kernel;
+	}
+	if (!o.initrd) {
+		paths_join(initrd, sizeof(initrd), paths_libdir(), "initramfs.cpio");
+		o.initrd = initrd;
+	}
+	if (check_kernel(o.kernel) < 0 || check_readable("initrd", o.initrd) < 0)
+		return EXIT_BULKHEAD;
+
+	char cmdline[BOOT_ARGS_CMDLINE_MAX];
+	cmdline[0] = '\0';
+	if (build_cmdline(&o, cmdline, sizeof(cmdline)) < 0) {
+		fprintf(stderr,
+			"bulkhead: the command and its environment are too long for the "
+			"kernel command line (%d bytes at most)\n",
+			BOOT_ARGS_CMDLINE_MAX - 1);
+		return EXIT_BULKHEAD;
+	}
+
+	struct engine_choice choice;
+	if (engine_choose(o.engine, &choice) < 0) {
+		fprintf(stderr, "bulkhead: engine %s: %s\n", engine_name(o.engine), choice.why);
+		return EXIT_BULKHEAD;
+	}
+	if (o.verbose)
+		fprintf(stderr, "bulkhead: engine: %s\n", choice.why);
+
+	/* Signals that end the session are read from a signalfd by the session loop;
+	 * block them before the engine starts so none is lost in between. */
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct guest g;
+	char err[256];
+	if (qemu_start(&o, &choice, cmdline, &g, err, sizeof(err)) < 0) {
+		fprintf(stderr, "bulkhead: %s\n", err);
+		return EXIT_BULKHEAD;
+	}
+	return session_watch(&o, &g);
+}

@@ -1,0 +1,289 @@
+/* cli/session.c: watch a running guest — relay its framed stdout/stderr, keep
+ * console noise apart, enforce --timeout, and turn the outcome into our exit code. */
+#include "cli/run.h"
+#include "lib/console_frame.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TAIL_MAX 4096
+
+struct watch {
+	const struct run_opts *o;
+	int console_file; /* --console FILE, or -1 */
+	bool stdout_broken, stderr_broken;
+	int exit_code, exit_signal; /* from the status frame; -1 until then */
+	char guest_error[CFRAME_MAX_PAYLOAD + 1];
+	char tail[TAIL_MAX]; /* last console noise, for "why did it stop" */
+	size_t tail_len;
+	char diag[512]; /* last line the engine printed on its stderr */
+};
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void keep_tail(char *tail, size_t *tail_len, size_t max, const uint8_t *buf, size_t len)
+{
+	if (len >= max) {
+		memcpy(tail, buf + len - max, max);
+		*tail_len = max;
+		return;
+	}
+	if (*tail_len + len > max) {
+		size_t drop = *tail_len + len - max;
+		memmove(tail, tail + drop, *tail_len - drop);
+		*tail_len -= drop;
+	}
+	memcpy(tail + *tail_len, buf, len);
+	*tail_len += len;
+}
+
+static void on_noise(void *ctx, const uint8_t *buf, size_t len)
+{
+	struct watch *w = ctx;
+	if (w->console_file >= 0)
+		write_all(w->console_file, buf, len);
+	if (w->o->verbose)
+		write_all(2, buf, len);
+	keep_tail(w->tail, &w->tail_len, sizeof(w->tail), buf, len);
+}
+
+static int on_frame(void *ctx, int type, const uint8_t *payload, size_t len)
+{
+	struct watch *w = ctx;
+	if (w->exit_code >= 0 || w->exit_signal >= 0 || w->guest_error[0])
+		return -1; /* nothing may follow the final frame */
+	switch (type) {
+	case CFRAME_STDOUT:
+		/* A closed stdout (e.g. `| head`) must not stop the session. */
+		if (!w->stdout_broken && write_all(1, payload, len) < 0)
+			w->stdout_broken = true;
+		return 0;
+	case CFRAME_STDERR:
+		if (!w->stderr_broken && write_all(2, payload, len) < 0)
+			w->stderr_broken = true;
+		return 0;
+	case CFRAME_EXIT:
+		return cframe_parse_status(payload, len, &w->exit_code, &w->exit_signal);
+	case CFRAME_ERROR:
+		memcpy(w->guest_error, payload, len);
+		w->guest_error[len] = '\0';
+		for (size_t i = 0; i < len; i++)
+			if (w->guest_error[i] < 0x20)
+				w->guest_error[i] = ' ';
+		return 0;
+	}
+	return -1;
+}
+
+static void read_diag(struct watch *w, int fd, bool *open_)
+{
+	char buf[1024];
+	ssize_t n = read(fd, buf, sizeof(buf));
+	if (n <= 0) {
+		*open_ = n < 0 && errno == EINTR;
+		return;
+	}
+	if (w->console_file >= 0)
+		write_all(w->console_file, buf, (size_t)n);
+	if (w->o->verbose)
+		write_all(2, buf, (size_t)n);
+	/* Keep the last non-empty line: QEMU's errors are one line each. */
+	size_t dl = strlen(w->diag);
+	keep_tail(w->diag, &dl, sizeof(w->diag) - 1, (const uint8_t *)buf, (size_t)n);
+	w->diag[dl] = '\0';
+}
+
+static const char *last_line(char *text)
+{
+	size_t n = strlen(text);
+	while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+		text[--n] = '\0';
+	char *nl = strrchr(text, '\n');
+	return nl ? nl + 1 : text;
+}
+
+/* The kernel's panic line from the console tail, if there is one. */
+static const char *panic_line(struct watch *w)
+{
+	w->tail[w->tail_len < TAIL_MAX ? w->tail_len : TAIL_MAX - 1] = '\0';
+	char *p = strstr(w->tail, "Kernel panic - not syncing");
+	if (!p)
+		return NULL;
+	p[strcspn(p, "\r\n")] = '\0';
+	return p;
+}
+
+static int outcome(struct watch *w, struct cframe_parser *p, int wstatus, int sig, bool timed_out)
+{
+	const struct run_opts *o = w->o;
+	if (w->exit_code >= 0)
+		return w->exit_code;
+	if (w->exit_signal >= 0)
+		return 128 + w->exit_signal;
+	if (timed_out) {
+		fprintf(stderr, "bulkhead: timed out after %g s; the VM was stopped\n",
+			o->timeout_s);
+		return EXIT_TIMEOUT;
+	}
+	if (sig) {
+		fprintf(stderr, "bulkhead: %s; the VM was stopped\n", strsignal(sig));
+		return 128 + sig;
+	}
+	if (w->guest_error[0]) {
+		fprintf(stderr, "bulkhead: guest: %s\n", w->guest_error);
+		return EXIT_BULKHEAD;
+	}
+	if (p->error[0]) {
+		fprintf(stderr, "bulkhead: %s; the session's result is unknown%s\n", p->error,
+			o->console_path ? "" : " (--console FILE keeps the guest's console)");
+		return EXIT_BULKHEAD;
+	}
+	const char *panic = panic_line(w);
+	if (panic) {
+		fprintf(stderr, "bulkhead: guest kernel panicked: %s\n", panic);
+		return EXIT_BULKHEAD;
+	}
+	if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0) {
+		fprintf(stderr, "bulkhead: %s failed (status %d): %s\n", "qemu",
+			WEXITSTATUS(wstatus), last_line(w->diag));
+		return EXIT_BULKHEAD;
+	}
+	if (WIFSIGNALED(wstatus)) {
+		fprintf(stderr, "bulkhead: the VM process died: %s\n",
+			strsignal(WTERMSIG(wstatus)));
+		return EXIT_BULKHEAD;
+	}
+	fprintf(stderr, "bulkhead: the guest stopped without reporting the command's status%s\n",
+		cframe_idle(p) ? "" : " (in the middle of a frame)");
+	return EXIT_BULKHEAD;
+}
+
+static int arm_timeout(double seconds)
+{
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct itimerspec its = { 0 };
+	its.it_value.tv_sec = (time_t)seconds;
+	its.it_value.tv_nsec = (long)((seconds - (double)its.it_value.tv_sec) * 1e9);
+	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+		its.it_value.tv_nsec = 1;
+	if (timerfd_settime(fd, 0, &its, NULL) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int session_watch(const struct run_opts *o, struct guest *g)
+{
+	struct watch w = { .o = o, .console_file = -1, .exit_code = -1, .exit_signal = -1 };
+	struct cframe_parser *parser = malloc(sizeof(*parser));
+	if (!parser) {
+		kill(g->pid, SIGKILL);
+		waitpid(g->pid, NULL, 0);
+		fprintf(stderr, "bulkhead: out of memory\n");
+		return EXIT_BULKHEAD;
+	}
+	struct cframe_sink sink = { .noise = on_noise, .frame = on_frame, .ctx = &w };
+	cframe_parser_init(parser, &sink);
+	if (o->console_path) {
+		w.console_file =
+			open(o->console_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (w.console_file < 0)
+			fprintf(stderr, "bulkhead: warning: --console %s: %s\n", o->console_path,
+				strerror(errno));
+	}
+
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	int tfd = o->timeout_s > 0 ? arm_timeout(o->timeout_s) : -1;
+
+	struct pollfd pfd[4] = {
+		{ .fd = g->console_fd, .events = POLLIN },
+		{ .fd = g->diag_fd, .events = POLLIN },
+		{ .fd = sfd, .events = POLLIN },
+		{ .fd = tfd, .events = POLLIN },
+	};
+	bool timed_out = false, diag_open = g->diag_fd >= 0;
+	int stop_sig = 0;
+	uint8_t buf[65536];
+	while (pfd[0].fd >= 0) {
+		pfd[1].fd = diag_open ? g->diag_fd : -1;
+		if (poll(pfd, 4, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[0].revents) {
+			ssize_t n = read(g->console_fd, buf, sizeof(buf));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				pfd[0].fd = -1; /* the engine closed the console: it is exiting */
+			else if (cframe_feed(parser, buf, (size_t)n) < 0)
+				break;
+			/* init syncs before it reports, so the result is final: no need to
+			 * wait for the guest to power itself off. */
+			if (w.exit_code >= 0 || w.exit_signal >= 0 || w.guest_error[0])
+				break;
+		}
+		if (diag_open && pfd[1].revents)
+			read_diag(&w, g->diag_fd, &diag_open);
+		if (sfd >= 0 && pfd[2].revents) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				stop_sig = (int)si.ssi_signo;
+			break;
+		}
+		if (tfd >= 0 && pfd[3].revents) {
+			timed_out = true;
+			break;
+		}
+	}
+	/* However we got here, the VM does not outlive the session. */
+	kill(g->pid, SIGKILL);
+	int wstatus = 0;
+	while (waitpid(g->pid, &wstatus, 0) < 0 && errno == EINTR)
+		;
+	while (diag_open)
+		read_diag(&w, g->diag_fd, &diag_open);
+	int code = outcome(&w, parser, wstatus, stop_sig, timed_out);
+	close(g->console_fd);
+	if (g->diag_fd >= 0)
+		close(g->diag_fd);
+	if (sfd >= 0)
+		close(sfd);
+	if (tfd >= 0)
+		close(tfd);
+	if (w.console_file >= 0)
+		close(w.console_file);
+	free(parser);
+	return code;
+}

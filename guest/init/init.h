@@ -1,0 +1,31 @@
+/* guest/init/init.h: bulkhead-init, the guest's PID 1 — shared internal declarations. */
+#ifndef BULKHEAD_GUEST_INIT_H
+#define BULKHEAD_GUEST_INIT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* console.c: frames to the host over the serial console (lib/console_frame.h). */
+int console_open(const char *dev);
+int console_send(int type, const void *buf, size_t len);
+/* printf-style one-line error from init itself, as a CFRAME_ERROR frame. */
+void console_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* setup.c: mounts, hostname, console log level. Returns 0 or -errno. */
+int setup_system(void);
+
+/* session.c: the command the host asked for. */
+struct session {
+	char **argv;
+	char **env; /* extra "KEY=VALUE" strings from the host, NULL-terminated */
+};
+int session_from_cmdline(struct session *s);
+/* Runs the command with its stdout/stderr framed to the console; returns the
+ * wait status, or -1 when it could not be started (an error frame was sent and
+ * *exit_code set to 126/127 as a shell would). */
+int session_run(const struct session *s, int *exit_code);
+
+/* Stops everything and turns the machine off; never returns. */
+void init_poweroff(void) __attribute__((noreturn));
+
+#endif

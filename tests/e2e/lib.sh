@@ -1,0 +1,29 @@
+# tests/e2e/lib.sh: TAP helpers for end-to-end suites (sourced, POSIX sh).
+# Provides ok/not_ok/skip/plan_done, check_eq, and $BIN, $LIBDIR, $BULKHEAD, $TMP.
+BUILD=${BUILD:-build}
+BIN=$(cd "$BUILD/bin" && pwd)
+LIBDIR=$(cd "$BUILD/lib/bulkhead" && pwd)
+BULKHEAD=$BIN/bulkhead
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/bulkhead-e2e.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+_n=0
+
+ok() { _n=$((_n + 1)); echo "ok $_n - $1"; }
+# not_ok NAME [DETAIL...]: details are printed as TAP comments.
+not_ok() {
+	_n=$((_n + 1)); echo "not ok $_n - $1"; shift
+	for d in "$@"; do printf '%s\n' "$d" | sed 's/^/# /'; done
+}
+skip() { _n=$((_n + 1)); echo "ok $_n - $1 # SKIP $2"; }
+plan_done() { echo "1..$_n"; }
+
+# check_eq NAME EXPECTED ACTUAL
+check_eq() {
+	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1" "expected: $2" "actual:   $3"; fi
+}
+
+# run_capture ARGS...: runs bulkhead with ARGS; sets $rc, files $TMP/out, $TMP/err.
+run_capture() {
+	"$BULKHEAD" "$@" > "$TMP/out" 2> "$TMP/err" < /dev/null
+	rc=$?
+}

@@ -1,0 +1,32 @@
+# tests/: unit tests (cmocka), end-to-end suites (real VMs), fuzzers (libFuzzer).
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(VMM_LIB) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka -lz
+
+# Fuzzers need clang; they are built and run briefly by `make test` as one suite.
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_LIB_SRCS := lib/console_frame.c lib/boot_args.c
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS) | deps
+	@mkdir -p $(@D)
+	clang -std=c11 -D_GNU_SOURCE -I. -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -o $@ $^ -lz
+
+.PHONY: unit-tests fuzz
+unit-tests: $(UNIT_BINS)
+fuzz: $(FUZZ_BINS)
+
+# FUZZ_SECONDS bounds each fuzzer's run inside `make test`.
+FUZZ_SECONDS ?= 15
+test: all $(UNIT_BINS) $(FUZZ_BINS)
+	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/run.sh
+
+# Test tools: small host programs the e2e suites call.
+$(BUILD)/tests/frame-forge: $(OBJ)/tests/tools/frame_forge.o $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lz
+test: $(BUILD)/tests/frame-forge

@@ -1,0 +1,11 @@
+/* vmm/log.h: bulkhead-vmm's one-line diagnostics on stderr ("bulkhead-vmm: ..."). */
+#ifndef BULKHEAD_VMM_LOG_H
+#define BULKHEAD_VMM_LOG_H
+
+/* Set-up failure: what failed, the errno text (err > 0, or 0 for none), what to do. */
+void vmm_log_setup(const char *what, int err, const char *hint);
+
+/* Any other one-line message; printf-style, the newline is added. */
+void vmm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
