@@ -2,6 +2,8 @@
  * and hand the guest to the session loop. */
 #include "cli/run.h"
 #include "cli/paths.h"
+#include "cli/rundir.h"
+#include "cli/share_fs.h"
 #include "lib/boot_args.h"
 
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MEM_MIN_MIB 64
@@ -27,6 +30,8 @@ static const char usage[] =
 	"  --mem MIB               guest memory, %d..%d (default 256)\n"
 	"  --cpus N                vCPUs, 1..%d (default 1)\n"
 	"  --timeout S             stop the VM after S seconds (exit 124)\n"
+	"  --work DIR[:ro]         share DIR with the guest at /work (CMD starts there);\n"
+	"                          :ro makes it read-only, enforced on the host\n"
 	"  -e, --env KEY=VALUE     set an environment variable for CMD (not for secrets)\n"
 	"  --kernel PATH           guest kernel: ELF vmlinux or bzImage\n"
 	"  --initrd PATH           guest initramfs\n"
@@ -66,7 +71,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		OPT_TIMEOUT,
 		OPT_KERNEL,
 		OPT_INITRD,
-		OPT_CONSOLE
+		OPT_CONSOLE,
+		OPT_WORK
 	};
 	static const struct option longopts[] = {
 		{ "engine", required_argument, NULL, OPT_ENGINE },
@@ -76,6 +82,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		{ "kernel", required_argument, NULL, OPT_KERNEL },
 		{ "initrd", required_argument, NULL, OPT_INITRD },
 		{ "console", required_argument, NULL, OPT_CONSOLE },
+		{ "work", required_argument, NULL, OPT_WORK },
 		{ "env", required_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -116,6 +123,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			break;
 		case OPT_CONSOLE:
 			o->console_path = optarg;
+			break;
+		case OPT_WORK:
+			o->work = optarg;
 			break;
 		case 'e':
 			if (!strchr(optarg, '=') || optarg[0] == '=')
@@ -174,12 +184,15 @@ static int check_readable(const char *what, const char *path)
 }
 
 /* Kernel parameters: console on ttyS0, panic -> reboot -> VM exit, the command. */
-static int build_cmdline(const struct run_opts *o, char *buf, size_t len)
+static int build_cmdline(const struct run_opts *o, const struct share_fs *fs, char *buf, size_t len)
 {
 	int n = snprintf(buf, len,
 			 "console=ttyS0 8250.nr_uarts=1 panic=-1 reboot=t rdinit=/init "
-			 "tsc=reliable no_timer_check %s",
-			 (o->verbose || o->console_path) ? "" : "quiet ");
+			 "tsc=reliable no_timer_check %s%s",
+			 (o->verbose || o->console_path) ? "" : "quiet ",
+			 !o->work ? ""
+			 : fs->ro ? BOOT_ARGS_WORK "ro "
+				  : BOOT_ARGS_WORK "rw ");
 	if (n < 0 || (size_t)n >= len)
 		return -1;
 	strncat(buf, BOOT_ARGS_ARGV, len - strlen(buf) - 1);
@@ -214,9 +227,15 @@ int cmd_run(int argc, char **argv)
 	if (check_kernel(o.kernel) < 0 || check_readable("initrd", o.initrd) < 0)
 		return EXIT_BULKHEAD;
 
+	struct share_fs fs = { .pid = 0 };
+	char err[512];
+	if (o.work && share_fs_parse(o.work, &fs, err, sizeof(err)) < 0) {
+		fprintf(stderr, "bulkhead: %s\n", err);
+		return EXIT_BULKHEAD;
+	}
 	char cmdline[BOOT_ARGS_CMDLINE_MAX];
 	cmdline[0] = '\0';
-	if (build_cmdline(&o, cmdline, sizeof(cmdline)) < 0) {
+	if (build_cmdline(&o, &fs, cmdline, sizeof(cmdline)) < 0) {
 		fprintf(stderr,
 			"bulkhead: the command and its environment are too long for the "
 			"kernel command line (%d bytes at most)\n",
@@ -233,7 +252,7 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "bulkhead: engine: %s\n", choice.why);
 
 	/* Signals that end the session are read from a signalfd by the session loop;
-	 * block them before the engine starts so none is lost in between. */
+	 * block them before anything starts so none is lost in between. */
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -242,11 +261,54 @@ int cmd_run(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	struct guest g;
-	char err[256];
-	if (qemu_start(&o, &choice, cmdline, &g, err, sizeof(err)) < 0) {
-		fprintf(stderr, "bulkhead: %s\n", err);
-		return EXIT_BULKHEAD;
+	/* Acquire in order, release in reverse: run directory, diagnostics pipe,
+	 * back ends, then the engine (stopped by session_watch). */
+	int code = EXIT_BULKHEAD;
+	struct rundir rd = { .path = "" };
+	int diag[2] = { -1, -1 };
+	struct guest g = { .pid = 0, .diag_fd = -1 };
+	if (rundir_create(&rd, err, sizeof(err)) < 0)
+		goto fail;
+	if (pipe2(diag, O_CLOEXEC) < 0) {
+		snprintf(err, sizeof(err), "pipe: %s", strerror(errno));
+		goto fail;
 	}
-	return session_watch(&o, &g);
+	if (o.work) {
+		if (share_fs_start(&fs, &rd, diag[1], err, sizeof(err)) < 0)
+			goto fail;
+		int pfd = (int)syscall(SYS_pidfd_open, fs.pid, 0);
+		if (pfd >= 0) {
+			g.backends[g.nbackends].name = "virtiofsd";
+			g.backends[g.nbackends++].pidfd = pfd;
+		}
+	}
+	struct launch l = {
+		.kernel = o.kernel,
+		.initrd = o.initrd,
+		.cmdline = cmdline,
+		.mem_mib = o.mem_mib,
+		.cpus = o.cpus,
+		.verbose = o.verbose,
+		.fs_sock = o.work ? fs.sock : NULL,
+		.diag_w = diag[1],
+	};
+	if (qemu_start(&l, &choice, &g, err, sizeof(err)) < 0)
+		goto fail;
+	close(diag[1]);
+	diag[1] = -1;
+	g.diag_fd = diag[0];
+	diag[0] = -1;
+	code = session_watch(&o, &g);
+	goto out;
+fail:
+	fprintf(stderr, "bulkhead: %s\n", err);
+out:
+	for (unsigned i = 0; i < g.nbackends; i++)
+		close(g.backends[i].pidfd);
+	share_fs_stop(&fs);
+	for (int i = 0; i < 2; i++)
+		if (diag[i] >= 0)
+			close(diag[i]);
+	rundir_remove(&rd);
+	return code;
 }

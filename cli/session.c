@@ -19,7 +19,8 @@
 
 struct watch {
 	const struct run_opts *o;
-	int console_file; /* --console FILE, or -1 */
+	const char *engine; /* for messages: "qemu", "bulkhead-vmm" */
+	int console_file;   /* --console FILE, or -1 */
 	bool stdout_broken, stderr_broken;
 	int exit_code, exit_signal; /* from the status frame; -1 until then */
 	char guest_error[CFRAME_MAX_PAYLOAD + 1];
@@ -166,7 +167,7 @@ static int outcome(struct watch *w, struct cframe_parser *p, int wstatus, int si
 		return EXIT_BULKHEAD;
 	}
 	if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0) {
-		fprintf(stderr, "bulkhead: %s failed (status %d): %s\n", "qemu",
+		fprintf(stderr, "bulkhead: %s failed (status %d): %s\n", w->engine,
 			WEXITSTATUS(wstatus), last_line(w->diag));
 		return EXIT_BULKHEAD;
 	}
@@ -199,7 +200,11 @@ static int arm_timeout(double seconds)
 
 int session_watch(const struct run_opts *o, struct guest *g)
 {
-	struct watch w = { .o = o, .console_file = -1, .exit_code = -1, .exit_signal = -1 };
+	struct watch w = { .o = o,
+			   .engine = g->engine_label,
+			   .console_file = -1,
+			   .exit_code = -1,
+			   .exit_signal = -1 };
 	struct cframe_parser *parser = malloc(sizeof(*parser));
 	if (!parser) {
 		kill(g->pid, SIGKILL);
@@ -225,18 +230,21 @@ int session_watch(const struct run_opts *o, struct guest *g)
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	int tfd = o->timeout_s > 0 ? arm_timeout(o->timeout_s) : -1;
 
-	struct pollfd pfd[4] = {
+	struct pollfd pfd[4 + GUEST_MAX_BACKENDS] = {
 		{ .fd = g->console_fd, .events = POLLIN },
 		{ .fd = g->diag_fd, .events = POLLIN },
 		{ .fd = sfd, .events = POLLIN },
 		{ .fd = tfd, .events = POLLIN },
 	};
+	for (unsigned i = 0; i < g->nbackends; i++)
+		pfd[4 + i] = (struct pollfd){ .fd = g->backends[i].pidfd, .events = POLLIN };
+	const char *dead_backend = NULL;
 	bool timed_out = false, diag_open = g->diag_fd >= 0;
 	int stop_sig = 0;
 	uint8_t buf[65536];
 	while (pfd[0].fd >= 0) {
 		pfd[1].fd = diag_open ? g->diag_fd : -1;
-		if (poll(pfd, 4, -1) < 0) {
+		if (poll(pfd, 4 + g->nbackends, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -266,6 +274,11 @@ int session_watch(const struct run_opts *o, struct guest *g)
 			timed_out = true;
 			break;
 		}
+		for (unsigned i = 0; i < g->nbackends && !dead_backend; i++)
+			if (pfd[4 + i].revents)
+				dead_backend = g->backends[i].name;
+		if (dead_backend)
+			break;
 	}
 	/* However we got here, the VM does not outlive the session. */
 	kill(g->pid, SIGKILL);
@@ -274,7 +287,14 @@ int session_watch(const struct run_opts *o, struct guest *g)
 		;
 	while (diag_open)
 		read_diag(&w, g->diag_fd, &diag_open);
-	int code = outcome(&w, parser, wstatus, stop_sig, timed_out);
+	int code;
+	if (dead_backend && w.exit_code < 0 && w.exit_signal < 0) {
+		fprintf(stderr, "bulkhead: %s stopped during the session: %s\n", dead_backend,
+			w.diag[0] ? last_line(w.diag) : "no message");
+		code = EXIT_BULKHEAD;
+	} else {
+		code = outcome(&w, parser, wstatus, stop_sig, timed_out);
+	}
 	close(g->console_fd);
 	if (g->diag_fd >= 0)
 		close(g->diag_fd);

@@ -17,9 +17,13 @@ int setup_system(void);
 /* session.c: the command the host asked for. */
 struct session {
 	char **argv;
-	char **env; /* extra "KEY=VALUE" strings from the host, NULL-terminated */
+	char **env;	 /* extra "KEY=VALUE" strings from the host, NULL-terminated */
+	const char *cwd; /* "/work" when the host shares a work directory, else "/" */
+	char work_mode;	 /* 0: no share; 'w': read-write; 'o': read-only */
 };
 int session_from_cmdline(struct session *s);
+/* Mounts the work share if the host asked for one (bulkhead.work=). Returns 0 or -errno. */
+int session_mount_work(struct session *s);
 /* Runs the command with its stdout/stderr framed to the console; returns the
  * wait status, or -1 when it could not be started (an error frame was sent and
  * *exit_code set to 126/127 as a shell would). */

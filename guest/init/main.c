@@ -58,6 +58,12 @@ int main(void)
 		console_error("bulkhead-init: no valid command on the kernel command line");
 		init_poweroff();
 	}
+	int merr = session_mount_work(&s);
+	if (merr < 0) {
+		console_error("bulkhead-init: cannot mount the work share at /work: %s",
+			      strerror(-merr));
+		init_poweroff();
+	}
 	int exit_code = 0;
 	int status = session_run(&s, &exit_code);
 	/* Flush before reporting: the host may stop the VM as soon as it has the status. */

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +63,28 @@ int session_from_cmdline(struct session *s)
 	len = find_param(cmdline, BOOT_ARGS_ENV, &val);
 	if (len && boot_args_decode(val, len, &s->env) < 0)
 		return -EINVAL;
+	s->cwd = "/";
+	s->work_mode = 0;
+	len = find_param(cmdline, BOOT_ARGS_WORK, &val);
+	if (len == 2 && (strncmp(val, "rw", 2) == 0 || strncmp(val, "ro", 2) == 0))
+		s->work_mode = val[1];
+	else if (len)
+		return -EINVAL;
+	return 0;
+}
+
+int session_mount_work(struct session *s)
+{
+	if (!s->work_mode)
+		return 0;
+	if (mkdir("/work", 0755) < 0 && errno != EEXIST)
+		return -errno;
+	/* The read-only flag here only gives early, clear errors; the host enforces :ro
+	 * whatever the guest does with its mounts. */
+	unsigned long flags = MS_NOSUID | MS_NODEV | (s->work_mode == 'o' ? MS_RDONLY : 0);
+	if (mount("work", "/work", "virtiofs", flags, NULL) < 0)
+		return -errno;
+	s->cwd = "/work";
 	return 0;
 }
 
@@ -94,7 +118,7 @@ static void child_exec(const struct session *s, char **env, int out, int err, in
 	setsid();
 	int devnull = open("/dev/null", O_RDONLY);
 	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
-	    chdir("/") < 0)
+	    chdir(s->cwd) < 0)
 		goto fail;
 	environ = env; /* execvp searches the command's PATH, not init's */
 	execvp(s->argv[0], s->argv);

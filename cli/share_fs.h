@@ -1,0 +1,35 @@
+/* cli/share_fs.h: the work share — one virtiofsd per session, serving DIR to the
+ * guest as virtio-fs tag "work", started in its own user and mount namespaces. */
+#ifndef BULKHEAD_CLI_SHARE_FS_H
+#define BULKHEAD_CLI_SHARE_FS_H
+
+#include "cli/rundir.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define SHARE_FS_TAG "work"
+
+struct share_fs {
+	pid_t pid;	    /* virtiofsd (leader of its own process group), 0 if none */
+	char sock[108];	    /* vhost-user socket the engine connects to */
+	char dir[PATH_MAX]; /* the shared directory, resolved */
+	bool ro;
+	uid_t owner; /* host uid the guest's root writes as */
+	gid_t owner_gid;
+};
+
+/* Parses "DIR" or "DIR:ro" / "DIR:rw" into the directory and the mode.
+ * Returns 0, or -1 with a one-line reason. */
+int share_fs_parse(const char *spec, struct share_fs *fs, char *err, size_t errlen);
+
+/* Starts virtiofsd for fs->dir with its socket in rd. diag_fd receives its
+ * stderr. Returns 0, or -1 with a one-line reason in err. */
+int share_fs_start(struct share_fs *fs, const struct rundir *rd, int diag_fd, char *err,
+		   size_t errlen);
+
+/* Stops virtiofsd and everything it started; safe to call twice. */
+void share_fs_stop(struct share_fs *fs);
+
+#endif
