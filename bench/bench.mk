@@ -2,3 +2,4 @@
 BENCH_RUNS ?= 20
 bench: all
 	@BUILD=$(BUILD) RUNS=$(BENCH_RUNS) sh bench/session-start.sh
+	@BUILD=$(BUILD) sh bench/share-io.sh
