@@ -3,6 +3,8 @@
  *
  *   bulkhead.argv=HEX   the command: argv strings, each NUL-terminated, hex-encoded
  *   bulkhead.env=HEX    extra environment: "KEY=VALUE" strings, same encoding
+ *   bulkhead.agent=1    no command here: start the vsock exec agent (lib/agent_proto.h)
+ *                       and run what the host sends, until the host ends the session
  *   bulkhead.work=rw|ro the virtio-fs tag "work" is to be mounted at /work, and
  *                       the command starts there (ro is also enforced on the host)
  *
@@ -18,6 +20,7 @@
 #define BOOT_ARGS_ARGV	      "bulkhead.argv="
 #define BOOT_ARGS_ENV	      "bulkhead.env="
 #define BOOT_ARGS_WORK	      "bulkhead.work="
+#define BOOT_ARGS_AGENT	      "bulkhead.agent=1"
 #define BOOT_ARGS_CMDLINE_MAX 2048 /* COMMAND_LINE_SIZE on x86, including the NUL */
 #define BOOT_ARGS_MAX_STRINGS 256
 

@@ -2,6 +2,7 @@
 #ifndef BULKHEAD_GUEST_INIT_H
 #define BULKHEAD_GUEST_INIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -19,6 +20,7 @@ struct session {
 	char **argv;
 	char **env;	 /* extra "KEY=VALUE" strings from the host, NULL-terminated */
 	const char *cwd; /* "/work" when the host shares a work directory, else "/" */
+	bool agent;	 /* bulkhead.agent=1: serve execs over vsock instead of argv */
 	char work_mode;	 /* 0: no share; 'w': read-write; 'o': read-only */
 };
 int session_from_cmdline(struct session *s);
@@ -28,6 +30,10 @@ int session_mount_work(struct session *s);
  * wait status, or -1 when it could not be started (an error frame was sent and
  * *exit_code set to 126/127 as a shell would). */
 int session_run(const struct session *s, int *exit_code);
+
+/* agent.c: serves exec requests over vsock until the host ends the session;
+ * returns then (or at once, with an error frame sent, if it cannot start). */
+void agent_run(void);
 
 /* Stops everything and turns the machine off; never returns. */
 void init_poweroff(void) __attribute__((noreturn));

@@ -64,6 +64,10 @@ int main(void)
 			      strerror(-merr));
 		init_poweroff();
 	}
+	if (s.agent) {
+		agent_run();
+		init_poweroff();
+	}
 	int exit_code = 0;
 	int status = session_run(&s, &exit_code);
 	/* Flush before reporting: the host may stop the VM as soon as it has the status. */

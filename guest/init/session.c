@@ -1,5 +1,6 @@
 /* guest/init/session.c: read the host's command from the kernel command line,
  * run it, and frame its stdout/stderr and status to the host. */
+#include "guest/init/exec.h"
 #include "guest/init/init.h"
 #include "lib/boot_args.h"
 #include "lib/console_frame.h"
@@ -16,15 +17,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
-
-static const char *const base_env[] = {
-	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-	"HOME=/root",
-	"HOSTNAME=bulkhead",
-	NULL,
-};
 
 /* Finds "name<hex>" among the space-separated parameters; returns its length. */
 static size_t find_param(const char *cmdline, const char *name, const char **val)
@@ -43,6 +35,21 @@ static size_t find_param(const char *cmdline, const char *name, const char **val
 	return 0;
 }
 
+/* True when `token` is one whole space-separated parameter. */
+static bool has_token(const char *cmdline, const char *token)
+{
+	size_t n = strlen(token);
+	for (const char *p = cmdline; *p;) {
+		while (*p == ' ' || *p == '\n')
+			p++;
+		size_t tlen = strcspn(p, " \n");
+		if (tlen == n && strncmp(p, token, n) == 0)
+			return true;
+		p += tlen;
+	}
+	return false;
+}
+
 int session_from_cmdline(struct session *s)
 {
 	char cmdline[BOOT_ARGS_CMDLINE_MAX + 1];
@@ -56,8 +63,11 @@ int session_from_cmdline(struct session *s)
 	cmdline[n] = '\0';
 
 	const char *val;
+	s->agent = has_token(cmdline, BOOT_ARGS_AGENT);
+	s->argv = NULL;
 	size_t len = find_param(cmdline, BOOT_ARGS_ARGV, &val);
-	if (len == 0 || boot_args_decode(val, len, &s->argv) < 1 || s->argv[0][0] == '\0')
+	if (!s->agent &&
+	    (len == 0 || boot_args_decode(val, len, &s->argv) < 1 || s->argv[0][0] == '\0'))
 		return -EINVAL;
 	s->env = NULL;
 	len = find_param(cmdline, BOOT_ARGS_ENV, &val);
@@ -88,47 +98,6 @@ int session_mount_work(struct session *s)
 	return 0;
 }
 
-/* Base environment overlaid with the host's KEY=VALUE strings (same key wins). */
-static char **build_env(char **extra)
-{
-	size_t nb = sizeof(base_env) / sizeof(base_env[0]) - 1, ne = 0;
-	while (extra && extra[ne])
-		ne++;
-	char **env = calloc(nb + ne + 1, sizeof(*env));
-	if (!env)
-		return NULL;
-	size_t n = 0;
-	for (size_t i = 0; i < nb; i++) {
-		size_t klen = strcspn(base_env[i], "=") + 1;
-		int overridden = 0;
-		for (size_t j = 0; j < ne; j++)
-			overridden |= strncmp(extra[j], base_env[i], klen) == 0;
-		if (!overridden)
-			env[n++] = (char *)base_env[i];
-	}
-	for (size_t j = 0; j < ne; j++)
-		env[n++] = extra[j];
-	return env;
-}
-
-static void child_exec(const struct session *s, char **env, int out, int err, int status,
-		       const sigset_t *oldmask)
-{
-	sigprocmask(SIG_SETMASK, oldmask, NULL);
-	setsid();
-	int devnull = open("/dev/null", O_RDONLY);
-	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
-	    chdir(s->cwd) < 0)
-		goto fail;
-	environ = env; /* execvp searches the command's PATH, not init's */
-	execvp(s->argv[0], s->argv);
-fail:;
-	int e = errno;
-	if (write(status, &e, sizeof(e)) < 0)
-		_exit(127);
-	_exit(127);
-}
-
 /* Copies what is in fd now to the console as `type` frames; returns 0 at EOF. */
 static int pump(int fd, int type, int drain)
 {
@@ -149,38 +118,31 @@ static int pump(int fd, int type, int drain)
 
 int session_run(const struct session *s, int *exit_code)
 {
-	int out[2], err[2], st[2];
 	sigset_t chld, oldmask;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, &oldmask);
 	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	char **env = build_env(s->env);
-	if (sfd < 0 || !env || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) ||
-	    pipe2(st, O_CLOEXEC)) {
+	char **env = exec_build_env(s->env, false);
+	*exit_code = -1;
+	if (sfd < 0 || !env) {
 		console_error("bulkhead-init: cannot set up the command: %s", strerror(errno));
-		*exit_code = -1;
 		return -1;
 	}
-	pid_t pid = fork();
-	if (pid == 0)
-		child_exec(s, env, out[1], err[1], st[1], &oldmask);
-	close(out[1]);
-	close(err[1]);
-	close(st[1]);
-	if (pid < 0) {
-		console_error("bulkhead-init: fork: %s", strerror(errno));
-		*exit_code = -1;
+	struct exec_spec spec = { .argv = (const char *const *)s->argv,
+				  .env = (const char *const *)env,
+				  .cwd = s->cwd };
+	struct exec_proc proc;
+	int rc = exec_spawn(&spec, &oldmask, &proc);
+	if (rc < 0) {
+		console_error("bulkhead-init: cannot start the command: %s", strerror(-rc));
 		return -1;
 	}
-	int exec_errno = 0;
-	ssize_t n = read(st[0], &exec_errno, sizeof(exec_errno));
-	close(st[0]);
 
 	int status = -1;
 	struct pollfd pfd[3] = {
-		{ .fd = out[0], .events = POLLIN },
-		{ .fd = err[0], .events = POLLIN },
+		{ .fd = proc.out_fd, .events = POLLIN },
+		{ .fd = proc.err_fd, .events = POLLIN },
 		{ .fd = sfd, .events = POLLIN },
 	};
 	const int types[2] = { CFRAME_STDOUT, CFRAME_STDERR };
@@ -200,7 +162,7 @@ int session_run(const struct session *s, int *exit_code)
 			int ws;
 			pid_t w;
 			while ((w = waitpid(-1, &ws, WNOHANG)) > 0)
-				if (w == pid)
+				if (w == proc.pid)
 					status = ws;
 		}
 	}
@@ -216,13 +178,12 @@ int session_run(const struct session *s, int *exit_code)
 	close(sfd);
 	free(env);
 
-	if (n == (ssize_t)sizeof(exec_errno)) {
+	if (rc > 0) {
 		char msg[512];
-		int m = snprintf(msg, sizeof(msg), "bulkhead: %s: %s\n", s->argv[0],
-				 strerror(exec_errno));
+		int m = snprintf(msg, sizeof(msg), "bulkhead: %s: %s\n", s->argv[0], strerror(rc));
 		console_send(CFRAME_STDERR, msg,
 			     (size_t)m < sizeof(msg) ? (size_t)m : sizeof(msg) - 1);
-		*exit_code = exec_errno == ENOENT ? 127 : 126;
+		*exit_code = exec_failure_code(rc);
 		return -1;
 	}
 	return status;

@@ -1,0 +1,290 @@
+/* guest/init/agent.c: the exec agent — listens on vsock AGENT_PORT; each host
+ * connection is one exec (lib/agent_proto.h), served by its own child process.
+ * The "ready" connection to the host doubles as the session's lifeline: when the
+ * host closes it, the session is over and the guest powers off. */
+#include "guest/init/exec.h"
+#include "guest/init/init.h"
+#include "lib/agent_proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/vm_sockets.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+/* One exec: the handler's view of the command and its pending stdin bytes. */
+struct handler {
+	int sock;
+	struct exec_proc proc;
+	bool tty;
+	char *inbuf; /* STDIN bytes not yet written to the command */
+	size_t inlen, inoff;
+	bool in_eof; /* the host sent end of input */
+	int status;  /* wait status, -1 while running */
+};
+
+__attribute__((format(printf, 2, 3))) static void send_error(int sock, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	agent_send(sock, AGENT_ERROR, msg,
+		   n < 0		     ? 0
+		   : (size_t)n < sizeof(msg) ? (size_t)n
+					     : sizeof(msg) - 1);
+}
+
+/* Handles one frame from the host; 0, or -1 to end the exec (protocol error). */
+static int on_host_frame(struct handler *h, int type, char *buf, size_t len)
+{
+	switch (type) {
+	case AGENT_STDIN:
+		if (h->proc.in_fd < 0 || h->in_eof)
+			return 0; /* the command takes no input: drop it */
+		if (len == 0) {
+			h->in_eof = true;
+			if (!h->tty) {
+				close(h->proc.in_fd);
+				h->proc.in_fd = -1;
+			}
+			return 0;
+		}
+		memcpy(h->inbuf, buf, len);
+		h->inlen = len;
+		h->inoff = 0;
+		return 0;
+	case AGENT_SIGNAL: {
+		uint32_t sig;
+		memcpy(&sig, buf, sizeof(sig));
+		if (sig < 1 || sig > 64)
+			return -1;
+		kill(-h->proc.pid, (int)sig);
+		return 0;
+	}
+	case AGENT_WINSIZE: {
+		uint16_t rc[2];
+		memcpy(rc, buf, sizeof(rc));
+		struct winsize ws = { .ws_row = rc[0], .ws_col = rc[1] };
+		if (h->tty)
+			ioctl(h->proc.out_fd, TIOCSWINSZ, &ws);
+		return 0;
+	}
+	}
+	return -1; /* anything else is not for the host to send now */
+}
+
+/* Copies what the command wrote to the host; 0 at EOF (or EIO on a pty). */
+static int forward(struct handler *h, int fd, int type, char *buf, bool drain)
+{
+	for (;;) {
+		ssize_t n = read(fd, buf, AGENT_MAX_PAYLOAD);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 1;
+		if (n <= 0)
+			return 0;
+		if (agent_send(h->sock, type, buf, (size_t)n) < 0)
+			return 0;
+		if (!drain)
+			return 1;
+	}
+}
+
+static void serve(int sock, const sigset_t *origmask)
+{
+	static char buf[AGENT_MAX_PAYLOAD], inbuf[AGENT_MAX_PAYLOAD];
+	struct handler h = { .sock = sock, .inbuf = inbuf, .status = -1 };
+	size_t len;
+	int type = agent_recv(sock, buf, &len);
+	struct agent_exec_req req;
+	if (type != AGENT_EXEC || agent_exec_decode(buf, len, &req) < 0) {
+		send_error(sock, "bulkhead-init: expected an exec request");
+		_exit(1);
+	}
+	h.tty = req.flags & AGENT_EXEC_TTY;
+	char **env = exec_build_env((char *const *)req.env, h.tty);
+	struct exec_spec spec = { .argv = req.argv,
+				  .env = (const char *const *)env,
+				  .cwd = req.cwd,
+				  .tty = h.tty,
+				  .rows = req.rows,
+				  .cols = req.cols,
+				  .stdin_pipe = req.flags & AGENT_EXEC_STDIN };
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	int rc = env && sfd >= 0 ? exec_spawn(&spec, origmask, &h.proc) : -ENOMEM;
+	if (rc < 0) {
+		send_error(sock, "bulkhead-init: cannot start the command: %s", strerror(-rc));
+		_exit(1);
+	}
+	if (rc > 0) {
+		char msg[512];
+		int n = snprintf(msg, sizeof(msg), "bulkhead: %s: %s\n", req.argv[0], strerror(rc));
+		agent_send(sock, AGENT_STDERR, msg,
+			   (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+		struct agent_exit ex = { .code = exec_failure_code(rc), .signal = 0 };
+		waitpid(h.proc.pid, NULL, 0);
+		agent_send(sock, AGENT_EXIT, &ex, sizeof(ex));
+		_exit(0);
+	}
+	if (h.proc.in_fd >= 0)
+		fcntl(h.proc.in_fd, F_SETFL, O_NONBLOCK);
+
+	int outs[2] = { h.proc.out_fd, h.proc.err_fd };
+	const int types[2] = { AGENT_STDOUT, AGENT_STDERR };
+	while (h.status == -1) {
+		/* Host frames wait while stdin bytes are pending: the command sets the pace. */
+		bool want_in = h.inoff < h.inlen;
+		struct pollfd pfd[5] = {
+			{ .fd = want_in ? -1 : sock, .events = POLLIN },
+			{ .fd = outs[0], .events = POLLIN },
+			{ .fd = outs[1], .events = POLLIN },
+			{ .fd = sfd, .events = POLLIN },
+			{ .fd = want_in ? h.proc.in_fd : -1, .events = POLLOUT },
+		};
+		if (poll(pfd, 5, -1) < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents) {
+			type = agent_recv(sock, buf, &len);
+			if (type <= 0 || on_host_frame(&h, type, buf, len) < 0) {
+				/* The host went away or broke the protocol: stop the command. */
+				kill(-h.proc.pid, SIGKILL);
+				waitpid(h.proc.pid, NULL, 0);
+				_exit(type == 0 ? 0 : 1);
+			}
+		}
+		for (int i = 0; i < 2; i++)
+			if (outs[i] >= 0 && pfd[1 + i].revents &&
+			    !forward(&h, outs[i], types[i], buf, false))
+				outs[i] = -1; /* closed by the command (or a pty without readers) */
+		if (pfd[4].revents) {
+			ssize_t n = write(h.proc.in_fd, h.inbuf + h.inoff, h.inlen - h.inoff);
+			if (n > 0)
+				h.inoff += (size_t)n;
+			else if (n < 0 && errno != EAGAIN && errno != EINTR)
+				h.inoff = h.inlen; /* the command closed its stdin: drop the rest */
+		}
+		if (pfd[3].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) > 0)
+				;
+			int ws;
+			pid_t w;
+			while ((w = waitpid(-1, &ws, WNOHANG)) > 0)
+				if (w == h.proc.pid)
+					h.status = ws;
+		}
+	}
+	/* Take what the command wrote before it exited; background processes that
+	 * keep the pipes open are not waited for. */
+	for (int i = 0; i < 2; i++) {
+		if (outs[i] < 0)
+			continue;
+		fcntl(outs[i], F_SETFL, O_NONBLOCK);
+		forward(&h, outs[i], types[i], buf, true);
+	}
+	/* Flush before reporting: the host may stop the VM as soon as it knows. */
+	sync();
+	struct agent_exit ex = { .code = -1, .signal = 0 };
+	if (WIFSIGNALED(h.status))
+		ex.signal = WTERMSIG(h.status);
+	else
+		ex.code = WEXITSTATUS(h.status);
+	agent_send(sock, AGENT_EXIT, &ex, sizeof(ex));
+	_exit(0);
+}
+
+static int vsock_listen(unsigned port)
+{
+	int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_vm sa = { .svm_family = AF_VSOCK,
+				  .svm_cid = VMADDR_CID_ANY,
+				  .svm_port = port };
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0)
+		return -errno;
+	return fd;
+}
+
+static int vsock_connect(unsigned cid, unsigned port)
+{
+	int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_vm sa = { .svm_family = AF_VSOCK, .svm_cid = cid, .svm_port = port };
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	return fd;
+}
+
+void agent_run(void)
+{
+	sigset_t chld, origmask;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &origmask);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	int lfd = vsock_listen(AGENT_PORT);
+	if (sfd < 0 || lfd < 0) {
+		console_error("bulkhead-init: exec agent: cannot listen on vsock port %d: %s",
+			      AGENT_PORT, strerror(lfd < 0 ? -lfd : errno));
+		return;
+	}
+	int ready = vsock_connect(VMADDR_CID_HOST, AGENT_READY_PORT);
+	if (ready < 0 || agent_send(ready, AGENT_READY, NULL, 0) < 0) {
+		console_error(
+			"bulkhead-init: exec agent: cannot reach the host on vsock port %d: %s",
+			AGENT_READY_PORT, strerror(ready < 0 ? -ready : errno));
+		return;
+	}
+	for (;;) {
+		struct pollfd pfd[3] = {
+			{ .fd = lfd, .events = POLLIN },
+			{ .fd = ready, .events = POLLIN },
+			{ .fd = sfd, .events = POLLIN },
+		};
+		if (poll(pfd, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[1].revents)
+			break; /* the host closed the session (or sent what it must not) */
+		if (pfd[0].revents) {
+			int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+			if (c >= 0) {
+				pid_t pid = fork();
+				if (pid == 0) {
+					close(lfd);
+					close(ready);
+					close(sfd);
+					/* Orphans of this exec are ours to reap, not init's. */
+					prctl(PR_SET_CHILD_SUBREAPER, 1);
+					serve(c, &origmask);
+				}
+				close(c);
+			}
+		}
+		if (pfd[2].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) > 0)
+				;
+			while (waitpid(-1, NULL, WNOHANG) > 0)
+				;
+		}
+	}
+	sync();
+}
