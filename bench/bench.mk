@@ -3,3 +3,16 @@ BENCH_RUNS ?= 20
 bench: all
 	@BUILD=$(BUILD) RUNS=$(BENCH_RUNS) sh bench/session-start.sh
 	@BUILD=$(BUILD) sh bench/share-io.sh
+# bench/vmm/: VMM start-up and memory against QEMU microvm (bench/vmm-*.sh).
+$(BUILD)/bench/first-byte: bench/vmm/first_byte.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $<
+$(BUILD)/bench/first_pvh.elf: bench/vmm/first_pvh.S bench/vmm/first_pvh.ld | deps
+	@mkdir -p $(@D)
+	$(CC) -m32 -nostdlib -static -no-pie -Wl,--build-id=none -Wl,-T,bench/vmm/first_pvh.ld \
+	  -Wl,--no-warn-rwx-segments -o $@ bench/vmm/first_pvh.S
+bench-vmm: $(BUILD)/bench/first-byte $(BUILD)/bench/first_pvh.elf $(BIN)/bulkhead-vmm $(GUEST_BINS)
+	@BUILD=$(BUILD) RUNS=$(BENCH_RUNS) sh bench/vmm-startup.sh
+	@BUILD=$(BUILD) sh bench/vmm-memory.sh
+bench: bench-vmm
+.PHONY: bench-vmm

@@ -2,7 +2,7 @@
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(VMM_LIB) $(LIB_A)
+$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(VMM_LIB) $(VSOCK_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka -lz
 
@@ -30,3 +30,7 @@ $(BUILD)/tests/frame-forge: $(OBJ)/tests/tools/frame_forge.o $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lz
 test: $(BUILD)/tests/frame-forge
+$(BUILD)/tests/vhost-user-probe: $(OBJ)/tests/tools/vhost_user_probe.o $(VMM_LIB) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lpthread
+test: $(BUILD)/tests/vhost-user-probe

@@ -4,7 +4,7 @@
 #define BULKHEAD_VMM_TEST_GUEST_ABI_H
 
 /* Bumped whenever a port, value or the entry state below changes meaning. */
-#define TG_ABI_VERSION 1
+#define TG_ABI_VERSION 2
 
 /*
  * Entry state: 64-bit long mode, CPL 0, at TG_LOAD_GPA (the binary's first byte), with
@@ -13,7 +13,14 @@
  *   - the boot GDT (vmm/x86/gdt.h): 0x08 kernel code64, 0x10 kernel data, 0x18 user code32
  *     (SYSRET base), 0x20 user data, 0x28 user code64, 0x30 64-bit TSS;
  *   - no IDT (limit 0): any exception triple-faults; interrupts off (RFLAGS = 0x2);
- *   - RSP = TG_STACK_TOP; RDI = TG_ABI_VERSION; other GPRs zero.
+ *   - RSP = TG_STACK_TOP; RDI = TG_ABI_VERSION; RDX = this vCPU's index (= APIC ID);
+ *     RCX = the number of vCPUs (--cpus); RSI = the zero page (X86_ZEROPAGE_GPA) with
+ *     --machine, else 0; other GPRs zero.
+ * Every vCPU starts there at once (no INIT/SIPI), each must pick its own stack by RDX.
+ * --machine adds what Linux mode has: in-kernel PIC/IOAPIC/LAPIC and PIT, the 8250 UART at
+ * 0x3f8 (IRQ 4) instead of the serial sink, the i8042 (reset -> VMM_EXIT_RESET), the
+ * boot-timer port, the zero page (e820, --cmdline, --initrd) and the MP table; and HLT no
+ * longer ends the run (the in-kernel LAPIC waits for an interrupt).
  * RAM is zero-filled, so a binary's .bss needs no clearing.
  */
 #define TG_LOAD_GPA  0x100000

@@ -97,14 +97,15 @@ static const struct bus_ops mmio_ops = { mmio_access };
 static const struct bus_ops exit_ops = { exit_access };
 static const struct bus_ops mark_ops = { mark_access };
 
-int testdev_init(struct testdev *td, struct vm *vm, int out_fd)
+int testdev_init(struct testdev *td, struct vm *vm, int out_fd, bool with_serial)
 {
 	int err;
 
 	memset(td, 0, sizeof(*td));
 	td->vm = vm;
 	td->out_fd = out_fd;
-	if ((err = bus_register(&vm->pio, TG_PORT_SERIAL, 8, &serial_ops, td, "serial")) ||
+	if ((with_serial &&
+	     (err = bus_register(&vm->pio, TG_PORT_SERIAL, 8, &serial_ops, td, "serial"))) ||
 	    (err = bus_register(&vm->pio, TG_PORT_EXIT, TG_PORT_WIDTH, &exit_ops, td, "exit")) ||
 	    (err = bus_register(&vm->pio, TG_PORT_MARK, TG_PORT_WIDTH, &mark_ops, td, "mark")) ||
 	    (err = bus_register(&vm->mmio, TG_MMIO_BASE, TG_MMIO_SIZE, &mmio_ops, td,

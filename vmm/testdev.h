@@ -6,6 +6,7 @@
 #include "vmm/test_guest_abi.h"
 #include "vmm/vm.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,8 +25,9 @@ struct testdev {
 	struct testdev_mark marks[TG_MARKS_MAX];
 };
 
-/* Registers the three devices on vm->pio. Set-up tier. */
-int testdev_init(struct testdev *td, struct vm *vm, int out_fd);
+/* Registers the devices on vm->pio and vm->mmio; the serial sink at 0x3f8 only when
+ * with_serial (a machine with a real UART has it there instead). Set-up tier. */
+int testdev_init(struct testdev *td, struct vm *vm, int out_fd, bool with_serial);
 
 /* Flushes serial output and prints the marks (one "bulkhead-vmm: mark V NS" line each). */
 void testdev_finish(struct testdev *td);

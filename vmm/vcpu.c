@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,14 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Sent to the vCPU thread by its timeout timer; its only job is to make KVM_RUN return
- * EINTR. The handler has no state, so sharing it between VMs is harmless. */
+/* Sent to a vCPU thread to make its KVM_RUN return EINTR. The handler has no state, so
+ * sharing it between VMs is harmless. */
 #define VCPU_KICK_SIGNAL SIGUSR2
-
-/* glibc 2.36 spells the SIGEV_THREAD_ID target only through its internal union. */
-#ifndef sigev_notify_thread_id
-#define sigev_notify_thread_id _sigev_un._tid
-#endif
 
 static void vcpu_kick_handler(int sig)
 {
@@ -72,36 +69,6 @@ void vcpu_destroy(struct vcpu *vcpu)
 	vcpu->fd = -1;
 }
 
-/* Arms a per-thread timer that first fires at the deadline and then every 10 ms, so a kick
- * that lands just before KVM_RUN blocks is repeated instead of lost. */
-static int vcpu_arm_timeout(uint64_t timeout_ms, timer_t *timer)
-{
-	struct sigaction sa;
-	struct sigevent sev;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = vcpu_kick_handler; /* no SA_RESTART: KVM_RUN must return */
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(VCPU_KICK_SIGNAL, &sa, NULL) < 0)
-		return -errno;
-	memset(&sev, 0, sizeof(sev));
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = VCPU_KICK_SIGNAL;
-	sev.sigev_notify_thread_id = gettid();
-	if (timer_create(CLOCK_MONOTONIC, &sev, timer) < 0)
-		return -errno;
-	struct itimerspec its = {
-		.it_value = { (time_t)(timeout_ms / 1000), (long)(timeout_ms % 1000) * 1000000L },
-		.it_interval = { 0, 10 * 1000000L },
-	};
-	if (timer_settime(*timer, 0, &its, NULL) < 0) {
-		int err = -errno;
-		timer_delete(*timer);
-		return err;
-	}
-	return 0;
-}
-
 static void vcpu_exit_io(struct vcpu *vcpu)
 {
 	struct kvm_run *run = vcpu->run;
@@ -117,9 +84,12 @@ static void vcpu_exit_io(struct vcpu *vcpu)
 		return;
 	}
 	uint8_t *data = (uint8_t *)run + run->io.data_offset;
+	/* Devices run under the VM's device lock: they need no locking of their own. */
+	pthread_mutex_lock(&vcpu->vm->dev_lock);
 	for (uint32_t i = 0; i < run->io.count; i++)
 		bus_access(&vcpu->vm->pio, run->io.port, run->io.direction == KVM_EXIT_IO_OUT,
 			   data + (size_t)i * size, size);
+	pthread_mutex_unlock(&vcpu->vm->dev_lock);
 }
 
 static int vcpu_stop_report(struct vcpu *vcpu, int status, const char *what, const uint8_t *insn,
@@ -156,8 +126,10 @@ static int vcpu_handle_exit(struct vcpu *vcpu)
 		vcpu_exit_io(vcpu);
 		return -1;
 	case KVM_EXIT_MMIO:
+		pthread_mutex_lock(&vcpu->vm->dev_lock);
 		bus_access(&vcpu->vm->mmio, run->mmio.phys_addr, run->mmio.is_write, run->mmio.data,
 			   run->mmio.len);
+		pthread_mutex_unlock(&vcpu->vm->dev_lock);
 		return -1;
 	case KVM_EXIT_INTR:
 		return -1;
@@ -179,7 +151,12 @@ static int vcpu_handle_exit(struct vcpu *vcpu)
 		     KVM_INTERNAL_ERROR_EMULATION_FLAG_INSTRUCTION_BYTES)) {
 			insn = run->emulation_failure.insn_bytes;
 			insn_len = run->emulation_failure.insn_size;
+			if (insn_len > sizeof(run->emulation_failure.insn_bytes))
+				insn_len = sizeof(run->emulation_failure.insn_bytes);
 		}
+		if (run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION &&
+		    vcpu_arch_recover(vcpu, insn, insn_len) == 0)
+			return -1;
 		snprintf(what, sizeof(what), "KVM internal error (suberror %u: %s)",
 			 run->internal.suberror, vcpu_internal_error_name(run->internal.suberror));
 		return vcpu_stop_report(vcpu, VMM_EXIT_INTERNAL_ERROR, what, insn, insn_len);
@@ -197,42 +174,102 @@ static int vcpu_handle_exit(struct vcpu *vcpu)
 	}
 }
 
-int vcpu_run(struct vcpu *vcpu, uint64_t timeout_ms)
+/* One vCPU's loop: until the VM stops. Its own terminal exit stops the VM. */
+static void *vcpu_thread(void *arg)
 {
+	struct vcpu *vcpu = arg;
 	struct vm *vm = vcpu->vm;
-	uint64_t deadline = 0;
-	timer_t timer;
-	int status = -1;
 
-	if (timeout_ms) {
-		int err = vcpu_arm_timeout(timeout_ms, &timer);
-		if (err) {
-			vmm_log_setup("cannot arm the run timeout timer", -err, NULL);
-			return VMM_EXIT_SETUP;
-		}
-		deadline = vm_now_ns() + timeout_ms * 1000000ULL;
-	}
 	vcpu->first_run_ns = vm_now_ns();
-	while (status < 0) {
+	if (vcpu->id == 0)
+		atomic_store(&vm->first_run_ns, vcpu->first_run_ns);
+	while (!atomic_load(&vm->stop)) {
 		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
-				if (deadline && vm_now_ns() >= deadline) {
-					vmm_log("guest still running after %llu ms: stopped "
-						"(timeout)",
-						(unsigned long long)timeout_ms);
-					status = VMM_EXIT_TIMEOUT;
-				}
+				vcpu->run->immediate_exit = 0;
 				continue;
 			}
-			vmm_log("KVM_RUN failed: %s", strerror(errno));
-			status = VMM_EXIT_UNEXPECTED;
+			vmm_log("KVM_RUN failed on vCPU %u: %s", vcpu->id, strerror(errno));
+			vm_request_stop(vm, VMM_EXIT_UNEXPECTED);
 			break;
 		}
-		status = vcpu_handle_exit(vcpu);
-		if (vm->stop)
-			status = vm->stop_status;
+		int status = vcpu_handle_exit(vcpu);
+		if (status >= 0)
+			vm_request_stop(vm, status);
 	}
-	if (timeout_ms)
-		timer_delete(timer);
-	return status;
+	return NULL;
+}
+
+/* Makes a vCPU leave KVM_RUN: immediate_exit covers a kick that lands just before the
+ * ioctl, the signal one that lands inside it. */
+static void vcpu_kick(struct vcpu *vcpu)
+{
+	vcpu->run->immediate_exit = 1;
+	pthread_kill(vcpu->thread, VCPU_KICK_SIGNAL);
+}
+
+int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms)
+{
+	struct vm *vm = vcpus[0].vm;
+	struct sigaction sa;
+	sigset_t kick, old;
+	int err;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = vcpu_kick_handler; /* no SA_RESTART: KVM_RUN must return */
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(VCPU_KICK_SIGNAL, &sa, NULL) < 0) {
+		vmm_log_setup("cannot install the vCPU kick handler", errno, NULL);
+		return VMM_EXIT_SETUP;
+	}
+	/* vCPU threads inherit this mask: the kick must be deliverable to them. */
+	sigemptyset(&kick);
+	sigaddset(&kick, VCPU_KICK_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &kick, &old);
+	for (unsigned i = 0; i < n; i++) {
+		err = pthread_create(&vcpus[i].thread, NULL, vcpu_thread, &vcpus[i]);
+		if (err) {
+			vmm_log_setup("cannot start a vCPU thread", err, "raise the thread limit");
+			vm_request_stop(vm, VMM_EXIT_SETUP);
+			break;
+		}
+		vcpus[i].thread_started = true;
+	}
+	/* This thread never runs guest code: keep kicks away from it. */
+	pthread_sigmask(SIG_BLOCK, &kick, NULL);
+
+	uint64_t deadline = timeout_ms ? vm_now_ns() + timeout_ms * 1000000ULL : 0;
+	while (!atomic_load(&vm->stop)) {
+		int wait_ms = -1;
+		if (deadline) {
+			uint64_t now = vm_now_ns();
+			if (now >= deadline) {
+				vmm_log("guest still running after %llu ms: stopped (timeout)",
+					(unsigned long long)timeout_ms);
+				vm_request_stop(vm, VMM_EXIT_TIMEOUT);
+				break;
+			}
+			uint64_t left = (deadline - now + 999999) / 1000000;
+			wait_ms = left > 60000 ? 60000 : (int)left;
+		}
+		struct pollfd p = { .fd = vm->stop_fd, .events = POLLIN };
+		if (poll(&p, 1, wait_ms) < 0 && errno != EINTR) {
+			vmm_log("poll on the stop eventfd failed: %s", strerror(errno));
+			vm_request_stop(vm, VMM_EXIT_UNEXPECTED);
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (!vcpus[i].thread_started)
+			continue;
+		/* Kick until the thread is gone: one signal could land between a KVM_RUN's
+		 * return and the stop check and be absorbed by immediate_exit reset. */
+		while (pthread_tryjoin_np(vcpus[i].thread, NULL) == EBUSY) {
+			vcpu_kick(&vcpus[i]);
+			struct timespec ts = { 0, 100000 };
+			nanosleep(&ts, NULL);
+		}
+		vcpus[i].thread_started = false;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return atomic_load(&vm->stop_status);
 }

@@ -1,38 +1,58 @@
-/* vmm/vcpu.h: one vCPU — its fd, its shared kvm_run page, and the run loop that turns KVM
- * exits into bus accesses or a final exit status (vmm/exit_status.h). */
+/* vmm/vcpu.h: one vCPU — its fd, its shared kvm_run page, its host thread, and the run loop
+ * that turns KVM exits into bus accesses or a final exit status (vmm/exit_status.h). */
 #ifndef BULKHEAD_VMM_VCPU_H
 #define BULKHEAD_VMM_VCPU_H
 
 #include "vmm/vm.h"
 
 #include <linux/kvm.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct vcpu {
 	struct vm *vm;
 	unsigned id;
 	int fd;
-	struct kvm_run *run;   /* mmap of the vCPU fd, vm->vcpu_mmap_size bytes */
-	uint64_t first_run_ns; /* CLOCK_MONOTONIC just before the first KVM_RUN */
+	struct kvm_run *run; /* mmap of the vCPU fd, vm->vcpu_mmap_size bytes */
+	pthread_t thread;
+	bool thread_started;
+	uint64_t first_run_ns;	 /* CLOCK_MONOTONIC just before the first KVM_RUN */
+	uint64_t int3_recovered; /* emulating hosts: int3s turned into injected #BP */
 };
 
 /* Set-up tier: prints what failed and returns -errno; on failure nothing stays open. */
 int vcpu_create(struct vcpu *vcpu, struct vm *vm, unsigned id);
 void vcpu_destroy(struct vcpu *vcpu);
 
-/* Runs until the guest stops or timeout_ms (0: none) passes; returns the exit status
- * (guest's code, VMM_EXIT_*), with one stderr line for anything but a guest's own exit. */
-int vcpu_run(struct vcpu *vcpu, uint64_t timeout_ms);
+/* Runs every vCPU on its own thread until one of them (or a device) stops the VM, or
+ * timeout_ms (0: none) passes; then stops and joins them all. Returns the VM's exit status
+ * (the guest's code, VMM_EXIT_*); anything but a guest's own exit gets one stderr line. */
+int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms);
 
 /* Arch hooks (vmm/x86/). */
 /* Gives the vCPU its CPUID table (vmm/x86/cpuid.c); before any other register set-up. */
 int vcpu_arch_cpuid(struct vcpu *vcpu);
+/* The registers a 64-bit entry sets; all others start at zero. */
+struct vcpu_boot {
+	uint64_t entry, rsp, rdi, rsi, rdx, rcx;
+};
 /* Writes the boot GDT, TSS and identity map into guest RAM and puts the vCPU in 64-bit
- * mode at `entry` with RSP = stack, RDI = rdi. Set-up tier (prints on failure). */
-int vcpu_arch_boot64(struct vcpu *vcpu, uint64_t entry, uint64_t stack, uint64_t rdi);
+ * mode at b->entry with the registers of b. Set-up tier (prints on failure). */
+int vcpu_arch_boot64(struct vcpu *vcpu, const struct vcpu_boot *b);
+/* Makes an application processor runnable now (test guests) instead of waiting for the
+ * INIT/SIPI that Linux sends. */
+int vcpu_arch_make_runnable(struct vcpu *vcpu);
+/* An emulation failure the VMM can step over (int3 in guest kernel mode on hosts that
+ * emulate ring 0): fixes the vCPU up and returns 0; -1 when it is a real failure. */
+int vcpu_arch_recover(struct vcpu *vcpu, const uint8_t *insn, unsigned insn_len);
 /* Describes where the vCPU stands ("RIP 0x... (CS 0x8), bytes 0f 0b ...") for one-line
  * exit reports. `insn`/`insn_len` are bytes KVM already supplied (0 to read them). */
 void vcpu_arch_where(struct vcpu *vcpu, const uint8_t *insn, unsigned insn_len, char *buf,
 		     size_t len);
+/* Reads up to `max` instruction bytes at the vCPU's RIP (through the guest's page tables
+ * and gmem_ptr). Returns how many could be read. */
+unsigned vcpu_arch_insn_bytes(struct vcpu *vcpu, uint8_t *bytes, unsigned max);
 
 #endif

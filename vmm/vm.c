@@ -4,8 +4,10 @@
 #include "vmm/log.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
+#include <sys/eventfd.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
@@ -18,17 +20,28 @@ uint64_t vm_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-int vm_create(struct vm *vm, uint64_t mem_bytes)
+int vm_create(struct vm *vm, uint64_t mem_bytes, unsigned ncpus, unsigned flags)
 {
 	int err;
 
 	memset(vm, 0, sizeof(*vm));
-	vm->kvm_fd = vm->vm_fd = -1;
+	vm->kvm_fd = vm->vm_fd = vm->stop_fd = -1;
 	vm->mem.fd = -1;
+	vm->flags = flags;
+	vm->ncpus = ncpus;
+	atomic_init(&vm->stop, false);
+	atomic_init(&vm->stop_status, INT32_MIN); /* unclaimed */
+	pthread_mutex_init(&vm->dev_lock, NULL);
 	vm->created_ns = vm_now_ns();
 	bus_init(&vm->pio, "port");
 	bus_init(&vm->mmio, "MMIO");
 
+	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (vm->stop_fd < 0) {
+		err = errno;
+		vmm_log_setup("cannot create an eventfd", err, "raise the open-file limit");
+		goto fail;
+	}
 	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (vm->kvm_fd < 0) {
 		err = errno;
@@ -97,7 +110,10 @@ fail_vm:
 fail:
 	if (vm->kvm_fd >= 0)
 		close(vm->kvm_fd);
-	vm->kvm_fd = -1;
+	if (vm->stop_fd >= 0)
+		close(vm->stop_fd);
+	vm->kvm_fd = vm->stop_fd = -1;
+	pthread_mutex_destroy(&vm->dev_lock);
 	return -err;
 }
 
@@ -108,13 +124,34 @@ void vm_destroy(struct vm *vm)
 		close(vm->vm_fd);
 	if (vm->kvm_fd >= 0)
 		close(vm->kvm_fd);
-	vm->vm_fd = vm->kvm_fd = -1;
+	if (vm->stop_fd >= 0)
+		close(vm->stop_fd);
+	vm->vm_fd = vm->kvm_fd = vm->stop_fd = -1;
+	pthread_mutex_destroy(&vm->dev_lock);
 }
 
 void vm_request_stop(struct vm *vm, int status)
 {
-	if (vm->stop)
+	static const uint64_t one = 1;
+	int unclaimed = INT32_MIN;
+
+	/* The first caller claims the status slot; everyone else's status is dropped. The
+	 * flag is set after the status, so a vCPU that sees it reads the winner's status. */
+	if (!atomic_compare_exchange_strong(&vm->stop_status, &unclaimed, status))
 		return;
-	vm->stop = true;
-	vm->stop_status = status;
+	atomic_store(&vm->stop, true);
+	/* Wakes the thread that waits for the VM's end; it kicks the other vCPUs. A full
+	 * counter (EAGAIN) would mean it is already signalled, so the result is moot. */
+	ssize_t n = write(vm->stop_fd, &one, sizeof(one));
+	(void)n;
+}
+
+int vm_irq_line(struct vm *vm, unsigned gsi, bool level)
+{
+	struct kvm_irq_level irq = { .irq = gsi, .level = level ? 1 : 0 };
+	if (!(vm->flags & VM_IRQCHIP))
+		return -ENODEV;
+	if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &irq) < 0)
+		return -errno;
+	return 0;
 }

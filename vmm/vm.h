@@ -7,30 +7,48 @@
 #include "vmm/bus.h"
 #include "vmm/gmem.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#define VM_MAX_VCPUS 32
+
+/* vm_create() flags. */
+#define VM_IRQCHIP 0x1 /* in-kernel PIC + IOAPIC + LAPICs (KVM_CREATE_IRQCHIP) and PIT */
+
 struct vm {
 	int kvm_fd;	       /* /dev/kvm */
 	int vm_fd;	       /* KVM_CREATE_VM */
+	int stop_fd;	       /* eventfd: written once by vm_request_stop() */
 	size_t vcpu_mmap_size; /* KVM_GET_VCPU_MMAP_SIZE */
+	unsigned flags;	       /* VM_* given to vm_create() */
+	unsigned ncpus;	       /* vCPUs this VM will have (CPUID topology, MP table) */
 	struct gmem mem;
 	struct bus pio;
 	struct bus mmio;
+	/* Buses are read by every vCPU thread and written only before they start; devices
+	 * serialise their own state with this lock (one lock: exits are rare and short). */
+	pthread_mutex_t dev_lock;
 	uint64_t created_ns; /* CLOCK_MONOTONIC at vm_create(): origin of all timestamps */
-	bool stop;	     /* set by a device: leave the run loop with stop_status */
-	int stop_status;
+	_Atomic uint64_t first_run_ns; /* vCPU 0's first KVM_RUN (0 before) */
+	atomic_bool stop;	       /* set by a device or vCPU: every vCPU leaves its run loop */
+	atomic_int stop_status;
 };
 
-/* Opens /dev/kvm, checks the API, creates the VM, does the arch set-up and gives it
- * mem_bytes of RAM at guest-physical 0. Set-up tier: on failure prints one line saying what
- * failed and what to do, returns -errno, and leaves nothing open. */
-int vm_create(struct vm *vm, uint64_t mem_bytes);
+/* Opens /dev/kvm, checks the API, creates the VM, does the arch set-up (flags: VM_*) and
+ * gives it mem_bytes of RAM at guest-physical 0. Set-up tier: on failure prints one line
+ * saying what failed and what to do, returns -errno, and leaves nothing open. */
+int vm_create(struct vm *vm, uint64_t mem_bytes, unsigned ncpus, unsigned flags);
 void vm_destroy(struct vm *vm);
 
-/* Ends the run at the next exit; the first request wins. */
+/* Ends the run: every vCPU leaves at its next exit; the first request's status wins.
+ * Safe from any thread (vCPU threads call it with dev_lock held or not). */
 void vm_request_stop(struct vm *vm, int status);
+
+/* Raises or lowers an interrupt line (GSI) of the in-kernel irqchip. Returns 0 or -errno. */
+int vm_irq_line(struct vm *vm, unsigned gsi, bool level);
 
 /* CLOCK_MONOTONIC now, in nanoseconds. */
 uint64_t vm_now_ns(void);

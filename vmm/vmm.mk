@@ -1,6 +1,6 @@
 # vmm/: bulkhead-vmm, the KVM microVM monitor. Everything but main.c goes into $(VMM_LIB) so
 # unit tests (tests/unit/test_vmm_*.c) can call the VMM's pieces directly.
-VMM_SRCS := $(filter-out vmm/main.c,$(wildcard vmm/*.c vmm/x86/*.c))
+VMM_SRCS := $(filter-out vmm/main.c,$(wildcard vmm/*.c vmm/x86/*.c vmm/virtio/*.c))
 VMM_LIB  := $(OBJ)/libvmm.a
 
 $(VMM_LIB): $(VMM_SRCS:%.c=$(OBJ)/%.o)

@@ -76,5 +76,43 @@ static inline __attribute__((noreturn)) void guest_exit(uint32_t code)
 
 /* Each C guest defines this; start.S passes its return value to guest_exit(). */
 int guest_main(void);
+/* Optional: what vCPUs other than 0 run (index = RDX, ncpus = RCX at their entry); start.S
+ * halts when it returns. */
+void guest_ap(uint64_t index, uint64_t ncpus);
+
+/* vCPU 0's registers at entry, recorded by start.S before it touches any. */
+struct guest_entry {
+	uint64_t rdi, rsi, rdx, rcx, rsp, rflags;
+};
+extern struct guest_entry guest_entry_regs;
+
+static inline void outw(uint16_t port, uint16_t v)
+{
+	__asm__ volatile("outw %0, %1" : : "a"(v), "Nd"(port));
+}
+
+static inline void guest_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
+{
+	__asm__ volatile("cpuid"
+			 : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+			 : "a"(leaf), "c"(sub));
+}
+
+static inline uint64_t guest_rdmsr(uint32_t msr)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/* Byte-wise compare, no libc. */
+static inline int guest_memeq(const void *a, const void *b, uint64_t n)
+{
+	const uint8_t *x = a, *y = b;
+	for (uint64_t i = 0; i < n; i++)
+		if (x[i] != y[i])
+			return 0;
+	return 1;
+}
 
 #endif

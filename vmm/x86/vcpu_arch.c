@@ -30,7 +30,7 @@ static int boot_fail(const char *what, int err)
 	return err > 0 ? -err : -EFAULT;
 }
 
-int vcpu_arch_boot64(struct vcpu *vcpu, uint64_t entry, uint64_t stack, uint64_t rdi)
+int vcpu_arch_boot64(struct vcpu *vcpu, const struct vcpu_boot *b)
 {
 	const struct gmem *gm = &vcpu->vm->mem;
 	uint64_t gdt[X86_GDT_ENTRIES];
@@ -76,11 +76,90 @@ int vcpu_arch_boot64(struct vcpu *vcpu, uint64_t entry, uint64_t stack, uint64_t
 
 	memset(&regs, 0, sizeof(regs));
 	regs.rflags = 0x2; /* bit 1 is reserved-one; IF=0 */
-	regs.rip = entry;
-	regs.rsp = stack;
-	regs.rdi = rdi;
+	regs.rip = b->entry;
+	regs.rsp = b->rsp;
+	regs.rdi = b->rdi;
+	regs.rsi = b->rsi;
+	regs.rdx = b->rdx;
+	regs.rcx = b->rcx;
 	if (ioctl(vcpu->fd, KVM_SET_REGS, &regs) < 0)
 		return boot_fail("KVM_SET_REGS failed", errno);
+	return 0;
+}
+
+int vcpu_arch_make_runnable(struct vcpu *vcpu)
+{
+	struct kvm_mp_state mp = { .mp_state = KVM_MP_STATE_RUNNABLE };
+	if (ioctl(vcpu->fd, KVM_SET_MP_STATE, &mp) < 0) {
+		int err = errno;
+		vmm_log_setup("KVM_SET_MP_STATE (runnable) failed", err, NULL);
+		return -err;
+	}
+	return 0;
+}
+
+unsigned vcpu_arch_insn_bytes(struct vcpu *vcpu, uint8_t *bytes, unsigned max)
+{
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	unsigned n = 0;
+
+	if (ioctl(vcpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(vcpu->fd, KVM_GET_SREGS, &sregs) < 0)
+		return 0;
+	/* Byte by byte, so a page or RAM boundary ends the dump instead of failing it. */
+	for (; n < max; n++) {
+		uint64_t la = sregs.cs.base + regs.rip + n, pa = la;
+		const uint8_t *p;
+		if ((sregs.cr0 & X86_CR0_PG) &&
+		    x86_paging_translate(&vcpu->vm->mem, sregs.cr3, la, &pa))
+			break;
+		if (!(p = gmem_ptr(&vcpu->vm->mem, pa, 1)))
+			break;
+		bytes[n] = *p;
+	}
+	return n;
+}
+
+/*
+ * Hosts that emulate guest ring 0 (kvm_pvm) fail to emulate int3 (Linux's boot-time int3
+ * self-test, and text patching). Doing what the CPU would have done is safe: the byte at
+ * RIP is 0xcc, so step past it and deliver #BP as a trap (saved RIP after the int3) to the
+ * guest's own handler. Only in kernel mode: user mode never exits this way.
+ */
+int vcpu_arch_recover(struct vcpu *vcpu, const uint8_t *insn, unsigned insn_len)
+{
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct kvm_vcpu_events ev;
+	uint8_t byte = 0;
+
+	if (insn_len >= 1)
+		byte = insn[0];
+	else if (vcpu_arch_insn_bytes(vcpu, &byte, 1) != 1)
+		return -1;
+	if (byte != 0xcc)
+		return -1;
+	if (ioctl(vcpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(vcpu->fd, KVM_GET_SREGS, &sregs) < 0)
+		return -1;
+	if ((sregs.cs.selector & 3) != 0)
+		return -1;
+	regs.rip += 1;
+	memset(&ev, 0, sizeof(ev));
+	if (ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
+		return -1;
+	if (ev.exception.injected || ev.exception.pending)
+		return -1; /* already delivering something: not a plain int3 */
+	ev.exception.injected = 1;
+	ev.exception.nr = 3; /* #BP */
+	ev.exception.has_error_code = 0;
+	ev.flags = 0;
+	if (ioctl(vcpu->fd, KVM_SET_REGS, &regs) < 0 ||
+	    ioctl(vcpu->fd, KVM_SET_VCPU_EVENTS, &ev) < 0)
+		return -1;
+	if (vcpu->int3_recovered++ == 0)
+		vmm_log("vCPU %u: int3 at RIP 0x%llx not emulated by this host; injected #BP "
+			"(reported once)",
+			vcpu->id, (unsigned long long)(regs.rip - 1));
 	return 0;
 }
 
@@ -102,21 +181,11 @@ void vcpu_arch_where(struct vcpu *vcpu, const uint8_t *insn, unsigned insn_len, 
 		n = insn_len < sizeof(bytes) ? insn_len : sizeof(bytes);
 		memcpy(bytes, insn, n);
 	} else {
-		/* Read what the guest was about to execute, byte by byte so a page or RAM
-		 * boundary ends the dump instead of failing it. */
-		for (; n < sizeof(bytes); n++) {
-			uint64_t la = sregs.cs.base + regs.rip + n, pa = la;
-			const uint8_t *p;
-			if ((sregs.cr0 & X86_CR0_PG) &&
-			    x86_paging_translate(&vcpu->vm->mem, sregs.cr3, la, &pa))
-				break;
-			if (!(p = gmem_ptr(&vcpu->vm->mem, pa, 1)))
-				break;
-			bytes[n] = *p;
-		}
+		n = vcpu_arch_insn_bytes(vcpu, bytes, sizeof(bytes));
 	}
-	int w = snprintf(buf, len, "RIP 0x%llx (CS 0x%x, CPL %u)", (unsigned long long)regs.rip,
-			 sregs.cs.selector, sregs.cs.selector & 3u);
+	int w = snprintf(buf, len, "RIP 0x%llx (CS 0x%x, CPL %u, vCPU %u)",
+			 (unsigned long long)regs.rip, sregs.cs.selector, sregs.cs.selector & 3u,
+			 vcpu->id);
 	at = w < 0 ? 0 : (size_t)w;
 	if (at < len)
 		at += (size_t)snprintf(buf + at, len - at, n ? ", bytes" : ", bytes unreadable");

@@ -1,4 +1,5 @@
-/* vmm/x86/vm_arch.c: x86 VM-wide set-up KVM needs before the first vCPU is created. */
+/* vmm/x86/vm_arch.c: x86 VM-wide set-up KVM needs before the first vCPU is created: its
+ * private pages, and (Linux machines) the in-kernel PIC/IOAPIC/LAPICs and the PIT. */
 #include "vmm/log.h"
 #include "vmm/vm.h"
 #include "vmm/x86/layout.h"
@@ -24,6 +25,23 @@ int vm_arch_init(struct vm *vm)
 		err = errno;
 		vmm_log_setup("KVM_SET_IDENTITY_MAP_ADDR failed", err,
 			      "this host's KVM is not supported");
+		return -err;
+	}
+	if (!(vm->flags & VM_IRQCHIP))
+		return 0;
+	/* In-kernel interrupt controllers: device back ends then signal GSIs with KVM_IRQFD
+	 * (virtio, GSI 5 and up) and the UART with KVM_IRQ_LINE, and HLT stays in the kernel. */
+	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
+		err = errno;
+		vmm_log_setup("KVM_CREATE_IRQCHIP failed", err, "this host's KVM is not supported");
+		return -err;
+	}
+	/* The PIT drives IRQ 0 for Linux's early timer calibration; the dummy speaker port
+	 * (0x61) is answered in the kernel too, so no exit per calibration poll. */
+	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0) {
+		err = errno;
+		vmm_log_setup("KVM_CREATE_PIT2 failed", err, "this host's KVM is not supported");
 		return -err;
 	}
 	return 0;

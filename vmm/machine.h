@@ -1,0 +1,62 @@
+/* vmm/machine.h: one bulkhead-vmm instance — options, the VM, its vCPUs and the state of
+ * every device — and the declarative device table main.c walks in order at start-up and in
+ * reverse at exit. Device set-up lives in its device file; this header only wires it. */
+#ifndef BULKHEAD_VMM_MACHINE_H
+#define BULKHEAD_VMM_MACHINE_H
+
+#include "vmm/boot_timer.h"
+#include "vmm/testdev.h"
+#include "vmm/uart.h"
+#include "vmm/vcpu.h"
+#include "vmm/vm.h"
+#include "vmm/x86/i8042.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What kind of guest runs; a device declares the modes it exists in. */
+#define VMM_MODE_TEST	 0x1 /* --test-guest: bare test ports */
+#define VMM_MODE_MACHINE 0x2 /* --test-guest --machine: the Linux machine plus test ports */
+#define VMM_MODE_LINUX	 0x4 /* --kernel */
+#define VMM_MODE_ANY	 0x7
+
+struct vmm_opts {
+	const char *test_guest; /* VMM_MODE_TEST / _MACHINE */
+	const char *kernel;	/* VMM_MODE_LINUX */
+	const char *initrd;
+	const char *cmdline;
+	bool machine;
+	unsigned mode;
+	uint64_t mem_mib;
+	unsigned cpus;
+	uint64_t timeout_ms;
+};
+
+struct machine {
+	const struct vmm_opts *o;
+	uint64_t main_ns;
+	struct vm vm;
+	unsigned nvcpus; /* created so far */
+	struct vcpu vcpus[VM_MAX_VCPUS];
+	/* Devices: one member each. vmm/virtio/ adds its transports here. */
+	struct testdev testdev;
+	struct uart uart;
+	struct i8042 i8042;
+	struct boot_timer boot_timer;
+};
+
+/*
+ * A device: init registers its ranges on m->vm's buses (set-up tier: one line on failure,
+ * -errno), fini (may be NULL) flushes and releases. main.c calls every init whose `modes`
+ * include the run's mode, in table order, after the VM exists and before any image is
+ * loaded or vCPU created; and the fini of each device that initialised, in reverse order,
+ * after the vCPUs stopped. Bus callbacks run on vCPU threads under vm.dev_lock.
+ */
+struct vmm_device {
+	const char *name;
+	unsigned modes;
+	int (*init)(struct machine *m);
+	void (*fini)(struct machine *m);
+};
+
+#endif

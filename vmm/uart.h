@@ -1,0 +1,32 @@
+/* vmm/uart.h: an 8250/16550A UART — the guest's console. Transmitted bytes go to an output
+ * fd byte-exact; interrupts reach the guest on one GSI of the in-kernel irqchip. */
+#ifndef BULKHEAD_VMM_UART_H
+#define BULKHEAD_VMM_UART_H
+
+#include "vmm/vm.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct uart {
+	struct vm *vm;
+	int out_fd;
+	unsigned gsi;
+	uint8_t ier, lcr, mcr, scr, dll, dlm, fcr;
+	bool thr_ipending; /* "THR empty" interrupt raised and not yet acknowledged */
+	bool irq_level;	   /* what we last told the irqchip */
+	size_t outlen;
+	uint8_t outbuf[4096];
+	uint64_t tx_bytes;
+};
+
+/* Registers the UART's 8 ports at `port` on vm->pio. Set-up tier. */
+int uart_init(struct uart *u, struct vm *vm, uint16_t port, unsigned gsi, int out_fd);
+
+/* Writes out whatever is buffered. */
+void uart_flush(struct uart *u);
+
+/* The register model, for unit tests: one port access at offset 0..7. */
+void uart_access(void *opaque, uint64_t addr, bool is_write, uint8_t *data, unsigned size);
+
+#endif

@@ -1,0 +1,23 @@
+/* vmm/x86/i8042.h: the PC keyboard controller, reduced to what Linux's probe and its
+ * reboot=k path use; the CPU-reset command ends the VM with a configured status. */
+#ifndef BULKHEAD_VMM_X86_I8042_H
+#define BULKHEAD_VMM_X86_I8042_H
+
+#include "vmm/vm.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct i8042 {
+	struct vm *vm;
+	int reset_status; /* exit status for a guest-requested reset */
+	uint8_t ctr;	  /* controller configuration ("command byte") */
+	uint8_t pending;  /* command awaiting its data byte on port 0x60 (0: none) */
+	bool obf;	  /* output buffer full: `out` waits on port 0x60 */
+	uint8_t out;
+};
+
+/* Registers ports 0x60 and 0x64. Set-up tier. */
+int i8042_init(struct i8042 *k, struct vm *vm, int reset_status);
+
+#endif
