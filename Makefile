@@ -36,6 +36,7 @@ include kernel-config/kernel.mk
 include guest/guest.mk
 include initramfs/initramfs.mk
 include vmm/vmm.mk
+include vsock/vsock.mk
 include tests/guests/guests.mk
 include cli/cli.mk
 include tests/tests.mk

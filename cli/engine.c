@@ -2,6 +2,7 @@
 #include "cli/engine.h"
 #include "cli/doctor.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,30 +43,68 @@ const char *engine_qemu_path(void)
 	return NULL;
 }
 
+/* kvm: bulkhead-vmm present, and KVM runs Linux (or the caller insists). */
+static int engine_choose_kvm(const struct kvm_caps *caps, bool force, struct engine_choice *out)
+{
+	out->kind = ENGINE_KVM;
+	out->kvm_emulated = caps->kernel_native == PROBE_NO;
+	if (!caps->usable) {
+		snprintf(out->why, sizeof(out->why), "KVM not usable (%.150s); use --engine qemu",
+			 caps->why[0] ? caps->why : "unknown");
+		return -1;
+	}
+	if (!doctor_kvm_runs_linux(caps) && !force) {
+		snprintf(out->why, sizeof(out->why),
+			 "this host's KVM cannot run a Linux guest's user space (%s; see 'bulkhead "
+			 "doctor'); use --engine qemu",
+			 caps->ring3_syscall == PROBE_NO   ? "ring-3 syscalls are broken"
+			 : caps->kernel_native == PROBE_NO ? "guest kernel mode is emulated"
+							   : "probe failed");
+		return -1;
+	}
+	snprintf(out->why, sizeof(out->why), "kvm (bulkhead-vmm)%s",
+		 doctor_kvm_runs_linux(caps) ? ""
+					     : " forced by " ENGINE_KVM_FORCE_ENV
+					       " on a host whose KVM cannot run guest user space");
+	return 0;
+}
+
 int engine_choose(enum engine_kind requested, struct engine_choice *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (requested == ENGINE_KVM) {
-		out->kind = ENGINE_KVM;
-		snprintf(out->why, sizeof(out->why),
-			 "the kvm engine (bulkhead-vmm) cannot boot a Linux session yet; "
-			 "use --engine qemu");
-		return -1;
+		const char *f = getenv(ENGINE_KVM_FORCE_ENV);
+		bool force = f && strcmp(f, "1") == 0;
+		struct kvm_caps caps;
+		/* The timing probe tells whether the emulation quirks are needed. */
+		doctor_probe_kvm(true, &caps);
+		return engine_choose_kvm(&caps, force, out);
 	}
 
-	/* Both remaining paths run QEMU; the probe only decides its accelerator. */
+	struct kvm_caps caps;
+	if (requested == ENGINE_AUTO) {
+		doctor_probe_kvm(false, &caps);
+		if (doctor_kvm_runs_linux(&caps)) {
+			/* Native enough for user space; time the kernel mode only if needed. */
+			doctor_probe_kvm(true, &caps);
+			if (doctor_kvm_runs_linux(&caps) &&
+			    engine_choose_kvm(&caps, false, out) == 0)
+				return 0;
+		}
+	} else {
+		doctor_probe_kvm(false, &caps);
+	}
+	memset(out, 0, sizeof(*out));
+	/* QEMU; the probe only decides its accelerator. */
 	out->kind = ENGINE_QEMU;
 	if (!engine_qemu_path()) {
 		snprintf(out->why, sizeof(out->why),
 			 "qemu-system-x86_64 not found: run 'make deps' (package qemu-system-x86)");
 		return -1;
 	}
-	struct kvm_caps caps;
-	doctor_probe_kvm(false, &caps);
 	out->qemu_accel_kvm = doctor_kvm_runs_linux(&caps);
 	if (out->qemu_accel_kvm)
-		snprintf(out->why, sizeof(out->why),
-			 "qemu with KVM (bulkhead-vmm does not boot Linux sessions yet)");
+		snprintf(out->why, sizeof(out->why), "qemu with KVM");
 	else if (!caps.usable)
 		snprintf(out->why, sizeof(out->why), "qemu with TCG (KVM not usable: %.180s)",
 			 caps.why[0] ? caps.why : "unknown");

@@ -117,6 +117,13 @@ int qemu_start(const struct launch *l, const struct engine_choice *c, struct gue
 		add(&a, "-device");
 		add(&a, "vhost-user-fs-device,chardev=fs0,tag=" SHARE_FS_TAG);
 	}
+	if (l->vsock_sock) {
+		add(&a, "-chardev");
+		addf(&a, "socket,id=vs0,path=%s", l->vsock_sock);
+		add(&a, "-device");
+		/* QEMU asks the back end for the guest CID (GET_CONFIG). */
+		add(&a, "vhost-user-vsock-device,chardev=vs0");
+	}
 	add(&a, "-kernel");
 	add(&a, l->kernel);
 	add(&a, "-initrd");

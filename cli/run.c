@@ -4,6 +4,8 @@
 #include "cli/paths.h"
 #include "cli/rundir.h"
 #include "cli/share_fs.h"
+#include "cli/vsock_dev.h"
+#include "lib/agent_proto.h"
 #include "lib/boot_args.h"
 
 #include <errno.h>
@@ -15,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #define MEM_MIN_MIB 64
@@ -33,6 +38,8 @@ static const char usage[] =
 	"  --work DIR[:ro]         share DIR with the guest at /work (CMD starts there);\n"
 	"                          :ro makes it read-only, enforced on the host\n"
 	"  -e, --env KEY=VALUE     set an environment variable for CMD (not for secrets)\n"
+	"  -i, --interactive       forward our stdin to CMD (else CMD reads /dev/null)\n"
+	"  -t, --tty               run CMD on a pseudo-terminal (with -i: an interactive shell)\n"
 	"  --kernel PATH           guest kernel: ELF vmlinux or bzImage\n"
 	"  --initrd PATH           guest initramfs\n"
 	"  --console FILE          write the guest's whole serial console to FILE\n"
@@ -62,7 +69,7 @@ static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 	return 0;
 }
 
-static int parse_opts(int argc, char **argv, struct run_opts *o)
+static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 {
 	enum {
 		OPT_ENGINE = 256,
@@ -85,6 +92,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		{ "work", required_argument, NULL, OPT_WORK },
 		{ "env", required_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "interactive", no_argument, NULL, 'i' },
+		{ "tty", no_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -93,7 +102,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 	opterr = 0;
 	optind = 1;
 	/* '+': stop at the first non-option, which starts the guest command. */
-	while ((c = getopt_long(argc, argv, "+e:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:vhit", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_ENGINE:
 			if (engine_parse(optarg, &o->engine) < 0)
@@ -137,6 +146,12 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		case 'v':
 			o->verbose = true;
 			break;
+		case 'i':
+			o->interactive = true;
+			break;
+		case 't':
+			o->tty = true;
+			break;
 		case 'h':
 			printf(usage, MEM_MIN_MIB, MEM_MAX_MIB, CPUS_MAX);
 			return 0;
@@ -147,7 +162,10 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		}
 	}
 	if (optind >= argc)
-		return bad("no command given");
+		return detached ? -1 : bad("no command given");
+	if (detached)
+		return bad(
+			"bulkhead start takes no command; run one with 'bulkhead exec ID -- CMD'");
 	o->argv = argv + optind;
 	o->argc = (size_t)(argc - optind);
 	return -1; /* parsed; go on */
@@ -183,18 +201,33 @@ static int check_readable(const char *what, const char *path)
 	return -1;
 }
 
-/* Kernel parameters: console on ttyS0, panic -> reboot -> VM exit, the command. */
-static int build_cmdline(const struct run_opts *o, const struct share_fs *fs, char *buf, size_t len)
+/* Kernel parameters: console on ttyS0, panic -> reboot -> VM exit, the command.
+ * The reboot method is the engine's exit path: QEMU (-no-reboot) exits on a triple fault,
+ * bulkhead-vmm on the i8042 reset (reboot=k). Hosts that emulate guest kernel mode need the
+ * kvm engine quirks of docs/ENVIRONMENT.md (QEMU's TCG has no such gaps). */
+static int build_cmdline(const struct run_opts *o, const struct engine_choice *c,
+			 const struct share_fs *fs, bool agent, char *buf, size_t len)
 {
+	bool kvm = c->kind == ENGINE_KVM;
 	int n = snprintf(buf, len,
-			 "console=ttyS0 8250.nr_uarts=1 panic=-1 reboot=t rdinit=/init "
-			 "tsc=reliable no_timer_check %s%s",
+			 "console=ttyS0 8250.nr_uarts=1 panic=-1 reboot=%s rdinit=/init "
+			 "tsc=reliable no_timer_check %s%s%s",
+			 kvm ? "k" : "t",
+			 kvm && c->kvm_emulated ? "noxsave clearcpuid=smap,smep,pku,umip,popcnt "
+						: "",
 			 (o->verbose || o->console_path) ? "" : "quiet ",
 			 !o->work ? ""
 			 : fs->ro ? BOOT_ARGS_WORK "ro "
 				  : BOOT_ARGS_WORK "rw ");
 	if (n < 0 || (size_t)n >= len)
 		return -1;
+	if (agent) {
+		/* The command travels over vsock, to the exec agent. */
+		if (strlen(buf) + strlen(BOOT_ARGS_AGENT) >= len)
+			return -1;
+		strcat(buf, BOOT_ARGS_AGENT);
+		return 0;
+	}
 	strncat(buf, BOOT_ARGS_ARGV, len - strlen(buf) - 1);
 	if (boot_args_encode(buf, len, o->argv, o->argc) < 0)
 		return -1;
@@ -206,13 +239,21 @@ static int build_cmdline(const struct run_opts *o, const struct share_fs *fs, ch
 	return 0;
 }
 
-int cmd_run(int argc, char **argv)
+/* A device back end whose death ends the session. */
+static void add_backend(struct guest *g, const char *name, pid_t pid)
 {
-	struct run_opts o = { .engine = ENGINE_AUTO, .mem_mib = 256, .cpus = 1 };
-	int rc = parse_opts(argc, argv, &o);
-	if (rc >= 0)
-		return rc;
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd >= 0 && g->nbackends < GUEST_MAX_BACKENDS) {
+		g->backends[g->nbackends].name = name;
+		g->backends[g->nbackends++].pidfd = pfd;
+	}
+}
 
+/* Everything after option parsing, for `run` and `start` alike. notify_fd (or
+ * -1): where a detached session writes its id once the guest is ready. */
+static int session_main(struct run_opts *o_, int notify_fd)
+{
+	struct run_opts o = *o_;
 	char kernel[PATH_MAX], initrd[PATH_MAX];
 	if (!o.kernel) {
 		/* The ELF vmlinux boots faster than the bzImage (no decompression): QEMU enters
@@ -233,9 +274,29 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "bulkhead: %s\n", err);
 		return EXIT_BULKHEAD;
 	}
+	struct engine_choice choice;
+	if (engine_choose(o.engine, &choice) < 0) {
+		fprintf(stderr, "bulkhead: engine %s: %s\n", engine_name(o.engine), choice.why);
+		return EXIT_BULKHEAD;
+	}
 	char cmdline[BOOT_ARGS_CMDLINE_MAX];
 	cmdline[0] = '\0';
-	if (build_cmdline(&o, &fs, cmdline, sizeof(cmdline)) < 0) {
+	/* Engines with vsock run the command through the exec agent; the kvm engine
+	 * still takes it on the kernel command line until its vsock lands. */
+	bool agent = choice.kind == ENGINE_QEMU;
+	if (o.tty && o.interactive && !isatty(0)) {
+		fprintf(stderr,
+			"bulkhead: -it needs a terminal on stdin (use -i alone for a pipe)\n");
+		return EXIT_BULKHEAD;
+	}
+	if ((o.interactive || o.tty) && !agent) {
+		fprintf(stderr,
+			"bulkhead: -i and -t need the exec agent, which engine %s does not "
+			"have yet\n",
+			engine_name(choice.kind));
+		return EXIT_BULKHEAD;
+	}
+	if (build_cmdline(&o, &choice, &fs, agent, cmdline, sizeof(cmdline)) < 0) {
 		fprintf(stderr,
 			"bulkhead: the command and its environment are too long for the "
 			"kernel command line (%d bytes at most)\n",
@@ -243,11 +304,6 @@ int cmd_run(int argc, char **argv)
 		return EXIT_BULKHEAD;
 	}
 
-	struct engine_choice choice;
-	if (engine_choose(o.engine, &choice) < 0) {
-		fprintf(stderr, "bulkhead: engine %s: %s\n", engine_name(o.engine), choice.why);
-		return EXIT_BULKHEAD;
-	}
 	if (o.verbose)
 		fprintf(stderr, "bulkhead: engine: %s\n", choice.why);
 
@@ -258,6 +314,7 @@ int cmd_run(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGWINCH);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -267,8 +324,18 @@ int cmd_run(int argc, char **argv)
 	struct rundir rd = { .path = "" };
 	int diag[2] = { -1, -1 };
 	struct guest g = { .pid = 0, .diag_fd = -1 };
+	struct vsock_dev vs = { .pid = 0, .ready_lfd = -1 };
+	struct agent_link link = { .ready_fd = -1 };
+	char *env[RUN_MAX_ENV + 1];
+	struct termios saved_tty;
+	bool raw = false;
 	if (rundir_create(&rd, err, sizeof(err)) < 0)
 		goto fail;
+	/* `bulkhead exec` starts its commands where this session's main one would. */
+	if (rundir_put(&rd, "cwd", o.work ? "/work" : "/") < 0) {
+		snprintf(err, sizeof(err), "cannot write to %.300s: %s", rd.path, strerror(errno));
+		goto fail;
+	}
 	if (pipe2(diag, O_CLOEXEC) < 0) {
 		snprintf(err, sizeof(err), "pipe: %s", strerror(errno));
 		goto fail;
@@ -276,10 +343,39 @@ int cmd_run(int argc, char **argv)
 	if (o.work) {
 		if (share_fs_start(&fs, &rd, diag[1], err, sizeof(err)) < 0)
 			goto fail;
-		int pfd = (int)syscall(SYS_pidfd_open, fs.pid, 0);
-		if (pfd >= 0) {
-			g.backends[g.nbackends].name = "virtiofsd";
-			g.backends[g.nbackends++].pidfd = pfd;
+		add_backend(&g, "virtiofsd", fs.pid);
+	}
+	if (agent) {
+		if (vsock_dev_start(&vs, &rd, diag[1], err, sizeof(err)) < 0)
+			goto fail;
+		add_backend(&g, "bulkhead-vsock", vs.pid);
+		memcpy(env, o.env, o.nenv * sizeof(char *));
+		env[o.nenv] = NULL;
+		struct winsize ws = { .ws_row = 0 };
+		if (o.tty)
+			ioctl(0, TIOCGWINSZ, &ws);
+		link = (struct agent_link){
+			.ready_lfd = vs.ready_lfd,
+			.uds = vs.uds,
+			.flags = (o.tty ? AGENT_EXEC_TTY : 0) |
+				 (o.interactive ? AGENT_EXEC_STDIN : 0),
+			.rows = ws.ws_row,
+			.cols = ws.ws_col,
+			.cwd = o.work ? "/work" : "/",
+			.argv = o.argv,
+			.env = env,
+			.in_fd = o.interactive ? 0 : -1,
+			.ready_fd = -1,
+			.notify_fd = notify_fd,
+			.session_id = rd.id,
+		};
+		g.agent = &link;
+		/* A terminal session: our terminal passes every key through (Ctrl-C
+		 * included, which the guest's terminal turns into SIGINT). */
+		if (o.tty && o.interactive && tcgetattr(0, &saved_tty) == 0) {
+			struct termios t = saved_tty;
+			cfmakeraw(&t);
+			raw = tcsetattr(0, TCSANOW, &t) == 0;
 		}
 	}
 	struct launch l = {
@@ -291,8 +387,11 @@ int cmd_run(int argc, char **argv)
 		.verbose = o.verbose,
 		.fs_sock = o.work ? fs.sock : NULL,
 		.diag_w = diag[1],
+		.vsock_sock = agent ? vs.vhost_sock : NULL,
+		.guest_cid = VSOCK_GUEST_CID,
 	};
-	if (qemu_start(&l, &choice, &g, err, sizeof(err)) < 0)
+	if ((choice.kind == ENGINE_KVM ? kvm_start(&l, &choice, &g, err, sizeof(err))
+				       : qemu_start(&l, &choice, &g, err, sizeof(err))) < 0)
 		goto fail;
 	close(diag[1]);
 	diag[1] = -1;
@@ -303,12 +402,66 @@ int cmd_run(int argc, char **argv)
 fail:
 	fprintf(stderr, "bulkhead: %s\n", err);
 out:
+	if (raw)
+		tcsetattr(0, TCSANOW, &saved_tty);
+	agent_link_close(&link);
 	for (unsigned i = 0; i < g.nbackends; i++)
 		close(g.backends[i].pidfd);
+	vsock_dev_stop(&vs);
 	share_fs_stop(&fs);
 	for (int i = 0; i < 2; i++)
 		if (diag[i] >= 0)
 			close(diag[i]);
 	rundir_remove(&rd);
 	return code;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_opts o = { .engine = ENGINE_AUTO, .mem_mib = 256, .cpus = 1 };
+	int rc = parse_opts(argc, argv, &o, false);
+	if (rc >= 0)
+		return rc;
+	return session_main(&o, -1);
+}
+
+int cmd_start(int argc, char **argv)
+{
+	struct run_opts o = { .engine = ENGINE_AUTO, .mem_mib = 256, .cpus = 1 };
+	int rc = parse_opts(argc, argv, &o, true);
+	if (rc >= 0)
+		return rc;
+	if (o.interactive || o.tty) {
+		fprintf(stderr, "bulkhead start: -i and -t belong to 'bulkhead exec'\n");
+		return EXIT_BULKHEAD;
+	}
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		fprintf(stderr, "bulkhead: pipe: %s\n", strerror(errno));
+		return EXIT_BULKHEAD;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "bulkhead: fork: %s\n", strerror(errno));
+		return EXIT_BULKHEAD;
+	}
+	if (pid == 0) {
+		/* The session's supervisor: detached from our terminal and session. */
+		close(p[0]);
+		setsid();
+		_exit(session_main(&o, p[1]));
+	}
+	close(p[1]);
+	char id[64];
+	ssize_t n = read(p[0], id, sizeof(id) - 1);
+	close(p[0]);
+	if (n <= 0) {
+		/* It failed before the guest was ready and said why on stderr. */
+		int st;
+		waitpid(pid, &st, 0);
+		return WIFEXITED(st) && WEXITSTATUS(st) ? WEXITSTATUS(st) : EXIT_BULKHEAD;
+	}
+	id[n] = '\0';
+	fputs(id, stdout);
+	return 0;
 }

@@ -3,7 +3,9 @@
 #define BULKHEAD_CLI_RUN_H
 
 #include "cli/engine.h"
+#include "cli/exec_client.h"
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -23,6 +25,8 @@ struct run_opts {
 	const char *console_path; /* --console FILE: the whole serial console */
 	const char *work;	  /* --work DIR[:ro|:rw], NULL for none */
 	bool verbose;		  /* -v: the serial console on stderr too */
+	bool interactive;	  /* -i: forward our stdin */
+	bool tty;		  /* -t: a pseudo-terminal in the guest */
 	char **argv;		  /* the guest command, NULL-terminated */
 	size_t argc;
 	char *env[RUN_MAX_ENV]; /* -e KEY=VALUE */
@@ -34,8 +38,10 @@ struct launch {
 	const char *kernel, *initrd, *cmdline;
 	unsigned mem_mib, cpus;
 	bool verbose;
-	const char *fs_sock; /* vhost-user-fs socket for tag "work", NULL if no share */
-	int diag_w;	     /* write end for the engine's stderr */
+	const char *fs_sock;	/* vhost-user-fs socket for tag "work", NULL if no share */
+	int diag_w;		/* write end for the engine's stderr */
+	const char *vsock_sock; /* vhost-user-vsock socket, NULL if no vsock */
+	unsigned guest_cid;
 };
 
 #define GUEST_MAX_BACKENDS 4
@@ -52,17 +58,55 @@ struct guest {
 		int pidfd;
 	} backends[GUEST_MAX_BACKENDS];
 	unsigned nbackends;
+	struct agent_link *agent; /* NULL: the command runs from the kernel command line */
 };
+
+/* The exec agent side of a session (vsock): run.c fills the first part;
+ * session_agent.c drives the rest from the session loop. */
+struct agent_link {
+	int ready_lfd;	 /* listening on vsock.sock_<AGENT_READY_PORT> */
+	const char *uds; /* vsock.sock: host -> guest connections */
+	uint32_t flags;	 /* AGENT_EXEC_* for the main command */
+	uint16_t rows, cols;
+	const char *cwd;
+	char *const *argv, *const *env;
+	int in_fd; /* our stdin when forwarded, else -1 */
+	/* A detached session (no main command): write the id here when ready. */
+	int notify_fd;
+	const char *session_id;
+	/* state */
+	int ready_fd;		  /* the guest's ready connection: the session's lifeline */
+	struct exec_client *exec; /* the main command, once started */
+	bool failed;
+	char error[320];
+};
+
+/* session_agent.c */
+int agent_link_pollfds(struct agent_link *a, struct pollfd *pfd);
+/* 0: go on; 1: the main command is over (see a->exec); -1: failed (a->error). */
+int agent_link_handle(struct agent_link *a, const struct pollfd *pfd, int n);
+void agent_link_close(struct agent_link *a);
 
 /* engine_qemu.c: starts QEMU microvm for the session. Returns 0, or -1 with a
  * one-line reason in err. */
 int qemu_start(const struct launch *l, const struct engine_choice *c, struct guest *g, char *err,
 	       size_t errlen);
 
+/* engine_kvm.c: starts bulkhead-vmm for the session (same contract as qemu_start). */
+int kvm_start(const struct launch *l, const struct engine_choice *c, struct guest *g, char *err,
+	      size_t errlen);
+/* Path of bulkhead-vmm next to this executable; 0 or -1 when too long. */
+int kvm_vmm_path(char *buf, size_t len);
+
 /* session.c: relays the guest's frames until it ends; returns our exit code. */
 int session_watch(const struct run_opts *o, struct guest *g);
 
 /* run.c */
 int cmd_run(int argc, char **argv);
+/* `bulkhead start`: a detached session; prints its id once the guest is ready. */
+int cmd_start(int argc, char **argv);
+/* session_cmds.c: `bulkhead exec ID -- CMD`, `bulkhead stop ID`. */
+int cmd_exec(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
 
 #endif

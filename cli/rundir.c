@@ -134,6 +134,68 @@ int rundir_file(const struct rundir *rd, const char *name, int sock, char *buf, 
 	return 0;
 }
 
+int rundir_open(struct rundir *rd, const char *id, char *err, size_t errlen)
+{
+	char base[sizeof(rd->path) - 20];
+	if (strlen(id) != 16 || strspn(id, "0123456789abcdef") != 16) {
+		snprintf(err, errlen,
+			 "'%.40s' is not a session id (16 hex digits from bulkhead start)", id);
+		return -1;
+	}
+	if (pick_base(base, sizeof(base)) < 0) {
+		snprintf(err, errlen, "run directory path too long");
+		return -1;
+	}
+	memcpy(rd->id, id, 17);
+	snprintf(rd->path, sizeof(rd->path), "%s/%s", base, id);
+	struct stat st;
+	if (stat(rd->path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "no session %s here (see bulkhead start)", id);
+		return -1;
+	}
+	return 0;
+}
+
+int rundir_put(const struct rundir *rd, const char *name, const char *text)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	if (rundir_file(rd, name, 0, path, sizeof(path)) < 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	ssize_t n = write(fd, text, strlen(text));
+	int e = errno;
+	close(fd);
+	if (n != (ssize_t)strlen(text) || rename(tmp, path) < 0) {
+		unlink(tmp);
+		errno = n < 0 ? e : errno;
+		return -1;
+	}
+	return 0;
+}
+
+int rundir_get(const struct rundir *rd, const char *name, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	if (rundir_file(rd, name, 0, path, sizeof(path)) < 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
 void rundir_remove(struct rundir *rd)
 {
 	if (rd->path[0])

@@ -21,6 +21,15 @@ int rundir_create(struct rundir *rd, char *err, size_t errlen);
  * Unix socket address when sock is non-zero). */
 int rundir_file(const struct rundir *rd, const char *name, int sock, char *buf, size_t len);
 
+/* Finds the directory of a running session by id (16 hex digits) in this
+ * user's base. Returns 0, or -1 with a one-line reason. */
+int rundir_open(struct rundir *rd, const char *id, char *err, size_t errlen);
+
+/* Writes a small text file into the directory (atomically). 0 or -1 (errno). */
+int rundir_put(const struct rundir *rd, const char *name, const char *text);
+/* Reads one into buf (NUL-terminated, trailing newline kept). 0 or -1 (errno). */
+int rundir_get(const struct rundir *rd, const char *name, char *buf, size_t len);
+
 /* Removes the directory and everything in it (one level: sockets, pid file). */
 void rundir_remove(struct rundir *rd);
 

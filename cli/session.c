@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TAIL_MAX 4096
@@ -181,6 +183,28 @@ static int outcome(struct watch *w, struct cframe_parser *p, int wstatus, int si
 	return EXIT_BULKHEAD;
 }
 
+/* Back ends see the engine close their sockets a moment before it exits:
+ * give it half a second to finish exiting. True (and reaped) if it did. */
+static bool vm_exits_soon(pid_t pid, int *wstatus)
+{
+	for (int i = 0; i < 50; i++) {
+		if (waitpid(pid, wstatus, WNOHANG) == pid)
+			return true;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
+/* Reads what is left on the console of an engine that has exited. */
+static void drain_console(struct cframe_parser *p, int fd, uint8_t *buf, size_t len)
+{
+	ssize_t n;
+	while ((n = read(fd, buf, len)) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0 && cframe_feed(p, buf, (size_t)n) < 0)
+			break;
+}
+
 static int arm_timeout(double seconds)
 {
 	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
@@ -227,34 +251,40 @@ int session_watch(const struct run_opts *o, struct guest *g)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGWINCH);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	int tfd = o->timeout_s > 0 ? arm_timeout(o->timeout_s) : -1;
 
-	struct pollfd pfd[4 + GUEST_MAX_BACKENDS] = {
-		{ .fd = g->console_fd, .events = POLLIN },
-		{ .fd = g->diag_fd, .events = POLLIN },
-		{ .fd = sfd, .events = POLLIN },
-		{ .fd = tfd, .events = POLLIN },
-	};
-	for (unsigned i = 0; i < g->nbackends; i++)
-		pfd[4 + i] = (struct pollfd){ .fd = g->backends[i].pidfd, .events = POLLIN };
+	enum { P_CONSOLE, P_DIAG, P_SIGNAL, P_TIMER, P_BACKENDS };
+	struct pollfd pfd[P_BACKENDS + GUEST_MAX_BACKENDS + 4];
 	const char *dead_backend = NULL;
-	bool timed_out = false, diag_open = g->diag_fd >= 0;
-	int stop_sig = 0;
+	bool timed_out = false, diag_open = g->diag_fd >= 0, console_open = true;
+	int stop_sig = 0, agent_rc = 0, interrupts = 0, wstatus = 0;
+	bool reaped = false;
 	uint8_t buf[65536];
-	while (pfd[0].fd >= 0) {
-		pfd[1].fd = diag_open ? g->diag_fd : -1;
-		if (poll(pfd, 4 + g->nbackends, -1) < 0) {
+	while (console_open) {
+		pfd[P_CONSOLE] = (struct pollfd){ .fd = g->console_fd, .events = POLLIN };
+		pfd[P_DIAG] =
+			(struct pollfd){ .fd = diag_open ? g->diag_fd : -1, .events = POLLIN };
+		pfd[P_SIGNAL] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		pfd[P_TIMER] = (struct pollfd){ .fd = tfd, .events = POLLIN };
+		for (unsigned i = 0; i < g->nbackends; i++)
+			pfd[P_BACKENDS + i] =
+				(struct pollfd){ .fd = g->backends[i].pidfd, .events = POLLIN };
+		int nfixed = P_BACKENDS + (int)g->nbackends;
+		int nagent = g->agent ? agent_link_pollfds(g->agent, pfd + nfixed) : 0;
+		if (poll(pfd, (nfds_t)(nfixed + nagent), -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (pfd[0].revents) {
+		if (pfd[P_CONSOLE].revents) {
 			ssize_t n = read(g->console_fd, buf, sizeof(buf));
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0)
-				pfd[0].fd = -1; /* the engine closed the console: it is exiting */
+				console_open =
+					false; /* the engine closed the console: it is exiting */
 			else if (cframe_feed(parser, buf, (size_t)n) < 0)
 				break;
 			/* init syncs before it reports, so the result is final: no need to
@@ -262,33 +292,67 @@ int session_watch(const struct run_opts *o, struct guest *g)
 			if (w.exit_code >= 0 || w.exit_signal >= 0 || w.guest_error[0])
 				break;
 		}
-		if (diag_open && pfd[1].revents)
+		if (diag_open && pfd[P_DIAG].revents)
 			read_diag(&w, g->diag_fd, &diag_open);
-		if (sfd >= 0 && pfd[2].revents) {
+		if (sfd >= 0 && pfd[P_SIGNAL].revents) {
 			struct signalfd_siginfo si;
-			if (read(sfd, &si, sizeof(si)) == sizeof(si))
-				stop_sig = (int)si.ssi_signo;
+			int sig = read(sfd, &si, sizeof(si)) == sizeof(si) ? (int)si.ssi_signo
+									   : SIGTERM;
+			if (sig == SIGWINCH) {
+				struct winsize ws;
+				if (g->agent && g->agent->exec && ioctl(0, TIOCGWINSZ, &ws) == 0)
+					exec_client_winsize(g->agent->exec, ws.ws_row, ws.ws_col);
+				continue;
+			}
+			/* The first Ctrl-C goes to the guest command, as in a shell; a
+			 * second one (or any other signal) stops the session. */
+			if (sig == SIGINT && interrupts++ == 0 && g->agent && g->agent->exec &&
+			    !o->tty) {
+				exec_client_signal(g->agent->exec, SIGINT);
+				continue;
+			}
+			stop_sig = sig;
 			break;
 		}
-		if (tfd >= 0 && pfd[3].revents) {
+		if (tfd >= 0 && pfd[P_TIMER].revents) {
 			timed_out = true;
 			break;
 		}
 		for (unsigned i = 0; i < g->nbackends && !dead_backend; i++)
-			if (pfd[4 + i].revents)
+			if (pfd[P_BACKENDS + i].revents)
 				dead_backend = g->backends[i].name;
-		if (dead_backend)
+		if (dead_backend) {
+			/* Back ends end when the VM does: if the VM is already gone, its
+			 * console (a panic, say) tells the story, not the back end. */
+			if (vm_exits_soon(g->pid, &wstatus)) {
+				reaped = true;
+				dead_backend = NULL;
+				drain_console(parser, g->console_fd, buf, sizeof(buf));
+			}
+			break;
+		}
+		if (g->agent && (agent_rc = agent_link_handle(g->agent, pfd + nfixed, nagent)) != 0)
 			break;
 	}
 	/* However we got here, the VM does not outlive the session. */
-	kill(g->pid, SIGKILL);
-	int wstatus = 0;
-	while (waitpid(g->pid, &wstatus, 0) < 0 && errno == EINTR)
-		;
+	if (!reaped) {
+		kill(g->pid, SIGKILL);
+		while (waitpid(g->pid, &wstatus, 0) < 0 && errno == EINTR)
+			;
+	}
 	while (diag_open)
 		read_diag(&w, g->diag_fd, &diag_open);
 	int code;
-	if (dead_backend && w.exit_code < 0 && w.exit_signal < 0) {
+	struct exec_client *ex = g->agent ? g->agent->exec : NULL;
+	if (agent_rc == 1 && ex->error[0]) {
+		fprintf(stderr, "bulkhead: guest: %s\n", ex->error);
+		code = EXIT_BULKHEAD;
+	} else if (agent_rc == 1) {
+		code = ex->exit.signal ? 128 + ex->exit.signal : ex->exit.code;
+	} else if (agent_rc < 0 && !panic_line(&w)) {
+		fprintf(stderr, "bulkhead: %s\n", g->agent->error);
+		code = EXIT_BULKHEAD;
+	} else if (dead_backend && w.exit_code < 0 && w.exit_signal < 0) {
 		fprintf(stderr, "bulkhead: %s stopped during the session: %s\n", dead_backend,
 			w.diag[0] ? last_line(w.diag) : "no message");
 		code = EXIT_BULKHEAD;

@@ -80,7 +80,7 @@ int agent_check_len(int type, size_t len)
 	return -EPROTO;
 }
 
-int agent_recv(int fd, void *buf, size_t *len)
+int agent_recv(int fd, void *buf, size_t bufsize, size_t *len)
 {
 	struct agent_hdr h;
 	int rc = read_all(fd, &h, sizeof(h));
@@ -90,6 +90,8 @@ int agent_recv(int fd, void *buf, size_t *len)
 	if (h.version != AGENT_VERSION || h.reserved != 0 || n > AGENT_MAX_PAYLOAD ||
 	    agent_check_len(h.type, n) < 0)
 		return -EPROTO;
+	if (n > bufsize)
+		return -EMSGSIZE;
 	if (n) {
 		rc = read_all(fd, buf, n);
 		if (rc <= 0)

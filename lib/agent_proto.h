@@ -73,11 +73,12 @@ struct agent_exec_req {
 /* Writes one frame (header + payload) to a blocking fd. Returns 0 or -errno. */
 int agent_send(int fd, int type, const void *payload, size_t len);
 
-/* Reads one frame from a blocking fd into buf (AGENT_MAX_PAYLOAD bytes). Returns
- * the type (>0), 0 at a clean end of stream (EOF before a header), or -errno:
- * -EPROTO for a wrong version, unknown type or a length the type does not
- * allow, -EIO for EOF inside a frame. *len gets the payload length. */
-int agent_recv(int fd, void *buf, size_t *len);
+/* Reads one frame from a blocking fd into buf (bufsize bytes). Returns the type
+ * (>0), 0 at a clean end of stream (EOF before a header), or -errno: -EPROTO for
+ * a wrong version, unknown type or a length the type does not allow, -EMSGSIZE
+ * for a payload larger than bufsize, -EIO for EOF inside a frame. *len gets the
+ * payload length. */
+int agent_recv(int fd, void *buf, size_t bufsize, size_t *len);
 
 /* Checks a payload's length for its type; 0 or -EPROTO. Used by agent_recv. */
 int agent_check_len(int type, size_t len);

@@ -109,7 +109,7 @@ static void serve(int sock, const sigset_t *origmask)
 	static char buf[AGENT_MAX_PAYLOAD], inbuf[AGENT_MAX_PAYLOAD];
 	struct handler h = { .sock = sock, .inbuf = inbuf, .status = -1 };
 	size_t len;
-	int type = agent_recv(sock, buf, &len);
+	int type = agent_recv(sock, buf, sizeof(buf), &len);
 	struct agent_exec_req req;
 	if (type != AGENT_EXEC || agent_exec_decode(buf, len, &req) < 0) {
 		send_error(sock, "bulkhead-init: expected an exec request");
@@ -161,7 +161,7 @@ static void serve(int sock, const sigset_t *origmask)
 		if (poll(pfd, 5, -1) < 0 && errno != EINTR)
 			break;
 		if (pfd[0].revents) {
-			type = agent_recv(sock, buf, &len);
+			type = agent_recv(sock, buf, sizeof(buf), &len);
 			if (type <= 0 || on_host_frame(&h, type, buf, len) < 0) {
 				/* The host went away or broke the protocol: stop the command. */
 				kill(-h.proc.pid, SIGKILL);

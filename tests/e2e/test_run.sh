@@ -156,8 +156,11 @@ one_line_125 "unknown option" run --frobnicate -- true
 one_line_125 "no command" run
 one_line_125 "bad -e" run -e NOEQUALS -- true
 one_line_125 "unknown subcommand" frobnicate
-long=$(head -c 1200 /dev/zero | tr '\0' x)
-one_line_125 "a command too long for the kernel command line" run -- echo "$long"
+long=$(head -c 20000 /dev/zero | tr '\0' x)
+run_capture run -- echo "$long"
+check_eq "a 20 kB argument reaches the command whole" "$long" "$(cat "$TMP/out")"
+huge=$(head -c 70000 /dev/zero | tr '\0' x)
+one_line_125 "a command over the 64 KiB exec request" run -- echo "$huge"
 
 # A kernel that finds no init panics; that is bulkhead's failure, said plainly.
 : > "$TMP/empty.cpio"

@@ -30,14 +30,14 @@ static void test_round_trip(void **state)
 	assert_int_equal(agent_send(sv[0], AGENT_STDIN, NULL, 0), 0);
 	assert_int_equal(agent_send(sv[0], AGENT_SIGNAL, &sig, sizeof(sig)), 0);
 	size_t len;
-	assert_int_equal(agent_recv(sv[1], buf, &len), AGENT_STDOUT);
+	assert_int_equal(agent_recv(sv[1], buf, sizeof(buf), &len), AGENT_STDOUT);
 	assert_int_equal(len, 5);
 	assert_memory_equal(buf, "hello", 5);
-	assert_int_equal(agent_recv(sv[1], buf, &len), AGENT_STDIN);
+	assert_int_equal(agent_recv(sv[1], buf, sizeof(buf), &len), AGENT_STDIN);
 	assert_int_equal(len, 0);
-	assert_int_equal(agent_recv(sv[1], buf, &len), AGENT_SIGNAL);
+	assert_int_equal(agent_recv(sv[1], buf, sizeof(buf), &len), AGENT_SIGNAL);
 	close(sv[0]);
-	assert_int_equal(agent_recv(sv[1], buf, &len), 0); /* clean end of stream */
+	assert_int_equal(agent_recv(sv[1], buf, sizeof(buf), &len), 0); /* clean end of stream */
 	close(sv[1]);
 }
 
@@ -49,7 +49,7 @@ static void expect_recv(const void *bytes, size_t n, int want)
 	assert_int_equal(write(sv[0], bytes, n), (ssize_t)n);
 	close(sv[0]);
 	size_t len;
-	assert_int_equal(agent_recv(sv[1], buf, &len), want);
+	assert_int_equal(agent_recv(sv[1], buf, sizeof(buf), &len), want);
 	close(sv[1]);
 }
 

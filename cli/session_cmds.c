@@ -1,0 +1,221 @@
+/* cli/session_cmds.c: commands on a session started with `bulkhead start`:
+ * `bulkhead exec ID -- CMD` (one more command in the same VM) and `bulkhead stop ID`. */
+#include "cli/exec_client.h"
+#include "cli/rundir.h"
+#include "cli/run.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXEC_CONNECT_MS 10000
+
+static const char exec_usage[] =
+	"usage: bulkhead exec [-i] [-t] [-e KEY=VALUE]... [-w DIR] ID [--] CMD [ARG...]\n"
+	"Runs CMD in the running session ID (from 'bulkhead start'); its stdout/stderr\n"
+	"become ours, its exit code ours (128+N for signal N; 125: bulkhead failed).\n"
+	"  -i   forward our stdin      -t   run CMD on a pseudo-terminal\n"
+	"  -e   set an environment variable (not for secrets)\n"
+	"  -w   working directory in the guest (default: where the session's commands start)\n";
+
+/* Relays one exec until it ends; returns our exit code. */
+static int relay(struct exec_client *c, bool tty)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGWINCH);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	int interrupts = 0, rc = 0;
+	while (rc == 0) {
+		struct pollfd pfd[3];
+		int n = exec_client_pollfds(c, pfd);
+		pfd[n] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		if (poll(pfd, (nfds_t)n + 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[n].revents) {
+			struct signalfd_siginfo si;
+			int sig = read(sfd, &si, sizeof(si)) == sizeof(si) ? (int)si.ssi_signo
+									   : SIGTERM;
+			if (sig == SIGWINCH) {
+				struct winsize ws;
+				if (ioctl(0, TIOCGWINSZ, &ws) == 0)
+					exec_client_winsize(c, ws.ws_row, ws.ws_col);
+				continue;
+			}
+			if (sig == SIGINT && interrupts++ == 0 && !tty) {
+				exec_client_signal(c, SIGINT);
+				continue;
+			}
+			/* Closing the stream makes the agent kill the command. */
+			fprintf(stderr, "bulkhead: %s; the command was stopped\n", strsignal(sig));
+			close(sfd);
+			return 128 + sig;
+		}
+		rc = exec_client_handle(c, pfd, n);
+	}
+	close(sfd);
+	if (rc < 0 || c->error[0]) {
+		fprintf(stderr, "bulkhead: %s%s\n", rc < 0 ? "" : "guest: ", c->error);
+		return EXIT_BULKHEAD;
+	}
+	return c->exit.signal ? 128 + c->exit.signal : c->exit.code;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "interactive", no_argument, NULL, 'i' },
+		{ "tty", no_argument, NULL, 't' },
+		{ "env", required_argument, NULL, 'e' },
+		{ "workdir", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	bool interactive = false, tty = false;
+	char *env[RUN_MAX_ENV + 1];
+	size_t nenv = 0;
+	const char *cwd = NULL;
+	int ch;
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+ite:w:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'i':
+			interactive = true;
+			break;
+		case 't':
+			tty = true;
+			break;
+		case 'e':
+			if (!strchr(optarg, '=') || optarg[0] == '=' || nenv == RUN_MAX_ENV) {
+				fprintf(stderr, "bulkhead exec: -e '%s': expected KEY=VALUE\n",
+					optarg);
+				return EXIT_BULKHEAD;
+			}
+			env[nenv++] = optarg;
+			break;
+		case 'w':
+			if (optarg[0] != '/') {
+				fprintf(stderr, "bulkhead exec: -w needs an absolute path\n");
+				return EXIT_BULKHEAD;
+			}
+			cwd = optarg;
+			break;
+		case 'h':
+			fputs(exec_usage, stdout);
+			return 0;
+		default:
+			fprintf(stderr,
+				"bulkhead exec: bad option '%s' (see 'bulkhead exec --help')\n",
+				argv[optind - 1]);
+			return EXIT_BULKHEAD;
+		}
+	}
+	env[nenv] = NULL;
+	if (optind < argc && strcmp(argv[optind], "--") == 0)
+		optind++;
+	if (argc - optind < 2) {
+		fprintf(stderr, "bulkhead exec: need a session id and a command (see --help)\n");
+		return EXIT_BULKHEAD;
+	}
+	const char *id = argv[optind++];
+	if (strcmp(argv[optind], "--") == 0 && ++optind == argc) {
+		fprintf(stderr, "bulkhead exec: no command given\n");
+		return EXIT_BULKHEAD;
+	}
+	if (tty && interactive && !isatty(0)) {
+		fprintf(stderr,
+			"bulkhead: -it needs a terminal on stdin (use -i alone for a pipe)\n");
+		return EXIT_BULKHEAD;
+	}
+
+	struct rundir rd;
+	char err[320], uds[PATH_MAX], dflt[PATH_MAX];
+	if (rundir_open(&rd, id, err, sizeof(err)) < 0 ||
+	    rundir_file(&rd, "vsock.sock", 1, uds, sizeof(uds)) < 0) {
+		fprintf(stderr, "bulkhead: %s\n", err);
+		return EXIT_BULKHEAD;
+	}
+	if (!cwd)
+		cwd = rundir_get(&rd, "cwd", dflt, sizeof(dflt)) == 0 ? dflt : "/";
+	signal(SIGPIPE, SIG_IGN);
+	struct exec_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		return EXIT_BULKHEAD;
+	c->in_fd = interactive ? 0 : -1;
+	c->out_fd = 1;
+	c->err_fd = 2;
+	int sock = exec_client_connect(uds, AGENT_PORT, EXEC_CONNECT_MS, err, sizeof(err));
+	if (sock < 0) {
+		fprintf(stderr, "bulkhead: session %s: %s\n", id, err);
+		free(c);
+		return EXIT_BULKHEAD;
+	}
+	struct winsize ws = { 0 };
+	if (tty)
+		ioctl(0, TIOCGWINSZ, &ws);
+	uint32_t flags = (tty ? AGENT_EXEC_TTY : 0) | (interactive ? AGENT_EXEC_STDIN : 0);
+	int code = EXIT_BULKHEAD;
+	if (exec_client_start(c, sock, flags, ws.ws_row, ws.ws_col, cwd, argv + optind, env) < 0) {
+		fprintf(stderr, "bulkhead: %s\n", c->error);
+	} else {
+		struct termios saved;
+		bool raw = false;
+		if (tty && interactive && tcgetattr(0, &saved) == 0) {
+			struct termios t = saved;
+			cfmakeraw(&t);
+			raw = tcsetattr(0, TCSANOW, &t) == 0;
+		}
+		code = relay(c, tty);
+		if (raw)
+			tcsetattr(0, TCSANOW, &saved);
+	}
+	exec_client_close(c);
+	free(c);
+	return code;
+}
+
+int cmd_stop(int argc, char **argv)
+{
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: bulkhead stop ID\n");
+		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : EXIT_BULKHEAD;
+	}
+	struct rundir rd;
+	char err[320], pidtext[32];
+	if (rundir_open(&rd, argv[1], err, sizeof(err)) < 0) {
+		fprintf(stderr, "bulkhead: %s\n", err);
+		return EXIT_BULKHEAD;
+	}
+	long pid = 0;
+	if (rundir_get(&rd, "pid", pidtext, sizeof(pidtext)) < 0 || (pid = atol(pidtext)) <= 1 ||
+	    kill((pid_t)pid, SIGTERM) < 0) {
+		fprintf(stderr, "bulkhead: session %s: no running supervisor\n", argv[1]);
+		return EXIT_BULKHEAD;
+	}
+	/* The supervisor removes the directory as its last act. */
+	for (int i = 0; i < 300; i++) {
+		if (access(rd.path, F_OK) < 0)
+			return 0;
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	fprintf(stderr, "bulkhead: session %s did not stop within 15 s\n", argv[1]);
+	return EXIT_BULKHEAD;
+}

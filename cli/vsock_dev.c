@@ -1,0 +1,111 @@
+/* cli/vsock_dev.c: start and stop the session's bulkhead-vsock. The vhost-user
+ * socket is created and listening before the back end starts (passed as a
+ * descriptor), so the engine can connect at once without a race. */
+#include "cli/vsock_dev.h"
+#include "cli/paths.h"
+#include "lib/agent_proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int listen_unix(const char *path, int backlog)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, char *err,
+		    size_t errlen)
+{
+	char bin[PATH_MAX], ready_name[32];
+	v->pid = 0;
+	v->ready_lfd = -1;
+	snprintf(ready_name, sizeof(ready_name), "vsock.sock_%d", AGENT_READY_PORT);
+	if (paths_join(bin, sizeof(bin), paths_bindir(), "bulkhead-vsock") < 0 ||
+	    access(bin, X_OK) < 0) {
+		snprintf(err, errlen, "bulkhead-vsock not found next to bulkhead (run make)");
+		return -1;
+	}
+	if (rundir_file(rd, "vsock-vhost.sock", 1, v->vhost_sock, sizeof(v->vhost_sock)) < 0 ||
+	    rundir_file(rd, "vsock.sock", 1, v->uds, sizeof(v->uds)) < 0 ||
+	    rundir_file(rd, ready_name, 1, v->ready_path, sizeof(v->ready_path)) < 0) {
+		snprintf(err, errlen, "run directory path too long for a socket");
+		return -1;
+	}
+	v->ready_lfd = listen_unix(v->ready_path, 1);
+	int lfd = listen_unix(v->vhost_sock, 1);
+	if (v->ready_lfd < 0 || lfd < 0) {
+		snprintf(err, errlen, "vsock sockets in %s: %s", rd->path,
+			 strerror(-(v->ready_lfd < 0 ? v->ready_lfd : lfd)));
+		if (lfd >= 0)
+			close(lfd);
+		vsock_dev_stop(v);
+		return -1;
+	}
+	char cid[16];
+	snprintf(cid, sizeof(cid), "%d", VSOCK_GUEST_CID);
+	pid_t pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int devnull = open("/dev/null", O_RDONLY);
+		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(diag_fd, 1) < 0 ||
+		    dup2(diag_fd, 2) < 0 || (lfd != 3 && dup2(lfd, 3) < 0) ||
+		    fcntl(3, F_SETFD, 0) < 0)
+			_exit(126);
+		close_range(4, ~0U, 0);
+		execl(bin, bin, "--listen-fd", "3", "--guest-cid", cid, "--uds-path", v->uds,
+		      (char *)NULL);
+		dprintf(2, "exec %s: %s\n", bin, strerror(errno));
+		_exit(127);
+	}
+	close(lfd);
+	if (pid < 0) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		vsock_dev_stop(v);
+		return -1;
+	}
+	v->pid = pid;
+	return 0;
+}
+
+void vsock_dev_stop(struct vsock_dev *v)
+{
+	if (v->pid > 0) {
+		kill(v->pid, SIGKILL);
+		while (waitpid(v->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		v->pid = 0;
+	}
+	if (v->ready_lfd >= 0)
+		close(v->ready_lfd);
+	v->ready_lfd = -1;
+	const char *paths[] = { v->vhost_sock, v->uds, v->ready_path };
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		if (paths[i][0])
+			unlink(paths[i]);
+	v->vhost_sock[0] = v->uds[0] = v->ready_path[0] = '\0';
+}

@@ -1,0 +1,130 @@
+#!/bin/sh
+# End to end: the vsock exec agent — `bulkhead run` through the agent (stdin,
+# binary output, streams kept apart, exit codes and signals), and sessions with
+# many execs (`bulkhead start` / `exec` / `stop`), under the QEMU engine here.
+. "$(dirname "$0")/lib.sh"
+
+if [ ! -x "$BIN/bulkhead-vsock" ]; then
+	skip "exec suite" "bulkhead-vsock not built (run make)"; plan_done; exit 0
+fi
+export BULKHEAD_RUNDIR="$TMP/run"
+
+# --- run through the agent ----------------------------------------------------
+run_capture run -- sh -c 'head -c 67108864 /dev/urandom | tee /tmp/r | sha256sum >&2; cat /tmp/r'
+want=$(cut -d' ' -f1 < "$TMP/err")
+got=$(sha256sum < "$TMP/out" | cut -d' ' -f1)
+if [ "$rc" = 0 ] && [ -n "$want" ] && [ "$want" = "$got" ] && [ "$(wc -c < "$TMP/out")" = 67108864 ]; then
+	ok "64 MiB of binary stdout with a matching SHA-256"
+else
+	not_ok "64 MiB of binary stdout with a matching SHA-256" "rc=$rc guest=$want host=$got"
+fi
+
+head -c 67108864 /dev/urandom > "$TMP/in"
+"$BULKHEAD" run -i -- sh -c 'cat | tee /tmp/in | sha256sum >&2; cat /tmp/in' < "$TMP/in" > "$TMP/out" 2> "$TMP/err"
+rc=$?
+want=$(sha256sum < "$TMP/in" | cut -d' ' -f1)
+if [ "$rc" = 0 ] && [ "$(cut -d' ' -f1 < "$TMP/err")" = "$want" ] &&
+	[ "$(sha256sum < "$TMP/out" | cut -d' ' -f1)" = "$want" ]; then
+	ok "-i: 64 MiB of stdin round-trips through cat"
+else
+	not_ok "-i: 64 MiB of stdin round-trips through cat" "rc=$rc" "$(head -c 300 "$TMP/err")"
+fi
+
+echo "from host stdin" | "$BULKHEAD" run -- cat > "$TMP/out" 2>&1
+check_eq "without -i the command reads /dev/null" "" "$(cat "$TMP/out")"
+
+run_capture run -- sh -c 'i=0; while [ $i -lt 200 ]; do echo "out $i"; echo "err $i" >&2; i=$((i+1)); done'
+seq 0 199 | sed 's/^/out /' > "$TMP/want-out"
+seq 0 199 | sed 's/^/err /' > "$TMP/want-err"
+cmp -s "$TMP/out" "$TMP/want-out" && cmp -s "$TMP/err" "$TMP/want-err" &&
+	ok "interleaved stdout and stderr stay in order, each in its own stream" ||
+	not_ok "interleaved stdout and stderr stay in order, each in its own stream" "$(head -n 3 "$TMP/out")"
+
+run_capture run -t -- sh -c 'tty; stty size'
+case $(head -n 1 "$TMP/out") in
+/dev/pts/*) ok "-t gives the command a pseudo-terminal" ;;
+*) not_ok "-t gives the command a pseudo-terminal" "$(cat "$TMP/out")" ;;
+esac
+
+# An interactive shell on a pty, typed into through script(1)'s terminal: line
+# editing, Ctrl-C interrupting the foreground command, the window size, exit code.
+if command -v script > /dev/null; then
+	(sleep 4; printf 'echo $((6*7))\r'; sleep 1; printf 'sleep 100\r'; sleep 2; printf '\003';
+	 sleep 1; printf 'echo after-$?\r'; sleep 1; printf 'stty size\r'; sleep 1; printf 'exit 3\r') |
+		timeout 120 script -qec "stty rows 33 cols 101; $BULKHEAD run -it -- sh" /dev/null > "$TMP/pty" 2>&1
+	rc=$?
+	tr -d '\r' < "$TMP/pty" > "$TMP/pty.txt"
+	check_eq "-it: the shell's exit code comes back" 3 "$rc"
+	grep -qx 42 "$TMP/pty.txt" && ok "-it: typed commands run" || not_ok "-it: typed commands run" "$(head -c 400 "$TMP/pty.txt")"
+	grep -q 'after-130' "$TMP/pty.txt" && ok "-it: Ctrl-C interrupts the foreground command" ||
+		not_ok "-it: Ctrl-C interrupts the foreground command" "$(head -c 600 "$TMP/pty.txt")"
+	grep -qx '33 101' "$TMP/pty.txt" && ok "-it: the window size follows the terminal" ||
+		not_ok "-it: the window size follows the terminal" "$(head -c 600 "$TMP/pty.txt")"
+else
+	skip "-it session" "script(1) from util-linux is not installed"
+fi
+run_capture run -it -- true
+check_eq "-it without a terminal on stdin: 125" 125 "$rc"
+
+# --- a session with many execs ----------------------------------------------------
+id=$("$BULKHEAD" start 2> "$TMP/err")
+rc=$?
+if [ "$rc" != 0 ] || [ -z "$id" ]; then
+	not_ok "bulkhead start prints a session id" "rc=$rc" "$(cat "$TMP/err")"
+	plan_done; exit 0
+fi
+ok "bulkhead start prints a session id"
+
+bad=0
+i=0
+while [ $i -lt 1000 ]; do
+	code=$((i % 256))
+	"$BULKHEAD" exec "$id" -- sh -c "exit $code" < /dev/null
+	got=$?
+	[ "$got" = "$code" ] || { bad=$((bad + 1)); [ $bad -lt 5 ] && echo "# exec $i: want $code got $got"; }
+	i=$((i + 1))
+done
+check_eq "1,000 sequential execs in one session, every exit code 0..255 right" 0 "$bad"
+
+"$BULKHEAD" exec "$id" -- sh -c 'kill -TERM $$'
+check_eq "exec: death by SIGTERM is 143" 143 "$?"
+"$BULKHEAD" exec "$id" -- sh -c 'kill -KILL $$'
+check_eq "exec: death by SIGKILL is 137" 137 "$?"
+"$BULKHEAD" exec "$id" -- /no/such/thing 2> "$TMP/err"
+check_eq "exec: a missing command is 127" 127 "$?"
+
+# Several at once.
+for n in 1 2 3 4 5 6 7 8; do
+	"$BULKHEAD" exec "$id" -- sh -c "sleep 1; echo par-$n" > "$TMP/par-$n" &
+done
+wait
+all=$(cat "$TMP"/par-* | sort | tr '\n' ' ')
+check_eq "8 execs at once each get their own output" "par-1 par-2 par-3 par-4 par-5 par-6 par-7 par-8 " "$all"
+
+# Ctrl-C without -t reaches the guest command as SIGINT.
+"$BULKHEAD" exec "$id" -- sh -c 'trap "echo got-int; exit 7" INT; sleep 30 & wait' > "$TMP/out" &
+pid=$!
+sleep 2
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+if [ "$rc" = 7 ] && grep -q got-int "$TMP/out"; then
+	ok "Ctrl-C without -t sends SIGINT to the guest command"
+else
+	not_ok "Ctrl-C without -t sends SIGINT to the guest command" "rc=$rc" "$(cat "$TMP/out")"
+fi
+
+"$BULKHEAD" stop "$id"
+check_eq "bulkhead stop ends the session" 0 "$?"
+check_eq "nothing is left of the session" "" "$(ls -A "$BULKHEAD_RUNDIR")"
+"$BULKHEAD" exec "$id" -- true 2> "$TMP/err"
+rc=$?
+if [ "$rc" = 125 ] && [ "$(wc -l < "$TMP/err")" = 1 ]; then
+	ok "exec on a stopped session: 125 and one line"
+else
+	not_ok "exec on a stopped session: 125 and one line" "rc=$rc" "$(cat "$TMP/err")"
+fi
+"$BULKHEAD" exec nothex -- true 2> /dev/null
+check_eq "exec with a malformed id: 125" 125 "$?"
+
+plan_done

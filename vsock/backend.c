@@ -1,0 +1,223 @@
+/* vsock/backend.c: vhost-user requests for the vsock device: features, the memory table,
+ * ring set-up and tear-down, the config space (guest CID). The front end is a separate,
+ * possibly compromised process too: every index and value is checked. */
+#include "vsock/backend.h"
+
+#include <errno.h>
+#include <linux/virtio_config.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+uint64_t backend_features(void)
+{
+	return (1ull << VIRTIO_F_VERSION_1) | (1ull << VHOST_USER_F_PROTOCOL_FEATURES);
+}
+
+uint64_t backend_protocol_features(void)
+{
+	/* CONFIG: QEMU's vhost-user-vsock-device reads the guest CID with GET_CONFIG. */
+	return (1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK) | (1ull << VHOST_USER_PROTOCOL_F_CONFIG);
+}
+
+static struct vq *ring(struct backend *b, uint64_t idx)
+{
+	return idx < VSOCK_NQUEUES ? &b->dev->q[idx] : NULL;
+}
+
+static void replace_fd(int *slot, int fd)
+{
+	if (*slot >= 0)
+		close(*slot);
+	*slot = fd;
+}
+
+/* After memory or ring addresses change: resolve the ring again (stays unusable if not yet
+ * possible; a later message completes it). */
+static void remap(struct backend *b, struct vq *vq)
+{
+	if (vq->num && vq->desc_addr)
+		vq_map(vq, &b->dev->mem);
+}
+
+static int set_mem_table(struct backend *b, struct vhost_user_msg *m)
+{
+	struct vsock_dev *d = b->dev;
+	vmem_clear(&d->mem);
+	for (uint32_t i = 0; i < m->p.mem.nregions; i++) {
+		const struct vhost_user_mem_region *r = &m->p.mem.regions[i];
+		int err = vmem_map_fd(&d->mem, m->fds[i], r->guest_phys_addr, r->userspace_addr,
+				      r->memory_size, r->mmap_offset);
+		if (err) {
+			vmem_clear(&d->mem);
+			for (unsigned q = 0; q < VSOCK_NQUEUES; q++)
+				vq_map(&d->q[q], &d->mem);
+			return -err;
+		}
+	}
+	for (unsigned q = 0; q < VSOCK_NQUEUES; q++)
+		remap(b, &d->q[q]);
+	return 0;
+}
+
+static int set_kick(struct backend *b, struct vhost_user_msg *m)
+{
+	struct vq *vq = ring(b, m->p.u64 & VHOST_USER_VRING_IDX_MASK);
+	if (!vq || m->nfds != 1)
+		return EINVAL; /* polling mode (NOFD) is not supported */
+	int fd = m->fds[0];
+	m->fds[0] = -1;
+	replace_fd(&vq->kick_fd, fd);
+	if (b->dev->epfd >= 0) {
+		struct epoll_event ev = {
+			.events = EPOLLIN,
+			.data.u64 = VSOCK_TAG(VSOCK_TAG_KICK, vq - b->dev->q),
+		};
+		if (epoll_ctl(b->dev->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+			return errno;
+	}
+	/* Without protocol features a ring starts when its kick fd arrives. */
+	if (!(b->features & (1ull << VHOST_USER_F_PROTOCOL_FEATURES)))
+		vq->enabled = true;
+	remap(b, vq);
+	vsock_kick(b->dev);
+	return 0;
+}
+
+static int get_config(struct backend *b, int sock, const struct vhost_user_msg *m)
+{
+	struct virtio_vsock_config cfg = { .guest_cid = htole64(b->dev->guest_cid) };
+	struct vhost_user_config out;
+	memset(&out, 0, sizeof(out));
+	out.offset = m->p.config.offset;
+	out.size = m->p.config.size;
+	out.flags = m->p.config.flags;
+	/* Bytes past the 8-byte config space read as zero; vhost_user_check bounded size. */
+	if (out.offset < sizeof(cfg)) {
+		size_t n = sizeof(cfg) - out.offset;
+		memcpy(out.region, (const uint8_t *)&cfg + out.offset, n < out.size ? n : out.size);
+	}
+	return vhost_user_reply(sock, m, &out, VHOST_USER_CONFIG_HDR_SIZE + out.size);
+}
+
+int backend_handle(struct backend *b, int sock, struct vhost_user_msg *m, uint64_t *status)
+{
+	struct vsock_dev *d = b->dev;
+	struct vq *vq;
+	int st = 0;
+	switch (m->hdr.request) {
+	case VHOST_USER_GET_FEATURES: {
+		uint64_t f = backend_features();
+		return vhost_user_reply(sock, m, &f, sizeof(f));
+	}
+	case VHOST_USER_SET_FEATURES:
+		if (m->p.u64 & ~backend_features())
+			st = EINVAL;
+		else
+			b->features = m->p.u64;
+		break;
+	case VHOST_USER_GET_PROTOCOL_FEATURES: {
+		uint64_t f = backend_protocol_features();
+		return vhost_user_reply(sock, m, &f, sizeof(f));
+	}
+	case VHOST_USER_SET_PROTOCOL_FEATURES:
+		if (m->p.u64 & ~backend_protocol_features())
+			st = EINVAL;
+		else
+			b->protocol_features = m->p.u64;
+		break;
+	case VHOST_USER_SET_OWNER:
+		break;
+	case VHOST_USER_RESET_OWNER:
+	case VHOST_USER_RESET_DEVICE:
+		vsock_dev_reset(d);
+		break;
+	case VHOST_USER_GET_QUEUE_NUM: {
+		uint64_t n = VSOCK_NQUEUES;
+		return vhost_user_reply(sock, m, &n, sizeof(n));
+	}
+	case VHOST_USER_SET_MEM_TABLE:
+		st = set_mem_table(b, m);
+		break;
+	case VHOST_USER_SET_VRING_NUM:
+		vq = ring(b, m->p.state.index);
+		if (!vq || m->p.state.num == 0 || m->p.state.num > VQ_MAX_SIZE ||
+		    (m->p.state.num & (m->p.state.num - 1)))
+			st = EINVAL;
+		else
+			vq->num = (uint16_t)m->p.state.num;
+		/* 32768 fits u16; the power-of-two check keeps & (num - 1) valid. */
+		if (!st)
+			remap(b, vq);
+		break;
+	case VHOST_USER_SET_VRING_ADDR:
+		vq = ring(b, m->p.addr.index);
+		if (!vq || m->p.addr.flags) /* no dirty logging */
+			st = EINVAL;
+		else {
+			vq->desc_addr = m->p.addr.desc_user_addr;
+			vq->avail_addr = m->p.addr.avail_user_addr;
+			vq->used_addr = m->p.addr.used_user_addr;
+			if (vq_map(vq, &d->mem) < 0)
+				st = EINVAL;
+		}
+		break;
+	case VHOST_USER_SET_VRING_BASE:
+		vq = ring(b, m->p.state.index);
+		if (!vq || m->p.state.num > UINT16_MAX)
+			st = EINVAL;
+		else
+			vq->last_avail = vq->used_idx = (uint16_t)m->p.state.num;
+		break;
+	case VHOST_USER_GET_VRING_BASE: {
+		vq = ring(b, m->p.state.index);
+		if (!vq)
+			return -EINVAL; /* a GET must be answered; we cannot with a bad index */
+		/* Stopping a ring: no more kicks, no more guest memory access through it. */
+		struct vhost_vring_state s = { .index = m->p.state.index, .num = vq->last_avail };
+		replace_fd(&vq->kick_fd, -1);
+		vq->enabled = false;
+		vq->desc = NULL;
+		/* The driver is resetting or the VM is going away: its sockets die with it. */
+		if (vq != &d->q[VSOCK_Q_EVENT])
+			vsock_dev_drop_conns(d);
+		return vhost_user_reply(sock, m, &s, sizeof(s));
+	}
+	case VHOST_USER_SET_VRING_KICK:
+		st = set_kick(b, m);
+		break;
+	case VHOST_USER_SET_VRING_CALL:
+		vq = ring(b, m->p.u64 & VHOST_USER_VRING_IDX_MASK);
+		if (!vq || m->nfds != 1) {
+			st = EINVAL;
+		} else {
+			replace_fd(&vq->call_fd, m->fds[0]);
+			m->fds[0] = -1;
+		}
+		break;
+	case VHOST_USER_SET_VRING_ERR:
+		/* We never report ring errors this way; the fd is closed with the message. */
+		if (!ring(b, m->p.u64 & VHOST_USER_VRING_IDX_MASK))
+			st = EINVAL;
+		break;
+	case VHOST_USER_SET_VRING_ENABLE:
+		vq = ring(b, m->p.state.index);
+		if (!vq || m->p.state.num > 1) {
+			st = EINVAL;
+		} else {
+			vq->enabled = m->p.state.num;
+			if (vq->enabled)
+				vsock_kick(d);
+		}
+		break;
+	case VHOST_USER_GET_CONFIG:
+		return get_config(b, sock, m);
+	default:
+		st = EOPNOTSUPP; /* known to the protocol library, not served by this device */
+		break;
+	}
+	if (st)
+		b->bad_requests++;
+	*status = (uint64_t)st;
+	return 0;
+}

@@ -1,0 +1,281 @@
+/* vsock/main.c: bulkhead-vsock — set up the sockets, then one epoll loop serving the vhost-user
+ * front end, the guest's kicks and the host-side Unix sockets until the front end goes away. */
+#include "vsock/backend.h"
+#include "vsock/conn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define VSOCK_TAG_SIGNAL 9
+
+static void usage(FILE *f)
+{
+	fputs("usage: bulkhead-vsock --socket PATH|--listen-fd N --guest-cid N --uds-path PREFIX "
+	      "[-v]\n"
+	      "  --socket PATH     vhost-user socket to listen on for the VMM (front end)\n"
+	      "  --listen-fd N     or: a listening socket the launcher passes as descriptor N\n"
+	      "  --guest-cid N     the guest's context ID (3 .. 2^32-2)\n"
+	      "  --uds-path PREFIX host programs connect to PREFIX (\"CONNECT <port>\\n\");\n"
+	      "                    guest connections to port P go to PREFIX_P\n"
+	      "  -v                print counters on exit\n",
+	      f);
+}
+
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	/* Replace a stale socket from an earlier run, never any other kind of file. */
+	struct stat st;
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Checks that fd is a listening Unix stream socket and makes it ours. */
+static int adopt_listener(int fd)
+{
+	int on = 0;
+	socklen_t len = sizeof(on);
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) < 0 || !on) {
+		errno = ENOTSOCK;
+		return -1;
+	}
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
+		return -1;
+	return fd;
+}
+
+static int ep_add(int ep, int fd, uint64_t tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void print_stats(const struct vsock_dev *d, const struct backend *b)
+{
+	const struct vsock_stats *s = &d->st;
+	fprintf(stderr,
+		"bulkhead-vsock: connections %" PRIu64 " resets %" PRIu64 " refused %" PRIu64
+		" bad: chain %" PRIu64 " addr %" PRIu64 " type %" PRIu64 " len %" PRIu64
+		" op %" PRIu64 " state %" PRIu64 " credit %" PRIu64 " unknown-conn %" PRIu64
+		" handshake %" PRIu64 " rst-dropped %" PRIu64 " ring-errors %" PRIu64 "/%" PRIu64
+		" requests %" PRIu64 "\n",
+		s->connections, s->resets, s->refused, s->bad_chain, s->bad_addr, s->bad_type,
+		s->bad_len, s->bad_op, s->bad_state, s->bad_credit, s->unknown_conn,
+		s->bad_handshake, s->rst_dropped, d->q[VSOCK_Q_RX].errors, d->q[VSOCK_Q_TX].errors,
+		b->bad_requests);
+}
+
+/* One front-end message. Returns 1 to go on, 0 for an orderly end, -1 for a failure. */
+static int on_ctrl(struct backend *b, int sock)
+{
+	struct vhost_user_msg m;
+	int err = vhost_user_recv(sock, &m, VHOST_USER_TO_BACKEND, false);
+	if (err == -ECONNRESET)
+		return 0;
+	if (err < 0) {
+		fprintf(stderr, "bulkhead-vsock: bad message from the front end: %s\n",
+			strerror(-err));
+		return -1;
+	}
+	uint64_t status = 0;
+	err = backend_handle(b, sock, &m, &status);
+	vhost_user_msg_close_fds(&m);
+	if (err == 0 && status && vhost_user_has_reply(m.hdr.request))
+		err = -EOPNOTSUPP; /* a GET we cannot answer would hang the front end */
+	if (err == 0)
+		err = vhost_user_reply_ack(sock, &m, status);
+	if (err < 0) {
+		const char *name = vhost_user_request_name(m.hdr.request);
+		fprintf(stderr, "bulkhead-vsock: front end request %s failed: %s\n",
+			name ? name : "?", strerror(-err));
+		return -1;
+	}
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "listen-fd", required_argument, NULL, 'f' },
+		{ "guest-cid", required_argument, NULL, 'c' },
+		{ "uds-path", required_argument, NULL, 'u' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *sock_path = NULL, *uds = NULL;
+	int given_fd = -1;
+	uint64_t cid = 0;
+	int verbose = 0, o;
+	char *end;
+	while ((o = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		switch (o) {
+		case 's':
+			sock_path = optarg;
+			break;
+		case 'f':
+			/* A socket the launcher already listens on: no window in which the
+			 * front end could try to connect before we exist. */
+			errno = 0;
+			given_fd = (int)strtol(optarg, &end, 10);
+			if (errno || *end || given_fd < 3) {
+				fprintf(stderr, "bulkhead-vsock: bad --listen-fd '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'u':
+			uds = optarg;
+			break;
+		case 'c':
+			errno = 0;
+			cid = strtoull(optarg, &end, 10);
+			/* 0-2 are reserved (hypervisor, local, host); -1 is VMADDR_CID_ANY. */
+			if (errno || *end || optarg[0] < '0' || optarg[0] > '9' || cid < 3 ||
+			    cid >= UINT32_MAX) {
+				fprintf(stderr,
+					"bulkhead-vsock: bad --guest-cid '%s': want 3 .. "
+					"4294967294\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if ((!sock_path) == (given_fd < 0) || !uds || !cid || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	/* The launcher owns our lifetime: if it dies, so do we (and check it did not already). */
+	pid_t parent = getppid();
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+		return 1;
+
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	int lfd = given_fd >= 0 ? adopt_listener(given_fd) : listen_unix(sock_path);
+	if (ep < 0 || sfd < 0 || lfd < 0) {
+		fprintf(stderr, "bulkhead-vsock: cannot listen on %s: %s\n",
+			sock_path ? sock_path : "the given descriptor", strerror(errno));
+		return 1;
+	}
+	int hfd = listen_unix(uds);
+	if (hfd < 0) {
+		fprintf(stderr, "bulkhead-vsock: cannot listen on %s: %s\n", uds, strerror(errno));
+		if (sock_path)
+			unlink(sock_path);
+		return 1;
+	}
+	static struct vsock_dev dev;
+	vsock_dev_init(&dev, cid, uds, ep);
+	struct backend b = { .dev = &dev };
+	if (ep_add(ep, sfd, VSOCK_TAG(VSOCK_TAG_SIGNAL, 0)) < 0 ||
+	    ep_add(ep, lfd, VSOCK_TAG(VSOCK_TAG_LISTEN, 0)) < 0 ||
+	    ep_add(ep, hfd, VSOCK_TAG(VSOCK_TAG_LISTEN, 1)) < 0) {
+		fprintf(stderr, "bulkhead-vsock: epoll: %s\n", strerror(errno));
+		return 1;
+	}
+
+	int ctrl = -1, rc = -1;
+	while (rc < 0) {
+		struct epoll_event evs[64];
+		int n = epoll_wait(ep, evs, 64, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "bulkhead-vsock: epoll_wait: %s\n", strerror(errno));
+			rc = 1;
+			break;
+		}
+		for (int i = 0; i < n && rc < 0; i++) {
+			uint32_t kind = (uint32_t)(evs[i].data.u64 >> 32);
+			uint32_t idx = (uint32_t)evs[i].data.u64;
+			if (kind == VSOCK_TAG_SIGNAL) {
+				rc = 0; /* asked to stop: an orderly end */
+			} else if (kind == VSOCK_TAG_LISTEN && idx == 0) {
+				/* Exactly one front end per process; later ones are refused. */
+				int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+				if (fd < 0)
+					continue;
+				if (ctrl >= 0) {
+					close(fd);
+					continue;
+				}
+				ctrl = fd;
+				/* We read a message once epoll says it started; a front end that
+				 * stalls mid-message must not freeze the guest's traffic for long. */
+				struct timeval tv = { .tv_sec = 5 };
+				setsockopt(ctrl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+				ep_add(ep, ctrl, VSOCK_TAG(VSOCK_TAG_CTRL, 0));
+			} else if (kind == VSOCK_TAG_LISTEN) {
+				int fd;
+				while ((fd = accept4(hfd, NULL, NULL,
+						     SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0)
+					vsock_host_accept(&dev, fd);
+			} else if (kind == VSOCK_TAG_CTRL) {
+				int r = on_ctrl(&b, ctrl);
+				if (r <= 0)
+					rc = r == 0 ? 0 : 1;
+			} else if (kind == VSOCK_TAG_KICK && idx < VSOCK_NQUEUES) {
+				uint64_t v;
+				if (read(dev.q[idx].kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+					continue;
+				vsock_kick(&dev);
+			} else if (kind == VSOCK_TAG_CONN) {
+				vsock_host_event(&dev, idx, evs[i].events);
+			}
+		}
+	}
+	if (verbose)
+		print_stats(&dev, &b);
+	vsock_dev_reset(&dev);
+	if (sock_path)
+		unlink(sock_path);
+	unlink(uds);
+	return rc;
+}
