@@ -109,9 +109,11 @@ static int on_ctrl(struct backend *b, int sock)
 	uint64_t status = 0;
 	err = backend_handle(b, sock, &m, &status);
 	vhost_user_msg_close_fds(&m);
-	if (err == 0 && status && vhost_user_has_reply(m.hdr.request))
+	bool has_reply = vhost_user_has_reply(m.hdr.request);
+	if (err == 0 && status && has_reply)
 		err = -EOPNOTSUPP; /* a GET we cannot answer would hang the front end */
-	if (err == 0)
+	/* A request with its own reply already had it; an ack too would be one message extra. */
+	if (err == 0 && !has_reply)
 		err = vhost_user_reply_ack(sock, &m, status);
 	if (err < 0) {
 		const char *name = vhost_user_request_name(m.hdr.request);
@@ -247,8 +249,8 @@ int main(int argc, char **argv)
 					continue;
 				}
 				ctrl = fd;
-				/* We read a message once epoll says it started; a front end that
-				 * stalls mid-message must not freeze the guest's traffic for long. */
+				/* A front end stalling mid-message must not freeze the guest's
+				 * traffic for long: reads time out (then we exit, non-zero). */
 				struct timeval tv = { .tv_sec = 5 };
 				setsockopt(ctrl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 				ep_add(ep, ctrl, VSOCK_TAG(VSOCK_TAG_CTRL, 0));

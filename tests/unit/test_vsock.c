@@ -179,7 +179,7 @@ static int host_listen(struct fx *f, uint32_t port)
 	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	assert_true(l >= 0);
 	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(l, 4), 0);
+	assert_int_equal(listen(l, 512), 0); /* room for a full connection table */
 	return l;
 }
 
@@ -595,26 +595,34 @@ static void test_table_full_and_rst_ring_bounded(void **state)
 static void test_connections_share_rx_fairly(void **state)
 {
 	struct fx *f = *state;
-	int a = connect_guest_to_host(f);
+	int l = host_listen(f, 1000);
+	post_rx(f, 2, 4096);
+	guest_send(f, hdr(VIRTIO_VSOCK_OP_REQUEST, 7, 1000, 0), NULL, 0);
 	guest_send(f, hdr(VIRTIO_VSOCK_OP_REQUEST, 8, 1000, 0), NULL, 0);
 	struct virtio_vsock_hdr h;
-	assert_true(take_rx(f, &h, NULL, 0)); /* RESPONSE for port 8 */
-	assert_int_equal(h.op, VIRTIO_VSOCK_OP_RESPONSE);
-	int l = host_listen(f, 1000); /* connect_guest_to_host's listener is gone; re-accept */
-	(void)l;
-	static char big[64 << 10];
-	/* Both host sides have plenty to say; rx buffers must alternate between them. */
-	assert_true(write(a, big, sizeof(big)) > 0);
-	int b = -1;
-	for (unsigned i = 0; i < VSOCK_MAX_CONNS; i++)
-		if (f->dev.conns[i].state == VC_ESTABLISHED && f->dev.conns[i].guest_port == 8)
-			b = (int)i;
-	assert_true(b >= 0);
-	int bfd = f->dev.conns[b].fd;
-	(void)bfd;
+	assert_true(take_rx(f, &h, NULL, 0));
+	assert_true(take_rx(f, &h, NULL, 0));
+	int a = accept(l, NULL, NULL), b = accept(l, NULL, NULL);
+	assert_true(a >= 0 && b >= 0);
+	/* Both host sides have plenty to say before the guest offers any buffer. */
+	static char big[32 << 10];
+	assert_int_equal(write(a, big, sizeof(big)), (ssize_t)sizeof(big));
+	assert_int_equal(write(b, big, sizeof(big)), (ssize_t)sizeof(big));
 	vsock_host_event(&f->dev, 0, 1);
-	close(l);
+	vsock_host_event(&f->dev, 1, 1);
+	post_rx(f, 6, 4096);
+	uint32_t order[6], n = 0;
+	while (n < 6 && take_rx(f, &h, NULL, 0)) {
+		assert_int_equal(h.op, VIRTIO_VSOCK_OP_RW);
+		order[n++] = h.dst_port;
+	}
+	assert_int_equal(n, 6);
+	/* Round robin: one busy connection cannot starve the other. */
+	for (unsigned i = 1; i < n; i++)
+		assert_int_not_equal(order[i], order[i - 1]);
 	close(a);
+	close(b);
+	close(l);
 }
 
 /* ---- host -> guest handshake ---- */
@@ -717,6 +725,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_credit_request_answered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_full_and_rst_ring_bounded, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_connections_share_rx_fairly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_host_connect_handshake, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_host_connect_refused_and_bad_lines, setup,
 						teardown),
