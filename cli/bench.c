@@ -274,13 +274,7 @@ static int bench_boot(int argc, char **argv)
 	paths_join(kernel, sizeof(kernel), paths_libdir(), "vmlinux");
 	paths_join(initrd, sizeof(initrd), paths_libdir(), "initramfs.cpio");
 	/* Not quiet: the console's "Run /init" line is the end mark for every engine. */
-	snprintf(cmdline, sizeof(cmdline),
-		 "console=ttyS0 8250.nr_uarts=1 panic=-1 reboot=%s rdinit=/init tsc=reliable "
-		 "no_timer_check %s" BOOT_ARGS_ARGV,
-		 c.kind == ENGINE_KVM ? "k" : "t",
-		 c.kvm_emulated ? "noxsave clearcpuid=smap,smep,pku,umip,popcnt " : "");
-	char *const argv_true[] = { "true" };
-	if (boot_args_encode(cmdline, sizeof(cmdline), argv_true, 1) < 0)
+	if (run_kernel_cmdline(&c, false, NULL, cmdline, sizeof(cmdline)) < 0)
 		return EXIT_BULKHEAD;
 	struct launch l = { .kernel = kernel,
 			    .initrd = initrd,

@@ -205,38 +205,21 @@ static int check_readable(const char *what, const char *path)
  * The reboot method is the engine's exit path: QEMU (-no-reboot) exits on a triple fault,
  * bulkhead-vmm on the i8042 reset (reboot=k). Hosts that emulate guest kernel mode need the
  * kvm engine quirks of docs/ENVIRONMENT.md (QEMU's TCG has no such gaps). */
-static int build_cmdline(const struct run_opts *o, const struct engine_choice *c,
-			 const struct share_fs *fs, bool agent, char *buf, size_t len)
+int run_kernel_cmdline(const struct engine_choice *c, bool quiet, const char *work_mode, char *buf,
+		       size_t len)
 {
 	bool kvm = c->kind == ENGINE_KVM;
+	/* reboot=k for bulkhead-vmm (its i8042 reset is the clean exit), a triple
+	 * fault for QEMU (-no-reboot turns it into an exit; microvm has no i8042). */
 	int n = snprintf(buf, len,
 			 "console=ttyS0 8250.nr_uarts=1 panic=-1 reboot=%s rdinit=/init "
-			 "tsc=reliable no_timer_check %s%s%s",
+			 "tsc=reliable no_timer_check%s%s%s%s",
 			 kvm ? "k" : "t",
-			 kvm && c->kvm_emulated ? "noxsave clearcpuid=smap,smep,pku,umip,popcnt "
+			 kvm && c->kvm_emulated ? " noxsave clearcpuid=smap,smep,pku,umip,popcnt"
 						: "",
-			 (o->verbose || o->console_path) ? "" : "quiet ",
-			 !o->work ? ""
-			 : fs->ro ? BOOT_ARGS_WORK "ro "
-				  : BOOT_ARGS_WORK "rw ");
-	if (n < 0 || (size_t)n >= len)
-		return -1;
-	if (agent) {
-		/* The command travels over vsock, to the exec agent. */
-		if (strlen(buf) + strlen(BOOT_ARGS_AGENT) >= len)
-			return -1;
-		strcat(buf, BOOT_ARGS_AGENT);
-		return 0;
-	}
-	strncat(buf, BOOT_ARGS_ARGV, len - strlen(buf) - 1);
-	if (boot_args_encode(buf, len, o->argv, o->argc) < 0)
-		return -1;
-	if (o->nenv) {
-		strncat(buf, " " BOOT_ARGS_ENV, len - strlen(buf) - 1);
-		if (boot_args_encode(buf, len, (char *const *)o->env, o->nenv) < 0)
-			return -1;
-	}
-	return 0;
+			 quiet ? " quiet" : "", work_mode ? " " BOOT_ARGS_WORK : "",
+			 work_mode ? work_mode : "");
+	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
 /* A device back end whose death ends the session. */
@@ -281,26 +264,15 @@ static int session_main(struct run_opts *o_, int notify_fd)
 	}
 	char cmdline[BOOT_ARGS_CMDLINE_MAX];
 	cmdline[0] = '\0';
-	/* Engines with vsock run the command through the exec agent; the kvm engine
-	 * still takes it on the kernel command line until its vsock lands. */
-	bool agent = choice.kind == ENGINE_QEMU;
 	if (o.tty && o.interactive && !isatty(0)) {
 		fprintf(stderr,
 			"bulkhead: -it needs a terminal on stdin (use -i alone for a pipe)\n");
 		return EXIT_BULKHEAD;
 	}
-	if ((o.interactive || o.tty) && !agent) {
-		fprintf(stderr,
-			"bulkhead: -i and -t need the exec agent, which engine %s does not "
-			"have yet\n",
-			engine_name(choice.kind));
-		return EXIT_BULKHEAD;
-	}
-	if (build_cmdline(&o, &choice, &fs, agent, cmdline, sizeof(cmdline)) < 0) {
-		fprintf(stderr,
-			"bulkhead: the command and its environment are too long for the "
-			"kernel command line (%d bytes at most)\n",
-			BOOT_ARGS_CMDLINE_MAX - 1);
+	if (run_kernel_cmdline(&choice, !o.verbose && !o.console_path,
+			       o.work ? (fs.ro ? "ro" : "rw") : NULL, cmdline,
+			       sizeof(cmdline)) < 0) {
+		fprintf(stderr, "bulkhead: internal error: kernel command line too long\n");
 		return EXIT_BULKHEAD;
 	}
 
@@ -345,38 +317,35 @@ static int session_main(struct run_opts *o_, int notify_fd)
 			goto fail;
 		add_backend(&g, "virtiofsd", fs.pid);
 	}
-	if (agent) {
-		if (vsock_dev_start(&vs, &rd, diag[1], err, sizeof(err)) < 0)
-			goto fail;
-		add_backend(&g, "bulkhead-vsock", vs.pid);
-		memcpy(env, o.env, o.nenv * sizeof(char *));
-		env[o.nenv] = NULL;
-		struct winsize ws = { .ws_row = 0 };
-		if (o.tty)
-			ioctl(0, TIOCGWINSZ, &ws);
-		link = (struct agent_link){
-			.ready_lfd = vs.ready_lfd,
-			.uds = vs.uds,
-			.flags = (o.tty ? AGENT_EXEC_TTY : 0) |
-				 (o.interactive ? AGENT_EXEC_STDIN : 0),
-			.rows = ws.ws_row,
-			.cols = ws.ws_col,
-			.cwd = o.work ? "/work" : "/",
-			.argv = o.argv,
-			.env = env,
-			.in_fd = o.interactive ? 0 : -1,
-			.ready_fd = -1,
-			.notify_fd = notify_fd,
-			.session_id = rd.id,
-		};
-		g.agent = &link;
-		/* A terminal session: our terminal passes every key through (Ctrl-C
-		 * included, which the guest's terminal turns into SIGINT). */
-		if (o.tty && o.interactive && tcgetattr(0, &saved_tty) == 0) {
-			struct termios t = saved_tty;
-			cfmakeraw(&t);
-			raw = tcsetattr(0, TCSANOW, &t) == 0;
-		}
+	if (vsock_dev_start(&vs, &rd, diag[1], err, sizeof(err)) < 0)
+		goto fail;
+	add_backend(&g, "bulkhead-vsock", vs.pid);
+	memcpy(env, o.env, o.nenv * sizeof(char *));
+	env[o.nenv] = NULL;
+	struct winsize ws = { .ws_row = 0 };
+	if (o.tty)
+		ioctl(0, TIOCGWINSZ, &ws);
+	link = (struct agent_link){
+		.ready_lfd = vs.ready_lfd,
+		.uds = vs.uds,
+		.flags = (o.tty ? AGENT_EXEC_TTY : 0) | (o.interactive ? AGENT_EXEC_STDIN : 0),
+		.rows = ws.ws_row,
+		.cols = ws.ws_col,
+		.cwd = o.work ? "/work" : "/",
+		.argv = o.argv,
+		.env = env,
+		.in_fd = o.interactive ? 0 : -1,
+		.ready_fd = -1,
+		.notify_fd = notify_fd,
+		.session_id = rd.id,
+	};
+	g.agent = &link;
+	/* A terminal session: our terminal passes every key through (Ctrl-C
+	 * included, which the guest's terminal turns into SIGINT). */
+	if (o.tty && o.interactive && tcgetattr(0, &saved_tty) == 0) {
+		struct termios t = saved_tty;
+		cfmakeraw(&t);
+		raw = tcsetattr(0, TCSANOW, &t) == 0;
 	}
 	struct launch l = {
 		.kernel = o.kernel,
@@ -387,7 +356,7 @@ static int session_main(struct run_opts *o_, int notify_fd)
 		.verbose = o.verbose,
 		.fs_sock = o.work ? fs.sock : NULL,
 		.diag_w = diag[1],
-		.vsock_sock = agent ? vs.vhost_sock : NULL,
+		.vsock_sock = vs.vhost_sock,
 		.guest_cid = VSOCK_GUEST_CID,
 	};
 	if ((choice.kind == ENGINE_KVM ? kvm_start(&l, &choice, &g, err, sizeof(err))

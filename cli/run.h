@@ -102,6 +102,11 @@ int kvm_vmm_path(char *buf, size_t len);
 int session_watch(const struct run_opts *o, struct guest *g);
 
 /* run.c */
+/* The kernel parameters every session starts with, for engine c: console,
+ * reboot/panic handling, quirks for emulating hosts, and the work share's mode
+ * ("rw", "ro" or NULL). Returns 0, or -1 if it does not fit. */
+int run_kernel_cmdline(const struct engine_choice *c, bool quiet, const char *work_mode, char *buf,
+		       size_t len);
 int cmd_run(int argc, char **argv);
 /* `bulkhead start`: a detached session; prints its id once the guest is ready. */
 int cmd_start(int argc, char **argv);

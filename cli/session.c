@@ -21,12 +21,10 @@
 
 struct watch {
 	const struct run_opts *o;
-	const char *engine; /* for messages: "qemu", "bulkhead-vmm" */
-	int console_file;   /* --console FILE, or -1 */
-	bool stdout_broken, stderr_broken;
-	int exit_code, exit_signal; /* from the status frame; -1 until then */
-	char guest_error[CFRAME_MAX_PAYLOAD + 1];
-	char tail[TAIL_MAX]; /* last console noise, for "why did it stop" */
+	const char *engine;			  /* for messages: "qemu", "bulkhead-vmm" */
+	int console_file;			  /* --console FILE, or -1 */
+	char guest_error[CFRAME_MAX_PAYLOAD + 1]; /* from init's error frame */
+	char tail[TAIL_MAX];			  /* last console noise, for "why did it stop" */
 	size_t tail_len;
 	char diag[512]; /* last line the engine printed on its stderr */
 };
@@ -72,32 +70,18 @@ static void on_noise(void *ctx, const uint8_t *buf, size_t len)
 	keep_tail(w->tail, &w->tail_len, sizeof(w->tail), buf, len);
 }
 
+/* The only frame init sends: why the session could not start. */
 static int on_frame(void *ctx, int type, const uint8_t *payload, size_t len)
 {
 	struct watch *w = ctx;
-	if (w->exit_code >= 0 || w->exit_signal >= 0 || w->guest_error[0])
-		return -1; /* nothing may follow the final frame */
-	switch (type) {
-	case CFRAME_STDOUT:
-		/* A closed stdout (e.g. `| head`) must not stop the session. */
-		if (!w->stdout_broken && write_all(1, payload, len) < 0)
-			w->stdout_broken = true;
-		return 0;
-	case CFRAME_STDERR:
-		if (!w->stderr_broken && write_all(2, payload, len) < 0)
-			w->stderr_broken = true;
-		return 0;
-	case CFRAME_EXIT:
-		return cframe_parse_status(payload, len, &w->exit_code, &w->exit_signal);
-	case CFRAME_ERROR:
-		memcpy(w->guest_error, payload, len);
-		w->guest_error[len] = '\0';
-		for (size_t i = 0; i < len; i++)
-			if (w->guest_error[i] < 0x20)
-				w->guest_error[i] = ' ';
-		return 0;
-	}
-	return -1;
+	if (type != CFRAME_ERROR || w->guest_error[0])
+		return -1; /* nothing may follow it */
+	memcpy(w->guest_error, payload, len);
+	w->guest_error[len] = '\0';
+	for (size_t i = 0; i < len; i++)
+		if (w->guest_error[i] < 0x20)
+			w->guest_error[i] = ' ';
+	return 0;
 }
 
 static void read_diag(struct watch *w, int fd, bool *open_)
@@ -141,10 +125,6 @@ static const char *panic_line(struct watch *w)
 static int outcome(struct watch *w, struct cframe_parser *p, int wstatus, int sig, bool timed_out)
 {
 	const struct run_opts *o = w->o;
-	if (w->exit_code >= 0)
-		return w->exit_code;
-	if (w->exit_signal >= 0)
-		return 128 + w->exit_signal;
 	if (timed_out) {
 		fprintf(stderr, "bulkhead: timed out after %g s; the VM was stopped\n",
 			o->timeout_s);
@@ -224,11 +204,11 @@ static int arm_timeout(double seconds)
 
 int session_watch(const struct run_opts *o, struct guest *g)
 {
-	struct watch w = { .o = o,
-			   .engine = g->engine_label,
-			   .console_file = -1,
-			   .exit_code = -1,
-			   .exit_signal = -1 };
+	struct watch w = {
+		.o = o,
+		.engine = g->engine_label,
+		.console_file = -1,
+	};
 	struct cframe_parser *parser = malloc(sizeof(*parser));
 	if (!parser) {
 		kill(g->pid, SIGKILL);
@@ -287,10 +267,8 @@ int session_watch(const struct run_opts *o, struct guest *g)
 					false; /* the engine closed the console: it is exiting */
 			else if (cframe_feed(parser, buf, (size_t)n) < 0)
 				break;
-			/* init syncs before it reports, so the result is final: no need to
-			 * wait for the guest to power itself off. */
-			if (w.exit_code >= 0 || w.exit_signal >= 0 || w.guest_error[0])
-				break;
+			if (w.guest_error[0])
+				break; /* init could not start the session; it powers off */
 		}
 		if (diag_open && pfd[P_DIAG].revents)
 			read_diag(&w, g->diag_fd, &diag_open);
@@ -352,7 +330,7 @@ int session_watch(const struct run_opts *o, struct guest *g)
 	} else if (agent_rc < 0 && !panic_line(&w)) {
 		fprintf(stderr, "bulkhead: %s\n", g->agent->error);
 		code = EXIT_BULKHEAD;
-	} else if (dead_backend && w.exit_code < 0 && w.exit_signal < 0) {
+	} else if (dead_backend) {
 		fprintf(stderr, "bulkhead: %s stopped during the session: %s\n", dead_backend,
 			w.diag[0] ? last_line(w.diag) : "no message");
 		code = EXIT_BULKHEAD;

@@ -1,6 +1,6 @@
 # guest/: bulkhead-init, linked statically so the initramfs needs no libc.
 GUEST_INIT      := $(LIBDIR)/bulkhead-init
-INIT_SRCS   := $(wildcard guest/init/*.c) lib/console_frame.c lib/boot_args.c lib/agent_proto.c
+INIT_SRCS   := $(wildcard guest/init/*.c) lib/console_frame.c lib/agent_proto.c
 INIT_CFLAGS    := -std=c11 -D_GNU_SOURCE $(WARN) -I. -Os -MMD -MP
 
 $(OBJ)/init-static/%.o: %.c | deps

@@ -67,7 +67,7 @@ static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *out)
 
 static int known_type(int t)
 {
-	return t == CFRAME_STDOUT || t == CFRAME_STDERR || t == CFRAME_EXIT || t == CFRAME_ERROR;
+	return t == CFRAME_ERROR;
 }
 
 static int parse_header(struct cframe_parser *p)
@@ -188,21 +188,4 @@ int cframe_feed(struct cframe_parser *p, const uint8_t *buf, size_t len)
 		}
 	}
 	return 0;
-}
-
-int cframe_parse_status(const uint8_t *payload, size_t len, int *code, int *sig)
-{
-	uint64_t v;
-	*code = *sig = -1;
-	if (len > 5 && memcmp(payload, "exit ", 5) == 0 &&
-	    parse_u64((const char *)payload + 5, len - 5, 255, &v) == 0) {
-		*code = (int)v;
-		return 0;
-	}
-	if (len > 7 && memcmp(payload, "signal ", 7) == 0 &&
-	    parse_u64((const char *)payload + 7, len - 7, 64, &v) == 0 && v >= 1) {
-		*sig = (int)v;
-		return 0;
-	}
-	return -1;
 }

@@ -1,15 +1,14 @@
-/* lib/console_frame.h: bulkhead-init -> host status frames on the serial console (v1).
+/* lib/console_frame.h: bulkhead-init -> host frames on the serial console (v2).
  *
- * Until the vsock agent exists the guest's only channel is the UART, which the
- * kernel also prints on. bulkhead-init never lets the command touch the console:
- * the command's stdout/stderr are pipes into init, and init copies them into
- * frames. Because command bytes only ever travel inside a length-delimited,
- * CRC-checked, sequence-numbered payload, nothing the command prints can be
- * read by the host as a frame, and any corruption (e.g. a printk landing in
- * the middle of a frame) is detected instead of silently accepted.
+ * Before the vsock agent is up, the guest's only way to tell the host why a
+ * session cannot start (a failed mount, no vsock) is the UART, which the kernel
+ * also prints on. Those messages travel as frames: length-delimited,
+ * CRC-checked and sequence-numbered, so kernel noise cannot be mistaken for one
+ * and corruption (a printk landing in the middle) is detected, not accepted.
+ * Commands never write to the console: their output goes over vsock.
  *
  * Wire format, one frame:
- *   "\x1e" "BHF1 " TYPE " " SEQ " " LEN "\n"      header (TYPE one char; SEQ, LEN decimal)
+ *   "\x1e" "BHF2 " TYPE " " SEQ " " LEN "\n"      header (TYPE one char; SEQ, LEN decimal)
  *   LEN raw payload bytes                          (0 <= LEN <= CFRAME_MAX_PAYLOAD)
  *   CRC "\n"                                       8 lower-case hex digits: CRC-32 of
  *                                                  "TYPE SEQ LEN" followed by the payload
@@ -25,7 +24,7 @@
 
 #define CFRAME_MAGIC                                                                               \
 	"\x1e"                                                                                     \
-	"BHF1 "
+	"BHF2 "
 #define CFRAME_MAGIC_LEN   6
 #define CFRAME_MAX_PAYLOAD 4096
 /* Longest header: magic + "t " + 20-digit seq + " " + 4-digit len + "\n". */
@@ -33,10 +32,7 @@
 #define CFRAME_TRAILER_LEN 9
 
 enum cframe_type {
-	CFRAME_STDOUT = 'o', /* command's stdout bytes */
-	CFRAME_STDERR = 'e', /* command's stderr bytes */
-	CFRAME_EXIT = 'x',   /* "exit N" (0..255) or "signal N" (1..64); the last frame */
-	CFRAME_ERROR = '!',  /* bulkhead-init could not run the session: one line of text */
+	CFRAME_ERROR = '!', /* bulkhead-init could not run the session: one line of text */
 };
 
 /* Writer side: fills hdr (>= CFRAME_MAX_HEADER bytes) and trailer
@@ -76,9 +72,5 @@ void cframe_parser_init(struct cframe_parser *p, const struct cframe_sink *sink)
 int cframe_feed(struct cframe_parser *p, const uint8_t *buf, size_t len);
 /* True when the parser is between frames (used to tell "stopped mid-frame"). */
 int cframe_idle(const struct cframe_parser *p);
-
-/* Exit payloads: "exit N" / "signal N". Returns 0 and sets exactly one of
- * *code / *sig (the other -1), or -1 when the text is not a valid status. */
-int cframe_parse_status(const uint8_t *payload, size_t len, int *code, int *sig);
 
 #endif

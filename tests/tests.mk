@@ -9,7 +9,7 @@ $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(VMM_LIB) $(VSOCK_LIB) $(LIB_A)
 # Fuzzers need clang; they are built and run briefly by `make test` as one suite.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
-FUZZ_LIB_SRCS := lib/console_frame.c lib/boot_args.c
+FUZZ_LIB_SRCS := lib/console_frame.c
 
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS) | deps
 	@mkdir -p $(@D)

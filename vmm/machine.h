@@ -8,7 +8,9 @@
 #include "vmm/testdev.h"
 #include "vmm/uart.h"
 #include "vmm/vcpu.h"
+#include "vmm/virtio/vhost_user_dev.h"
 #include "vmm/vm.h"
+#include "vmm/x86/boot.h"
 #include "vmm/x86/i8042.h"
 
 #include <stdbool.h>
@@ -30,6 +32,10 @@ struct vmm_opts {
 	uint64_t mem_mib;
 	unsigned cpus;
 	uint64_t timeout_ms;
+	/* vhost-user devices (Linux mode): sockets their back ends listen on. */
+	const char *fs_sock, *fs_tag;
+	const char *vsock_sock;
+	uint64_t vsock_cid;
 };
 
 struct machine {
@@ -43,6 +49,9 @@ struct machine {
 	struct uart uart;
 	struct i8042 i8042;
 	struct boot_timer boot_timer;
+	struct virtio_devs virtio;
+	/* --cmdline plus what devices announce (virtio_mmio.device=...). */
+	char cmdline[X86_CMDLINE_MAX];
 };
 
 /*

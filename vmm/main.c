@@ -59,10 +59,50 @@ static int dev_boot_timer_init(struct machine *m)
 	return boot_timer_init(&m->boot_timer, &m->vm, m->main_ns);
 }
 
+/* The vhost-user devices: connected, negotiated and given guest RAM here, before
+ * any vCPU exists; announced to the kernel on its command line. */
+static int dev_virtio_init(struct machine *m)
+{
+	const struct vmm_opts *o = m->o;
+	virtio_devs_init(&m->virtio, &m->vm, X86_VIRTIO_MMIO_GPA, X86_VIRTIO_MMIO_MAX,
+			 X86_VIRTIO_GSI_BASE);
+	const struct vhost_user_dev_cfg cfgs[] = {
+		{ .type = VHOST_USER_DEV_FS, .socket_path = o->fs_sock, .name = "virtiofsd",
+		  .fs_tag = o->fs_tag },
+		{ .type = VHOST_USER_DEV_VSOCK, .socket_path = o->vsock_sock,
+		  .name = "bulkhead-vsock", .vsock_cid = o->vsock_cid },
+	};
+	int rc;
+	for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++)
+		if (cfgs[i].socket_path && (rc = virtio_vhost_user_add(&m->virtio, &cfgs[i])))
+			return rc;
+	int n = snprintf(m->cmdline, sizeof(m->cmdline), "%s", o->cmdline ? o->cmdline : "");
+	if (m->virtio.n) {
+		size_t used = (size_t)n;
+		if (used + 1 < sizeof(m->cmdline)) {
+			m->cmdline[used++] = ' ';
+			n = virtio_devs_cmdline(&m->virtio, m->cmdline + used,
+						sizeof(m->cmdline) - used);
+		}
+		if (n < 0 || used + (size_t)n >= sizeof(m->cmdline)) {
+			vmm_log_setup("kernel command line too long for the virtio devices", 0,
+				      "shorten --cmdline");
+			return -E2BIG;
+		}
+	}
+	return m->virtio.n ? virtio_devs_watch(&m->virtio, NULL, NULL) : 0;
+}
+
+static void dev_virtio_fini(struct machine *m)
+{
+	virtio_devs_destroy(&m->virtio);
+}
+
 static const struct vmm_device vmm_devices[] = {
 	{ "test ports", VMM_MODE_TEST | VMM_MODE_MACHINE, dev_testdev_init, dev_testdev_fini },
 	{ "8250 UART", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_uart_init, dev_uart_fini },
 	{ "i8042", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_i8042_init, NULL },
+	{ "virtio (vhost-user)", VMM_MODE_LINUX, dev_virtio_init, dev_virtio_fini },
 	{ "boot timer", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_boot_timer_init, NULL },
 	/* virtio-mmio devices (vmm/virtio/) go here, VMM_MODE_LINUX. */
 };
@@ -93,6 +133,10 @@ static void usage(FILE *f)
 		"  --mem MIB          guest RAM, %u..%llu MiB (default %u; Linux %u)\n"
 		"  --cpus N           vCPUs, 1..%u (default 1)\n"
 		"  --timeout-ms N     stop the guest after N ms (default 0: never)\n"
+		"  --virtio-fs SOCKET,tag=TAG   virtio-fs served by the vhost-user back end at\n"
+		"                     SOCKET (virtiofsd); the kernel mounts it by TAG\n"
+		"  --virtio-vsock SOCKET,cid=N  virtio-vsock served by the back end at SOCKET\n"
+		"                     (bulkhead-vsock); the guest's CID is N\n"
 		"\n"
 		"Exit status (vmm/exit_status.h):\n"
 		"  0       Linux mode: the guest reset itself (its normal end, or a panic)\n"
@@ -100,13 +144,13 @@ static void usage(FILE *f)
 		"  %d    guest halted            %d  guest shut down (triple fault)\n"
 		"  %d    KVM internal error      %d  KVM entry failure\n"
 		"  %d    exit code out of range  %d  unexpected exit\n"
-		"  %d    test mode: guest reset\n"
+		"  %d    test mode: guest reset   %d  a vhost-user back end failed\n"
 		"  %d    timeout                 %d  bulkhead-vmm failed (one line on stderr)\n",
 		TG_LOAD_GPA, X86_CMDLINE_MAX - 1, VMM_MEM_MIB_MIN,
 		(unsigned long long)VMM_MEM_MIB_MAX, VMM_MEM_MIB_DEFAULT, VMM_LINUX_MEM_MIB_DEFAULT,
 		VM_MAX_VCPUS, TG_EXIT_MAX, TG_PORT_EXIT, VMM_EXIT_HALTED, VMM_EXIT_SHUTDOWN,
 		VMM_EXIT_INTERNAL_ERROR, VMM_EXIT_FAIL_ENTRY, VMM_EXIT_BAD_CODE,
-		VMM_EXIT_UNEXPECTED, VMM_EXIT_RESET, VMM_EXIT_TIMEOUT, VMM_EXIT_SETUP);
+		VMM_EXIT_UNEXPECTED, VMM_EXIT_RESET, VMM_EXIT_BACKEND, VMM_EXIT_TIMEOUT, VMM_EXIT_SETUP);
 }
 
 /* Strict decimal: no sign, no junk, within [min, max]. */
@@ -120,6 +164,19 @@ static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	if (errno || *end || v < min || v > max)
 		return -1;
 	*out = v;
+	return 0;
+}
+
+/* "PATH,key=VALUE": splits in place (optarg is ours to change); VALUE non-empty. */
+static int split_device(char *arg, const char *key, const char **path, const char **val)
+{
+	char *comma = strrchr(arg, ',');
+	if (!comma || comma == arg || strncmp(comma + 1, key, strlen(key)) != 0 ||
+	    !comma[1 + strlen(key)])
+		return -1;
+	*comma = '\0';
+	*path = arg;
+	*val = comma + 1 + strlen(key);
 	return 0;
 }
 
@@ -140,6 +197,8 @@ static int parse_args(int argc, char **argv, struct vmm_opts *o)
 		OPT_MEM,
 		OPT_CPUS,
 		OPT_TIMEOUT_MS,
+		OPT_VIRTIO_FS,
+		OPT_VIRTIO_VSOCK,
 		OPT_HELP
 	};
 	static const struct option longopts[] = {
@@ -151,6 +210,8 @@ static int parse_args(int argc, char **argv, struct vmm_opts *o)
 		{ "mem", required_argument, NULL, OPT_MEM },
 		{ "cpus", required_argument, NULL, OPT_CPUS },
 		{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT_MS },
+		{ "virtio-fs", required_argument, NULL, OPT_VIRTIO_FS },
+		{ "virtio-vsock", required_argument, NULL, OPT_VIRTIO_VSOCK },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -201,6 +262,18 @@ static int parse_args(int argc, char **argv, struct vmm_opts *o)
 			if (parse_u64(optarg, 0, VMM_TIMEOUT_MS_MAX, &o->timeout_ms))
 				return bad_value("--timeout-ms", optarg, want);
 			break;
+		case OPT_VIRTIO_FS:
+			if (split_device(optarg, "tag=", &o->fs_sock, &o->fs_tag) ||
+			    strlen(o->fs_tag) > VIRTIO_FS_TAG_MAX)
+				return bad_value("--virtio-fs", optarg, "SOCKET,tag=TAG (1..36 bytes)");
+			break;
+		case OPT_VIRTIO_VSOCK: {
+			const char *cid;
+			if (split_device(optarg, "cid=", &o->vsock_sock, &cid) ||
+			    parse_u64(cid, VIRTIO_VSOCK_CID_MIN, UINT32_MAX - 1, &o->vsock_cid))
+				return bad_value("--virtio-vsock", optarg, "SOCKET,cid=N (N >= 3)");
+			break;
+		}
 		case 'h':
 		case OPT_HELP:
 			usage(stdout);
@@ -223,6 +296,11 @@ static int parse_args(int argc, char **argv, struct vmm_opts *o)
 	}
 	if (o->test_guest && !o->machine && (o->initrd || o->cmdline)) {
 		fprintf(stderr, "bulkhead-vmm: --initrd and --cmdline need --kernel or --machine; "
+				"see --help\n");
+		return -1;
+	}
+	if ((o->fs_sock || o->vsock_sock) && !o->kernel) {
+		fprintf(stderr, "bulkhead-vmm: --virtio-fs and --virtio-vsock need --kernel; "
 				"see --help\n");
 		return -1;
 	}
@@ -279,8 +357,8 @@ static int load_images(struct machine *m, struct vcpu_boot *b)
 
 	if (o->initrd && (rc = loader_image_map(o->initrd, "initrd", LOADER_IMAGE_MAX, &initrd)))
 		return rc;
-	rc = x86_boot_params_write(&m->vm.mem, &k, o->cmdline, o->initrd ? &initrd : NULL, err,
-				   sizeof(err));
+	rc = x86_boot_params_write(&m->vm.mem, &k, m->cmdline[0] ? m->cmdline : o->cmdline,
+				   o->initrd ? &initrd : NULL, err, sizeof(err));
 	loader_image_unmap(&initrd);
 	if (rc) {
 		vmm_log_setup(err, 0, "check --mem, --initrd and --cmdline");

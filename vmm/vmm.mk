@@ -8,7 +8,7 @@ $(VMM_LIB): $(VMM_SRCS:%.c=$(OBJ)/%.o)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(BIN)/bulkhead-vmm: $(OBJ)/vmm/main.o $(VMM_LIB)
+$(BIN)/bulkhead-vmm: $(OBJ)/vmm/main.o $(VMM_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^
 

@@ -15,21 +15,9 @@ void console_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* setup.c: mounts, hostname, console log level. Returns 0 or -errno. */
 int setup_system(void);
 
-/* session.c: the command the host asked for. */
-struct session {
-	char **argv;
-	char **env;	 /* extra "KEY=VALUE" strings from the host, NULL-terminated */
-	const char *cwd; /* "/work" when the host shares a work directory, else "/" */
-	bool agent;	 /* bulkhead.agent=1: serve execs over vsock instead of argv */
-	char work_mode;	 /* 0: no share; 'w': read-write; 'o': read-only */
-};
-int session_from_cmdline(struct session *s);
-/* Mounts the work share if the host asked for one (bulkhead.work=). Returns 0 or -errno. */
-int session_mount_work(struct session *s);
-/* Runs the command with its stdout/stderr framed to the console; returns the
- * wait status, or -1 when it could not be started (an error frame was sent and
- * *exit_code set to 126/127 as a shell would). */
-int session_run(const struct session *s, int *exit_code);
+/* work.c: mounts the work share at /work when the host gave one (bulkhead.work=).
+ * Returns 1 when mounted, 0 when there is none, or -errno. */
+int work_mount(void);
 
 /* agent.c: serves exec requests over vsock until the host ends the session;
  * returns then (or at once, with an error frame sent, if it cannot start). */

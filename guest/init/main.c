@@ -1,5 +1,5 @@
-/* guest/init/main.c: bulkhead-init, PID 1 of every guest: set up, run the
- * session's command, report its status to the host, power off. */
+/* guest/init/main.c: bulkhead-init, PID 1 of every guest: set up, serve the
+ * host's execs through the vsock agent, power off when the host is done. */
 #include "guest/init/init.h"
 #include "lib/console_frame.h"
 #include "vmm/boot_timer_abi.h"
@@ -21,19 +21,6 @@ void init_poweroff(void)
 	reboot(RB_AUTOBOOT);
 	for (;;)
 		pause();
-}
-
-static void report_status(int status, int exit_code)
-{
-	char msg[32];
-	int n;
-	if (status == -1)
-		n = snprintf(msg, sizeof(msg), "exit %d", exit_code);
-	else if (WIFSIGNALED(status))
-		n = snprintf(msg, sizeof(msg), "signal %d", WTERMSIG(status));
-	else
-		n = snprintf(msg, sizeof(msg), "exit %d", WEXITSTATUS(status));
-	console_send(CFRAME_EXIT, msg, (size_t)n);
 }
 
 /* The boot timer (vmm/boot_timer_abi.h): bulkhead-vmm timestamps this write as "init
@@ -67,26 +54,13 @@ int main(void)
 		init_poweroff();
 	}
 
-	struct session s;
-	if (session_from_cmdline(&s) < 0) {
-		console_error("bulkhead-init: no valid command on the kernel command line");
-		init_poweroff();
-	}
-	int merr = session_mount_work(&s);
-	if (merr < 0) {
+	int werr = work_mount();
+	if (werr < 0) {
 		console_error("bulkhead-init: cannot mount the work share at /work: %s",
-			      strerror(-merr));
+			      strerror(-werr));
 		init_poweroff();
 	}
-	if (s.agent) {
-		agent_run();
-		init_poweroff();
-	}
-	int exit_code = 0;
-	int status = session_run(&s, &exit_code);
-	/* Flush before reporting: the host may stop the VM as soon as it has the status. */
-	sync();
-	if (status != -1 || exit_code >= 0)
-		report_status(status, exit_code);
+	/* Serve execs until the host ends the session, then power off. */
+	agent_run();
 	init_poweroff();
 }

@@ -59,9 +59,9 @@ else
 	not_ok "1 MiB of binary stdout arrives byte-exact" "rc=$rc size=$size guest=$want host=$got"
 fi
 
-run_capture run -- printf 'a\r\nb\000c\036BHF1 \n'
+run_capture run -- printf 'a\r\nb\000c\036BHF2 \n'
 check_eq "control bytes and a bare frame magic pass through as data" \
-	"610d0a6200631e42484631200a" "$(od -An -tx1 -v "$TMP/out" | tr -d ' \n')"
+	"610d0a6200631e42484632200a" "$(od -An -tx1 -v "$TMP/out" | tr -d ' \n')"
 
 # --- forged status frames ----------------------------------------------------
 # A command that prints perfectly valid frames (right magic, sequence numbers

@@ -36,7 +36,9 @@ grep -q "bulkhead doctor.*--engine qemu" "$TMP/err" && [ "$(wc -l < "$TMP/err")"
 	not_ok "  ... with one line naming 'bulkhead doctor' and '--engine qemu'" "$(cat "$TMP/err")"
 
 # The boot itself, forced: kernel to /init, then init's first syscall kills it (ENVIRONMENT.md).
-BULKHEAD_KVM_FORCE=1 "$BULKHEAD" run --engine kvm -v --console "$TMP/console" --timeout 600 -- true \
+mkdir -p "$TMP/work"
+export BULKHEAD_RUNDIR="$TMP/run"
+BULKHEAD_KVM_FORCE=1 "$BULKHEAD" run --engine kvm -v --work "$TMP/work" --console "$TMP/console" --timeout 600 -- true \
 	> "$TMP/out" 2> "$TMP/err" < /dev/null
 rc=$?
 if grep -q 'Run /init as init process' "$TMP/console"; then
@@ -61,5 +63,10 @@ grep -q 'found SMP MP-table' "$TMP/console" && ok "Linux finds the MP table" ||
 grep -q 'guest requested a reset (i8042)' "$TMP/console" && ok "the guest's reboot ends bulkhead-vmm through the i8042" ||
 	not_ok "the guest's reboot ends bulkhead-vmm through the i8042" "$(tail -n 5 "$TMP/console")"
 check_eq "the failed session is bulkhead's failure (125), not a hang or a success" 125 "$rc"
+# The session's devices (virtio-fs for --work, vsock for the agent) are announced to the
+# kernel by bulkhead-vmm and found by its virtio-mmio driver.
+n=$(grep -c 'virtio-mmio: Registering device virtio-mmio\.[01] at 0xd000[01]000' "$TMP/console")
+check_eq "the kernel registers the work share's and vsock's virtio-mmio devices" 2 "$n"
+check_eq "no run directory, socket or back end is left" "" "$(ls -A "$BULKHEAD_RUNDIR")"
 skip "a full session under bulkhead-vmm" "this host's KVM cannot run guest user space (doctor: ring-3 syscall $r3)"
 plan_done

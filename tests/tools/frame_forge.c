@@ -1,6 +1,6 @@
 /* tests/tools/frame_forge.c: prints perfectly valid console frames (right magic,
- * sequence numbers and CRC) claiming "exit 0", for the e2e test that a command
- * printing them cannot change the reported exit status.
+ * sequence numbers and CRC) claiming a guest failure, for the e2e test that a
+ * command printing them changes neither its exit status nor its output.
  * --raw: the bytes; --printf-escaped: the same as printf(1) octal escapes. */
 #include "lib/console_frame.h"
 
@@ -12,8 +12,9 @@ int main(int argc, char **argv)
 	int escaped = argc > 1 && strcmp(argv[1], "--printf-escaped") == 0;
 	for (unsigned seq = 0; seq < 3; seq++) {
 		char hdr[CFRAME_MAX_HEADER], trailer[CFRAME_TRAILER_LEN + 1];
-		const char *payload = "exit 0";
-		size_t hl = cframe_encode(hdr, trailer, CFRAME_EXIT, seq, payload, strlen(payload));
+		const char *payload = "forged failure";
+		size_t hl =
+			cframe_encode(hdr, trailer, CFRAME_ERROR, seq, payload, strlen(payload));
 		char frame[CFRAME_MAX_HEADER + 16 + CFRAME_TRAILER_LEN];
 		size_t n = 0;
 		memcpy(frame + n, hdr, hl), n += hl;
