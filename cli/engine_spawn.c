@@ -1,5 +1,6 @@
 /* cli/engine_spawn.c: argument vectors and the VM process's start, for both engines. */
 #include "cli/engine_spawn.h"
+#include "cli/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -7,7 +8,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 void engine_arg(struct engine_argv *a, const char *s)
@@ -51,15 +51,7 @@ static void print_command(const char *const args[])
 
 static void child_exec(char *const args[], int out, int diag)
 {
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	/* Its own process group: a terminal's Ctrl-C reaches us, and we decide. */
-	setpgid(0, 0);
-	/* If bulkhead dies, the VM dies with it. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	int devnull = open("/dev/null", O_RDONLY);
-	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(diag, 2) < 0)
+	if (proc_child_setup(out, diag) < 0)
 		_exit(126);
 	close_range(3, ~0U, 0);
 	execv(args[0], args);

@@ -2,6 +2,7 @@
  * and hand the guest to the session loop. */
 #include "cli/run.h"
 #include "cli/paths.h"
+#include "cli/proc.h"
 #include "cli/rundir.h"
 #include "cli/share_fs.h"
 #include "cli/vsock_dev.h"
@@ -281,21 +282,14 @@ static int session_main(struct run_opts *o_, int notify_fd)
 
 	/* Signals that end the session are read from a signalfd by the session loop;
 	 * block them before anything starts so none is lost in between. */
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGWINCH);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	int sigfd = proc_signalfd();
 
 	/* Acquire in order, release in reverse: run directory, diagnostics pipe,
 	 * back ends, then the engine (stopped by session_watch). */
 	int code = EXIT_BULKHEAD;
 	struct rundir rd = { .path = "" };
 	int diag[2] = { -1, -1 };
-	struct guest g = { .pid = 0, .diag_fd = -1 };
+	struct guest g = { .pid = 0, .diag_fd = -1, .signal_fd = sigfd };
 	struct vsock_dev vs = { .pid = 0, .ready_lfd = -1 };
 	struct agent_link link = { .ready_fd = -1 };
 	char *env[RUN_MAX_ENV + 1];
@@ -382,6 +376,8 @@ out:
 		if (diag[i] >= 0)
 			close(diag[i]);
 	rundir_remove(&rd);
+	if (sigfd >= 0)
+		close(sigfd);
 	return code;
 }
 

@@ -51,6 +51,7 @@ struct guest {
 	pid_t pid;
 	int console_fd; /* the guest's serial console, read side */
 	int diag_fd;	/* stderr of the engine and back ends, read side (-1 if none) */
+	int signal_fd;	/* INT, TERM, HUP, WINCH: proc_signalfd() */
 	const char *engine_label;
 	/* Device back ends whose death ends the session (e.g. virtiofsd). */
 	struct {

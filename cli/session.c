@@ -226,13 +226,7 @@ int session_watch(const struct run_opts *o, struct guest *g)
 				strerror(errno));
 	}
 
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGWINCH);
-	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	int sfd = g->signal_fd;
 	int tfd = o->timeout_s > 0 ? arm_timeout(o->timeout_s) : -1;
 
 	enum { P_CONSOLE, P_DIAG, P_SIGNAL, P_TIMER, P_BACKENDS };
@@ -340,8 +334,6 @@ int session_watch(const struct run_opts *o, struct guest *g)
 	close(g->console_fd);
 	if (g->diag_fd >= 0)
 		close(g->diag_fd);
-	if (sfd >= 0)
-		close(sfd);
 	if (tfd >= 0)
 		close(tfd);
 	if (w.console_file >= 0)

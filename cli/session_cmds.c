@@ -1,6 +1,7 @@
 /* cli/session_cmds.c: commands on a session started with `bulkhead start`:
  * `bulkhead exec ID -- CMD` (one more command in the same VM) and `bulkhead stop ID`. */
 #include "cli/exec_client.h"
+#include "cli/proc.h"
 #include "cli/rundir.h"
 #include "cli/run.h"
 
@@ -30,14 +31,7 @@ static const char exec_usage[] =
 /* Relays one exec until it ends; returns our exit code. */
 static int relay(struct exec_client *c, bool tty)
 {
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGWINCH);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	int sfd = proc_signalfd();
 	int interrupts = 0, rc = 0;
 	while (rc == 0) {
 		struct pollfd pfd[3];

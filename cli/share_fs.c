@@ -8,6 +8,7 @@
  * host kernel's rule, not the guest's. virtiofsd then adds its own sandbox
  * (-o sandbox=namespace: pivot_root into the share, no network, own PID space). */
 #include "cli/share_fs.h"
+#include "cli/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +20,6 @@
 #include <linux/close_range.h>
 #include <grp.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -55,24 +55,6 @@ int share_fs_parse(const char *spec, struct share_fs *fs, char *err, size_t errl
 	fs->owner = geteuid() == 0 ? st.st_uid : geteuid();
 	fs->owner_gid = geteuid() == 0 ? st.st_gid : getegid();
 	return 0;
-}
-
-static int listen_socket(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* Listening before virtiofsd exists: the engine can connect at once, no race. */
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
 }
 
 static int write_file(const char *path, const char *text)
@@ -121,8 +103,9 @@ static void child_fail(int status_fd, const char *step)
 static void child(const struct share_fs *fs, int lfd, int diag_fd, int ready_w, int go_r,
 		  int status_w)
 {
-	setpgid(0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* stdio first: every later failure goes to the status pipe anyway. */
+	if (proc_child_setup(diag_fd, diag_fd) < 0)
+		child_fail(status_w, "set up descriptors");
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
 		child_fail(status_w, "unshare(user, mount)");
 	char c = 'u';
@@ -157,9 +140,7 @@ static void child(const struct share_fs *fs, int lfd, int diag_fd, int ready_w, 
 	/* fd 3 is the listening socket (--fd=3); everything above closes on exec,
 	 * the status pipe included, so its EOF tells the parent virtiofsd started.
 	 * lfd is the lowest descriptor opened here and status_w is above it. */
-	int devnull = open("/dev/null", O_RDONLY);
-	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(diag_fd, 1) < 0 || dup2(diag_fd, 2) < 0 ||
-	    (lfd != 3 && dup2(lfd, 3) < 0) || fcntl(3, F_SETFD, 0) < 0)
+	if ((lfd != 3 && dup2(lfd, 3) < 0) || fcntl(3, F_SETFD, 0) < 0)
 		child_fail(status_w, "set up descriptors");
 	close_range(4, ~0U, CLOSE_RANGE_CLOEXEC);
 	char source[PATH_MAX + 16];
@@ -194,7 +175,8 @@ int share_fs_start(struct share_fs *fs, const struct rundir *rd, int diag_fd, ch
 		snprintf(err, errlen, "run directory path too long for a socket");
 		return -1;
 	}
-	int lfd = listen_socket(fs->sock);
+	/* Listening before virtiofsd exists: the engine can connect at once, no race. */
+	int lfd = proc_listen_unix(fs->sock, 1);
 	if (lfd < 0) {
 		snprintf(err, errlen, "virtio-fs socket %s: %s", fs->sock, strerror(-lfd));
 		return -1;

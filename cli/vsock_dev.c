@@ -3,6 +3,7 @@
  * descriptor), so the engine can connect at once without a race. */
 #include "cli/vsock_dev.h"
 #include "cli/paths.h"
+#include "cli/proc.h"
 #include "lib/agent_proto.h"
 
 #include <errno.h>
@@ -11,28 +12,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static int listen_unix(const char *path, int backlog)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
-}
 
 int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, char *err,
 		    size_t errlen)
@@ -52,8 +35,8 @@ int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, c
 		snprintf(err, errlen, "run directory path too long for a socket");
 		return -1;
 	}
-	v->ready_lfd = listen_unix(v->ready_path, 1);
-	int lfd = listen_unix(v->vhost_sock, 1);
+	v->ready_lfd = proc_listen_unix(v->ready_path, 1);
+	int lfd = proc_listen_unix(v->vhost_sock, 1);
 	if (v->ready_lfd < 0 || lfd < 0) {
 		snprintf(err, errlen, "vsock sockets in %s: %s", rd->path,
 			 strerror(-(v->ready_lfd < 0 ? v->ready_lfd : lfd)));
@@ -66,14 +49,8 @@ int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, c
 	snprintf(cid, sizeof(cid), "%d", VSOCK_GUEST_CID);
 	pid_t pid = fork();
 	if (pid == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		setpgid(0, 0);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		int devnull = open("/dev/null", O_RDONLY);
-		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(diag_fd, 1) < 0 ||
-		    dup2(diag_fd, 2) < 0 || (lfd != 3 && dup2(lfd, 3) < 0) ||
+		/* lfd is above 2 (0-2 are ours) and the lowest descriptor opened here. */
+		if (proc_child_setup(diag_fd, diag_fd) < 0 || (lfd != 3 && dup2(lfd, 3) < 0) ||
 		    fcntl(3, F_SETFD, 0) < 0)
 			_exit(126);
 		close_range(4, ~0U, 0);

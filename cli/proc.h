@@ -1,0 +1,19 @@
+/* cli/proc.h: process plumbing the CLI's pieces share — the session's signals,
+ * starting a helper process, and listening sockets in the run directory. */
+#ifndef BULKHEAD_CLI_PROC_H
+#define BULKHEAD_CLI_PROC_H
+
+/* Blocks the signals a session handles itself (INT, TERM, HUP, WINCH) and
+ * ignores SIGPIPE; call before starting children so none is lost. Returns a
+ * signalfd for them, or -1. */
+int proc_signalfd(void);
+
+/* In a freshly forked helper (VM, back end): all signals unblocked, its own
+ * process group (a terminal's Ctrl-C reaches us, and we decide), killed if we
+ * die, stdin on /dev/null, stdout on out_fd, stderr on diag_fd. 0 or -1. */
+int proc_child_setup(int out_fd, int diag_fd);
+
+/* A listening Unix stream socket at path (close-on-exec). Returns it, or -errno. */
+int proc_listen_unix(const char *path, int backlog);
+
+#endif
