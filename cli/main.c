@@ -1,4 +1,4 @@
-/* cli/main.c: the `bulkhead` command — dispatch to subcommands. */
+/* cli/main.c: the `bulkhead` command — one table of subcommands. */
 #include "cli/bench.h"
 #include "cli/doctor.h"
 #include "cli/run.h"
@@ -6,38 +6,43 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char usage[] =
-	"usage: bulkhead COMMAND [ARGS]\n"
-	"\n"
-	"  run [OPTIONS] -- CMD [ARG...]   run CMD in a fresh microVM\n"
-	"  start [OPTIONS]                 start a session and print its id\n"
-	"  exec [-i] [-t] ID -- CMD        run CMD in session ID\n"
-	"  stop ID                         end session ID\n"
-	"  doctor                          what this host can run, and which engine 'auto' picks\n"
-	"  bench boot [-n N] [--json]      boot latency of the engine, phase by phase\n"
-	"  help                            this text\n"
-	"\n"
-	"'bulkhead COMMAND --help' describes each command.\n";
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *usage; /* one line for `bulkhead help` */
+};
+
+static const struct command commands[] = {
+	{ "run", cmd_run, "run [OPTIONS] -- CMD [ARG...]   run CMD in a fresh microVM" },
+	{ "start", cmd_start, "start [OPTIONS]                 start a session and print its id" },
+	{ "exec", cmd_exec, "exec [-i] [-t] ID -- CMD        run CMD in session ID" },
+	{ "stop", cmd_stop, "stop ID                         end session ID" },
+	{ "doctor", cmd_doctor,
+	  "doctor                          what this host can run, and which engine 'auto' picks" },
+	{ "bench", cmd_bench,
+	  "bench boot [-n N] [--json]      boot latency of the engine, phase by phase" },
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: bulkhead COMMAND [ARGS]\n\n", f);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %s\n", commands[i].usage);
+	fputs("  help                            this text\n"
+	      "\n'bulkhead COMMAND --help' describes each command.\n",
+	      f);
+}
 
 int main(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "-h") == 0) {
-		fputs(usage, argc < 2 ? stderr : stdout);
+		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? EXIT_BULKHEAD : 0;
 	}
-	if (strcmp(argv[1], "run") == 0)
-		return cmd_run(argc - 1, argv + 1);
-	if (strcmp(argv[1], "bench") == 0)
-		return cmd_bench(argc - 1, argv + 1);
-	if (strcmp(argv[1], "start") == 0)
-		return cmd_start(argc - 1, argv + 1);
-	if (strcmp(argv[1], "exec") == 0)
-		return cmd_exec(argc - 1, argv + 1);
-	if (strcmp(argv[1], "stop") == 0)
-		return cmd_stop(argc - 1, argv + 1);
-	if (strcmp(argv[1], "doctor") == 0)
-		return cmd_doctor(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
 	fprintf(stderr, "bulkhead: unknown command '%s' (see 'bulkhead help')\n", argv[1]);
 	return EXIT_BULKHEAD;
 }
