@@ -8,10 +8,13 @@ QEMU=$(command -v qemu-system-x86_64 || true)
 VS=${VSOCK_BIN:-$BIN/bulkhead-vsock} # VSOCK_BIN: e.g. a sanitizer build
 TOOL=$BUILD/tests/guest-tools/vsock-tool
 INITRD=$BUILD/tests/guest-tools/initramfs-test.cpio
-D=$TMP/s
+# The test plays the session's supervisor: D is a session run directory, so that
+# `bulkhead exec $ID` reaches the guest agent through this back end.
+ID=0123456789abcdef
+export BULKHEAD_RUNDIR="$TMP/run"
+D=$BULKHEAD_RUNDIR/$ID
 mkdir -p "$D"
 
-hexargs() { for a in "$@"; do printf '%s\0' "$a"; done | od -An -v -tx1 | tr -d ' \n'; }
 # sha FILE: the hex SHA-256 only.
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 # rss_anon PID: kB of anonymous memory (what buffering would grow; guest RAM is shared).
@@ -33,10 +36,12 @@ start_backend() {
 	i=0; while [ ! -S "$D/vhost.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 }
 
-# boot_guest SCRIPT: runs `sh -c SCRIPT` in a guest with the vsock device, in the background
-# ($QPID); the console (frames carry the script's output raw) goes to $D/console.
+# boot_guest SCRIPT: boots a guest with the vsock device in the background ($QPID), holds
+# the agent's lifeline ($LIFE), and runs `sh -c SCRIPT` through `bulkhead exec` once the
+# agent answers; the script's output goes to $D/console, the serial console to $D/serial.
 boot_guest() {
-	argv=$(hexargs sh -c "$1")
+	"$TOOL" usink "$D/vsock.sock_1025" 900 &
+	LIFE=$!
 	timeout 300 "$QEMU" \
 		-M microvm,acpi=off,x-option-roms=off,rtc=on,isa-serial=on,pit=on,pic=on,memory-backend=mem \
 		-object memory-backend-memfd,id=mem,size=256M,share=on -m 256 -smp 1 \
@@ -44,9 +49,16 @@ boot_guest() {
 		-no-user-config -no-reboot -display none -monitor none -serial stdio \
 		-chardev "socket,id=vs,path=$D/vhost.sock" -device vhost-user-vsock-device,chardev=vs \
 		-kernel "$LIBDIR/vmlinux" -initrd "$INITRD" \
-		-append "console=ttyS0 8250.nr_uarts=1 panic=-1 reboot=t rdinit=/init tsc=reliable no_timer_check bulkhead.argv=$argv" \
-		> "$D/console" 2> "$D/qemu.err" < /dev/null &
+		-append "console=ttyS0 8250.nr_uarts=1 panic=-1 reboot=t rdinit=/init tsc=reliable no_timer_check" \
+		> "$D/serial" 2> "$D/qemu.err" < /dev/null &
 	QPID=$!
+	(
+		i=0
+		until "$BULKHEAD" exec "$ID" -- true 2> /dev/null; do
+			i=$((i + 1)); [ $i -gt 600 ] && exit 1; sleep 0.5
+		done
+		"$BULKHEAD" exec "$ID" -- sh -c "$1"
+	) > "$D/console" 2>&1 &
 }
 
 # result NAME: the words after "RESULT NAME" in the console.
@@ -170,6 +182,7 @@ else
 fi
 kill $SPID 2>/dev/null
 wait_for "$D/console" "RESULT gsink" 600
+kill $LIFE 2>/dev/null # the session's end: the guest powers off
 wait $QPID
 
 # The front end going away is an orderly end.
