@@ -38,6 +38,7 @@ include initramfs/initramfs.mk
 include vmm/vmm.mk
 include vsock/vsock.mk
 include tests/guests/guests.mk
+include broker/broker.mk
 include cli/cli.mk
 include tests/tests.mk
 include bench/bench.mk

@@ -2,8 +2,8 @@
 CLI_SRCS := $(wildcard cli/*.c)
 CLI_BIN  := $(BIN)/bulkhead
 
-$(CLI_BIN): $(CLI_SRCS:%.c=$(OBJ)/%.o) $(LIB_A)
+$(CLI_BIN): $(CLI_SRCS:%.c=$(OBJ)/%.o) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lz
+	$(CC) $(LDFLAGS) -o $@ $^ -lz -lcrypto -ljansson
 
 ALL_TARGETS += $(CLI_BIN)

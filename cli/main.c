@@ -1,5 +1,6 @@
 /* cli/main.c: the `bulkhead` command — one table of subcommands. */
 #include "cli/bench.h"
+#include "cli/broker_cmds.h"
 #include "cli/doctor.h"
 #include "cli/run.h"
 
@@ -21,6 +22,10 @@ static const struct command commands[] = {
 	  "doctor                          what this host can run, and which engine 'auto' picks" },
 	{ "bench", cmd_bench,
 	  "bench boot [-n N] [--json]      boot latency of the engine, phase by phase" },
+	{ "vault", cmd_vault,
+	  "vault COMMAND [NAME] [OPTIONS]  the broker's encrypted secrets (init, put, list, rm,\n"
+	  "                                  rotate-key); values only from stdin or a file" },
+	{ "audit", cmd_audit, "audit verify FILE               check the audit log's hash chain" },
 };
 
 static void usage(FILE *f)

@@ -2,9 +2,9 @@
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(VMM_LIB) $(VSOCK_LIB) $(LIB_A)
+$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(VMM_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka -lz
+	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka -lz -lhttp_parser -lssl -lcrypto -ljansson
 
 # Fuzzers need clang; they are built and run briefly by `make test` as one suite.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
@@ -34,3 +34,11 @@ $(BUILD)/tests/vhost-user-probe: $(OBJ)/tests/tools/vhost_user_probe.o $(VMM_LIB
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lpthread
 test: $(BUILD)/tests/vhost-user-probe
+# The broker's proxy suite: a TLS echo upstream and a client that captures every byte.
+$(BUILD)/tests/https-echo: $(OBJ)/tests/tools/https_echo.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto -lpthread
+$(BUILD)/tests/proxy-client: $(OBJ)/tests/tools/proxy_client.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto -lpthread
+test: $(BUILD)/tests/https-echo $(BUILD)/tests/proxy-client

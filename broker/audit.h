@@ -1,0 +1,73 @@
+/* broker/audit.h: the broker's audit log — one JSON object per line, each line chained to
+ * the previous one by its SHA-256, and the checker behind `bulkhead audit verify`. */
+#ifndef BULKHEAD_BROKER_AUDIT_H
+#define BULKHEAD_BROKER_AUDIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/*
+ * A line is a compact JSON object (keys in this order) ending in '\n':
+ *   {"v":1,"time":"2024-05-01T12:00:00.123Z","session":"...","method":"GET",
+ *    "host":"api.example","port":443,"path":"/v1/x","rule":"...","secret":"NAME",
+ *    "decision":"allow","status":200,"bytes_out":12,"bytes_in":345,"duration_us":1250,
+ *    "prev":"<64 hex digits>"}
+ * "prev" is the SHA-256 of the previous line's bytes (without its '\n'); the first line's
+ * is the SHA-256 of AUDIT_GENESIS. Strings the guest controls (method, host, path) are
+ * stored as given when they are UTF-8 without control characters, else with every byte
+ * outside printable ASCII (and '%') as %XX; each is cut to AUDIT_FIELD_MAX bytes first. There is
+ * deliberately no field for a secret's value.
+ *
+ * Durability: each line goes out in one write(2) on an O_APPEND descriptor, so a crash of
+ * the broker loses nothing already appended; fdatasync runs after every line by default
+ * (audit_set_sync_every raises that to every N lines, and audit_sync/audit_close flush).
+ */
+#define AUDIT_GENESIS	"bulkhead audit log v1"
+#define AUDIT_FIELD_MAX 2048
+#define AUDIT_LINE_MAX	65536
+#define AUDIT_HASH_HEX	64
+
+struct audit_record {
+	const char *session;  /* session id */
+	const char *method;   /* HTTP method or "CONNECT" */
+	const char *host;     /* destination host as requested */
+	unsigned port;	      /* 0: omitted */
+	const char *path;     /* request target path (query included) */
+	const char *rule;     /* the policy rule that decided, NULL if none */
+	const char *secret;   /* name of the injected secret, NULL if none */
+	const char *decision; /* "allow", "deny", "tripwire", ... */
+	int status;	      /* HTTP status sent to the guest; 0: none */
+	uint64_t bytes_out;   /* guest -> upstream */
+	uint64_t bytes_in;    /* upstream -> guest */
+	uint64_t duration_us;
+	uint64_t time_ms; /* Unix time in milliseconds; 0: now */
+};
+
+struct audit; /* one caller at a time: the broker appends from its event loop */
+
+/* Opens (creating, 0600) the log at path for appending and takes an exclusive lock on it,
+ * so two brokers never interleave chains. Refuses a log whose last line is incomplete.
+ * Returns 0 or a negative errno with one line in err. */
+int audit_open(const char *path, struct audit **out, char *err, size_t errlen);
+/* Appends one record; 0 or a negative errno (nothing is written on failure). */
+int audit_append(struct audit *a, const struct audit_record *r);
+/* fdatasync after every n lines (n >= 1; 1 is the default). */
+void audit_set_sync_every(struct audit *a, unsigned n);
+int audit_sync(struct audit *a);
+/* Flushes and closes; returns the first error of the final sync. */
+int audit_close(struct audit *a);
+
+/* The chain's expected "prev" for the next line after a line of len bytes (hex, NUL'ed). */
+void audit_hash_line(const char *line, size_t len, char hex[AUDIT_HASH_HEX + 1]);
+
+/* Checks a log: every line parses as a JSON object with a valid "prev" that matches the
+ * line before. Returns 0 when intact (*nlines lines; head = the hash the next line will
+ * carry, which an operator can keep elsewhere to detect a cut or edited tail), 1 when not
+ * (*bad_line is the first broken line, why says how), or a negative errno on I/O failure.
+ * A chain alone cannot show that the last lines were removed or the last line rewritten;
+ * comparing head with a copy kept elsewhere can. */
+int audit_verify(FILE *f, size_t *nlines, size_t *bad_line, char head[AUDIT_HASH_HEX + 1],
+		 char *why, size_t whylen);
+
+#endif

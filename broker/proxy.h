@@ -1,0 +1,38 @@
+/* broker/proxy.h: one guest connection to the broker — HTTP/1.1 forward-proxy requests in
+ * absolute form, decided by the rules, credentials injected, responses scrubbed. */
+#ifndef BULKHEAD_BROKER_PROXY_H
+#define BULKHEAD_BROKER_PROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+
+#include "broker/rules.h"
+
+/* Where secret values come from (the vault, or a test file). get() returns 0 and a malloc'd
+ * value the caller wipes and frees, -ENOENT when NAME is unknown, or another negative errno. */
+struct secret_source {
+	int (*get)(void *arg, const char *name, uint8_t **val, size_t *len);
+	void *arg;
+};
+
+/* Bounds on what a guest may send; anything beyond is answered with 400. */
+#define PROXY_MAX_HEAD	  16384 /* URL + header names and values of one request */
+#define PROXY_MAX_HEADERS 64
+#define PROXY_MAX_URL	  8192
+
+struct proxy_config {
+	const struct rules *rules;
+	const struct secret_source *secrets;
+	SSL_CTX *tls;		/* verified upstream TLS (upstream_tls.h) */
+	int io_timeout_ms;	/* idle time allowed on either side */
+	int connect_timeout_ms; /* per upstream address */
+	int log;		/* one line per request on stderr */
+};
+
+/* Serves the connection FD until it ends or misbehaves, then closes it. One bad connection
+ * never affects another: all state is local to this call. Returns the requests answered. */
+unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long conn_id);
+
+#endif

@@ -1,0 +1,80 @@
+/* broker/rules.h: injection rules — which secret goes to which destinations, in which form, and
+ * which destinations may be reached without a secret. Loaded from JSON; default deny. */
+#ifndef BULKHEAD_BROKER_RULES_H
+#define BULKHEAD_BROKER_RULES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#define RULES_NAME_MAX	    64
+#define RULES_HOST_MAX	    253
+#define RULES_ADDRS_MAX	    8
+#define RULES_PLACEHOLDER   "BULKHEAD_SECRET_"
+#define RULES_PLACEHOLDER_N (sizeof(RULES_PLACEHOLDER) - 1)
+
+enum rules_scheme { RULES_HTTP, RULES_HTTPS };
+
+/* One destination: exact host (case-insensitive), port, optional method and path prefix, and
+ * the non-public addresses (loopback, private, ...) this destination may resolve to. */
+struct rules_dest {
+	enum rules_scheme scheme;
+	char host[RULES_HOST_MAX + 1];
+	uint16_t port;
+	char *method;	   /* NULL: any method */
+	char *path_prefix; /* NULL: any path */
+	struct sockaddr_storage addrs[RULES_ADDRS_MAX];
+	size_t n_addrs;
+};
+
+enum rules_inject { RULES_INJECT_HEADER, RULES_INJECT_BASIC, RULES_INJECT_QUERY };
+
+struct rules_secret {
+	char name[RULES_NAME_MAX + 1];
+	enum rules_inject kind;
+	char *field;	/* header name (HEADER, BASIC: "Authorization") or query parameter */
+	char *template; /* HEADER: value with one "{}"; BASIC: the user name; QUERY: unused */
+	struct rules_dest *dests;
+	size_t n_dests;
+};
+
+struct rules {
+	struct rules_secret *secrets;
+	size_t n_secrets;
+	struct rules_dest *allow; /* reachable without any secret */
+	size_t n_allow;
+};
+
+/* What a request is, for matching: the destination as the guest named it. */
+struct rules_req {
+	const char *method;
+	const char *host;
+	int port;	  /* -1: no explicit port in the URL (the destination's default applies) */
+	const char *path; /* starts with '/' */
+};
+
+/* Loads FILE; on failure returns -1 and writes one line into err. */
+int rules_load_file(struct rules *r, const char *path, char *err, size_t errlen);
+int rules_load_json(struct rules *r, const char *json, char *err, size_t errlen);
+void rules_free(struct rules *r);
+
+int rules_dest_match(const struct rules_dest *d, const struct rules_req *q);
+/* The secret's first destination that REQ matches, or NULL. */
+const struct rules_dest *rules_secret_match(const struct rules_secret *s,
+					    const struct rules_req *q);
+/* The first allow-list destination that REQ matches, or NULL. */
+const struct rules_dest *rules_allow_match(const struct rules *r, const struct rules_req *q);
+const struct rules_secret *rules_find_secret(const struct rules *r, const char *name,
+					     size_t namelen);
+int rules_default_port(enum rules_scheme s);
+
+/* Renders the credential for SECRET: for HEADER and BASIC the header value, for QUERY the
+ * percent-encoded parameter value. Returns a malloc'd NUL-terminated string (caller wipes),
+ * or NULL (out of memory, or a value that cannot travel in a header: CR, LF or NUL). */
+char *rules_render(const struct rules_secret *s, const uint8_t *val, size_t len);
+/* Percent-encodes everything but RFC 3986 unreserved characters. Caller wipes and frees. */
+char *rules_pct_encode(const uint8_t *val, size_t len);
+
+#endif

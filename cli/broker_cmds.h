@@ -1,0 +1,11 @@
+/* cli/broker_cmds.h: the CLI's commands for the credential broker's state: the vault and
+ * the audit log. */
+#ifndef BULKHEAD_CLI_BROKER_CMDS_H
+#define BULKHEAD_CLI_BROKER_CMDS_H
+
+/* `bulkhead vault init|put|list|rm|rotate-key` (cli/vault_cmd.c): 0, or 125 with one line. */
+int cmd_vault(int argc, char **argv);
+/* `bulkhead audit verify FILE` (cli/audit_cmd.c): 0 intact, 1 broken, 125 failed. */
+int cmd_audit(int argc, char **argv);
+
+#endif
