@@ -20,6 +20,7 @@
 #include "broker/proxy.h"
 #include "broker/rules.h"
 #include "broker/upstream_tls.h"
+#include "broker/vault.h"
 
 /* Past this many open guest connections new ones are closed at once: a guest that opens
  * sockets without end exhausts only its own share. */
@@ -91,6 +92,46 @@ static int load_secrets_file(const char *path)
 	return 0;
 }
 
+/* --vault: the real source. The value is copied out of the vault's locked page
+ * into the buffer the proxy wipes and frees after use. */
+static struct vault *vault;
+
+static int vault_secret_get(void *arg, const char *name, uint8_t **val, size_t *len)
+{
+	unsigned char *locked;
+	size_t n;
+	(void)arg;
+	int rc = vault_get(vault, name, &locked, &n);
+	if (rc < 0)
+		return rc;
+	*val = malloc(n + 1);
+	if (*val) {
+		memcpy(*val, locked, n);
+		*len = n;
+	}
+	vault_secret_free(locked, n);
+	return *val ? 0 : -ENOMEM;
+}
+
+static int open_vault(const char *path, const char *key_file)
+{
+	char err[512], keybuf[4096];
+	struct vault_cred *cred = NULL;
+	if (!key_file) {
+		if (snprintf(keybuf, sizeof(keybuf), "%s.key", path) >= (int)sizeof(keybuf))
+			return -1;
+		key_file = keybuf;
+	}
+	if (vault_cred_load(VAULT_CRED_KEY_FILE, key_file, &cred, err, sizeof(err)) < 0 ||
+	    vault_open(path, cred, VAULT_RDONLY, &vault, err, sizeof(err)) < 0) {
+		fprintf(stderr, "bulkhead-broker: %s\n", err);
+		vault_cred_free(cred);
+		return -1;
+	}
+	vault_cred_free(cred);
+	return 0;
+}
+
 static int listen_unix(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -121,6 +162,9 @@ static void usage(FILE *f)
 		"[--ca-file FILE] [--quiet]\n"
 		"  --listen PATH        Unix socket the guest's connections arrive on\n"
 		"  --rules FILE         injection rules and allow-list (JSON)\n"
+		"  --listen-fd N        or: a socket the launcher already listens on\n"
+		"  --vault FILE         secrets from this vault (bulkhead vault)\n"
+		"  --key-file FILE      its key file (default: the vault's path + \".key\")\n"
 		"  --secrets-file FILE  development/test secrets: JSON {name: value}, mode 0600\n"
 		"  --ca-file FILE       trust only this CA for upstreams (default: system)\n"
 		"  --quiet              no per-request log lines\n");
@@ -132,6 +176,9 @@ int main(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "rules", required_argument, NULL, 'r' },
 		{ "secrets-file", required_argument, NULL, 's' },
+		{ "listen-fd", required_argument, NULL, 'f' },
+		{ "vault", required_argument, NULL, 'v' },
+		{ "key-file", required_argument, NULL, 'k' },
 		{ "ca-file", required_argument, NULL, 'c' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -140,6 +187,9 @@ int main(int argc, char **argv)
 	static struct rules rules;
 	static struct secret_source src = { file_secret_get, NULL };
 	const char *listen_path = NULL, *rules_path = NULL, *secrets_path = NULL, *ca = NULL;
+	const char *vault_path = NULL, *key_file = NULL;
+	int listen_fd = -1;
+	static struct secret_source vsrc = { vault_secret_get, NULL };
 	char err[512];
 	pthread_attr_t attr;
 	unsigned long next_id = 1;
@@ -157,6 +207,15 @@ int main(int argc, char **argv)
 		case 's':
 			secrets_path = optarg;
 			break;
+		case 'f':
+			listen_fd = atoi(optarg);
+			break;
+		case 'v':
+			vault_path = optarg;
+			break;
+		case 'k':
+			key_file = optarg;
+			break;
 		case 'c':
 			ca = optarg;
 			break;
@@ -171,7 +230,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!listen_path || !rules_path || optind != argc) {
+	if ((!listen_path) == (listen_fd < 3) || !rules_path || optind != argc ||
+	    (vault_path && secrets_path)) {
 		usage(stderr);
 		return 2;
 	}
@@ -181,23 +241,26 @@ int main(int argc, char **argv)
 	}
 	if (secrets_path && load_secrets_file(secrets_path))
 		return 1;
+	if (vault_path && open_vault(vault_path, key_file))
+		return 1;
 	cfg.tls = tlsup_ctx_new(ca, err, sizeof(err));
 	if (!cfg.tls) {
 		fprintf(stderr, "bulkhead-broker: %s\n", err);
 		return 1;
 	}
 	cfg.rules = &rules;
-	cfg.secrets = secrets_path ? &src : NULL;
+	cfg.secrets = vault_path ? &vsrc : secrets_path ? &src : NULL;
 	cfg.io_timeout_ms = 30000;
 	cfg.connect_timeout_ms = 5000;
 	signal(SIGPIPE, SIG_IGN);
-	lfd = listen_unix(listen_path);
+	lfd = listen_fd >= 3 ? listen_fd : listen_unix(listen_path);
 	if (lfd < 0)
 		return 1;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 << 10);
-	fprintf(stderr, "bulkhead-broker: listening on %s\n", listen_path);
+	fprintf(stderr, "bulkhead-broker: listening on %s\n",
+		listen_path ? listen_path : "the given descriptor");
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		struct job *j;

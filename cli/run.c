@@ -1,6 +1,7 @@
 /* cli/run.c: `bulkhead run` — parse options, check inputs, start the engine,
  * and hand the guest to the session loop. */
 #include "cli/run.h"
+#include "cli/broker_dev.h"
 #include "cli/paths.h"
 #include "cli/proc.h"
 #include "cli/rundir.h"
@@ -38,6 +39,10 @@ static const char usage[] =
 	"  --timeout S             stop the VM after S seconds (exit 124)\n"
 	"  --work DIR[:ro]         share DIR with the guest at /work (CMD starts there);\n"
 	"                          :ro makes it read-only, enforced on the host\n"
+	"  --scope FILE            the session's network scope: broker rules (JSON); without\n"
+	"                          it the guest reaches nothing\n"
+	"  --vault FILE            secrets for the scope's rules (see 'bulkhead vault')\n"
+	"  --ca-file FILE          trust only this CA for the broker's upstream TLS\n"
 	"  -e, --env KEY=VALUE     set an environment variable for CMD (not for secrets)\n"
 	"  -i, --interactive       forward our stdin to CMD (else CMD reads /dev/null)\n"
 	"  -t, --tty               run CMD on a pseudo-terminal (with -i: an interactive shell)\n"
@@ -80,7 +85,10 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		OPT_KERNEL,
 		OPT_INITRD,
 		OPT_CONSOLE,
-		OPT_WORK
+		OPT_WORK,
+		OPT_SCOPE,
+		OPT_VAULT,
+		OPT_CA_FILE
 	};
 	static const struct option longopts[] = {
 		{ "engine", required_argument, NULL, OPT_ENGINE },
@@ -91,6 +99,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		{ "initrd", required_argument, NULL, OPT_INITRD },
 		{ "console", required_argument, NULL, OPT_CONSOLE },
 		{ "work", required_argument, NULL, OPT_WORK },
+		{ "scope", required_argument, NULL, OPT_SCOPE },
+		{ "vault", required_argument, NULL, OPT_VAULT },
+		{ "ca-file", required_argument, NULL, OPT_CA_FILE },
 		{ "env", required_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "interactive", no_argument, NULL, 'i' },
@@ -133,6 +144,15 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 			break;
 		case OPT_CONSOLE:
 			o->console_path = optarg;
+			break;
+		case OPT_SCOPE:
+			o->broker.scope = optarg;
+			break;
+		case OPT_VAULT:
+			o->broker.vault = optarg;
+			break;
+		case OPT_CA_FILE:
+			o->broker.ca_file = optarg;
 			break;
 		case OPT_WORK:
 			o->work = optarg;
@@ -291,6 +311,7 @@ static int session_main(struct run_opts *o_, int notify_fd)
 	int diag[2] = { -1, -1 };
 	struct guest g = { .pid = 0, .diag_fd = -1, .signal_fd = sigfd };
 	struct vsock_dev vs = { .pid = 0, .ready_lfd = -1 };
+	struct broker_dev br = { .pid = 0 };
 	struct agent_link link = { .ready_fd = -1 };
 	char *env[RUN_MAX_ENV + 1];
 	struct termios saved_tty;
@@ -314,6 +335,13 @@ static int session_main(struct run_opts *o_, int notify_fd)
 	if (vsock_dev_start(&vs, &rd, diag[1], err, sizeof(err)) < 0)
 		goto fail;
 	add_backend(&g, "bulkhead-vsock", vs.pid);
+	/* The guest's only way out: with no scope, nothing listens on the broker port and
+	 * every connection from the guest is refused. */
+	if (o.broker.scope) {
+		if (broker_dev_start(&br, &o.broker, &rd, diag[1], err, sizeof(err)) < 0)
+			goto fail;
+		add_backend(&g, "bulkhead-broker", br.pid);
+	}
 	memcpy(env, o.env, o.nenv * sizeof(char *));
 	env[o.nenv] = NULL;
 	struct winsize ws = { .ws_row = 0 };
@@ -370,6 +398,7 @@ out:
 	agent_link_close(&link);
 	for (unsigned i = 0; i < g.nbackends; i++)
 		close(g.backends[i].pidfd);
+	broker_dev_stop(&br);
 	vsock_dev_stop(&vs);
 	share_fs_stop(&fs);
 	for (int i = 0; i < 2; i++)

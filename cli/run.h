@@ -2,6 +2,7 @@
 #ifndef BULKHEAD_CLI_RUN_H
 #define BULKHEAD_CLI_RUN_H
 
+#include "cli/broker_dev.h"
 #include "cli/engine.h"
 #include "cli/exec_client.h"
 
@@ -22,12 +23,13 @@ struct run_opts {
 	unsigned cpus;
 	double timeout_s; /* 0: none */
 	const char *kernel, *initrd;
-	const char *console_path; /* --console FILE: the whole serial console */
-	const char *work;	  /* --work DIR[:ro|:rw], NULL for none */
-	bool verbose;		  /* -v: the serial console on stderr too */
-	bool interactive;	  /* -i: forward our stdin */
-	bool tty;		  /* -t: a pseudo-terminal in the guest */
-	char **argv;		  /* the guest command, NULL-terminated */
+	const char *console_path;  /* --console FILE: the whole serial console */
+	const char *work;	   /* --work DIR[:ro|:rw], NULL for none */
+	struct broker_opts broker; /* --scope, --vault, --ca-file */
+	bool verbose;		   /* -v: the serial console on stderr too */
+	bool interactive;	   /* -i: forward our stdin */
+	bool tty;		   /* -t: a pseudo-terminal in the guest */
+	char **argv;		   /* the guest command, NULL-terminated */
 	size_t argc;
 	char *env[RUN_MAX_ENV]; /* -e KEY=VALUE */
 	size_t nenv;

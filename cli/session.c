@@ -312,6 +312,9 @@ int session_watch(const struct run_opts *o, struct guest *g)
 		while (waitpid(g->pid, &wstatus, 0) < 0 && errno == EINTR)
 			;
 	}
+	/* What the engine said before it died is in the pipe now; back ends that are
+	 * still running (and are stopped after us) keep it open, so do not wait for EOF. */
+	fcntl(g->diag_fd, F_SETFL, O_NONBLOCK);
 	while (diag_open)
 		read_diag(&w, g->diag_fd, &diag_open);
 	int code;

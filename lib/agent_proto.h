@@ -17,9 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AGENT_VERSION	  1
-#define AGENT_PORT	  1024 /* guest port the exec agent listens on */
-#define AGENT_READY_PORT  1025 /* host port (vsock.sock_1025) init connects to when ready */
+#define AGENT_VERSION	 1
+#define AGENT_PORT	 1024 /* guest port the exec agent listens on */
+#define AGENT_READY_PORT 1025 /* host port (vsock.sock_1025) init connects to when ready */
+/* Host port (vsock.sock_1026) of the session's credential broker: the guest's proxy shim on
+ * 127.0.0.1:3128 relays every connection there. Not part of the exec protocol, but one of
+ * the session's fixed vsock ports, so it is listed with them. */
+#define BROKER_VSOCK_PORT 1026
+#define GUEST_PROXY_PORT  3128
 #define AGENT_MAX_PAYLOAD 65536
 
 struct agent_hdr {

@@ -17,6 +17,12 @@ static const char *const base_env[] = {
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 	"HOME=/root",
 	"HOSTNAME=bulkhead",
+	/* Everything leaves through the broker (proxy_shim.c); programs that honour
+	 * neither spelling simply have no network. */
+	"HTTP_PROXY=http://127.0.0.1:3128",
+	"HTTPS_PROXY=http://127.0.0.1:3128",
+	"http_proxy=http://127.0.0.1:3128",
+	"https_proxy=http://127.0.0.1:3128",
 	NULL,
 };
 

@@ -19,6 +19,10 @@ int setup_system(void);
  * Returns 1 when mounted, 0 when there is none, or -errno. */
 int work_mount(void);
 
+/* proxy_shim.c: brings up loopback and relays 127.0.0.1:3128 to the broker's vsock
+ * port, in a child process. Returns 0 or -errno. */
+int proxy_shim_start(void);
+
 /* agent.c: serves exec requests over vsock until the host ends the session;
  * returns then (or at once, with an error frame sent, if it cannot start). */
 void agent_run(void);

@@ -60,6 +60,11 @@ int main(void)
 			      strerror(-werr));
 		init_poweroff();
 	}
+	int perr = proxy_shim_start();
+	if (perr < 0) {
+		console_error("bulkhead-init: cannot start the proxy shim: %s", strerror(-perr));
+		init_poweroff();
+	}
 	/* Serve execs until the host ends the session, then power off. */
 	agent_run();
 	init_poweroff();

@@ -1,0 +1,28 @@
+/* cli/broker_dev.h: the session's credential broker — a private bulkhead-broker
+ * listening on the session's vsock port BROKER_VSOCK_PORT, started when the
+ * session has a scope (rules); without one the guest has no way out at all. */
+#ifndef BULKHEAD_CLI_BROKER_DEV_H
+#define BULKHEAD_CLI_BROKER_DEV_H
+
+#include "cli/rundir.h"
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct broker_dev {
+	pid_t pid;	/* bulkhead-broker, 0 if not running */
+	char sock[108]; /* vsock.sock_<BROKER_VSOCK_PORT> */
+};
+
+struct broker_opts {
+	const char *scope;   /* rules JSON */
+	const char *vault;   /* NULL: no secrets */
+	const char *ca_file; /* NULL: the system trust store */
+};
+
+/* Returns 0, or -1 with a one-line reason in err. */
+int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const struct rundir *rd,
+		     int diag_fd, char *err, size_t errlen);
+void broker_dev_stop(struct broker_dev *b);
+
+#endif

@@ -1,0 +1,76 @@
+#!/bin/sh
+# End to end (QEMU engine here): a guest command reaches an HTTPS API through the
+# session's broker — the guest's proxy shim (127.0.0.1:3128) -> vsock -> bulkhead-broker
+# -> verified TLS — with a token from the vault injected on the way, and the token
+# appears nowhere the guest can see: not in what it receives, its environment or files.
+. "$(dirname "$0")/lib.sh"
+
+ECHO=$BUILD/tests/https-echo
+if [ ! -x "$ECHO" ] || [ ! -x "$BIN/bulkhead-broker" ] || ! command -v openssl > /dev/null; then
+	skip "broker in a session" "https-echo, bulkhead-broker or openssl missing (make test builds them)"
+	plan_done; exit 0
+fi
+export BULKHEAD_RUNDIR="$TMP/run"
+SECRET='tok-9f3c2e7d1a5b-SESSION-secret'
+
+# A test CA and a certificate for localhost, made here.
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/ca.key" -out "$TMP/ca.pem" -days 1 \
+	-subj /CN=bulkhead-session-test-ca 2> /dev/null
+openssl req -newkey rsa:2048 -nodes -keyout "$TMP/up.key" -out "$TMP/up.csr" -subj /CN=localhost \
+	2> /dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$TMP/up.ext"
+openssl x509 -req -in "$TMP/up.csr" -CA "$TMP/ca.pem" -CAkey "$TMP/ca.key" -CAcreateserial \
+	-out "$TMP/up.pem" -days 1 -extfile "$TMP/up.ext" 2> /dev/null
+"$ECHO" --cert "$TMP/up.pem" --key "$TMP/up.key" --log "$TMP/upstream.log" > "$TMP/port" \
+	2> "$TMP/echo.err" &
+EPID=$!
+trap 'kill $EPID 2>/dev/null; rm -rf "$TMP"' EXIT
+i=0; while [ ! -s "$TMP/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+PORT=$(cat "$TMP/port")
+
+"$BULKHEAD" vault init --vault "$TMP/vault" > /dev/null 2>&1
+printf '%s' "$SECRET" | "$BULKHEAD" vault put api --vault "$TMP/vault" > /dev/null 2>&1
+cat > "$TMP/scope.json" << SCOPE
+{
+  "secrets": [
+    { "name": "api", "inject": { "header": "Authorization", "value": "Bearer {}" },
+      "destinations": [ { "scheme": "https", "host": "localhost", "port": $PORT,
+                          "path_prefix": "/v1/", "allow_addresses": ["127.0.0.1", "::1"] } ] }
+  ],
+  "allow": []
+}
+SCOPE
+
+run_capture run --scope "$TMP/scope.json" --vault "$TMP/vault" --ca-file "$TMP/ca.pem" -- \
+	sh -c "wget -q -O - http://localhost:$PORT/v1/items; echo; echo wget=\$?;
+	       env; cat /proc/self/environ; grep -rl '$SECRET' / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; true"
+check_eq "the session's command exits 0" 0 "$rc"
+grep -q "GET /v1/items" "$TMP/out" && ok "the guest's request reaches the HTTPS upstream through the broker" ||
+	not_ok "the guest's request reaches the HTTPS upstream through the broker" "$(head -c 600 "$TMP/out")" "$(cat "$TMP/err")"
+grep -q "Authorization: Bearer $SECRET" "$TMP/upstream.log" &&
+	ok "the upstream sees the vault's token, injected by the broker" ||
+	not_ok "the upstream sees the vault's token, injected by the broker" "$(tail -n 5 "$TMP/upstream.log")"
+if grep -qF "$SECRET" "$TMP/out" "$TMP/err"; then
+	not_ok "the token appears nowhere in the guest's output, environment or files (even echoed back)"
+else
+	ok "the token appears nowhere in the guest's output, environment or files (even echoed back)"
+fi
+
+# Another path on the same host is not in scope: refused by the broker.
+run_capture run --scope "$TMP/scope.json" --vault "$TMP/vault" --ca-file "$TMP/ca.pem" -- \
+	wget -q -O - "http://localhost:$PORT/admin"
+if [ "$rc" != 0 ] && ! grep -q "Authorization" "$TMP/out"; then
+	ok "a request outside the scope is refused"
+else
+	not_ok "a request outside the scope is refused" "rc=$rc" "$(head -c 300 "$TMP/out")"
+fi
+
+# No scope: the guest reaches nothing at all.
+run_capture run -- wget -q -T 5 -O - "http://localhost:$PORT/v1/items"
+if [ "$rc" != 0 ] && [ ! -s "$TMP/out" ]; then
+	ok "without --scope the guest has no way out"
+else
+	not_ok "without --scope the guest has no way out" "rc=$rc" "$(head -c 300 "$TMP/out")"
+fi
+check_eq "no run directory, socket or broker is left" "" "$(ls -A "$BULKHEAD_RUNDIR")"
+plan_done
