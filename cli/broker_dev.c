@@ -55,20 +55,10 @@ int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const st
 		argv[n++] = o->ca_file;
 	}
 	argv[n] = NULL;
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* lfd is above 2 and the lowest descriptor opened here. */
-		if (proc_child_setup(diag_fd, diag_fd) < 0 || (lfd != 3 && dup2(lfd, 3) < 0) ||
-		    fcntl(3, F_SETFD, 0) < 0)
-			_exit(126);
-		close_range(4, ~0U, 0);
-		execv(bin, (char *const *)argv);
-		dprintf(2, "exec %s: %s\n", bin, strerror(errno));
-		_exit(127);
-	}
+	pid_t pid = proc_spawn_listener((char *const *)argv, lfd, diag_fd);
 	close(lfd);
 	if (pid < 0) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
+		snprintf(err, errlen, "cannot start %s: %s", bin, strerror((int)-pid));
 		broker_dev_stop(b);
 		return -1;
 	}
@@ -78,12 +68,7 @@ int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const st
 
 void broker_dev_stop(struct broker_dev *b)
 {
-	if (b->pid > 0) {
-		kill(b->pid, SIGKILL);
-		while (waitpid(b->pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		b->pid = 0;
-	}
+	proc_stop(&b->pid);
 	if (b->sock[0])
 		unlink(b->sock);
 	b->sock[0] = '\0';

@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int proc_signalfd(void)
@@ -55,4 +57,29 @@ int proc_listen_unix(const char *path, int backlog)
 		return -e;
 	}
 	return fd;
+}
+
+pid_t proc_spawn_listener(char *const argv[], int lfd, int diag_fd)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid < 0 ? -errno : pid;
+	/* lfd is above 2 (0-2 are ours); if it is not 3 already, 3 is free to take. */
+	if (proc_child_setup(diag_fd, diag_fd) < 0 || (lfd != 3 && dup2(lfd, 3) < 0) ||
+	    fcntl(3, F_SETFD, 0) < 0)
+		_exit(126);
+	close_range(4, ~0U, 0);
+	execv(argv[0], argv);
+	dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+void proc_stop(pid_t *pid)
+{
+	if (*pid <= 0)
+		return;
+	kill(*pid, SIGKILL);
+	while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	*pid = 0;
 }

@@ -3,6 +3,8 @@
 #ifndef BULKHEAD_CLI_PROC_H
 #define BULKHEAD_CLI_PROC_H
 
+#include <sys/types.h>
+
 /* Blocks the signals a session handles itself (INT, TERM, HUP, WINCH) and
  * ignores SIGPIPE; call before starting children so none is lost. Returns a
  * signalfd for them, or -1. */
@@ -15,5 +17,13 @@ int proc_child_setup(int out_fd, int diag_fd);
 
 /* A listening Unix stream socket at path (close-on-exec). Returns it, or -errno. */
 int proc_listen_unix(const char *path, int backlog);
+
+/* Starts a back end: argv[0] with proc_child_setup(diag_fd, diag_fd) and the
+ * listening socket lfd as its descriptor 3 (its argv says so, e.g. --listen-fd 3);
+ * nothing else is inherited. Returns the pid, or -errno. lfd stays open here. */
+pid_t proc_spawn_listener(char *const argv[], int lfd, int diag_fd);
+
+/* Kills *pid (SIGKILL), reaps it and sets *pid to 0; nothing if it is 0. */
+void proc_stop(pid_t *pid);
 
 #endif

@@ -47,21 +47,12 @@ int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, c
 	}
 	char cid[16];
 	snprintf(cid, sizeof(cid), "%d", VSOCK_GUEST_CID);
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* lfd is above 2 (0-2 are ours) and the lowest descriptor opened here. */
-		if (proc_child_setup(diag_fd, diag_fd) < 0 || (lfd != 3 && dup2(lfd, 3) < 0) ||
-		    fcntl(3, F_SETFD, 0) < 0)
-			_exit(126);
-		close_range(4, ~0U, 0);
-		execl(bin, bin, "--listen-fd", "3", "--guest-cid", cid, "--uds-path", v->uds,
-		      (char *)NULL);
-		dprintf(2, "exec %s: %s\n", bin, strerror(errno));
-		_exit(127);
-	}
+	char *const argv[] = { bin, "--listen-fd", "3",	   "--guest-cid",
+			       cid, "--uds-path",  v->uds, NULL };
+	pid_t pid = proc_spawn_listener(argv, lfd, diag_fd);
 	close(lfd);
 	if (pid < 0) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
+		snprintf(err, errlen, "cannot start %s: %s", bin, strerror((int)-pid));
 		vsock_dev_stop(v);
 		return -1;
 	}
@@ -71,12 +62,7 @@ int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, c
 
 void vsock_dev_stop(struct vsock_dev *v)
 {
-	if (v->pid > 0) {
-		kill(v->pid, SIGKILL);
-		while (waitpid(v->pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		v->pid = 0;
-	}
+	proc_stop(&v->pid);
 	if (v->ready_lfd >= 0)
 		close(v->ready_lfd);
 	v->ready_lfd = -1;
