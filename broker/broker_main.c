@@ -167,6 +167,8 @@ static void usage(FILE *f)
 		"  --key-file FILE      its key file (default: the vault's path + \".key\")\n"
 		"  --secrets-file FILE  development/test secrets: JSON {name: value}, mode 0600\n"
 		"  --ca-file FILE       trust only this CA for upstreams (default: system)\n"
+		"  --audit FILE         append one hash-chained JSON line per request\n"
+		"  --session ID         the session named in audit records\n"
 		"  --quiet              no per-request log lines\n");
 }
 
@@ -178,6 +180,8 @@ int main(int argc, char **argv)
 		{ "secrets-file", required_argument, NULL, 's' },
 		{ "listen-fd", required_argument, NULL, 'f' },
 		{ "vault", required_argument, NULL, 'v' },
+		{ "audit", required_argument, NULL, 'a' },
+		{ "session", required_argument, NULL, 'S' },
 		{ "key-file", required_argument, NULL, 'k' },
 		{ "ca-file", required_argument, NULL, 'c' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -187,7 +191,8 @@ int main(int argc, char **argv)
 	static struct rules rules;
 	static struct secret_source src = { file_secret_get, NULL };
 	const char *listen_path = NULL, *rules_path = NULL, *secrets_path = NULL, *ca = NULL;
-	const char *vault_path = NULL, *key_file = NULL;
+	const char *vault_path = NULL, *key_file = NULL, *audit_path = NULL, *session = "-";
+	static pthread_mutex_t audit_lock = PTHREAD_MUTEX_INITIALIZER;
 	int listen_fd = -1;
 	static struct secret_source vsrc = { vault_secret_get, NULL };
 	char err[512];
@@ -212,6 +217,12 @@ int main(int argc, char **argv)
 			break;
 		case 'v':
 			vault_path = optarg;
+			break;
+		case 'a':
+			audit_path = optarg;
+			break;
+		case 'S':
+			session = optarg;
 			break;
 		case 'k':
 			key_file = optarg;
@@ -243,6 +254,12 @@ int main(int argc, char **argv)
 		return 1;
 	if (vault_path && open_vault(vault_path, key_file))
 		return 1;
+	if (audit_path && audit_open(audit_path, &cfg.audit, err, sizeof(err)) < 0) {
+		fprintf(stderr, "bulkhead-broker: %s\n", err);
+		return 1;
+	}
+	cfg.audit_lock = &audit_lock;
+	cfg.session = session;
 	cfg.tls = tlsup_ctx_new(ca, err, sizeof(err));
 	if (!cfg.tls) {
 		fprintf(stderr, "bulkhead-broker: %s\n", err);

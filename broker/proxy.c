@@ -1059,15 +1059,53 @@ static int relay_response(struct conn *c)
 
 /* --- request ------------------------------------------------------------------------------ */
 
+/* One audit record per request: who, where, which rule and secret *name*, what was
+ * decided; never a value (the broker never hands the audit log one). */
+static void audit_request(struct conn *c, int status, uint64_t duration_us)
+{
+	const struct proxy_config *cfg = c->cfg;
+	if (!cfg->audit)
+		return;
+	const char *secret = NULL, *decision = "allow";
+	if (strncmp(c->rule, "secret:", 7) == 0)
+		secret = c->rule + 7;
+	if (strncmp(c->rule, "tripwire:", 9) == 0)
+		decision = "tripwire";
+	else if (status == 403)
+		decision = "deny";
+	else if (status >= 400 || status == 0)
+		decision = "error";
+	struct audit_record r = {
+		.session = cfg->session,
+		.method = c->method[0] ? c->method : "-",
+		.host = c->host[0] ? c->host : "-",
+		.port = c->dest ? c->dest->port : 0,
+		.path = c->log_path,
+		.rule = c->rule[0] ? c->rule : NULL,
+		.secret = secret,
+		.decision = decision,
+		.status = status,
+		.bytes_out = c->bytes_up,
+		.bytes_in = c->bytes_down,
+		.duration_us = duration_us,
+	};
+	pthread_mutex_lock(cfg->audit_lock);
+	int rc = audit_append(cfg->audit, &r);
+	pthread_mutex_unlock(cfg->audit_lock);
+	if (rc < 0)
+		fprintf(stderr, "bulkhead-broker: audit log write failed: %s\n", strerror(-rc));
+}
+
 static void log_line(struct conn *c, int status)
 {
 	struct timespec t1;
 	double ms;
 
-	if (!c->cfg->log)
-		return;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	ms = (double)(t1.tv_sec - c->t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - c->t0.tv_nsec) / 1e6;
+	audit_request(c, status, (uint64_t)(ms * 1000));
+	if (!c->cfg->log)
+		return;
 	fprintf(stderr,
 		"bulkhead-broker: conn=%lu %s %s -> %d rule=%s up=%zu down=%zu scrubbed=%zu "
 		"ms=%.2f%s%s\n",

@@ -8,7 +8,10 @@
 
 #include <openssl/ssl.h>
 
+#include "broker/audit.h"
 #include "broker/rules.h"
+
+#include <pthread.h>
 
 /* Where secret values come from (the vault, or a test file). get() returns 0 and a malloc'd
  * value the caller wipes and frees, -ENOENT when NAME is unknown, or another negative errno. */
@@ -29,6 +32,10 @@ struct proxy_config {
 	int io_timeout_ms;	/* idle time allowed on either side */
 	int connect_timeout_ms; /* per upstream address */
 	int log;		/* one line per request on stderr */
+	/* The audit log (broker/audit.h), or NULL; appends are serialised by audit_lock. */
+	struct audit *audit;
+	pthread_mutex_t *audit_lock;
+	const char *session; /* session id in audit records */
 };
 
 /* Serves the connection FD until it ends or misbehaves, then closes it. One bad connection

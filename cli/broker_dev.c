@@ -12,8 +12,36 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* ${XDG_STATE_HOME:-~/.local/state}/bulkhead/audit/<session id>.log: one chain per
+ * session (a log is locked by the broker that writes it), kept after the session. */
+static int default_audit_path(const struct rundir *rd, char *buf, size_t len)
+{
+	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	char dir[PATH_MAX];
+	int n = state && *state ? snprintf(dir, sizeof(dir), "%s/bulkhead/audit", state)
+				: snprintf(dir, sizeof(dir), "%s/.local/state/bulkhead/audit",
+					   home && *home ? home : "/root");
+	if (n < 0 || (size_t)n >= sizeof(dir))
+		return -ENAMETOOLONG;
+	/* mkdir -p, each level 0700 when we create it. */
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	n = snprintf(buf, len, "%s/%s.log", dir, rd->id);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
 
 int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const struct rundir *rd,
 		     int diag_fd, char *err, size_t errlen)
@@ -54,6 +82,17 @@ int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const st
 		argv[n++] = "--ca-file";
 		argv[n++] = o->ca_file;
 	}
+	char audit[PATH_MAX];
+	int arc = o->audit ? 0 : default_audit_path(rd, audit, sizeof(audit));
+	if (arc < 0) {
+		snprintf(err, errlen, "audit log directory: %s", strerror(-arc));
+		close(lfd);
+		return -1;
+	}
+	argv[n++] = "--audit";
+	argv[n++] = o->audit ? o->audit : audit;
+	argv[n++] = "--session";
+	argv[n++] = rd->id;
 	argv[n] = NULL;
 	pid_t pid = proc_spawn_listener((char *const *)argv, lfd, diag_fd);
 	close(lfd);

@@ -18,6 +18,7 @@ struct broker_opts {
 	const char *scope;   /* rules JSON */
 	const char *vault;   /* NULL: no secrets */
 	const char *ca_file; /* NULL: the system trust store */
+	const char *audit;   /* NULL: the default, one log per session (broker_dev.c) */
 };
 
 /* Returns 0, or -1 with a one-line reason in err. */

@@ -43,6 +43,8 @@ static const char usage[] =
 	"                          it the guest reaches nothing\n"
 	"  --vault FILE            secrets for the scope's rules (see 'bulkhead vault')\n"
 	"  --ca-file FILE          trust only this CA for the broker's upstream TLS\n"
+	"  --audit FILE            the broker's audit log (default: one per session under\n"
+	"                          ~/.local/state/bulkhead/audit/; 'bulkhead audit verify')\n"
 	"  -e, --env KEY=VALUE     set an environment variable for CMD (not for secrets)\n"
 	"  -i, --interactive       forward our stdin to CMD (else CMD reads /dev/null)\n"
 	"  -t, --tty               run CMD on a pseudo-terminal (with -i: an interactive shell)\n"
@@ -88,7 +90,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		OPT_WORK,
 		OPT_SCOPE,
 		OPT_VAULT,
-		OPT_CA_FILE
+		OPT_CA_FILE,
+		OPT_AUDIT
 	};
 	static const struct option longopts[] = {
 		{ "engine", required_argument, NULL, OPT_ENGINE },
@@ -102,6 +105,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		{ "scope", required_argument, NULL, OPT_SCOPE },
 		{ "vault", required_argument, NULL, OPT_VAULT },
 		{ "ca-file", required_argument, NULL, OPT_CA_FILE },
+		{ "audit", required_argument, NULL, OPT_AUDIT },
 		{ "env", required_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "interactive", no_argument, NULL, 'i' },
@@ -153,6 +157,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 			break;
 		case OPT_CA_FILE:
 			o->broker.ca_file = optarg;
+			break;
+		case OPT_AUDIT:
+			o->broker.audit = optarg;
 			break;
 		case OPT_WORK:
 			o->work = optarg;

@@ -41,8 +41,8 @@ cat > "$TMP/scope.json" << SCOPE
 }
 SCOPE
 
-run_capture run --scope "$TMP/scope.json" --vault "$TMP/vault" --ca-file "$TMP/ca.pem" -- \
-	sh -c "wget -q -O - http://localhost:$PORT/v1/items; echo; echo wget=\$?;
+run_capture run --scope "$TMP/scope.json" --vault "$TMP/vault" --ca-file "$TMP/ca.pem" \
+	--audit "$TMP/audit.log" -- sh -c "wget -q -O - http://localhost:$PORT/v1/items; echo; echo wget=\$?;
 	       env; cat /proc/self/environ; grep -rl '$SECRET' / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; true"
 check_eq "the session's command exits 0" 0 "$rc"
 grep -q "GET /v1/items" "$TMP/out" && ok "the guest's request reaches the HTTPS upstream through the broker" ||
@@ -57,12 +57,28 @@ else
 fi
 
 # Another path on the same host is not in scope: refused by the broker.
-run_capture run --scope "$TMP/scope.json" --vault "$TMP/vault" --ca-file "$TMP/ca.pem" -- \
-	wget -q -O - "http://localhost:$PORT/admin"
+run_capture run --scope "$TMP/scope.json" --vault "$TMP/vault" --ca-file "$TMP/ca.pem" \
+	--audit "$TMP/audit.log" -- wget -q -O - "http://localhost:$PORT/admin"
 if [ "$rc" != 0 ] && ! grep -q "Authorization" "$TMP/out"; then
 	ok "a request outside the scope is refused"
 else
 	not_ok "a request outside the scope is refused" "rc=$rc" "$(head -c 300 "$TMP/out")"
+fi
+
+# Both sessions' requests are in the audit log: chained, with the secret's name and the
+# decision, and never its value.
+"$BULKHEAD" audit verify "$TMP/audit.log" > "$TMP/verify" 2>&1
+check_eq "the audit log's chain verifies" 0 "$?"
+grep '/v1/items"' "$TMP/audit.log" | grep -q '"secret":"api".*"decision":"allow"' &&
+	ok "the audit log records the injected request with the secret's name" ||
+	not_ok "the audit log records the injected request with the secret's name" "$(cat "$TMP/audit.log")"
+grep '/admin"' "$TMP/audit.log" | grep -q '"decision":"deny".*"status":403' &&
+	ok "the audit log records the refused request" ||
+	not_ok "the audit log records the refused request" "$(cat "$TMP/audit.log")"
+if grep -qF "$SECRET" "$TMP/audit.log"; then
+	not_ok "the audit log never holds the secret's value"
+else
+	ok "the audit log never holds the secret's value"
 fi
 
 # No scope: the guest reaches nothing at all.
