@@ -21,6 +21,7 @@
 #include "broker/rules.h"
 #include "broker/upstream_tls.h"
 #include "broker/vault.h"
+#include "lib/unix_listen.h"
 
 /* Past this many open guest connections new ones are closed at once: a guest that opens
  * sockets without end exhausts only its own share. */
@@ -132,29 +133,6 @@ static int open_vault(const char *path, const char *key_file)
 	return 0;
 }
 
-static int listen_unix(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "bulkhead-broker: --listen path too long: %s\n", path);
-		return -1;
-	}
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 512)) {
-		fprintf(stderr,
-			"bulkhead-broker: cannot listen on %s: %s (remove a stale socket "
-			"or pick another path)\n",
-			path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -193,7 +171,7 @@ int main(int argc, char **argv)
 	const char *listen_path = NULL, *rules_path = NULL, *secrets_path = NULL, *ca = NULL;
 	const char *vault_path = NULL, *key_file = NULL, *audit_path = NULL, *session = "-";
 	static pthread_mutex_t audit_lock = PTHREAD_MUTEX_INITIALIZER;
-	int listen_fd = -1;
+	const char *listen_fd = NULL;
 	static struct secret_source vsrc = { vault_secret_get, NULL };
 	char err[512];
 	pthread_attr_t attr;
@@ -213,7 +191,7 @@ int main(int argc, char **argv)
 			secrets_path = optarg;
 			break;
 		case 'f':
-			listen_fd = atoi(optarg);
+			listen_fd = optarg; /* checked below */
 			break;
 		case 'v':
 			vault_path = optarg;
@@ -241,7 +219,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if ((!listen_path) == (listen_fd < 3) || !rules_path || optind != argc ||
+	if ((!listen_path) == (!listen_fd) || !rules_path || optind != argc ||
 	    (vault_path && secrets_path)) {
 		usage(stderr);
 		return 2;
@@ -270,9 +248,14 @@ int main(int argc, char **argv)
 	cfg.io_timeout_ms = 30000;
 	cfg.connect_timeout_ms = 5000;
 	signal(SIGPIPE, SIG_IGN);
-	lfd = listen_fd >= 3 ? listen_fd : listen_unix(listen_path);
-	if (lfd < 0)
+	lfd = listen_fd ? unix_listen_adopt(listen_fd, false)
+			: unix_listen(listen_path, 512, false);
+	if (lfd < 0) {
+		fprintf(stderr, "bulkhead-broker: cannot listen on %s: %s%s\n",
+			listen_fd ? "--listen-fd" : listen_path, strerror(-lfd),
+			listen_fd ? "" : " (remove a stale socket or pick another path)");
 		return 1;
+	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 << 10);

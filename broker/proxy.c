@@ -1059,6 +1059,15 @@ static int relay_response(struct conn *c)
 
 /* --- request ------------------------------------------------------------------------------ */
 
+/* The path part of log_path ("scheme://host[:port]/path"): host and port have
+ * their own fields in the audit record. */
+static const char *target_path(const struct conn *c)
+{
+	const char *auth = strstr(c->log_path, "://");
+	const char *path = auth ? strchr(auth + 3, '/') : NULL;
+	return path ? path : c->log_path;
+}
+
 /* One audit record per request: who, where, which rule and secret *name*, what was
  * decided; never a value (the broker never hands the audit log one). */
 static void audit_request(struct conn *c, int status, uint64_t duration_us)
@@ -1080,7 +1089,7 @@ static void audit_request(struct conn *c, int status, uint64_t duration_us)
 		.method = c->method[0] ? c->method : "-",
 		.host = c->host[0] ? c->host : "-",
 		.port = c->dest ? c->dest->port : 0,
-		.path = c->log_path,
+		.path = target_path(c),
 		.rule = c->rule[0] ? c->rule : NULL,
 		.secret = secret,
 		.decision = decision,

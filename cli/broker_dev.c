@@ -4,6 +4,7 @@
 #include "cli/broker_dev.h"
 #include "cli/paths.h"
 #include "cli/proc.h"
+#include "lib/unix_listen.h"
 #include "lib/agent_proto.h"
 
 #include <errno.h>
@@ -62,7 +63,7 @@ int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const st
 		snprintf(err, errlen, "run directory path too long for a socket");
 		return -1;
 	}
-	int lfd = proc_listen_unix(b->sock, 64);
+	int lfd = unix_listen(b->sock, 64, false);
 	if (lfd < 0) {
 		snprintf(err, errlen, "broker socket %s: %s", b->sock, strerror(-lfd));
 		return -1;

@@ -75,7 +75,7 @@ int exec_client_start(struct exec_client *c, int sock, uint32_t flags, uint16_t 
 	c->olen = c->ooff = 0;
 	c->pending_signal = 0;
 	c->pending_winsize = false;
-	c->in_eof_sent = c->done = c->out_broken = c->err_broken = false;
+	c->done = c->out_broken = c->err_broken = false;
 	c->error[0] = '\0';
 	long n = agent_exec_encode(c->ibuf, sizeof(c->ibuf), flags, rows, cols, cwd, argv, env);
 	if (n < 0) {

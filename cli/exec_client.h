@@ -23,7 +23,6 @@ struct exec_client {
 	int pending_signal; /* queued while a frame is in flight; 0 if none */
 	bool pending_winsize;
 	uint16_t rows, cols;
-	bool in_eof_sent;
 	bool out_broken, err_broken;
 	bool done; /* EXIT or ERROR received */
 	struct agent_exit exit;

@@ -42,23 +42,6 @@ int proc_child_setup(int out_fd, int diag_fd)
 	return 0;
 }
 
-int proc_listen_unix(const char *path, int backlog)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
-}
-
 pid_t proc_spawn_listener(char *const argv[], int lfd, int diag_fd)
 {
 	pid_t pid = fork();

@@ -15,9 +15,6 @@ int proc_signalfd(void);
  * die, stdin on /dev/null, stdout on out_fd, stderr on diag_fd. 0 or -1. */
 int proc_child_setup(int out_fd, int diag_fd);
 
-/* A listening Unix stream socket at path (close-on-exec). Returns it, or -errno. */
-int proc_listen_unix(const char *path, int backlog);
-
 /* Starts a back end: argv[0] with proc_child_setup(diag_fd, diag_fd) and the
  * listening socket lfd as its descriptor 3 (its argv says so, e.g. --listen-fd 3);
  * nothing else is inherited. Returns the pid, or -errno. lfd stays open here. */

@@ -9,6 +9,7 @@
  * (-o sandbox=namespace: pivot_root into the share, no network, own PID space). */
 #include "cli/share_fs.h"
 #include "cli/proc.h"
+#include "lib/unix_listen.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -176,7 +177,7 @@ int share_fs_start(struct share_fs *fs, const struct rundir *rd, int diag_fd, ch
 		return -1;
 	}
 	/* Listening before virtiofsd exists: the engine can connect at once, no race. */
-	int lfd = proc_listen_unix(fs->sock, 1);
+	int lfd = unix_listen(fs->sock, 1, false);
 	if (lfd < 0) {
 		snprintf(err, errlen, "virtio-fs socket %s: %s", fs->sock, strerror(-lfd));
 		return -1;

@@ -4,6 +4,7 @@
 #include "cli/vsock_dev.h"
 #include "cli/paths.h"
 #include "cli/proc.h"
+#include "lib/unix_listen.h"
 #include "lib/agent_proto.h"
 
 #include <errno.h>
@@ -35,8 +36,8 @@ int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, c
 		snprintf(err, errlen, "run directory path too long for a socket");
 		return -1;
 	}
-	v->ready_lfd = proc_listen_unix(v->ready_path, 1);
-	int lfd = proc_listen_unix(v->vhost_sock, 1);
+	v->ready_lfd = unix_listen(v->ready_path, 1, false);
+	int lfd = unix_listen(v->vhost_sock, 1, false);
 	if (v->ready_lfd < 0 || lfd < 0) {
 		snprintf(err, errlen, "vsock sockets in %s: %s", rd->path,
 			 strerror(-(v->ready_lfd < 0 ? v->ready_lfd : lfd)));

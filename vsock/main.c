@@ -1,5 +1,6 @@
 /* vsock/main.c: bulkhead-vsock — set up the sockets, then one epoll loop serving the vhost-user
  * front end, the guest's kicks and the host-side Unix sockets until the front end goes away. */
+#include "lib/unix_listen.h"
 #include "vsock/backend.h"
 #include "vsock/conn.h"
 
@@ -35,42 +36,16 @@ static void usage(FILE *f)
 	      f);
 }
 
-static int listen_unix(const char *path)
+/* Replaces a stale socket from an earlier run (never any other kind of file), then listens. */
+static int listen_path(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	strcpy(sa.sun_path, path);
-	/* Replace a stale socket from an earlier run, never any other kind of file. */
 	struct stat st;
 	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
 		unlink(path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = unix_listen(path, 64, true);
 	if (fd < 0)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
-		int e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
-/* Checks that fd is a listening Unix stream socket and makes it ours. */
-static int adopt_listener(int fd)
-{
-	int on = 0;
-	socklen_t len = sizeof(on);
-	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) < 0 || !on) {
-		errno = ENOTSOCK;
-		return -1;
-	}
-	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
-		return -1;
-	return fd;
+		errno = -fd;
+	return fd < 0 ? -1 : fd;
 }
 
 static int ep_add(int ep, int fd, uint64_t tag)
@@ -135,7 +110,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock_path = NULL, *uds = NULL;
-	int given_fd = -1;
+	const char *given_fd = NULL;
 	uint64_t cid = 0;
 	int verbose = 0, o;
 	char *end;
@@ -146,13 +121,8 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			/* A socket the launcher already listens on: no window in which the
-			 * front end could try to connect before we exist. */
-			errno = 0;
-			given_fd = (int)strtol(optarg, &end, 10);
-			if (errno || *end || given_fd < 3) {
-				fprintf(stderr, "bulkhead-vsock: bad --listen-fd '%s'\n", optarg);
-				return 2;
-			}
+			 * front end could try to connect before we exist. Checked below. */
+			given_fd = optarg;
 			break;
 		case 'u':
 			uds = optarg;
@@ -181,7 +151,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if ((!sock_path) == (given_fd < 0) || !uds || !cid || optind != argc) {
+	if ((!sock_path) == (!given_fd) || !uds || !cid || optind != argc) {
 		usage(stderr);
 		return 2;
 	}
@@ -200,13 +170,17 @@ int main(int argc, char **argv)
 
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	int lfd = given_fd >= 0 ? adopt_listener(given_fd) : listen_unix(sock_path);
+	int lfd = given_fd ? unix_listen_adopt(given_fd, true) : listen_path(sock_path);
+	if (given_fd && lfd < 0) {
+		errno = -lfd;
+		lfd = -1;
+	}
 	if (ep < 0 || sfd < 0 || lfd < 0) {
 		fprintf(stderr, "bulkhead-vsock: cannot listen on %s: %s\n",
 			sock_path ? sock_path : "the given descriptor", strerror(errno));
 		return 1;
 	}
-	int hfd = listen_unix(uds);
+	int hfd = listen_path(uds);
 	if (hfd < 0) {
 		fprintf(stderr, "bulkhead-vsock: cannot listen on %s: %s\n", uds, strerror(errno));
 		if (sock_path)

@@ -69,10 +69,10 @@ fi
 # decision, and never its value.
 "$BULKHEAD" audit verify "$TMP/audit.log" > "$TMP/verify" 2>&1
 check_eq "the audit log's chain verifies" 0 "$?"
-grep '/v1/items"' "$TMP/audit.log" | grep -q '"secret":"api".*"decision":"allow"' &&
+grep '"path":"/v1/items"' "$TMP/audit.log" | grep -q '"secret":"api".*"decision":"allow"' &&
 	ok "the audit log records the injected request with the secret's name" ||
 	not_ok "the audit log records the injected request with the secret's name" "$(cat "$TMP/audit.log")"
-grep '/admin"' "$TMP/audit.log" | grep -q '"decision":"deny".*"status":403' &&
+grep '"path":"/admin"' "$TMP/audit.log" | grep -q '"decision":"deny".*"status":403' &&
 	ok "the audit log records the refused request" ||
 	not_ok "the audit log records the refused request" "$(cat "$TMP/audit.log")"
 if grep -qF "$SECRET" "$TMP/audit.log"; then

@@ -1,0 +1,18 @@
+/* lib/unix_listen.h: the listening Unix sockets every bulkhead process uses — made
+ * here, or handed over by the launcher as a descriptor and checked before use. */
+#ifndef BULKHEAD_LIB_UNIX_LISTEN_H
+#define BULKHEAD_LIB_UNIX_LISTEN_H
+
+#include <stdbool.h>
+
+/* A listening stream socket at path (close-on-exec; non-blocking if asked).
+ * Returns it, or -errno (-ENAMETOOLONG for a path sun_path cannot hold). */
+int unix_listen(const char *path, int backlog, bool nonblock);
+
+/* "--listen-fd N": parses N strictly (a decimal descriptor above 2), checks that
+ * it is a listening socket, and makes it close-on-exec (non-blocking if asked).
+ * Returns the descriptor, or -errno (-EINVAL for a malformed N, -ENOTSOCK for a
+ * descriptor that is not listening). */
+int unix_listen_adopt(const char *fd_text, bool nonblock);
+
+#endif
