@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
+#include "broker/mitm_ca.h"
 #include "broker/proxy.h"
 #include "broker/rules.h"
 #include "broker/upstream_tls.h"
@@ -26,6 +27,8 @@
 /* Past this many open guest connections new ones are closed at once: a guest that opens
  * sockets without end exhausts only its own share. */
 #define BROKER_MAX_CONNS 1024
+/* The session CA outlives any session a scope allows (issue 7 bounds session lifetime). */
+#define BROKER_CA_LIFETIME_S (7L * 24 * 3600)
 
 static struct proxy_config cfg;
 static atomic_int open_conns;
@@ -240,6 +243,13 @@ int main(int argc, char **argv)
 	cfg.session = session;
 	cfg.tls = tlsup_ctx_new(ca, err, sizeof(err));
 	if (!cfg.tls) {
+		fprintf(stderr, "bulkhead-broker: %s\n", err);
+		return 1;
+	}
+	/* The session CA for CONNECT: made here, never written anywhere; the guest fetches
+	 * its certificate through the proxy and trusts nothing else. */
+	cfg.mitm = mitm_ca_new(session, BROKER_CA_LIFETIME_S, err, sizeof(err));
+	if (!cfg.mitm) {
 		fprintf(stderr, "bulkhead-broker: %s\n", err);
 		return 1;
 	}

@@ -15,12 +15,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <http_parser.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 
 #include "broker/dest.h"
+#include "broker/mitm_ca.h"
 #include "broker/scrub.h"
 #include "broker/upstream_tls.h"
+#include "lib/agent_proto.h"
 
 /* One message head: the URL or status text and the headers, in one bounded arena. */
 struct head {
@@ -69,6 +73,12 @@ struct conn {
 	uint8_t obuf[16384 + 64];
 	size_t olen;
 	unsigned long served;
+	/* A CONNECT tunnel: the guest's TLS ends here, with a leaf minted for tun_host. */
+	SSL *cl_ssl;
+	char tun_host[RULES_HOST_MAX + 1];
+	int tun_port;
+	int connect_ok; /* the current request is a CONNECT the rules allow */
+	int serve_ca;	/* the current request asks for the session CA's certificate */
 };
 
 static int hdr_is(const struct head *h, size_t i, const char *name)
@@ -101,9 +111,10 @@ static int client_write(struct conn *c, const void *b, size_t n)
 	const char *p = b;
 
 	while (n) {
-		ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
+		ssize_t w = c->cl_ssl ? SSL_write(c->cl_ssl, p, (int)(n > 1 << 30 ? 1 << 30 : n))
+				      : send(c->fd, p, n, MSG_NOSIGNAL);
 
-		if (w < 0 && errno == EINTR)
+		if (w < 0 && !c->cl_ssl && errno == EINTR)
 			continue;
 		if (w <= 0)
 			return -EIO;
@@ -131,6 +142,23 @@ static int up_write(struct conn *c, const void *b, size_t n)
 		c->bytes_up += (size_t)w;
 	}
 	return 0;
+}
+
+static ssize_t client_read(struct conn *c, void *b, size_t n)
+{
+	if (c->cl_ssl) {
+		int r = SSL_read(c->cl_ssl, b, (int)n);
+
+		if (r > 0)
+			return r;
+		return SSL_get_error(c->cl_ssl, r) == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+	}
+	for (;;) {
+		ssize_t r = recv(c->fd, b, n, 0);
+
+		if (r >= 0 || errno != EINTR)
+			return r;
+	}
 }
 
 static ssize_t up_read(struct conn *c, void *b, size_t n)
@@ -283,6 +311,7 @@ static int rq_begin(http_parser *p)
 	head_reset(&c->req);
 	c->is_head = c->chunked_in = c->client_10 = c->expect_continue = 0;
 	c->resp_started = c->resp_done = c->has_body = 0;
+	c->connect_ok = c->serve_ca = 0;
 	c->dest = NULL;
 	c->bytes_up = c->bytes_down = 0;
 	c->method[0] = c->host[0] = c->rule[0] = 0;
@@ -635,18 +664,160 @@ static void log_target(struct conn *c, const char *scheme, int port, const char 
 {
 	size_t i;
 
-	snprintf(c->log_path, sizeof(c->log_path), "%s://%s%s%.0d%s", scheme, c->host,
-		 port >= 0 ? ":" : "", port >= 0 ? port : 0, path);
+	/* A longer target is cut in the log and the audit record, never in the request. */
+	if (snprintf(c->log_path, sizeof(c->log_path), "%s://%s%s%.0d%s", scheme, c->host,
+		     port >= 0 ? ":" : "", port >= 0 ? port : 0, path) >= (int)sizeof(c->log_path))
+		strcpy(c->log_path + sizeof(c->log_path) - 4, "...");
 	for (i = 0; c->log_path[i]; i++)
 		if (!isprint((unsigned char)c->log_path[i]) || c->log_path[i] == ' ')
 			c->log_path[i] = '?';
+}
+
+
+/* Where the request goes: scheme, host (into c->host), port (-1: the scheme's default),
+ * path and query. Absolute form to the proxy, origin form inside a tunnel. Returns 0, 1 for
+ * the CA route, or -1 with the error set. */
+static int request_target(struct conn *c, const char *url, char scheme[8], int *port,
+			  char path[PROXY_MAX_URL + 1], const char **query, size_t *qlen)
+{
+	struct http_parser_url u;
+	size_t i;
+
+	http_parser_url_init(&u);
+	if (http_parser_parse_url(url, c->req.url_len, 0, &u)) {
+		set_err(c, 400, "malformed request target");
+		return -1;
+	}
+	if (u.field_set & (1 << UF_USERINFO)) {
+		set_err(c, 400, "credentials in the URL are not accepted");
+		return -1;
+	}
+	if (u.field_set & (1 << UF_PATH)) {
+		memcpy(path, url + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
+		path[u.field_data[UF_PATH].len] = 0;
+	} else {
+		strcpy(path, "/");
+	}
+	if (u.field_set & (1 << UF_QUERY)) {
+		*query = url + u.field_data[UF_QUERY].off;
+		*qlen = u.field_data[UF_QUERY].len;
+	}
+	if (c->cl_ssl) {
+		if (u.field_set & ((1 << UF_SCHEMA) | (1 << UF_HOST))) {
+			set_err(c, 400, "requests in a tunnel use origin form (/path)");
+			return -1;
+		}
+		strcpy(scheme, "https");
+		snprintf(c->host, sizeof(c->host), "%s", c->tun_host);
+		*port = c->tun_port == 443 ? -1 : c->tun_port;
+		return 0;
+	}
+	if (!(u.field_set & (1 << UF_SCHEMA)) && !(u.field_set & (1 << UF_HOST)) &&
+	    !strcmp(path, BROKER_CA_PATH) && !*qlen && !c->has_body &&
+	    (!strcmp(c->method, "GET") || c->is_head)) {
+		snprintf(c->log_path, sizeof(c->log_path), "%s", BROKER_CA_PATH);
+		snprintf(c->rule, sizeof(c->rule), "session-ca");
+		c->serve_ca = 1;
+		return 1;
+	}
+	if (!(u.field_set & (1 << UF_SCHEMA)) || !(u.field_set & (1 << UF_HOST))) {
+		set_err(c, 400, "the proxy needs an absolute URL (http://host/path)");
+		return -1;
+	}
+	if (u.field_data[UF_SCHEMA].len > 5 || u.field_data[UF_HOST].len > RULES_HOST_MAX ||
+	    !u.field_data[UF_HOST].len) {
+		set_err(c, 400, "bad scheme or host in the URL");
+		return -1;
+	}
+	for (i = 0; i < u.field_data[UF_SCHEMA].len; i++)
+		scheme[i] = (char)tolower((unsigned char)url[u.field_data[UF_SCHEMA].off + i]);
+	scheme[i] = 0;
+	if (strcmp(scheme, "http") && strcmp(scheme, "https")) {
+		set_err(c, 400, "only http:// and https:// URLs are proxied");
+		return -1;
+	}
+	for (i = 0; i < u.field_data[UF_HOST].len; i++)
+		c->host[i] = (char)tolower((unsigned char)url[u.field_data[UF_HOST].off + i]);
+	c->host[i] = 0;
+	*port = -1;
+	if (u.field_set & (1 << UF_PORT)) {
+		*port = u.port;
+		if (!*port) {
+			set_err(c, 400, "port 0 in the URL");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* 1 when the Host header value HV names HOST and PORT (the port may be left out). */
+static int host_matches(const char *hv, const char *host, int port)
+{
+	const char *name = hv, *end, *colon;
+	char *stop = NULL;
+	long hp = -1;
+
+	if (*hv == '[') { /* an IPv6 literal */
+		name = hv + 1;
+		end = strchr(name, ']');
+		colon = end && end[1] == ':' ? end + 1 : NULL;
+		if (!end || (end[1] && !colon))
+			return 0;
+	} else {
+		colon = strrchr(hv, ':');
+		end = colon ? colon : hv + strlen(hv);
+	}
+	if (colon) {
+		hp = strtol(colon + 1, &stop, 10);
+		if (!isdigit((unsigned char)colon[1]) || *stop || hp < 1 || hp > 65535)
+			return 0;
+	}
+	return (size_t)(end - name) == strlen(host) && !strncasecmp(name, host, strlen(host)) &&
+	       (hp < 0 || hp == port);
+}
+
+/* CONNECT host:port — allowed when an https rule names that host and port; the request
+ * lines inside the tunnel are then decided one by one like any other. */
+static int connect_request(struct conn *c)
+{
+	const char *url = c->req.arena + c->req.url_off;
+	struct http_parser_url u;
+	size_t i;
+
+	snprintf(c->rule, sizeof(c->rule), "connect");
+	http_parser_url_init(&u);
+	if (c->cl_ssl) {
+		set_err(c, 400, "CONNECT inside a tunnel");
+		return -1;
+	}
+	if (http_parser_parse_url(url, c->req.url_len, 1, &u) ||
+	    u.field_data[UF_HOST].len > RULES_HOST_MAX || !u.field_data[UF_HOST].len || !u.port) {
+		set_err(c, 400, "CONNECT needs host:port");
+		return -1;
+	}
+	for (i = 0; i < u.field_data[UF_HOST].len; i++)
+		c->host[i] = (char)tolower((unsigned char)url[u.field_data[UF_HOST].off + i]);
+	c->host[i] = 0;
+	c->tun_port = u.port;
+	log_target(c, "https", u.port, "");
+	if (!c->cfg->mitm) {
+		set_err(c, 501, "CONNECT is not available: this broker has no session CA");
+		return -1;
+	}
+	if (!rules_https_host(c->cfg->rules, c->host, u.port)) {
+		set_err(c, 403, "denied: no https rule for %s:%u", c->host, u.port);
+		return -1;
+	}
+	snprintf(c->tun_host, sizeof(c->tun_host), "%s", c->host);
+	snprintf(c->rule, sizeof(c->rule), "connect:%s", c->host);
+	c->connect_ok = 1;
+	return 0;
 }
 
 static int rq_headers(http_parser *p)
 {
 	struct conn *c = CONN(p);
 	const struct rules_secret *inj[16];
-	struct http_parser_url u;
 	struct rules_req q;
 	struct sb o = { 0 };
 	char path[PROXY_MAX_URL + 1], scheme[8];
@@ -661,12 +832,8 @@ static int rq_headers(http_parser *p)
 	snprintf(c->method, sizeof(c->method), "%s", http_method_str(p->method));
 	c->client_10 = p->http_major == 1 && p->http_minor == 0;
 	c->is_head = p->method == HTTP_HEAD;
-	if (p->method == HTTP_CONNECT) {
-		set_err(c, 501,
-			"CONNECT is not supported yet: send http:// URLs to the proxy and "
-			"the broker makes the TLS connection");
-		return -1;
-	}
+	if (p->method == HTTP_CONNECT)
+		return connect_request(c);
 	for (i = 0; i < c->req.n; i++) {
 		if (hdr_is(&c->req, i, "transfer-encoding")) {
 			n_te++;
@@ -703,75 +870,26 @@ static int rq_headers(http_parser *p)
 	c->chunked_in = n_te == 1;
 	c->has_body = c->chunked_in || (n_cl && p->content_length > 0);
 
-	if (http_parser_parse_url(url, c->req.url_len, 0, &u) ||
-	    !(u.field_set & (1 << UF_SCHEMA)) || !(u.field_set & (1 << UF_HOST))) {
-		set_err(c, 400, "the proxy needs an absolute URL (http://host/path)");
-		return -1;
-	}
-	if (u.field_set & (1 << UF_USERINFO)) {
-		set_err(c, 400, "credentials in the URL are not accepted");
-		return -1;
-	}
-	if (u.field_data[UF_SCHEMA].len > 5 || u.field_data[UF_HOST].len > RULES_HOST_MAX ||
-	    !u.field_data[UF_HOST].len) {
-		set_err(c, 400, "bad scheme or host in the URL");
-		return -1;
-	}
-	for (i = 0; i < u.field_data[UF_SCHEMA].len; i++)
-		scheme[i] = (char)tolower((unsigned char)url[u.field_data[UF_SCHEMA].off + i]);
-	scheme[i] = 0;
-	if (strcmp(scheme, "http") && strcmp(scheme, "https")) {
-		set_err(c, 400, "only http:// and https:// URLs are proxied");
+	switch (request_target(c, url, scheme, &port, path, &query, &qlen)) {
+	case 1:
+		return 0; /* the session CA's certificate, answered at the end of the request */
+	case 0:
+		break;
+	default:
 		return -1;
 	}
 	https_url = !strcmp(scheme, "https");
-	for (i = 0; i < u.field_data[UF_HOST].len; i++)
-		c->host[i] = (char)tolower((unsigned char)url[u.field_data[UF_HOST].off + i]);
-	c->host[i] = 0;
-	if (u.field_set & (1 << UF_PORT)) {
-		port = u.port;
-		if (!port) {
-			set_err(c, 400, "port 0 in the URL");
-			return -1;
-		}
+	if (host_hdr == SIZE_MAX && c->cl_ssl) {
+		set_err(c, 400, "a request in a tunnel needs a Host header");
+		return -1;
 	}
-	if (u.field_set & (1 << UF_PATH)) {
-		memcpy(path, url + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
-		path[u.field_data[UF_PATH].len] = 0;
-	} else {
-		strcpy(path, "/");
-	}
-	if (u.field_set & (1 << UF_QUERY)) {
-		query = url + u.field_data[UF_QUERY].off;
-		qlen = u.field_data[UF_QUERY].len;
-	}
-	if (host_hdr != SIZE_MAX) {
-		/* Host must name the URL's authority; a mismatch is a confused or lying client. */
-		const char *hv = hdr_val(&c->req, host_hdr), *name = hv, *end, *colon;
-		char *stop = NULL;
-		long hp = -1;
-
-		if (*hv == '[') { /* an IPv6 literal */
-			name = hv + 1;
-			end = strchr(name, ']');
-			colon = end && end[1] == ':' ? end + 1 : NULL;
-			if (!end || (end[1] && !colon))
-				end = name; /* forces a mismatch below */
-		} else {
-			colon = strrchr(hv, ':');
-			end = colon ? colon : hv + strlen(hv);
-		}
-		if (colon) {
-			hp = strtol(colon + 1, &stop, 10);
-			if (!isdigit((unsigned char)colon[1]) || *stop || hp < 1 || hp > 65535)
-				end = name;
-		}
-		if ((size_t)(end - name) != strlen(c->host) ||
-		    strncasecmp(name, c->host, (size_t)(end - name)) ||
-		    (hp >= 0 && hp != (port >= 0 ? port : -2))) {
-			set_err(c, 400, "the Host header does not match the URL");
-			return -1;
-		}
+	if (host_hdr != SIZE_MAX && !host_matches(hdr_val(&c->req, host_hdr), c->host,
+						  port >= 0 ? port : https_url ? 443 : 80)) {
+		/* Host must name the target's authority: a mismatch is a confused or lying
+		 * client (in a tunnel: the CONNECT's host, which the TLS name also matched). */
+		set_err(c, 400, "the Host header does not match the %s",
+			c->cl_ssl ? "CONNECT host" : "URL");
+		return -1;
 	}
 	q.method = c->method;
 	q.host = c->host;
@@ -1088,7 +1206,7 @@ static void audit_request(struct conn *c, int status, uint64_t duration_us)
 		.session = cfg->session,
 		.method = c->method[0] ? c->method : "-",
 		.host = c->host[0] ? c->host : "-",
-		.port = c->dest ? c->dest->port : 0,
+		.port = c->dest ? c->dest->port : c->tun_port,
 		.path = target_path(c),
 		.rule = c->rule[0] ? c->rule : NULL,
 		.secret = secret,
@@ -1145,11 +1263,37 @@ fail:
 	return -1;
 }
 
+/* The session CA's certificate (public): how bulkhead-init learns what to trust. */
+static int serve_ca(struct conn *c)
+{
+	const char *pem = mitm_ca_pem(c->cfg->mitm);
+	char head[200];
+	int l = snprintf(head, sizeof(head),
+			 "HTTP/1.1 200 OK\r\nContent-Type: application/x-pem-file\r\n"
+			 "Content-Length: %zu\r\n\r\n",
+			 strlen(pem));
+
+	if (client_write(c, head, (size_t)l) || (!c->is_head && client_write(c, pem, strlen(pem))))
+		return -1;
+	log_line(c, 200);
+	c->served++;
+	return 0;
+}
+
 static int rq_complete(http_parser *p)
 {
 	struct conn *c = CONN(p);
 	int rc;
 
+	if (c->connect_ok)
+		return 0; /* the tunnel starts once the parser has stopped (proxy_serve) */
+	if (c->serve_ca) {
+		if (!c->cfg->mitm) {
+			set_err(c, 404, "this broker has no session CA");
+			return -1;
+		}
+		return serve_ca(c) || !http_should_keep_alive(p) ? -1 : 0;
+	}
 	if (c->err_status || c->up_fd < 0)
 		return -1;
 	if (c->chunked_in && up_write(c, "0\r\n\r\n", 5)) {
@@ -1200,6 +1344,7 @@ static void send_error(struct conn *c)
 		const char *text;
 	} texts[] = { { 400, "Bad Request" },
 		      { 403, "Forbidden" },
+		      { 404, "Not Found" },
 		      { 501, "Not Implemented" },
 		      { 502, "Bad Gateway" },
 		      { 503, "Service Unavailable" } };
@@ -1216,6 +1361,71 @@ static void send_error(struct conn *c)
 		     "Connection: close\r\n\r\nbulkhead: %s\n",
 		     c->err_status, text, strlen(c->err_msg) + 11, c->err_msg);
 	client_write(c, buf, (size_t)l < sizeof(buf) ? (size_t)l : sizeof(buf) - 1);
+}
+
+/* After "200 Connection established" the guest's TLS handshake ends here, with a leaf for the
+ * CONNECT host; the name the guest asked for (SNI) must be that host. */
+static int tunnel_start(struct conn *c, int early_bytes)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	unsigned char ip[16];
+	char why[300];
+	const char *sni;
+	SSL_CTX *ctx;
+	int is_ip = inet_pton(AF_INET, c->tun_host, ip) == 1 ||
+		    inet_pton(AF_INET6, c->tun_host, ip) == 1;
+
+	c->connect_ok = 0;
+	if (early_bytes) {
+		set_err(c, 400, "bytes sent before the CONNECT was answered");
+		return -1;
+	}
+	ctx = mitm_leaf_ctx(c->cfg->mitm, c->tun_host, why, sizeof(why));
+	if (!ctx) {
+		set_err(c, 502, "%s", why);
+		return -1;
+	}
+	c->cl_ssl = SSL_new(ctx);
+	SSL_CTX_free(ctx);
+	if (!c->cl_ssl || SSL_set_fd(c->cl_ssl, c->fd) != 1) {
+		set_err(c, 502, "cannot set up TLS toward the guest");
+		return -1;
+	}
+	/* The 200 goes out in clear: the guest's TLS starts after it. */
+	{
+		SSL *tls = c->cl_ssl;
+
+		c->cl_ssl = NULL;
+		if (client_write(c, ok, sizeof(ok) - 1)) {
+			SSL_free(tls);
+			return -1;
+		}
+		c->cl_ssl = tls;
+	}
+	c->resp_started = 1; /* from here on an error cannot be an HTTP answer to the CONNECT */
+	ERR_clear_error();
+	if (SSL_accept(c->cl_ssl) != 1) {
+		snprintf(c->err_msg, sizeof(c->err_msg), "TLS handshake with the guest failed: %s",
+			 ERR_reason_error_string(ERR_peek_last_error())
+				 ? ERR_reason_error_string(ERR_peek_last_error())
+				 : "connection closed");
+		c->err_status = 502;
+		ERR_clear_error();
+		SSL_free(c->cl_ssl);
+		c->cl_ssl = NULL;
+		log_line(c, 502);
+		return -1;
+	}
+	c->resp_started = 0;
+	sni = SSL_get_servername(c->cl_ssl, TLSEXT_NAMETYPE_host_name);
+	if (is_ip ? sni != NULL : !sni || strcasecmp(sni, c->tun_host)) {
+		set_err(c, 400, "the TLS server name (%.64s) does not match the CONNECT host %s",
+			sni ? sni : "none", c->tun_host);
+		snprintf(c->rule, sizeof(c->rule), "sni-mismatch");
+		return -1;
+	}
+	log_line(c, 200);
+	return 0;
 }
 
 unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long conn_id)
@@ -1237,17 +1447,28 @@ unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long 
 	if (!c->secrets)
 		goto out;
 	set_timeouts(fd, cfg->io_timeout_ms);
+	clock_gettime(CLOCK_MONOTONIC, &c->t0); /* for a connection that fails before a request */
 	http_parser_init(&c->rq, HTTP_REQUEST);
 	c->rq.data = c;
 	for (;;) {
-		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		ssize_t n = client_read(c, buf, sizeof(buf));
 		size_t done;
 
-		if (n < 0 && errno == EINTR)
-			continue;
 		if (n < 0)
 			break;
 		done = http_parser_execute(&c->rq, &rq_settings, buf, (size_t)n);
+		if (c->connect_ok && !c->err_status && HTTP_PARSER_ERRNO(&c->rq) == HPE_OK) {
+			if (tunnel_start(c, done != (size_t)n)) {
+				if (c->err_status && !c->resp_started) {
+					send_error(c);
+					log_line(c, c->err_status);
+				}
+				break;
+			}
+			http_parser_init(&c->rq, HTTP_REQUEST);
+			c->rq.data = c;
+			continue;
+		}
 		if (c->err_status || HTTP_PARSER_ERRNO(&c->rq) != HPE_OK || done != (size_t)n) {
 			if (!c->err_status && !c->close_after)
 				set_err(c, 400, "malformed HTTP request: %s",
@@ -1264,6 +1485,7 @@ unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long 
 out:
 	served = c->served;
 	up_close(c);
+	tlsup_close(c->cl_ssl);
 	free(c->up_head);
 	secrets_wipe(c);
 	scrub_free(&c->scrub);

@@ -9,6 +9,7 @@
 #include <openssl/ssl.h>
 
 #include "broker/audit.h"
+#include "broker/mitm_ca.h"
 #include "broker/rules.h"
 
 #include <pthread.h>
@@ -29,6 +30,7 @@ struct proxy_config {
 	const struct rules *rules;
 	const struct secret_source *secrets;
 	SSL_CTX *tls;		/* verified upstream TLS (upstream_tls.h) */
+	struct mitm_ca *mitm;	/* the session CA for CONNECT (mitm_ca.h), or NULL: no CONNECT */
 	int io_timeout_ms;	/* idle time allowed on either side */
 	int connect_timeout_ms; /* per upstream address */
 	int log;		/* one line per request on stderr */

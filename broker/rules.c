@@ -394,6 +394,26 @@ const struct rules_dest *rules_allow_match(const struct rules *r, const struct r
 	return NULL;
 }
 
+static int https_host_in(const struct rules_dest *d, size_t n, const char *host, int port)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (d[i].scheme == RULES_HTTPS && d[i].port == port && !strcasecmp(d[i].host, host))
+			return 1;
+	return 0;
+}
+
+int rules_https_host(const struct rules *r, const char *host, int port)
+{
+	size_t i;
+
+	for (i = 0; i < r->n_secrets; i++)
+		if (https_host_in(r->secrets[i].dests, r->secrets[i].n_dests, host, port))
+			return 1;
+	return https_host_in(r->allow, r->n_allow, host, port);
+}
+
 const struct rules_secret *rules_find_secret(const struct rules *r, const char *name,
 					     size_t namelen)
 {

@@ -66,6 +66,9 @@ const struct rules_dest *rules_secret_match(const struct rules_secret *s,
 					    const struct rules_req *q);
 /* The first allow-list destination that REQ matches, or NULL. */
 const struct rules_dest *rules_allow_match(const struct rules *r, const struct rules_req *q);
+/* 1 when some https destination (a secret's or the allow list's) is HOST:PORT: what a CONNECT
+ * may open. Each request inside the tunnel is then matched in full. */
+int rules_https_host(const struct rules *r, const char *host, int port);
 const struct rules_secret *rules_find_secret(const struct rules *r, const char *name,
 					     size_t namelen);
 int rules_default_port(enum rules_scheme s);

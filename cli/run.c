@@ -297,12 +297,16 @@ static int session_main(struct run_opts *o_, int notify_fd)
 			"bulkhead: -it needs a terminal on stdin (use -i alone for a pipe)\n");
 		return EXIT_BULKHEAD;
 	}
+	/* With a broker, init installs its session CA before any command runs. */
 	if (run_kernel_cmdline(&choice, !o.verbose && !o.console_path,
 			       o.work ? (fs.ro ? "ro" : "rw") : NULL, cmdline,
-			       sizeof(cmdline)) < 0) {
+			       sizeof(cmdline)) < 0 ||
+	    (o.broker.scope && strlen(cmdline) + sizeof(" " BOOT_ARGS_BROKER "1") > sizeof(cmdline))) {
 		fprintf(stderr, "bulkhead: internal error: kernel command line too long\n");
 		return EXIT_BULKHEAD;
 	}
+	if (o.broker.scope)
+		strcat(cmdline, " " BOOT_ARGS_BROKER "1");
 
 	if (o.verbose)
 		fprintf(stderr, "bulkhead: engine: %s\n", choice.why);

@@ -25,6 +25,11 @@
  * the session's fixed vsock ports, so it is listed with them. */
 #define BROKER_VSOCK_PORT 1026
 #define GUEST_PROXY_PORT  3128
+/* On the broker port, "GET BROKER_CA_PATH" (origin form, not through a tunnel) answers the
+ * session CA's certificate in PEM; bulkhead-init installs it as GUEST_CA_BUNDLE, the guest's
+ * only trusted CA, so a TLS connection from the guest can only end at the broker. */
+#define BROKER_CA_PATH	  "/.well-known/bulkhead/ca.pem"
+#define GUEST_CA_BUNDLE	  "/etc/ssl/certs/ca-certificates.crt"
 #define AGENT_MAX_PAYLOAD 65536
 
 struct agent_hdr {

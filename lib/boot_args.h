@@ -4,11 +4,14 @@
  *   bulkhead.work=rw|ro  the virtio-fs tag "work" is to be mounted at /work
  *                        (ro is enforced on the host; the guest flag only gives
  *                        early errors)
+ *   bulkhead.broker=1    the session has a credential broker on vsock port 1026:
+ *                        init installs its session CA (lib/agent_proto.h)
  */
 #ifndef BULKHEAD_LIB_BOOT_ARGS_H
 #define BULKHEAD_LIB_BOOT_ARGS_H
 
 #define BOOT_ARGS_WORK	      "bulkhead.work="
+#define BOOT_ARGS_BROKER      "bulkhead.broker="
 #define BOOT_ARGS_CMDLINE_MAX 2048 /* COMMAND_LINE_SIZE on x86, including the NUL */
 
 #endif

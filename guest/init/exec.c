@@ -23,6 +23,12 @@ static const char *const base_env[] = {
 	"HTTPS_PROXY=http://127.0.0.1:3128",
 	"http_proxy=http://127.0.0.1:3128",
 	"https_proxy=http://127.0.0.1:3128",
+	/* The session CA's bundle (proxy_ca.c), for tools that do not read the system path. */
+	"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
+	"CURL_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
+	"GIT_SSL_CAINFO=/etc/ssl/certs/ca-certificates.crt",
+	"REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
+	"NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt",
 	NULL,
 };
 

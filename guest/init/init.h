@@ -12,6 +12,10 @@ int console_send(int type, const void *buf, size_t len);
 /* printf-style one-line error from init itself, as a CFRAME_ERROR frame. */
 void console_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* cmdline.c: finds NAME (e.g. "bulkhead.work=") among the kernel's parameters. Returns 1
+ * with its value (not NUL-terminated) in val/len, 0 when absent, or -errno. */
+int cmdline_param(const char *name, const char **val, size_t *len);
+
 /* setup.c: mounts, hostname, console log level. Returns 0 or -errno. */
 int setup_system(void);
 
@@ -22,6 +26,10 @@ int work_mount(void);
 /* proxy_shim.c: brings up loopback and relays 127.0.0.1:3128 to the broker's vsock
  * port, in a child process. Returns 0 or -errno. */
 int proxy_shim_start(void);
+/* proxy_ca.c: when the session has a broker (bulkhead.broker=1), fetches the session CA's
+ * certificate from it and makes it the guest's only trusted CA. Returns 0, or -errno
+ * with why in a console frame. */
+int proxy_trust_session_ca(void);
 
 /* agent.c: serves exec requests over vsock until the host ends the session;
  * returns then (or at once, with an error frame sent, if it cannot start). */

@@ -65,6 +65,8 @@ int main(void)
 		console_error("bulkhead-init: cannot start the proxy shim: %s", strerror(-perr));
 		init_poweroff();
 	}
+	if (proxy_trust_session_ca() < 0)
+		init_poweroff(); /* the reason went out as a frame */
 	/* Serve execs until the host ends the session, then power off. */
 	agent_run();
 	init_poweroff();

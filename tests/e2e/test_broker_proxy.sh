@@ -327,8 +327,95 @@ else
 fi
 wait $slow
 
-out=$("$CLIENT" load "$SOCK" 200 "http://localhost:$GOOD/bearer/load" 2>&1)
-check_eq "200 concurrent connections all complete with 200" "200 of 200" "$out"
+out=$("$CLIENT" load "$SOCK" 500 "http://localhost:$GOOD/bearer/load" 2>&1)
+check_eq "500 concurrent connections all complete with 200" "500 of 500" "$out"
+
+# CONNECT with TLS interception: the broker's session CA (fetched the way bulkhead-init
+# fetches it) signs a leaf per CONNECT host; requests inside the tunnel are decided like any
+# other, and what comes back through the tunnel is scrubbed the same way.
+printf 'GET /.well-known/bulkhead/ca.pem HTTP/1.1\r\nConnection: close\r\n\r\n' | req sessionca
+sed -n '/^-----BEGIN CERTIFICATE-----/,/^-----END CERTIFICATE-----/p' "$D/sessionca.out" \
+	> "$D/session-ca.pem"
+if openssl x509 -in "$D/session-ca.pem" -noout -text 2> /dev/null | grep -q 'CA:TRUE, pathlen:0'
+then
+	ok "the broker serves its session CA's certificate (CA:TRUE, pathlen:0)"
+else
+	not_ok "session CA certificate" "$(head -c 400 "$D/sessionca.out")"
+fi
+tunnel() { # NAME AUTHORITY SNI VERIFY-NAME CAFILE < request
+	"$CLIENT" tunnel "$SOCK" "$2" "$3" "$4" "$5" > "$D/$1.out"
+	cat "$D/$1.out" >> "$D/all.out"
+}
+inner_status() { sed -n 3p "$D/$1.out" | tr -d '\r'; }
+
+: > "$D/up.log"
+printf 'GET /bearer/t HTTP/1.1\r\nHost: localhost:%s\r\nAuthorization: Bearer guest-own\r\nConnection: close\r\n\r\n' \
+	"$GOOD" | tunnel tbearer "localhost:$GOOD" localhost localhost "$D/session-ca.pem"
+if [ "$(head -n 1 "$D/tbearer.out" | tr -d '\r')" = "HTTP/1.1 200 Connection established" ] &&
+	[ "$(inner_status tbearer)" = "HTTP/1.1 200 OK" ] &&
+	grep -qx "Authorization: Bearer $SECRET" "$D/up.log" && ! grep -q guest-own "$D/up.log"
+then
+	ok "CONNECT: TLS to the broker's leaf, the upstream sees the injected header only"
+else
+	not_ok "CONNECT with injection" "$(head -c 500 "$D/tbearer.out")" "$(cat "$D/up.log")"
+fi
+if grep -q "^echo:$R:$R:" "$D/tbearer.out"; then
+	ok "CONNECT: the echoed secret is scrubbed inside the tunnel"
+else
+	not_ok "CONNECT: echo scrubbed" "$(cat "$D/tbearer.out")"
+fi
+
+: > "$D/up.log"
+printf 'GET /basic/t HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nConnection: close\r\n\r\n' "$GOOD" |
+	tunnel tip "127.0.0.1:$GOOD" - 127.0.0.1 "$D/session-ca.pem"
+if [ "$(inner_status tip)" = "HTTP/1.1 200 OK" ] && grep -qx "Authorization: Basic $BASIC" "$D/up.log"
+then
+	ok "CONNECT to an IP literal: leaf with that IP, no SNI, Basic injected"
+else
+	not_ok "CONNECT to an IP literal" "$(head -c 500 "$D/tip.out")"
+fi
+
+: > "$D/up.log"
+printf 'GET /bearer/t HTTP/1.1\r\nHost: localhost:%s\r\n\r\n' "$GOOD" |
+	tunnel tsni "localhost:$GOOD" other.test localhost "$D/session-ca.pem"
+if [ "$(inner_status tsni)" = "HTTP/1.1 400 Bad Request" ] &&
+	grep -q 'TLS server name (other.test) does not match the CONNECT host' "$D/tsni.out" &&
+	[ ! -s "$D/up.log" ]; then
+	ok "SNI other than the CONNECT host: 400, nothing sent upstream"
+else
+	not_ok "SNI mismatch refused" "$(cat "$D/tsni.out")"
+fi
+printf 'GET /bearer/t HTTP/1.1\r\nHost: other.test\r\n\r\n' |
+	tunnel thost "localhost:$GOOD" localhost localhost "$D/session-ca.pem"
+if [ "$(inner_status thost)" = "HTTP/1.1 400 Bad Request" ] &&
+	grep -q 'Host header does not match the CONNECT host' "$D/thost.out" && [ ! -s "$D/up.log" ]
+then
+	ok "Host header other than the CONNECT host inside the tunnel: 400"
+else
+	not_ok "Host mismatch in a tunnel refused" "$(cat "$D/thost.out")"
+fi
+printf 'GET /open/x HTTP/1.1\r\nHost: localhost:%s\r\nX-Token: BULKHEAD_SECRET_TOK\r\n\r\n' \
+	"$GOOD" | tunnel ttrip "localhost:$GOOD" localhost localhost "$D/session-ca.pem"
+if [ "$(inner_status ttrip)" = "HTTP/1.1 403 Forbidden" ] && grep -q tripwire "$D/ttrip.out" &&
+	[ ! -s "$D/up.log" ]; then
+	ok "CONNECT: a placeholder toward another destination trips inside the tunnel too"
+else
+	not_ok "tripwire in a tunnel" "$(cat "$D/ttrip.out")"
+fi
+printf '' | tunnel tdeny example.com:443 example.com example.com "$D/session-ca.pem"
+if [ "$(head -n 1 "$D/tdeny.out" | tr -d '\r')" = "HTTP/1.1 403 Forbidden" ] &&
+	grep -q 'no https rule for example.com:443' "$D/tdeny.out"; then
+	ok "CONNECT to a host no https rule names: 403 before any TLS"
+else
+	not_ok "CONNECT to another host refused" "$(cat "$D/tdeny.out")"
+fi
+printf '' | tunnel tplain "127.0.0.1:$PLAIN" - 127.0.0.1 "$D/session-ca.pem"
+check_eq "CONNECT to a plain-http rule's host:port: 403" "HTTP/1.1 403 Forbidden" \
+	"$(head -n 1 "$D/tplain.out" | tr -d '\r')"
+printf 'GET /bearer/t HTTP/1.1\r\nHost: localhost:%s\r\n\r\n' "$GOOD" |
+	tunnel tforeign "localhost:$GOOD" localhost localhost "$D/ca.pem"
+check_eq "a client that does not trust the session CA refuses the broker's leaf" "tls-failed" \
+	"$(sed -n 3p "$D/tforeign.out")"
 
 # Every byte the client received, and the brokers' logs: no secret, in any form.
 for form in "$SECRET" "$B64" "$BASIC"; do

@@ -232,6 +232,58 @@ static int cmd_bench_direct(int port, const char *ca, const char *name, const ch
 	return bench(fd, ssl, req, n);
 }
 
+/* tunnel: CONNECT AUTHORITY through the broker, TLS inside with server name SNI ("-": none),
+ * verified against CAFILE for the name VERIFY; then stdin in and everything back out. The
+ * CONNECT's answer goes to stdout as it came; a failed handshake prints "tls-failed". */
+static int cmd_tunnel(const char *sock, const char *authority, const char *sni,
+		      const char *verify, const char *ca)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	char buf[65536], head[1024];
+	size_t hl = 0;
+	ssize_t n;
+	int fd = unix_connect(sock), l;
+	SSL *ssl;
+
+	if (fd < 0 || !ctx || SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1)
+		return 1;
+	l = snprintf(head, sizeof(head), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", authority,
+		     authority);
+	if (write_all(fd, NULL, head, (size_t)l))
+		return 1;
+	/* The CONNECT's answer, byte by byte so nothing of the TLS stream is taken. */
+	while (hl < sizeof(head) - 1 && (hl < 4 || memcmp(head + hl - 4, "\r\n\r\n", 4))) {
+		if (recv(fd, head + hl, 1, 0) != 1)
+			break;
+		hl++;
+	}
+	fwrite(head, 1, hl, stdout);
+	if (strncmp(head, "HTTP/1.1 200", 12)) {
+		while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+			fwrite(buf, 1, (size_t)n, stdout);
+		return 0;
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	ssl = SSL_new(ctx);
+	SSL_set_fd(ssl, fd);
+	if (strcmp(sni, "-"))
+		SSL_set_tlsext_host_name(ssl, sni);
+	SSL_set1_host(ssl, verify);
+	if (SSL_connect(ssl) != 1) {
+		printf("tls-failed\n");
+		return 0;
+	}
+	while ((n = read(0, buf, sizeof(buf))) > 0)
+		if (write_all(fd, ssl, buf, (size_t)n))
+			break;
+	while ((l = SSL_read(ssl, buf, sizeof(buf))) > 0)
+		fwrite(buf, 1, (size_t)l, stdout);
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -243,7 +295,10 @@ int main(int argc, char **argv)
 		return cmd_bench_proxy(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 7 && !strcmp(argv[1], "bench-direct"))
 		return cmd_bench_direct(atoi(argv[2]), argv[3], argv[4], argv[5], atoi(argv[6]));
+	if (argc == 7 && !strcmp(argv[1], "tunnel"))
+		return cmd_tunnel(argv[2], argv[3], argv[4], argv[5], argv[6]);
 	fprintf(stderr, "usage: proxy-client raw SOCK < request-bytes\n"
+			"       proxy-client tunnel SOCK HOST:PORT SNI|- VERIFY-NAME CAFILE < request\n"
 			"       proxy-client load SOCK N URL\n"
 			"       proxy-client bench SOCK URL N\n"
 			"       proxy-client bench-direct PORT CAFILE NAME PATH N\n");

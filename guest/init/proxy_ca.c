@@ -1,0 +1,104 @@
+/* guest/init/proxy_ca.c: trust the session CA, and nothing else. The broker terminates the
+ * guest's TLS (CONNECT) with leaves from its per-session CA; bulkhead-init asks the broker
+ * for that CA's certificate at start-up and writes it as the system bundle, before any
+ * command runs. The file is public: the CA's key never leaves the broker. */
+#include "guest/init/init.h"
+#include "lib/agent_proto.h"
+#include "lib/boot_args.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/vm_sockets.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define CA_MAX 16384 /* a certificate, with room to spare; a longer answer is refused */
+
+static int fetch(char *buf, size_t cap, size_t *len)
+{
+	static const char req[] = "GET " BROKER_CA_PATH " HTTP/1.1\r\nHost: bulkhead-broker\r\n"
+				  "Connection: close\r\n\r\n";
+	struct sockaddr_vm sa = { .svm_family = AF_VSOCK,
+				  .svm_cid = VMADDR_CID_HOST,
+				  .svm_port = BROKER_VSOCK_PORT };
+	struct timeval tv = { .tv_sec = 10 };
+	int s = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    write(s, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1)) {
+		int e = errno;
+		close(s);
+		return -e;
+	}
+	*len = 0;
+	for (;;) {
+		if (*len == cap) {
+			close(s);
+			return -EMSGSIZE;
+		}
+		ssize_t n = read(s, buf + *len, cap - *len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			close(s);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		*len += (size_t)n;
+	}
+	close(s);
+	return 0;
+}
+
+static int write_bundle(const char *pem, size_t len)
+{
+	if ((mkdir("/etc/ssl", 0755) < 0 && errno != EEXIST) ||
+	    (mkdir("/etc/ssl/certs", 0755) < 0 && errno != EEXIST))
+		return -errno;
+	int fd = open(GUEST_CA_BUNDLE, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ssize_t w = write(fd, pem, len);
+	int e = errno;
+	close(fd);
+	return w == (ssize_t)len ? 0 : w < 0 ? -e : -EIO;
+}
+
+int proxy_trust_session_ca(void)
+{
+	static char buf[CA_MAX + 1];
+	const char *val;
+	size_t vlen, len = 0;
+	int rc = cmdline_param(BOOT_ARGS_BROKER, &val, &vlen);
+	if (rc <= 0)
+		return rc;
+	rc = fetch(buf, CA_MAX, &len);
+	if (rc < 0) {
+		console_error("bulkhead-init: cannot reach the broker for the session CA: %s",
+			      strerror(-rc));
+		return rc;
+	}
+	buf[len] = '\0';
+	/* The answer is ours (the broker's), but it is still checked: a status line of 200, a
+	 * body that is one PEM certificate. */
+	const char *body = strstr(buf, "\r\n\r\n");
+	if (strncmp(buf, "HTTP/1.1 200 ", 13) != 0 || !body ||
+	    strncmp(body + 4, "-----BEGIN CERTIFICATE-----\n", 28) != 0 ||
+	    !strstr(body, "-----END CERTIFICATE-----")) {
+		console_error("bulkhead-init: the broker's session CA answer is not a certificate");
+		return -EPROTO;
+	}
+	body += 4;
+	rc = write_bundle(body, len - (size_t)(body - buf));
+	if (rc < 0)
+		console_error("bulkhead-init: cannot write %s: %s", GUEST_CA_BUNDLE, strerror(-rc));
+	return rc;
+}

@@ -1,0 +1,127 @@
+/* tests/unit/test_mitm_ca.c: the session CA — leaves chain to it and carry exactly the host
+ * they were minted for; nothing that could smuggle another name gets a leaf; the cache hands
+ * back the same context for a host. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+
+#include "broker/mitm_ca.h"
+
+static X509 *pem_cert(const char *pem)
+{
+	BIO *b = BIO_new_mem_buf(pem, -1);
+	X509 *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+
+	BIO_free(b);
+	return x;
+}
+
+/* Verifies LEAF against CA only, for NAME (a DNS name or an IP literal). 1 when it passes. */
+static int verifies(X509 *ca, X509 *leaf, const char *name, int ip)
+{
+	X509_STORE *st = X509_STORE_new();
+	X509_STORE_CTX *vc = X509_STORE_CTX_new();
+	int ok;
+
+	X509_STORE_add_cert(st, ca);
+	X509_STORE_CTX_init(vc, st, leaf, NULL);
+	X509_VERIFY_PARAM_set_purpose(X509_STORE_CTX_get0_param(vc), X509_PURPOSE_SSL_SERVER);
+	if (ip)
+		X509_VERIFY_PARAM_set1_ip_asc(X509_STORE_CTX_get0_param(vc), name);
+	else
+		X509_VERIFY_PARAM_set1_host(X509_STORE_CTX_get0_param(vc), name, 0);
+	ok = X509_verify_cert(vc) == 1;
+	X509_STORE_CTX_free(vc);
+	X509_STORE_free(st);
+	return ok;
+}
+
+static void test_ca_is_a_ca(void **state)
+{
+	char err[200];
+	struct mitm_ca *ca = mitm_ca_new("0123456789abcdef", 3600, err, sizeof(err));
+	X509 *x;
+
+	(void)state;
+	assert_non_null(ca);
+	x = pem_cert(mitm_ca_pem(ca));
+	assert_non_null(x);
+	assert_int_equal(X509_check_ca(x), 1);
+	assert_true(X509_check_issued(x, x) == X509_V_OK);
+	X509_free(x);
+	mitm_ca_free(ca);
+}
+
+static void test_leaf_chains_and_names(void **state)
+{
+	char err[200];
+	struct mitm_ca *ca = mitm_ca_new("s", 3600, err, sizeof(err));
+	struct mitm_ca *other = mitm_ca_new("t", 3600, err, sizeof(err));
+	X509 *cax = pem_cert(mitm_ca_pem(ca)), *otherx = pem_cert(mitm_ca_pem(other));
+	SSL_CTX *ctx = mitm_leaf_ctx(ca, "api.example.test", err, sizeof(err));
+	SSL_CTX *ipctx = mitm_leaf_ctx(ca, "127.0.0.1", err, sizeof(err));
+	X509 *leaf, *ipleaf;
+
+	(void)state;
+	assert_non_null(ctx);
+	assert_non_null(ipctx);
+	leaf = SSL_CTX_get0_certificate(ctx);
+	ipleaf = SSL_CTX_get0_certificate(ipctx);
+	assert_true(verifies(cax, leaf, "api.example.test", 0));
+	assert_false(verifies(cax, leaf, "other.example.test", 0));
+	assert_false(verifies(otherx, leaf, "api.example.test", 0)); /* another session's CA */
+	assert_int_equal(X509_check_ca(leaf), 0);
+	assert_true(verifies(cax, ipleaf, "127.0.0.1", 1));
+	assert_false(verifies(cax, ipleaf, "127.0.0.2", 1));
+	SSL_CTX_free(ctx);
+	SSL_CTX_free(ipctx);
+	X509_free(cax);
+	X509_free(otherx);
+	mitm_ca_free(ca);
+	mitm_ca_free(other);
+}
+
+static void test_cache_and_bad_names(void **state)
+{
+	char err[200];
+	struct mitm_ca *ca = mitm_ca_new("s", 3600, err, sizeof(err));
+	SSL_CTX *a = mitm_leaf_ctx(ca, "a.test", err, sizeof(err));
+	SSL_CTX *b = mitm_leaf_ctx(ca, "A.TEST", err, sizeof(err));
+	char name[32];
+	int i;
+
+	(void)state;
+	assert_ptr_equal(a, b); /* one leaf per host, names compared without case */
+	SSL_CTX_free(a);
+	SSL_CTX_free(b);
+	assert_null(mitm_leaf_ctx(ca, "a.test,DNS:evil.test", err, sizeof(err)));
+	assert_null(mitm_leaf_ctx(ca, "", err, sizeof(err)));
+	assert_null(mitm_leaf_ctx(ca, "sp ace.test", err, sizeof(err)));
+	/* More hosts than the cache holds: every one still gets a working leaf. */
+	for (i = 0; i < 300; i++) {
+		SSL_CTX *c;
+
+		snprintf(name, sizeof(name), "h%d.test", i);
+		c = mitm_leaf_ctx(ca, name, err, sizeof(err));
+		assert_non_null(c);
+		SSL_CTX_free(c);
+	}
+	mitm_ca_free(ca);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ca_is_a_ca),
+		cmocka_unit_test(test_leaf_chains_and_names),
+		cmocka_unit_test(test_cache_and_bad_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
