@@ -1,11 +1,10 @@
-/* broker/broker_main.c: bulkhead-broker — serves forward-proxy connections arriving on one Unix
- * socket (a session's vsock port), one thread per connection, with rules from a JSON file. */
+/* broker/broker_main.c: bulkhead-broker — one session's broker (a socket and a rules file), or
+ * the shared broker that sessions register with over its control socket (broker/control.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,36 +16,13 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
-#include "broker/mitm_ca.h"
+#include "broker/control.h"
 #include "broker/proxy.h"
+#include "broker/session.h"
 #include "broker/rules.h"
 #include "broker/upstream_tls.h"
 #include "broker/vault.h"
 #include "lib/unix_listen.h"
-
-/* Past this many open guest connections new ones are closed at once: a guest that opens
- * sockets without end exhausts only its own share. */
-#define BROKER_MAX_CONNS 1024
-/* The session CA outlives any session a scope allows (issue 7 bounds session lifetime). */
-#define BROKER_CA_LIFETIME_S (7L * 24 * 3600)
-
-static struct proxy_config cfg;
-static atomic_int open_conns;
-
-struct job {
-	int fd;
-	unsigned long id;
-};
-
-static void *conn_thread(void *arg)
-{
-	struct job j = *(struct job *)arg;
-
-	free(arg);
-	proxy_serve(&cfg, j.fd, j.id);
-	atomic_fetch_sub(&open_conns, 1);
-	return NULL;
-}
 
 /* --secrets-file: a development and test source (JSON object name -> string), refused unless
  * it is a regular file only its owner can read. The vault replaces it. */
@@ -139,17 +115,22 @@ static int open_vault(const char *path, const char *key_file)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: bulkhead-broker --listen PATH --rules FILE [--secrets-file FILE] "
-		"[--ca-file FILE] [--quiet]\n"
+		"usage: bulkhead-broker --listen PATH|--listen-fd N --rules FILE [options]\n"
+		"       bulkhead-broker --control PATH [--audit-dir DIR] [options]\n"
+		"One session (the first form, as `bulkhead run` starts a private broker):\n"
 		"  --listen PATH        Unix socket the guest's connections arrive on\n"
-		"  --rules FILE         injection rules and allow-list (JSON)\n"
 		"  --listen-fd N        or: a socket the launcher already listens on\n"
+		"  --rules FILE         the session's scope: injection rules and allow-list (JSON)\n"
+		"  --audit FILE         append one hash-chained JSON line per request\n"
+		"  --session ID         the session named in audit records\n"
+		"A shared broker (sessions register over the control socket, broker/control.h):\n"
+		"  --control PATH       the control socket (mode 0600; your user and root only)\n"
+		"  --audit-dir DIR      one audit log per session: DIR/<session>.log\n"
+		"Both:\n"
 		"  --vault FILE         secrets from this vault (bulkhead vault)\n"
 		"  --key-file FILE      its key file (default: the vault's path + \".key\")\n"
 		"  --secrets-file FILE  development/test secrets: JSON {name: value}, mode 0600\n"
 		"  --ca-file FILE       trust only this CA for upstreams (default: system)\n"
-		"  --audit FILE         append one hash-chained JSON line per request\n"
-		"  --session ID         the session named in audit records\n"
 		"  --quiet              no per-request log lines\n");
 }
 
@@ -162,6 +143,8 @@ int main(int argc, char **argv)
 		{ "listen-fd", required_argument, NULL, 'f' },
 		{ "vault", required_argument, NULL, 'v' },
 		{ "audit", required_argument, NULL, 'a' },
+		{ "audit-dir", required_argument, NULL, 'A' },
+		{ "control", required_argument, NULL, 'C' },
 		{ "session", required_argument, NULL, 'S' },
 		{ "key-file", required_argument, NULL, 'k' },
 		{ "ca-file", required_argument, NULL, 'c' },
@@ -171,17 +154,14 @@ int main(int argc, char **argv)
 	};
 	static struct rules rules;
 	static struct secret_source src = { file_secret_get, NULL };
+	static struct secret_source vsrc = { vault_secret_get, NULL };
+	static struct broker_common common = { .log = 1 };
 	const char *listen_path = NULL, *rules_path = NULL, *secrets_path = NULL, *ca = NULL;
 	const char *vault_path = NULL, *key_file = NULL, *audit_path = NULL, *session = "-";
-	static pthread_mutex_t audit_lock = PTHREAD_MUTEX_INITIALIZER;
-	const char *listen_fd = NULL;
-	static struct secret_source vsrc = { vault_secret_get, NULL };
+	const char *listen_fd = NULL, *control = NULL, *audit_dir = NULL;
 	char err[512];
-	pthread_attr_t attr;
-	unsigned long next_id = 1;
 	int o, lfd;
 
-	cfg.log = 1;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
 		case 'l':
@@ -202,6 +182,12 @@ int main(int argc, char **argv)
 		case 'a':
 			audit_path = optarg;
 			break;
+		case 'A':
+			audit_dir = optarg;
+			break;
+		case 'C':
+			control = optarg;
+			break;
 		case 'S':
 			session = optarg;
 			break;
@@ -212,7 +198,7 @@ int main(int argc, char **argv)
 			ca = optarg;
 			break;
 		case 'q':
-			cfg.log = 0;
+			common.log = 0;
 			break;
 		case 'h':
 			usage(stdout);
@@ -222,12 +208,18 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if ((!listen_path) == (!listen_fd) || !rules_path || optind != argc ||
-	    (vault_path && secrets_path)) {
+	if (optind != argc || (vault_path && secrets_path) ||
+	    (control ? listen_path || listen_fd || rules_path || audit_path
+		     : (!listen_path) == (!listen_fd) || !rules_path || audit_dir)) {
 		usage(stderr);
 		return 2;
 	}
-	if (rules_load_file(&rules, rules_path, err, sizeof(err))) {
+	if (!control && strcmp(session, "-") && !broker_session_id_ok(session)) {
+		fprintf(stderr, "bulkhead-broker: --session: 1 to %d of A-Z a-z 0-9 _ -\n",
+			BROKER_SESSION_ID_MAX);
+		return 2;
+	}
+	if (rules_path && rules_load_file(&rules, rules_path, err, sizeof(err))) {
 		fprintf(stderr, "bulkhead-broker: rules: %s\n", err);
 		return 1;
 	}
@@ -235,29 +227,20 @@ int main(int argc, char **argv)
 		return 1;
 	if (vault_path && open_vault(vault_path, key_file))
 		return 1;
-	if (audit_path && audit_open(audit_path, &cfg.audit, err, sizeof(err)) < 0) {
+	common.tls = tlsup_ctx_new(ca, err, sizeof(err));
+	if (!common.tls) {
 		fprintf(stderr, "bulkhead-broker: %s\n", err);
 		return 1;
 	}
-	cfg.audit_lock = &audit_lock;
-	cfg.session = session;
-	cfg.tls = tlsup_ctx_new(ca, err, sizeof(err));
-	if (!cfg.tls) {
-		fprintf(stderr, "bulkhead-broker: %s\n", err);
-		return 1;
-	}
-	/* The session CA for CONNECT: made here, never written anywhere; the guest fetches
-	 * its certificate through the proxy and trusts nothing else. */
-	cfg.mitm = mitm_ca_new(session, BROKER_CA_LIFETIME_S, err, sizeof(err));
-	if (!cfg.mitm) {
-		fprintf(stderr, "bulkhead-broker: %s\n", err);
-		return 1;
-	}
-	cfg.rules = &rules;
-	cfg.secrets = vault_path ? &vsrc : secrets_path ? &src : NULL;
-	cfg.io_timeout_ms = 30000;
-	cfg.connect_timeout_ms = 5000;
+	common.secrets = vault_path ? &vsrc : secrets_path ? &src : NULL;
+	common.io_timeout_ms = 30000;
+	common.connect_timeout_ms = 5000;
 	signal(SIGPIPE, SIG_IGN);
+	if (control) {
+		control_serve(control, &common, audit_dir, err, sizeof(err));
+		fprintf(stderr, "bulkhead-broker: %s\n", err);
+		return 1;
+	}
 	lfd = listen_fd ? unix_listen_adopt(listen_fd, false)
 			: unix_listen(listen_path, 512, false);
 	if (lfd < 0) {
@@ -266,34 +249,12 @@ int main(int argc, char **argv)
 			listen_fd ? "" : " (remove a stale socket or pick another path)");
 		return 1;
 	}
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 << 10);
+	if (!broker_session_start(&common, session, &rules, lfd, audit_path, err, sizeof(err))) {
+		fprintf(stderr, "bulkhead-broker: %s\n", err);
+		return 1;
+	}
 	fprintf(stderr, "bulkhead-broker: listening on %s\n",
 		listen_path ? listen_path : "the given descriptor");
-	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		struct job *j;
-		pthread_t t;
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			/* Out of descriptors or memory: wait rather than spin. */
-			usleep(10000);
-			continue;
-		}
-		if (atomic_fetch_add(&open_conns, 1) >= BROKER_MAX_CONNS) {
-			atomic_fetch_sub(&open_conns, 1);
-			close(fd);
-			continue;
-		}
-		j = malloc(sizeof(*j));
-		if (!j ||
-		    (j->fd = fd, j->id = next_id++, pthread_create(&t, &attr, conn_thread, j))) {
-			free(j);
-			close(fd);
-			atomic_fetch_sub(&open_conns, 1);
-		}
-	}
+	for (;;)
+		pause(); /* the session's threads serve; a signal ends the process */
 }

@@ -1292,7 +1292,9 @@ static int rq_complete(http_parser *p)
 			set_err(c, 404, "this broker has no session CA");
 			return -1;
 		}
-		return serve_ca(c) || !http_should_keep_alive(p) ? -1 : 0;
+		if (!http_should_keep_alive(p))
+			c->close_after = 1; /* stops the parser; not an error */
+		return serve_ca(c) || c->close_after ? -1 : 0;
 	}
 	if (c->err_status || c->up_fd < 0)
 		return -1;

@@ -7,5 +7,8 @@
 int cmd_vault(int argc, char **argv);
 /* `bulkhead audit verify FILE` (cli/audit_cmd.c): 0 intact, 1 broken, 125 failed. */
 int cmd_audit(int argc, char **argv);
+/* `bulkhead broker [--control PATH] [bulkhead-broker options]` (cli/broker_cmd.c): runs the
+ * shared broker in the foreground; sessions register with `bulkhead run --broker PATH`. */
+int cmd_broker(int argc, char **argv);
 
 #endif

@@ -1,6 +1,6 @@
-/* cli/broker_dev.c: start and stop the session's bulkhead-broker. Its socket is
- * created and listening before it starts (passed as a descriptor); the guest
- * reaches it only through that one vsock port. */
+/* cli/broker_dev.c: the session's broker — a private bulkhead-broker, or a registration with a
+ * shared one. Either way its socket is created and listening before (passed as a descriptor);
+ * the guest reaches it only through that one vsock port. */
 #include "cli/broker_dev.h"
 #include "cli/paths.h"
 #include "cli/proc.h"
@@ -8,26 +8,26 @@
 #include "lib/agent_proto.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* ${XDG_STATE_HOME:-~/.local/state}/bulkhead/audit/<session id>.log: one chain per
- * session (a log is locked by the broker that writes it), kept after the session. */
-static int default_audit_path(const struct rundir *rd, char *buf, size_t len)
+int broker_audit_dir(char *dir, size_t len)
 {
 	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-	char dir[PATH_MAX];
-	int n = state && *state ? snprintf(dir, sizeof(dir), "%s/bulkhead/audit", state)
-				: snprintf(dir, sizeof(dir), "%s/.local/state/bulkhead/audit",
+	int n = state && *state ? snprintf(dir, len, "%s/bulkhead/audit", state)
+				: snprintf(dir, len, "%s/.local/state/bulkhead/audit",
 					   home && *home ? home : "/root");
-	if (n < 0 || (size_t)n >= sizeof(dir))
+	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	/* mkdir -p, each level 0700 when we create it. */
 	for (char *p = dir + 1; *p; p++) {
@@ -40,8 +40,109 @@ static int default_audit_path(const struct rundir *rd, char *buf, size_t len)
 	}
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	n = snprintf(buf, len, "%s/%s.log", dir, rd->id);
+	return 0;
+}
+
+/* <audit dir>/<session id>.log: one chain per session (a log is locked by the broker that
+ * writes it), kept after the session. */
+static int default_audit_path(const struct rundir *rd, char *buf, size_t len)
+{
+	char dir[PATH_MAX];
+	int rc = broker_audit_dir(dir, sizeof(dir));
+	if (rc < 0)
+		return rc;
+	int n = snprintf(buf, len, "%s/%s.log", dir, rd->id);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Registers the session with the shared broker at o->shared (broker/control.h): the scope
+ * and the listening socket LFD go over; the connection stays open for the session's life. */
+static int register_shared(struct broker_dev *b, const struct broker_opts *o,
+			   const struct rundir *rd, int lfd, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *scope = json_load_file(o->scope, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(scope)) {
+		snprintf(err, errlen, "--scope %s: line %d, column %d: %s", o->scope, je.line,
+			 je.column, scope ? "must be a JSON object" : je.text);
+		json_decref(scope);
+		return -1;
+	}
+	json_t *msg = json_pack("{s:s, s:s, s:o}", "op", "register", "session", rd->id, "scope", scope);
+	char *line = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+	json_decref(msg);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (!line || fd < 0 || strlen(o->shared) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "cannot reach the shared broker at %s: %s", o->shared,
+			 !line ? "out of memory" : fd < 0 ? strerror(errno) : "path too long");
+		goto fail;
+	}
+	strcpy(sa.sun_path, o->shared);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		snprintf(err, errlen, "cannot reach the shared broker at %s: %s (is 'bulkhead broker' running?)",
+			 o->shared, strerror(errno));
+		goto fail;
+	}
+	size_t n = strlen(line);
+	line[n] = '\n';
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cbuf;
+	struct iovec iov = { line, n + 1 };
+	struct msghdr m = { .msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cbuf.b,
+			    .msg_controllen = sizeof(cbuf.b) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &lfd, sizeof(int));
+	ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL);
+	/* The rest of a long scope follows without the descriptor. */
+	for (size_t off = w > 0 ? (size_t)w : 0; w > 0 && off < n + 1; off += (size_t)w)
+		w = send(fd, line + off, n + 1 - off, MSG_NOSIGNAL);
+	if (w <= 0) {
+		snprintf(err, errlen, "shared broker at %s: %s", o->shared, strerror(errno));
+		goto fail;
+	}
+	/* One answer line; a broker that says nothing within the time is treated as dead. */
+	char ans[1024];
+	size_t got = 0;
+	struct timeval tv = { .tv_sec = 10 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (got < sizeof(ans) - 1 && !memchr(ans, '\n', got)) {
+		ssize_t r = recv(fd, ans + got, sizeof(ans) - 1 - got, 0);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	ans[got] = '\0';
+	json_t *a = json_loads(ans, JSON_DISABLE_EOF_CHECK, &je);
+	int ok = 0;
+	const char *why = NULL;
+	if (json_unpack(a, "{sb}", "ok", &ok) < 0) {
+		snprintf(err, errlen, "the shared broker at %s gave no valid answer", o->shared);
+	} else if (!ok) {
+		json_unpack(a, "{ss}", "error", &why);
+		snprintf(err, errlen, "the shared broker refused the session: %s",
+			 why ? why : "no reason given");
+	}
+	json_decref(a);
+	if (!ok)
+		goto fail;
+	tv.tv_sec = 0;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	free(line);
+	b->ctl_fd = fd;
+	return 0;
+fail:
+	free(line);
+	if (fd >= 0)
+		close(fd);
+	return -1;
 }
 
 int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const struct rundir *rd,
@@ -67,6 +168,11 @@ int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const st
 	if (lfd < 0) {
 		snprintf(err, errlen, "broker socket %s: %s", b->sock, strerror(-lfd));
 		return -1;
+	}
+	if (o->shared) {
+		int rc = register_shared(b, o, rd, lfd, err, errlen);
+		close(lfd); /* the shared broker has its own copy now */
+		return rc;
 	}
 	const char *argv[16];
 	int n = 0;
@@ -109,6 +215,10 @@ int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const st
 void broker_dev_stop(struct broker_dev *b)
 {
 	proc_stop(&b->pid);
+	/* Closing the control connection revokes the session in the shared broker. */
+	if (b->ctl_fd >= 0)
+		close(b->ctl_fd);
+	b->ctl_fd = -1;
 	if (b->sock[0])
 		unlink(b->sock);
 	b->sock[0] = '\0';

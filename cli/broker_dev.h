@@ -10,7 +10,8 @@
 #include <sys/types.h>
 
 struct broker_dev {
-	pid_t pid;	/* bulkhead-broker, 0 if not running */
+	pid_t pid;	/* a private bulkhead-broker, 0 if not running */
+	int ctl_fd;	/* registered with a shared broker: its control connection, else -1 */
 	char sock[108]; /* vsock.sock_<BROKER_VSOCK_PORT> */
 };
 
@@ -19,7 +20,11 @@ struct broker_opts {
 	const char *vault;   /* NULL: no secrets */
 	const char *ca_file; /* NULL: the system trust store */
 	const char *audit;   /* NULL: the default, one log per session (broker_dev.c) */
+	const char *shared;  /* a shared broker's control socket: register there instead */
 };
+
+/* ${XDG_STATE_HOME:-~/.local/state}/bulkhead/audit, made (0700) if missing. 0 or -errno. */
+int broker_audit_dir(char *buf, size_t len);
 
 /* Returns 0, or -1 with a one-line reason in err. */
 int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const struct rundir *rd,

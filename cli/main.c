@@ -25,6 +25,8 @@ static const struct command commands[] = {
 	{ "vault", cmd_vault,
 	  "vault COMMAND [NAME] [OPTIONS]  the broker's encrypted secrets (init, put, list, rm,\n"
 	  "                                  rotate-key); values only from stdin or a file" },
+	{ "broker", cmd_broker,
+	  "broker [--control PATH] [OPTS]  a shared credential broker sessions register with" },
 	{ "audit", cmd_audit, "audit verify FILE               check the audit log's hash chain" },
 };
 

@@ -45,6 +45,9 @@ static const char usage[] =
 	"  --ca-file FILE          trust only this CA for the broker's upstream TLS\n"
 	"  --audit FILE            the broker's audit log (default: one per session under\n"
 	"                          ~/.local/state/bulkhead/audit/; 'bulkhead audit verify')\n"
+	"  --broker SOCK           register with a shared broker ('bulkhead broker') at its\n"
+	"                          control socket SOCK instead of starting a private one\n"
+	"                          (default: $BULKHEAD_BROKER when set)\n"
 	"  -e, --env KEY=VALUE     set an environment variable for CMD (not for secrets)\n"
 	"  -i, --interactive       forward our stdin to CMD (else CMD reads /dev/null)\n"
 	"  -t, --tty               run CMD on a pseudo-terminal (with -i: an interactive shell)\n"
@@ -91,7 +94,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		OPT_SCOPE,
 		OPT_VAULT,
 		OPT_CA_FILE,
-		OPT_AUDIT
+		OPT_AUDIT,
+		OPT_BROKER
 	};
 	static const struct option longopts[] = {
 		{ "engine", required_argument, NULL, OPT_ENGINE },
@@ -106,6 +110,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		{ "vault", required_argument, NULL, OPT_VAULT },
 		{ "ca-file", required_argument, NULL, OPT_CA_FILE },
 		{ "audit", required_argument, NULL, OPT_AUDIT },
+		{ "broker", required_argument, NULL, OPT_BROKER },
 		{ "env", required_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "interactive", no_argument, NULL, 'i' },
@@ -161,6 +166,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		case OPT_AUDIT:
 			o->broker.audit = optarg;
 			break;
+		case OPT_BROKER:
+			o->broker.shared = optarg;
+			break;
 		case OPT_WORK:
 			o->work = optarg;
 			break;
@@ -189,6 +197,13 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 			return bad("unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	if (!o->broker.shared && getenv("BULKHEAD_BROKER") && *getenv("BULKHEAD_BROKER"))
+		o->broker.shared = getenv("BULKHEAD_BROKER");
+	if (o->broker.shared && !o->broker.scope)
+		o->broker.shared = NULL; /* no scope: no way out, so nothing to register */
+	if (o->broker.shared && (o->broker.vault || o->broker.ca_file || o->broker.audit))
+		return bad("--vault, --ca-file and --audit belong to the shared broker "
+			   "(bulkhead broker) when --broker or BULKHEAD_BROKER is given");
 	if (optind >= argc)
 		return detached ? -1 : bad("no command given");
 	if (detached)
@@ -248,6 +263,19 @@ int run_kernel_cmdline(const struct engine_choice *c, bool quiet, const char *wo
 			 quiet ? " quiet" : "", work_mode ? " " BOOT_ARGS_WORK : "",
 			 work_mode ? work_mode : "");
 	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* A shared back end whose connection ends the session when it closes: FD becomes readable
+ * (end of file) then. The guest's copy is a duplicate, closed with the backends. */
+static void add_backend_fd(struct guest *g, const char *name, int fd)
+{
+	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (dfd >= 0 && g->nbackends < GUEST_MAX_BACKENDS) {
+		g->backends[g->nbackends].name = name;
+		g->backends[g->nbackends++].pidfd = dfd;
+	} else if (dfd >= 0) {
+		close(dfd);
+	}
 }
 
 /* A device back end whose death ends the session. */
@@ -322,7 +350,7 @@ static int session_main(struct run_opts *o_, int notify_fd)
 	int diag[2] = { -1, -1 };
 	struct guest g = { .pid = 0, .diag_fd = -1, .signal_fd = sigfd };
 	struct vsock_dev vs = { .pid = 0, .ready_lfd = -1 };
-	struct broker_dev br = { .pid = 0 };
+	struct broker_dev br = { .pid = 0, .ctl_fd = -1 };
 	struct agent_link link = { .ready_fd = -1 };
 	char *env[RUN_MAX_ENV + 1];
 	struct termios saved_tty;
@@ -351,7 +379,10 @@ static int session_main(struct run_opts *o_, int notify_fd)
 	if (o.broker.scope) {
 		if (broker_dev_start(&br, &o.broker, &rd, diag[1], err, sizeof(err)) < 0)
 			goto fail;
-		add_backend(&g, "bulkhead-broker", br.pid);
+		if (br.pid)
+			add_backend(&g, "bulkhead-broker", br.pid);
+		else
+			add_backend_fd(&g, "the shared broker", br.ctl_fd);
 	}
 	memcpy(env, o.env, o.nenv * sizeof(char *));
 	env[o.nenv] = NULL;

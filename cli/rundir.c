@@ -14,7 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-static int pick_base(char *buf, size_t len)
+int rundir_base(char *buf, size_t len)
 {
 	const char *env = getenv("BULKHEAD_RUNDIR");
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
@@ -76,7 +76,7 @@ static void prune_stale(const char *base)
 int rundir_create(struct rundir *rd, char *err, size_t errlen)
 {
 	char base[sizeof(rd->path) - 20];
-	if (pick_base(base, sizeof(base)) < 0) {
+	if (rundir_base(base, sizeof(base)) < 0) {
 		snprintf(err, errlen, "run directory path too long");
 		return -1;
 	}
@@ -142,7 +142,7 @@ int rundir_open(struct rundir *rd, const char *id, char *err, size_t errlen)
 			 "'%.40s' is not a session id (16 hex digits from bulkhead start)", id);
 		return -1;
 	}
-	if (pick_base(base, sizeof(base)) < 0) {
+	if (rundir_base(base, sizeof(base)) < 0) {
 		snprintf(err, errlen, "run directory path too long");
 		return -1;
 	}

@@ -15,6 +15,9 @@ struct rundir {
  * /run/bulkhead for root, else $XDG_RUNTIME_DIR/bulkhead, else /tmp/bulkhead-<uid>.
  * Writes its pid file and removes session directories whose owner process is
  * gone. Returns 0, or -1 with a one-line reason in err. */
+/* Where run directories live: $BULKHEAD_RUNDIR, /run/bulkhead (root), $XDG_RUNTIME_DIR/bulkhead
+ * or /tmp/bulkhead-UID. Returns 0, or -1 if it does not fit. */
+int rundir_base(char *buf, size_t len);
 int rundir_create(struct rundir *rd, char *err, size_t errlen);
 
 /* Writes "<dir>/<name>" into buf; -1 if it does not fit (or is too long for a

@@ -35,11 +35,20 @@ int unix_listen_adopt(const char *fd_text, bool nonblock)
 	if (errno || end == fd_text || *end || fd_text[0] < '0' || fd_text[0] > '9' || v < 3 ||
 	    v > INT_MAX)
 		return -EINVAL;
-	int fd = (int)v, on = 0;
+	return unix_listen_check((int)v, nonblock);
+}
+
+int unix_listen_check(int fd, bool nonblock)
+{
+	int on = 0;
 	socklen_t len = sizeof(on);
 	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) < 0)
 		return errno == EBADF ? -EBADF : -ENOTSOCK;
 	if (!on)
+		return -ENOTSOCK;
+	int dom = 0;
+	len = sizeof(dom);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) < 0 || dom != AF_UNIX)
 		return -ENOTSOCK;
 	int fl = fcntl(fd, F_GETFL);
 	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 || fl < 0 ||

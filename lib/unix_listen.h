@@ -10,9 +10,12 @@
 int unix_listen(const char *path, int backlog, bool nonblock);
 
 /* "--listen-fd N": parses N strictly (a decimal descriptor above 2), checks that
- * it is a listening socket, and makes it close-on-exec (non-blocking if asked).
+ * it is a listening Unix socket, and makes it close-on-exec (non-blocking if asked).
  * Returns the descriptor, or -errno (-EINVAL for a malformed N, -ENOTSOCK for a
  * descriptor that is not listening). */
 int unix_listen_adopt(const char *fd_text, bool nonblock);
+/* The same checks for a descriptor already in hand (e.g. received over a socket): a
+ * listening Unix socket. Returns fd or -errno. */
+int unix_listen_check(int fd, bool nonblock);
 
 #endif

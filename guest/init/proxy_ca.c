@@ -89,15 +89,17 @@ int proxy_trust_session_ca(void)
 	buf[len] = '\0';
 	/* The answer is ours (the broker's), but it is still checked: a status line of 200, a
 	 * body that is one PEM certificate. */
+	static const char end_marker[] = "-----END CERTIFICATE-----\n";
 	const char *body = strstr(buf, "\r\n\r\n");
-	if (strncmp(buf, "HTTP/1.1 200 ", 13) != 0 || !body ||
-	    strncmp(body + 4, "-----BEGIN CERTIFICATE-----\n", 28) != 0 ||
-	    !strstr(body, "-----END CERTIFICATE-----")) {
+	const char *end = body ? strstr(body, end_marker) : NULL;
+	if (strncmp(buf, "HTTP/1.1 200 ", 13) != 0 || !end ||
+	    strncmp(body + 4, "-----BEGIN CERTIFICATE-----\n", 28) != 0) {
 		console_error("bulkhead-init: the broker's session CA answer is not a certificate");
 		return -EPROTO;
 	}
 	body += 4;
-	rc = write_bundle(body, len - (size_t)(body - buf));
+	end += sizeof(end_marker) - 1;
+	rc = write_bundle(body, (size_t)(end - body));
 	if (rc < 0)
 		console_error("bulkhead-init: cannot write %s: %s", GUEST_CA_BUNDLE, strerror(-rc));
 	return rc;

@@ -1,0 +1,281 @@
+/* broker/control.c: registrations on the shared broker's control socket (see control.h). One
+ * thread per control connection: it registers the session, then waits for the connection to
+ * end and revokes the session. */
+#include "broker/control.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/unix_listen.h"
+
+static const struct broker_common *common;
+static const char *audit_dir;
+
+/* The ids registered now: one session per id at a time. */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+struct reg {
+	char id[BROKER_SESSION_ID_MAX + 1];
+	struct reg *next;
+};
+static struct reg *registered;
+
+static int reg_add(const char *id)
+{
+	struct reg *r;
+	int rc = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	for (r = registered; r && strcmp(r->id, id); r = r->next)
+		;
+	if (r) {
+		rc = -EEXIST;
+	} else if ((r = calloc(1, sizeof(*r)))) {
+		snprintf(r->id, sizeof(r->id), "%s", id);
+		r->next = registered;
+		registered = r;
+	} else {
+		rc = -ENOMEM;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return rc;
+}
+
+static void reg_del(const char *id)
+{
+	struct reg **p;
+
+	pthread_mutex_lock(&reg_lock);
+	for (p = &registered; *p && strcmp((*p)->id, id); p = &(*p)->next)
+		;
+	if (*p) {
+		struct reg *r = *p;
+
+		*p = r->next;
+		free(r);
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void reply(int fd, const char *error)
+{
+	json_t *o = error ? json_pack("{sbss}", "ok", 0, "error", error) : json_pack("{sb}", "ok", 1);
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	if (s) {
+		size_t n = strlen(s);
+
+		s[n] = '\n'; /* replaces the NUL: the line is sent by length */
+		if (send(fd, s, n + 1, MSG_NOSIGNAL) < 0) {
+			/* the peer is gone; its session ends with the connection */
+		}
+		s[n] = '\0';
+	}
+	free(s);
+	json_decref(o);
+}
+
+/* Reads the registration line; *lfd gets the descriptor that came with it (or -1). */
+static char *read_registration(int fd, int *lfd, char *err, size_t errlen)
+{
+	char *buf = malloc(CONTROL_MAX_MSG + 1);
+	size_t len = 0;
+
+	*lfd = -1;
+	if (!buf) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	while (!memchr(buf, '\n', len)) {
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int))];
+		} cbuf;
+		struct iovec iov = { buf + len, CONTROL_MAX_MSG - len };
+		struct msghdr m = { .msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cbuf.b,
+				    .msg_controllen = sizeof(cbuf.b) };
+		struct cmsghdr *c;
+		ssize_t n;
+
+		if (len == CONTROL_MAX_MSG) {
+			snprintf(err, errlen, "registration longer than %d bytes", CONTROL_MAX_MSG);
+			goto fail;
+		}
+		n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			snprintf(err, errlen, "connection ended before a registration");
+			goto fail;
+		}
+		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+				size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+				int fds[4] = { -1, -1, -1, -1 };
+
+				memcpy(fds, CMSG_DATA(c), (nfd > 4 ? 4 : nfd) * sizeof(int));
+				for (size_t i = 0; i < nfd && i < 4; i++) {
+					if (*lfd < 0 && i == 0)
+						*lfd = fds[i];
+					else
+						close(fds[i]); /* only one socket is expected */
+				}
+			}
+		if (m.msg_flags & MSG_CTRUNC) {
+			snprintf(err, errlen, "more descriptors than one listening socket");
+			goto fail;
+		}
+		len += (size_t)n;
+	}
+	*(char *)memchr(buf, '\n', len) = '\0';
+	return buf;
+fail:
+	free(buf);
+	if (*lfd >= 0)
+		close(*lfd);
+	*lfd = -1;
+	return NULL;
+}
+
+static struct broker_session *do_register(int fd, char *id, char *err, size_t errlen)
+{
+	int lfd = -1;
+	char *line = read_registration(fd, &lfd, err, errlen), *scope = NULL;
+	char audit[PATH_MAX];
+	json_error_t je;
+	json_t *msg = line ? json_loads(line, JSON_REJECT_DUPLICATES, &je) : NULL;
+	const char *op = NULL, *sid = NULL;
+	json_t *sc = NULL;
+	struct rules rules = { 0 };
+	struct broker_session *s = NULL;
+
+	if (!line)
+		goto out;
+	if (!msg) {
+		snprintf(err, errlen, "registration is not JSON: column %d: %s", je.column, je.text);
+		goto out;
+	}
+	if (json_unpack_ex(msg, &je, JSON_STRICT, "{s:s, s:s, s:o}", "op", &op, "session", &sid,
+			   "scope", &sc) ||
+	    strcmp(op, "register") || !json_is_object(sc)) {
+		snprintf(err, errlen,
+			 "registration must be {\"op\":\"register\",\"session\":ID,\"scope\":{...}}");
+		goto out;
+	}
+	if (!broker_session_id_ok(sid)) {
+		snprintf(err, errlen, "session id must be 1 to %d of A-Z a-z 0-9 _ -",
+			 BROKER_SESSION_ID_MAX);
+		goto out;
+	}
+	snprintf(id, BROKER_SESSION_ID_MAX + 1, "%s", sid);
+	if (lfd < 0 || unix_listen_check(lfd, false) < 0) {
+		snprintf(err, errlen, "the registration must carry the session's listening socket");
+		goto out;
+	}
+	scope = json_dumps(sc, JSON_COMPACT);
+	if (!scope || rules_load_json(&rules, scope, err, errlen))
+		goto out;
+	if (audit_dir && snprintf(audit, sizeof(audit), "%s/%s.log", audit_dir, id) >=
+				 (int)sizeof(audit)) {
+		snprintf(err, errlen, "audit log path too long");
+		rules_free(&rules);
+		goto out;
+	}
+	if (reg_add(id) < 0) {
+		snprintf(err, errlen, "session %s is already registered", id);
+		rules_free(&rules);
+		goto out;
+	}
+	s = broker_session_start(common, id, &rules, lfd, audit_dir ? audit : NULL, err, errlen);
+	lfd = -1; /* the session's now, or closed */
+	if (!s)
+		reg_del(id);
+out:
+	if (lfd >= 0)
+		close(lfd);
+	free(scope);
+	json_decref(msg);
+	free(line);
+	return s;
+}
+
+static void *control_thread(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char id[BROKER_SESSION_ID_MAX + 1] = "", err[512], b[256];
+	struct broker_session *s = do_register(fd, id, err, sizeof(err));
+
+	if (!s) {
+		fprintf(stderr, "bulkhead-broker: registration refused: %s\n", err);
+		reply(fd, err);
+		close(fd);
+		return NULL;
+	}
+	fprintf(stderr, "bulkhead-broker: session %s registered\n", id);
+	reply(fd, NULL);
+	/* The session lives as long as this connection; anything sent now is a protocol error
+	 * and ends it too. */
+	while (recv(fd, b, sizeof(b), 0) < 0 && errno == EINTR)
+		;
+	broker_session_end(s);
+	reg_del(id);
+	fprintf(stderr, "bulkhead-broker: session %s ended: its sockets and state are gone\n", id);
+	close(fd);
+	return NULL;
+}
+
+int control_serve(const char *path, const struct broker_common *c, const char *dir, char *err,
+		  size_t errlen)
+{
+	pthread_attr_t attr;
+	int lfd;
+
+	common = c;
+	audit_dir = dir;
+	lfd = unix_listen(path, 64, false);
+	if (lfd < 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s%s", path, strerror(-lfd),
+			 lfd == -EADDRINUSE ? " (another broker, or a stale socket: remove it)" : "");
+		return -1;
+	}
+	if (chmod(path, 0600) < 0) {
+		snprintf(err, errlen, "chmod %s: %s", path, strerror(errno));
+		close(lfd);
+		return -1;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	fprintf(stderr, "bulkhead-broker: control socket %s\n", path);
+	for (;;) {
+		struct ucred cr = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+		socklen_t crlen = sizeof(cr);
+		pthread_t t;
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno != EINTR && errno != ECONNABORTED)
+				usleep(10000);
+			continue;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0 ||
+		    (cr.uid != geteuid() && cr.uid != 0)) {
+			fprintf(stderr, "bulkhead-broker: control connection from uid %d refused\n",
+				(int)cr.uid);
+			close(fd);
+			continue;
+		}
+		if (pthread_create(&t, &attr, control_thread, (void *)(intptr_t)fd))
+			close(fd);
+	}
+}

@@ -1,0 +1,43 @@
+/* broker/session.h: one session inside the broker — its rules, audit log, session CA and the
+ * socket its guest's connections arrive on. Which socket a connection came in on is the only
+ * thing that says which session it belongs to; nothing the guest sends does. */
+#ifndef BULKHEAD_BROKER_SESSION_H
+#define BULKHEAD_BROKER_SESSION_H
+
+#include <stddef.h>
+
+#include <openssl/ssl.h>
+
+#include "broker/proxy.h"
+#include "broker/rules.h"
+
+/* Past this many open connections a session's new ones are closed at once: a guest that
+ * opens sockets without end exhausts only its own share. */
+#define BROKER_SESSION_MAX_CONNS 1024
+/* Session ids travel in file names and audit records: 1..64 of [A-Za-z0-9_-]. */
+#define BROKER_SESSION_ID_MAX 64
+
+/* What every session of one broker shares. */
+struct broker_common {
+	const struct secret_source *secrets; /* NULL: no secrets */
+	SSL_CTX *tls;			     /* verified upstream TLS */
+	int log;			     /* one line per request on stderr */
+	int io_timeout_ms, connect_timeout_ms;
+};
+
+struct broker_session;
+
+int broker_session_id_ok(const char *id);
+
+/* Starts serving LISTEN_FD for session ID with RULES (moved in: on success the session owns
+ * them, on failure they are freed) and, if AUDIT_PATH is set, an audit log there. LISTEN_FD
+ * is the session's from here on, closed on failure too. Returns NULL with one line in err. */
+struct broker_session *broker_session_start(const struct broker_common *common, const char *id,
+					    struct rules *rules, int listen_fd,
+					    const char *audit_path, char *err, size_t errlen);
+
+/* Revokes the session: no new connection is accepted, every open one is cut, and its state
+ * (rules, CA key, loaded secrets) is freed once the last connection thread has let go. */
+void broker_session_end(struct broker_session *s);
+
+#endif
