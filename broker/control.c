@@ -67,7 +67,8 @@ static void reg_del(const char *id)
 
 static void reply(int fd, const char *error)
 {
-	json_t *o = error ? json_pack("{sbss}", "ok", 0, "error", error) : json_pack("{sb}", "ok", 1);
+	json_t *o =
+		error ? json_pack("{sbss}", "ok", 0, "error", error) : json_pack("{sb}", "ok", 1);
 	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
 	if (s) {
@@ -162,14 +163,16 @@ static struct broker_session *do_register(int fd, char *id, char *err, size_t er
 	if (!line)
 		goto out;
 	if (!msg) {
-		snprintf(err, errlen, "registration is not JSON: column %d: %s", je.column, je.text);
+		snprintf(err, errlen, "registration is not JSON: column %d: %s", je.column,
+			 je.text);
 		goto out;
 	}
 	if (json_unpack_ex(msg, &je, JSON_STRICT, "{s:s, s:s, s:o}", "op", &op, "session", &sid,
 			   "scope", &sc) ||
 	    strcmp(op, "register") || !json_is_object(sc)) {
 		snprintf(err, errlen,
-			 "registration must be {\"op\":\"register\",\"session\":ID,\"scope\":{...}}");
+			 "registration must be "
+			 "{\"op\":\"register\",\"session\":ID,\"scope\":{...}}");
 		goto out;
 	}
 	if (!broker_session_id_ok(sid)) {
@@ -185,8 +188,8 @@ static struct broker_session *do_register(int fd, char *id, char *err, size_t er
 	scope = json_dumps(sc, JSON_COMPACT);
 	if (!scope || rules_load_json(&rules, scope, err, errlen))
 		goto out;
-	if (audit_dir && snprintf(audit, sizeof(audit), "%s/%s.log", audit_dir, id) >=
-				 (int)sizeof(audit)) {
+	if (audit_dir &&
+	    snprintf(audit, sizeof(audit), "%s/%s.log", audit_dir, id) >= (int)sizeof(audit)) {
 		snprintf(err, errlen, "audit log path too long");
 		rules_free(&rules);
 		goto out;
@@ -245,7 +248,8 @@ int control_serve(const char *path, const struct broker_common *c, const char *d
 	lfd = unix_listen(path, 64, false);
 	if (lfd < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s%s", path, strerror(-lfd),
-			 lfd == -EADDRINUSE ? " (another broker, or a stale socket: remove it)" : "");
+			 lfd == -EADDRINUSE ? " (another broker, or a stale socket: remove it)"
+					    : "");
 		return -1;
 	}
 	if (chmod(path, 0600) < 0) {

@@ -171,8 +171,7 @@ static int host_ok(const char *h, int *is_ip)
 	return 1;
 }
 
-static SSL_CTX *leaf_mint(struct mitm_ca *ca, const char *host, int is_ip, char *err,
-			  size_t errlen)
+static SSL_CTX *leaf_mint(struct mitm_ca *ca, const char *host, int is_ip, char *err, size_t errlen)
 {
 	char san[300];
 	X509 *x = cert_new(host, ca->leaf_key, ca->lifetime_s);
@@ -198,8 +197,8 @@ static SSL_CTX *leaf_mint(struct mitm_ca *ca, const char *host, int is_ip, char 
 		ctx = NULL;
 		goto out;
 	}
-	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-					 SSL_OP_NO_TICKET);
+	SSL_CTX_set_options(ctx,
+			    SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_NO_TICKET);
 out:
 	X509_free(x);
 	return ctx;

@@ -26,7 +26,7 @@ struct broker_session {
 	pthread_mutex_t audit_lock;
 	int lfd;
 	pthread_t acceptor;
-	pthread_mutex_t lock; /* guards everything below */
+	pthread_mutex_t lock;		     /* guards everything below */
 	int conns[BROKER_SESSION_MAX_CONNS]; /* open guest connections; -1: free slot */
 	unsigned refs;			     /* the session itself, plus one per connection */
 	int ended;

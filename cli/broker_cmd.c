@@ -37,7 +37,8 @@ int cmd_broker(int argc, char **argv)
 	args[n++] = bin;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: bulkhead broker [--control PATH] [--vault FILE] [--ca-file FILE] "
+			printf("usage: bulkhead broker [--control PATH] [--vault FILE] [--ca-file "
+			       "FILE] "
 			       "[--audit-dir DIR] [--quiet]\n"
 			       "Runs the shared credential broker in the foreground. Sessions "
 			       "register with\n'bulkhead run --broker PATH --scope FILE' (or "
@@ -68,14 +69,16 @@ int cmd_broker(int argc, char **argv)
 	if (!has_audit_dir) {
 		int rc = broker_audit_dir(audit, sizeof(audit));
 		if (rc < 0) {
-			fprintf(stderr, "bulkhead broker: audit log directory: %s\n", strerror(-rc));
+			fprintf(stderr, "bulkhead broker: audit log directory: %s\n",
+				strerror(-rc));
 			return EXIT_BULKHEAD;
 		}
 		args[n++] = "--audit-dir";
 		args[n++] = audit;
 	}
 	args[n] = NULL;
-	fprintf(stderr, "bulkhead broker: sessions register with --broker %s (or BULKHEAD_BROKER)\n",
+	fprintf(stderr,
+		"bulkhead broker: sessions register with --broker %s (or BULKHEAD_BROKER)\n",
 		control);
 	execv(bin, (char *const *)args);
 	fprintf(stderr, "bulkhead broker: cannot run %s: %s\n", bin, strerror(errno));

@@ -1,0 +1,112 @@
+/* broker/proxy_conn.h: the proxy's internals, shared by its files — one guest connection's
+ * state and the helpers that work on it. Not an interface: proxy.h is. proxy.c drives the
+ * request side, proxy_io.c moves bytes and collects heads, proxy_rewrite.c builds what goes
+ * upstream (credentials, placeholders), proxy_response.c relays and scrubs the answer. */
+#ifndef BULKHEAD_BROKER_PROXY_CONN_H
+#define BULKHEAD_BROKER_PROXY_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <http_parser.h>
+#include <openssl/ssl.h>
+
+#include "broker/proxy.h"
+#include "broker/rules.h"
+#include "broker/scrub.h"
+
+/* One message head: the URL or status text and the headers, in one bounded arena. */
+struct head {
+	char arena[PROXY_MAX_HEAD];
+	size_t used;
+	size_t url_off, url_len;
+	struct {
+		size_t name_off, name_len, val_off, val_len;
+	} h[PROXY_MAX_HEADERS];
+	size_t n;
+	int in_value; /* the last callback was a header value */
+};
+
+struct secret_slot {
+	uint8_t *val;
+	size_t len;
+	int state; /* 0 not loaded, 1 loaded, -1 unavailable */
+};
+
+struct conn {
+	const struct proxy_config *cfg;
+	int fd;
+	unsigned long id;
+	http_parser rq, rp;
+	struct head req, resp;
+	/* Why the current request failed, before any response byte went out. */
+	int err_status;
+	char err_msg[320];
+	int close_after;
+	/* The current request. */
+	int is_head, chunked_in, client_10, expect_continue, resp_started, resp_done;
+	int has_body, in_head;
+	char method[16], host[RULES_HOST_MAX + 1], log_path[200], rule[RULES_HOST_MAX + 16];
+	const struct rules_dest *dest;
+	struct timespec t0;
+	size_t bytes_up, bytes_down;
+	char *up_head; /* kept to resend once on a reused connection the upstream had closed */
+	size_t up_head_len;
+	/* The upstream connection, reused while it stays on the same destination. */
+	int up_fd;
+	SSL *up_ssl;
+	const struct rules_dest *up_dest;
+	int up_reused, up_keep;
+	struct secret_slot *secrets;
+	struct scrub scrub;
+	uint8_t obuf[16384 + 64];
+	size_t olen;
+	unsigned long served;
+	/* A CONNECT tunnel: the guest's TLS ends here, with a leaf minted for tun_host. */
+	SSL *cl_ssl;
+	char tun_host[RULES_HOST_MAX + 1];
+	int tun_port;
+	int connect_ok; /* the current request is a CONNECT the rules allow */
+	int serve_ca;	/* the current request asks for the session CA's certificate */
+};
+
+/* A growing byte string that may hold secrets: old buffers are wiped when it grows. */
+struct sb {
+	char *b;
+	size_t n, cap;
+	int oom;
+};
+
+#define CONN(p) ((struct conn *)(p)->data)
+
+int hdr_is(const struct head *h, size_t i, const char *name);
+const char *hdr_val(const struct head *h, size_t i);
+void set_err(struct conn *c, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int client_write(struct conn *c, const void *b, size_t n);
+int up_write(struct conn *c, const void *b, size_t n);
+ssize_t client_read(struct conn *c, void *b, size_t n);
+ssize_t up_read(struct conn *c, void *b, size_t n);
+void up_close(struct conn *c);
+void set_timeouts(int fd, int ms);
+int head_append(struct head *h, const char *at, size_t len, size_t *field_len);
+void head_reset(struct head *h);
+int on_hfield(struct head *h, const char *at, size_t len);
+int on_hvalue(struct head *h, const char *at, size_t len);
+int head_done(struct head *h);
+int upstream_open(struct conn *c);
+const struct secret_slot *secret_get(struct conn *c, const struct rules_secret *s);
+void secrets_wipe(struct conn *c);
+void sb_add(struct sb *s, const void *p, size_t n);
+void sb_str(struct sb *s, const char *str);
+void sb_wipe(struct sb *s);
+int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_t len,
+		 struct sb *out, int url);
+int path_ok(const char *p, size_t len);
+int build_head(struct conn *c, const struct rules_req *q, const char *query, size_t qlen,
+	       const struct rules_secret **inj, size_t n_inj, struct sb *o);
+int relay_response(struct conn *c);
+
+#endif

@@ -1,0 +1,223 @@
+/* broker/proxy_response.c: relays the upstream's answer — parsed by http_parser, hop-by-hop
+ * headers dropped, re-framed as chunked, every secret form scrubbed out of head and body. */
+#include "broker/proxy_conn.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+/* --- response --------------------------------------------------------------------------- */
+
+static int obuf_put(void *arg, const uint8_t *b, size_t n)
+{
+	struct conn *c = arg;
+
+	while (n) {
+		size_t room = 16384 - c->olen, k = n < room ? n : room;
+
+		memcpy(c->obuf + c->olen, b, k);
+		c->olen += k;
+		b += k;
+		n -= k;
+		if (c->olen == 16384) {
+			char sz[16];
+			/* The head is not a chunk; only body bytes are framed. */
+			int l = c->client_10 || c->in_head
+					? 0
+					: snprintf(sz, sizeof(sz), "%zx\r\n", c->olen);
+
+			if ((l && client_write(c, sz, (size_t)l)) ||
+			    client_write(c, c->obuf, c->olen) || (l && client_write(c, "\r\n", 2)))
+				return -EIO;
+			c->olen = 0;
+		}
+	}
+	return 0;
+}
+
+static int obuf_chunk(struct conn *c)
+{
+	char sz[16];
+	int l;
+
+	if (!c->olen)
+		return 0;
+	l = c->client_10 ? 0 : snprintf(sz, sizeof(sz), "%zx\r\n", c->olen);
+	if ((l && client_write(c, sz, (size_t)l)) || client_write(c, c->obuf, c->olen) ||
+	    (l && client_write(c, "\r\n", 2)))
+		return -EIO;
+	c->olen = 0;
+	return 0;
+}
+
+static int rp_status(http_parser *p, const char *at, size_t len)
+{
+	struct conn *c = CONN(p);
+
+	return c->resp.url_len + len > 256 ? -1 : head_append(&c->resp, at, len, &c->resp.url_len);
+}
+
+static int rp_field(http_parser *p, const char *at, size_t len)
+{
+	struct conn *c = CONN(p);
+
+	if (!c->resp.n && !c->resp.in_value)
+		c->resp.used++; /* keep the status text's NUL */
+	return on_hfield(&c->resp, at, len) ? -1 : 0;
+}
+
+static int rp_value(http_parser *p, const char *at, size_t len)
+{
+	return on_hvalue(&CONN(p)->resp, at, len);
+}
+
+static int rp_begin(http_parser *p)
+{
+	head_reset(&CONN(p)->resp);
+	return 0;
+}
+
+static int resp_no_body(const struct conn *c, unsigned status)
+{
+	return c->is_head || status < 200 || status == 204 || status == 304;
+}
+
+static int rp_headers(http_parser *p)
+{
+	static const char *const drop[] = {
+		"connection",	  "keep-alive",	      "transfer-encoding",
+		"content-length", "proxy-connection", "proxy-authenticate",
+		"trailer",	  "upgrade",	      NULL
+	};
+	struct conn *c = CONN(p);
+	char line[320];
+	size_t i, j;
+	int l;
+
+	if (head_done(&c->resp))
+		return -1;
+	if (p->status_code < 200) /* interim responses are not forwarded */
+		return 0;
+	c->resp_started = 1;
+	c->in_head = 1;
+	scrub_reset(&c->scrub);
+	c->olen = 0;
+	l = snprintf(line, sizeof(line), "HTTP/1.1 %u ", p->status_code);
+	if (obuf_put(c, (const uint8_t *)line, (size_t)l) ||
+	    scrub_feed(&c->scrub, (const uint8_t *)c->resp.arena, c->resp.url_len, obuf_put, c) ||
+	    scrub_flush(&c->scrub, obuf_put, c) || obuf_put(c, (const uint8_t *)"\r\n", 2))
+		return -1;
+	for (i = 0; i < c->resp.n; i++) {
+		for (j = 0; drop[j] && !hdr_is(&c->resp, i, drop[j]); j++)
+			;
+		if (drop[j])
+			continue;
+		if (scrub_feed(&c->scrub, (const uint8_t *)c->resp.arena + c->resp.h[i].name_off,
+			       c->resp.h[i].name_len, obuf_put, c) ||
+		    scrub_feed(&c->scrub, (const uint8_t *)": ", 2, obuf_put, c) ||
+		    scrub_feed(&c->scrub, (const uint8_t *)hdr_val(&c->resp, i),
+			       c->resp.h[i].val_len, obuf_put, c) ||
+		    scrub_flush(&c->scrub, obuf_put, c) || obuf_put(c, (const uint8_t *)"\r\n", 2))
+			return -1;
+	}
+	if (c->client_10)
+		c->close_after = 1;
+	l = snprintf(line, sizeof(line), "%s%s\r\n",
+		     resp_no_body(c, p->status_code) || c->client_10
+			     ? ""
+			     : "Transfer-Encoding: chunked\r\n",
+		     c->close_after ? "Connection: close\r\n" : "");
+	if (obuf_put(c, (const uint8_t *)line, (size_t)l))
+		return -1;
+	/* The head goes out raw (it is not a chunk). */
+	if (client_write(c, c->obuf, c->olen))
+		return -1;
+	c->olen = 0;
+	c->in_head = 0;
+	return c->is_head ? 1 : 0;
+}
+
+static int rp_body(http_parser *p, const char *at, size_t len)
+{
+	struct conn *c = CONN(p);
+
+	if (!c->resp_started)
+		return -1;
+	if (scrub_feed(&c->scrub, (const uint8_t *)at, len, obuf_put, c) || obuf_chunk(c))
+		return -1;
+	return 0;
+}
+
+static int rp_complete(http_parser *p)
+{
+	struct conn *c = CONN(p);
+
+	if (!c->resp_started) /* an interim 1xx: the real response follows */
+		return 0;
+	if (scrub_flush(&c->scrub, obuf_put, c) || obuf_chunk(c))
+		return -1;
+	if (!resp_no_body(c, p->status_code) && !c->client_10 && client_write(c, "0\r\n\r\n", 5))
+		return -1;
+	c->resp_done = 1;
+	c->up_keep = http_should_keep_alive(p);
+	http_parser_pause(p, 1);
+	return 0;
+}
+
+static const http_parser_settings rp_settings = {
+	.on_message_begin = rp_begin,
+	.on_status = rp_status,
+	.on_header_field = rp_field,
+	.on_header_value = rp_value,
+	.on_headers_complete = rp_headers,
+	.on_body = rp_body,
+	.on_message_complete = rp_complete,
+};
+
+/* Relays one response. Returns 0, -EAGAIN when a reused upstream connection closed before
+ * answering (the caller may resend), or -EIO. */
+int relay_response(struct conn *c)
+{
+	char buf[16384];
+	int got = 0;
+
+	http_parser_init(&c->rp, HTTP_RESPONSE);
+	c->rp.data = c;
+	c->up_keep = 0;
+	while (!c->resp_done) {
+		ssize_t n = up_read(c, buf, sizeof(buf));
+		size_t done;
+
+		if (n < 0 || (n == 0 && !got)) {
+			if (!got && c->up_reused)
+				return -EAGAIN;
+			if (!c->resp_started)
+				set_err(c, 502, "upstream %s closed or failed before answering",
+					c->host);
+			return -EIO;
+		}
+		got = 1;
+		done = http_parser_execute(&c->rp, &rp_settings, buf, (size_t)n);
+		if (c->resp_done) {
+			if (done != (size_t)n)
+				c->up_keep =
+					0; /* bytes beyond the response: do not trust it again */
+			break;
+		}
+		if (HTTP_PARSER_ERRNO(&c->rp) != HPE_OK || n == 0) {
+			if (!c->resp_started)
+				set_err(c, 502, "upstream %s sent a malformed response (%s)",
+					c->host, http_errno_description(HTTP_PARSER_ERRNO(&c->rp)));
+			return -EIO;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,324 @@
+/* broker/proxy_rewrite.c: what goes upstream — secrets loaded once per connection, the
+ * placeholder tripwire and replacement, path checks, and the rewritten request head. */
+#include "broker/proxy_conn.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+/* --- secrets ---------------------------------------------------------------------------- */
+
+const struct secret_slot *secret_get(struct conn *c, const struct rules_secret *s)
+{
+	struct secret_slot *sl = &c->secrets[s - c->cfg->rules->secrets];
+
+	if (!sl->state) {
+		sl->state = -1;
+		if (c->cfg->secrets &&
+		    !c->cfg->secrets->get(c->cfg->secrets->arg, s->name, &sl->val, &sl->len)) {
+			sl->state = 1;
+			/* Every secret is scrubbed from every response, whichever host sent it. */
+			if (scrub_add_secret(&c->scrub, sl->val, sl->len))
+				sl->state = -1;
+		}
+	}
+	return sl->state == 1 ? sl : NULL;
+}
+
+void secrets_wipe(struct conn *c)
+{
+	size_t i;
+
+	for (i = 0; c->secrets && i < c->cfg->rules->n_secrets; i++)
+		if (c->secrets[i].val) {
+			OPENSSL_cleanse(c->secrets[i].val, c->secrets[i].len);
+			free(c->secrets[i].val);
+		}
+	free(c->secrets);
+	c->secrets = NULL;
+}
+
+/* --- request decision and rewriting ---------------------------------------------------------- */
+
+void sb_add(struct sb *s, const void *p, size_t n)
+{
+	if (s->oom)
+		return;
+	if (s->n + n + 1 > s->cap) {
+		size_t cap = (s->n + n + 1) * 2;
+		char *b = malloc(cap);
+
+		if (!b) {
+			s->oom = 1;
+			return;
+		}
+		if (s->b) {
+			memcpy(b, s->b, s->n);
+			OPENSSL_cleanse(s->b, s->cap);
+			free(s->b);
+		}
+		s->b = b;
+		s->cap = cap;
+	}
+	memcpy(s->b + s->n, p, n);
+	s->n += n;
+	s->b[s->n] = 0;
+}
+
+void sb_str(struct sb *s, const char *str)
+{
+	sb_add(s, str, strlen(str));
+}
+
+void sb_wipe(struct sb *s)
+{
+	if (s->b)
+		OPENSSL_cleanse(s->b, s->cap);
+	free(s->b);
+	memset(s, 0, sizeof(*s));
+}
+
+static size_t name_run(const char *t, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && (isalnum((unsigned char)t[i]) || t[i] == '_'))
+		i++;
+	return i;
+}
+
+/* Copies TEXT into OUT (when OUT is not NULL) with every placeholder replaced by its secret
+ * (percent-encoded when URL is set). A placeholder for a secret whose destinations do not
+ * include this request blocks the whole request: that is the tripwire. */
+int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_t len,
+		 struct sb *out, int url)
+{
+	while (len) {
+		const char *at = memmem(t, len, RULES_PLACEHOLDER, RULES_PLACEHOLDER_N);
+		const struct rules_secret *s;
+		const struct secret_slot *sl;
+		size_t nl, i;
+
+		if (!at) {
+			if (out)
+				sb_add(out, t, len);
+			return 0;
+		}
+		if (out)
+			sb_add(out, t, (size_t)(at - t));
+		len -= (size_t)(at - t) + RULES_PLACEHOLDER_N;
+		t = at + RULES_PLACEHOLDER_N;
+		nl = name_run(t, len);
+		s = rules_find_secret(c->cfg->rules, t, nl);
+		if (!s || !rules_secret_match(s, q)) {
+			set_err(c, 403,
+				"tripwire: placeholder %s%.*s may only be sent to its own "
+				"destinations; request to %s blocked",
+				RULES_PLACEHOLDER, (int)(nl > 64 ? 64 : nl), t, q->host);
+			snprintf(c->rule, sizeof(c->rule), "tripwire:%.*s",
+				 (int)(nl > 64 ? 64 : nl), t);
+			return -1;
+		}
+		if (out) {
+			sl = secret_get(c, s);
+			if (!sl) {
+				set_err(c, 503, "secret %s is not available", s->name);
+				return -1;
+			}
+			if (url) {
+				char *e = rules_pct_encode(sl->val, sl->len);
+
+				if (!e)
+					return -1;
+				sb_str(out, e);
+				OPENSSL_cleanse(e, strlen(e));
+				free(e);
+			} else {
+				for (i = 0; i < sl->len; i++)
+					if (sl->val[i] == '\r' || sl->val[i] == '\n' ||
+					    !sl->val[i]) {
+						set_err(c, 502,
+							"secret %s cannot travel in a header",
+							s->name);
+						return -1;
+					}
+				sb_add(out, sl->val, sl->len);
+			}
+		}
+		t += nl;
+		len -= nl;
+	}
+	return 0;
+}
+
+/* A path whose meaning could change after the prefix check (dot segments, encoded slashes or
+ * dots, backslashes) is refused rather than normalised. */
+int path_ok(const char *p, size_t len)
+{
+	size_t i, seg = 0;
+
+	for (i = 0; i <= len; i++) {
+		if (i == len || p[i] == '/') {
+			size_t sl = i - seg;
+
+			if ((sl == 1 && p[seg] == '.') ||
+			    (sl == 2 && p[seg] == '.' && p[seg + 1] == '.'))
+				return 0;
+			seg = i + 1;
+			continue;
+		}
+		if (p[i] == '\\')
+			return 0;
+		if (p[i] == '%' && i + 2 < len &&
+		    (!strncasecmp(p + i, "%2e", 3) || !strncasecmp(p + i, "%2f", 3) ||
+		     !strncasecmp(p + i, "%5c", 3)))
+			return 0;
+	}
+	return p[0] == '/';
+}
+
+static int is_injected_field(const struct conn *c, const struct rules_secret **inj, size_t n_inj,
+			     size_t i)
+{
+	size_t k;
+
+	for (k = 0; k < n_inj; k++)
+		if (inj[k]->kind != RULES_INJECT_QUERY && hdr_is(&c->req, i, inj[k]->field))
+			return 1;
+	return n_inj && (hdr_is(&c->req, i, "authorization") || hdr_is(&c->req, i, "cookie"));
+}
+
+/* Builds the request for the upstream: origin-form target with placeholders replaced and the
+ * query credential injected, filtered headers, injected headers, the body's framing. */
+int build_head(struct conn *c, const struct rules_req *q, const char *query, size_t qlen,
+	       const struct rules_secret **inj, size_t n_inj, struct sb *o)
+{
+	static const char *const drop[] = { "host",
+					    "proxy-authorization",
+					    "proxy-connection",
+					    "connection",
+					    "keep-alive",
+					    "te",
+					    "trailer",
+					    "upgrade",
+					    "transfer-encoding",
+					    "content-length",
+					    "expect",
+					    NULL };
+	char line[400];
+	size_t i, j, k;
+	int first = 1;
+
+	sb_str(o, c->method);
+	sb_str(o, " ");
+	if (placeholders(c, q, q->path, strlen(q->path), o, 1))
+		return -1;
+	/* Query: the guest's parameters minus any named like an injected one, then ours. */
+	for (i = 0; i < qlen;) {
+		const char *end = memchr(query + i, '&', qlen - i);
+		size_t pl = end ? (size_t)(end - (query + i)) : qlen - i, kl;
+		int dropped = 0;
+
+		kl = pl;
+		for (j = 0; j < pl; j++)
+			if (query[i + j] == '=') {
+				kl = j;
+				break;
+			}
+		for (k = 0; k < n_inj; k++)
+			if (inj[k]->kind == RULES_INJECT_QUERY && strlen(inj[k]->field) == kl &&
+			    !memcmp(inj[k]->field, query + i, kl))
+				dropped = 1;
+		if (pl && !dropped) {
+			sb_str(o, first ? "?" : "&");
+			first = 0;
+			if (placeholders(c, q, query + i, pl, o, 1))
+				return -1;
+		}
+		i += pl + 1;
+	}
+	for (k = 0; k < n_inj; k++) {
+		const struct secret_slot *sl;
+		char *r;
+
+		if (inj[k]->kind != RULES_INJECT_QUERY)
+			continue;
+		sl = secret_get(c, inj[k]);
+		if (!sl) {
+			set_err(c, 503, "secret %s is not available", inj[k]->name);
+			return -1;
+		}
+		r = rules_render(inj[k], sl->val, sl->len);
+		if (!r)
+			return -1;
+		sb_str(o, first ? "?" : "&");
+		first = 0;
+		sb_str(o, inj[k]->field);
+		sb_str(o, "=");
+		sb_str(o, r);
+		OPENSSL_cleanse(r, strlen(r));
+		free(r);
+	}
+	if (c->dest->port != rules_default_port(c->dest->scheme))
+		snprintf(line, sizeof(line), " HTTP/1.1\r\nHost: %s:%u\r\n", c->dest->host,
+			 c->dest->port);
+	else
+		snprintf(line, sizeof(line), " HTTP/1.1\r\nHost: %s\r\n", c->dest->host);
+	sb_str(o, line);
+	for (i = 0; i < c->req.n; i++) {
+		for (j = 0; drop[j] && !hdr_is(&c->req, i, drop[j]); j++)
+			;
+		if (drop[j] || is_injected_field(c, inj, n_inj, i))
+			continue;
+		sb_add(o, c->req.arena + c->req.h[i].name_off, c->req.h[i].name_len);
+		sb_str(o, ": ");
+		if (placeholders(c, q, hdr_val(&c->req, i), c->req.h[i].val_len, o, 0))
+			return -1;
+		sb_str(o, "\r\n");
+	}
+	for (k = 0; k < n_inj; k++) {
+		const struct secret_slot *sl;
+		char *r;
+
+		if (inj[k]->kind == RULES_INJECT_QUERY)
+			continue;
+		sl = secret_get(c, inj[k]);
+		if (!sl) {
+			set_err(c, 503, "secret %s is not available", inj[k]->name);
+			return -1;
+		}
+		r = rules_render(inj[k], sl->val, sl->len);
+		if (!r) {
+			set_err(c, 502, "secret %s cannot travel in a header", inj[k]->name);
+			return -1;
+		}
+		if (inj[k]->kind == RULES_INJECT_BASIC &&
+		    scrub_add(&c->scrub, (const uint8_t *)r + 6, strlen(r) - 6)) {
+			free(r);
+			return -1;
+		}
+		sb_str(o, inj[k]->field);
+		sb_str(o, ": ");
+		sb_str(o, r);
+		sb_str(o, "\r\n");
+		OPENSSL_cleanse(r, strlen(r));
+		free(r);
+	}
+	if (c->chunked_in)
+		sb_str(o, "Transfer-Encoding: chunked\r\n");
+	else if (c->has_body) {
+		snprintf(line, sizeof(line), "Content-Length: %llu\r\n",
+			 (unsigned long long)c->rq.content_length);
+		sb_str(o, line);
+	}
+	sb_str(o, "\r\n");
+	return o->oom ? -1 : 0;
+}
