@@ -353,11 +353,16 @@ static int rq_headers(http_parser *p)
 	for (i = 0; i < c->cfg->rules->n_secrets; i++)
 		secret_get(c, &c->cfg->rules->secrets[i]);
 	/* Tripwire first, over everything the guest sent (also headers we drop). */
-	if (placeholders(c, &q, url, c->req.url_len, NULL, 1))
+	if (placeholders(c, &q, url, c->req.url_len, NULL, PH_URL))
 		return -1;
 	for (i = 0; i < c->req.n; i++)
-		if (placeholders(c, &q, hdr_val(&c->req, i), c->req.h[i].val_len, NULL, 0))
+		if (placeholders(c, &q, hdr_val(&c->req, i), c->req.h[i].val_len, NULL, PH_HEADER))
 			return -1;
+	/* The body is decided as it streams (proxy_body.c), against the same request. */
+	snprintf(c->q_path, sizeof(c->q_path), "%s", path);
+	c->q = q;
+	c->q.path = c->q_path;
+	body_plan(c, n_inj);
 	if (build_head(c, &q, query, qlen, inj, n_inj, &o)) {
 		sb_wipe(&o);
 		set_err(c, 502, "cannot build the upstream request");
@@ -376,7 +381,8 @@ static int rq_headers(http_parser *p)
 			return -1;
 	}
 	c->up_reused = reused;
-	if (up_write(c, c->up_head, c->up_head_len)) {
+	/* A held body's head goes out with it, at the end of the request (body_finish). */
+	if (c->body_mode != BODY_BUFFER && up_write(c, c->up_head, c->up_head_len)) {
 		up_close(c);
 		if (!reused || upstream_open(c) || up_write(c, c->up_head, c->up_head_len)) {
 			set_err(c, 502, "cannot send the request to %s", c->host);
@@ -458,23 +464,10 @@ static void log_line(struct conn *c, int status)
 static int rq_body(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = CONN(p);
-	char sz[24];
-	int l;
 
 	if (c->err_status || c->up_fd < 0)
 		return -1;
-	if (c->chunked_in) {
-		l = snprintf(sz, sizeof(sz), "%zx\r\n", len);
-		if (up_write(c, sz, (size_t)l) || up_write(c, at, len) || up_write(c, "\r\n", 2))
-			goto fail;
-		return 0;
-	}
-	if (up_write(c, at, len))
-		goto fail;
-	return 0;
-fail:
-	set_err(c, 502, "upstream %s stopped reading the request body", c->host);
-	return -1;
+	return body_feed(c, at, len, 0);
 }
 
 /* The session CA's certificate (public): how bulkhead-init learns what to trust. */
@@ -512,17 +505,18 @@ static int rq_complete(http_parser *p)
 	}
 	if (c->err_status || c->up_fd < 0)
 		return -1;
-	if (c->chunked_in && up_write(c, "0\r\n\r\n", 5)) {
-		set_err(c, 502, "upstream %s stopped reading the request body", c->host);
+	if (body_finish(c))
 		return -1;
-	}
 	if (!http_should_keep_alive(p))
 		c->close_after = 1;
 	rc = relay_response(c);
-	if (rc == -EAGAIN && !c->has_body) {
-		/* The upstream closed the idle connection we reused; one fresh attempt. */
+	if (rc == -EAGAIN && (!c->has_body || c->body_mode == BODY_BUFFER)) {
+		/* The upstream closed the idle connection we reused; one fresh attempt (a held
+		 * body can be sent again; a streamed one is gone). */
 		up_close(c);
-		if (upstream_open(c) || up_write(c, c->up_head, c->up_head_len))
+		if (upstream_open(c) ||
+		    (c->body_mode == BODY_BUFFER ? body_send_held(c)
+						 : up_write(c, c->up_head, c->up_head_len)))
 			return -1;
 		rc = relay_response(c);
 	}
@@ -558,9 +552,10 @@ static void send_error(struct conn *c)
 	static const struct {
 		int code;
 		const char *text;
-	} texts[] = { { 400, "Bad Request" }, { 403, "Forbidden" },
-		      { 404, "Not Found" },   { 501, "Not Implemented" },
-		      { 502, "Bad Gateway" }, { 503, "Service Unavailable" } };
+	} texts[] = { { 400, "Bad Request" },	     { 403, "Forbidden" },
+		      { 404, "Not Found" },	     { 413, "Content Too Large" },
+		      { 501, "Not Implemented" },    { 502, "Bad Gateway" },
+		      { 503, "Service Unavailable" } };
 	const char *text = "Error";
 	char buf[640];
 	size_t i;
@@ -701,6 +696,7 @@ out:
 	tlsup_close(c->cl_ssl);
 	free(c->up_head);
 	secrets_wipe(c);
+	sb_wipe(&c->body_buf);
 	scrub_free(&c->scrub);
 	OPENSSL_cleanse(c, sizeof(*c));
 	free(c);

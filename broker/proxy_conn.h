@@ -35,6 +35,13 @@ struct secret_slot {
 	int state; /* 0 not loaded, 1 loaded, -1 unavailable */
 };
 
+/* A growing byte string that may hold secrets: old buffers are wiped when it grows. */
+struct sb {
+	char *b;
+	size_t n, cap;
+	int oom;
+};
+
 struct conn {
 	const struct proxy_config *cfg;
 	int fd;
@@ -70,14 +77,19 @@ struct conn {
 	int tun_port;
 	int connect_ok; /* the current request is a CONNECT the rules allow */
 	int serve_ca;	/* the current request asks for the session CA's certificate */
+	/* The current request as matched (q.path points into q_path), for its body. */
+	struct rules_req q;
+	char q_path[PROXY_MAX_URL + 1];
+	int body_mode;		 /* BODY_*: how the body travels upstream (proxy_body.c) */
+	char carry[16384 + 128]; /* body bytes waiting for the rest of a placeholder */
+	size_t carry_n;
+	struct sb body_buf; /* BODY_BUFFER: the whole body, placeholders replaced */
 };
 
-/* A growing byte string that may hold secrets: old buffers are wiped when it grows. */
-struct sb {
-	char *b;
-	size_t n, cap;
-	int oom;
-};
+enum { PH_HEADER, PH_URL, PH_BODY }; /* where placeholders() replaces: how values travel */
+enum { BODY_NONE, BODY_STREAM, BODY_CHUNKED, BODY_BUFFER };
+#define PROXY_BODY_BUFFER    65536     /* Content-Length bodies held to be re-measured */
+#define PROXY_BODY_GROWN_MAX (1 << 20) /* ... and what they may grow to with secrets */
 
 #define CONN(p) ((struct conn *)(p)->data)
 
@@ -103,10 +115,15 @@ void sb_add(struct sb *s, const void *p, size_t n);
 void sb_str(struct sb *s, const char *str);
 void sb_wipe(struct sb *s);
 int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_t len,
-		 struct sb *out, int url);
+		 struct sb *out, int mode);
 int path_ok(const char *p, size_t len);
 int build_head(struct conn *c, const struct rules_req *q, const char *query, size_t qlen,
 	       const struct rules_secret **inj, size_t n_inj, struct sb *o);
 int relay_response(struct conn *c);
+/* proxy_body.c */
+void body_plan(struct conn *c, size_t n_inj);
+int body_feed(struct conn *c, const char *at, size_t len, int final);
+int body_finish(struct conn *c);
+int body_send_held(struct conn *c);
 
 #endif

@@ -95,11 +95,12 @@ static size_t name_run(const char *t, size_t len)
 	return i;
 }
 
-/* Copies TEXT into OUT (when OUT is not NULL) with every placeholder replaced by its secret
- * (percent-encoded when URL is set). A placeholder for a secret whose destinations do not
+/* Copies TEXT into OUT (when OUT is not NULL) with every placeholder replaced by its secret:
+ * percent-encoded in the URL (PH_URL), checked for line breaks in a header (PH_HEADER), as
+ * it is in a body (PH_BODY). A placeholder for a secret whose destinations do not
  * include this request blocks the whole request: that is the tripwire. */
 int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_t len,
-		 struct sb *out, int url)
+		 struct sb *out, int mode)
 {
 	while (len) {
 		const char *at = memmem(t, len, RULES_PLACEHOLDER, RULES_PLACEHOLDER_N);
@@ -133,7 +134,7 @@ int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_
 				set_err(c, 503, "secret %s is not available", s->name);
 				return -1;
 			}
-			if (url) {
+			if (mode == PH_URL) {
 				char *e = rules_pct_encode(sl->val, sl->len);
 
 				if (!e)
@@ -142,7 +143,7 @@ int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_
 				OPENSSL_cleanse(e, strlen(e));
 				free(e);
 			} else {
-				for (i = 0; i < sl->len; i++)
+				for (i = 0; mode == PH_HEADER && i < sl->len; i++)
 					if (sl->val[i] == '\r' || sl->val[i] == '\n' ||
 					    !sl->val[i]) {
 						set_err(c, 502,
@@ -219,7 +220,7 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 
 	sb_str(o, c->method);
 	sb_str(o, " ");
-	if (placeholders(c, q, q->path, strlen(q->path), o, 1))
+	if (placeholders(c, q, q->path, strlen(q->path), o, PH_URL))
 		return -1;
 	/* Query: the guest's parameters minus any named like an injected one, then ours. */
 	for (i = 0; i < qlen;) {
@@ -240,7 +241,7 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 		if (pl && !dropped) {
 			sb_str(o, first ? "?" : "&");
 			first = 0;
-			if (placeholders(c, q, query + i, pl, o, 1))
+			if (placeholders(c, q, query + i, pl, o, PH_URL))
 				return -1;
 		}
 		i += pl + 1;
@@ -280,7 +281,7 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 			continue;
 		sb_add(o, c->req.arena + c->req.h[i].name_off, c->req.h[i].name_len);
 		sb_str(o, ": ");
-		if (placeholders(c, q, hdr_val(&c->req, i), c->req.h[i].val_len, o, 0))
+		if (placeholders(c, q, hdr_val(&c->req, i), c->req.h[i].val_len, o, PH_HEADER))
 			return -1;
 		sb_str(o, "\r\n");
 	}
@@ -312,13 +313,15 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 		OPENSSL_cleanse(r, strlen(r));
 		free(r);
 	}
-	if (c->chunked_in)
+	/* A held body's length is known only at its end (body_finish). */
+	if (c->body_mode == BODY_CHUNKED)
 		sb_str(o, "Transfer-Encoding: chunked\r\n");
-	else if (c->has_body) {
+	else if (c->body_mode == BODY_STREAM) {
 		snprintf(line, sizeof(line), "Content-Length: %llu\r\n",
 			 (unsigned long long)c->rq.content_length);
 		sb_str(o, line);
 	}
-	sb_str(o, "\r\n");
+	if (c->body_mode != BODY_BUFFER)
+		sb_str(o, "\r\n");
 	return o->oom ? -1 : 0;
 }

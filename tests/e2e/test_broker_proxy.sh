@@ -277,6 +277,65 @@ check_eq "Content-Length body of 300000 bytes reaches the upstream" "1" \
 check_eq "chunked request body reaches the upstream (4101 bytes)" "1" \
 	"$(grep -c 'X-Body-Bytes: 4101' "$D/chunked.out")"
 
+# Placeholders in request bodies: replaced toward the secret's own destination (the body
+# re-measured), a trip anywhere else — also when the placeholder is cut across reads.
+: > "$D/up.log"
+BODY='{"token":"BULKHEAD_SECRET_TOK","n":1}'
+WANT="{\"token\":\"$SECRET\",\"n\":1}"
+printf 'POST http://localhost:%s/bearer/body HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s' \
+	"$GOOD" "${#BODY}" "$BODY" | req bodyph
+if [ "$(status_of bodyph)" = "HTTP/1.1 200 OK" ] && grep -qxF "body: $WANT" "$D/up.log" &&
+	grep -qx "Content-Length: ${#WANT}" "$D/up.log"; then
+	ok "body placeholder toward its own destination: replaced, Content-Length re-measured"
+else
+	not_ok "body placeholder replaced" "$(cat "$D/bodyph.out")" "$(cat "$D/up.log")"
+fi
+: > "$D/up.log"
+{
+	printf 'POST http://localhost:%s/bearer/chunked HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n' "$GOOD"
+	printf '6\r\nk=BULK\r\n6\r\nHEAD_S\r\n9\r\nECRET_TOK\r\n2\r\n;e\r\n0\r\n\r\n'
+} | req bodysplit
+if [ "$(status_of bodysplit)" = "HTTP/1.1 200 OK" ] && grep -qxF "body: k=$SECRET;e" "$D/up.log"
+then
+	ok "a placeholder split across chunks is still replaced"
+else
+	not_ok "split body placeholder" "$(cat "$D/bodysplit.out")" "$(cat "$D/up.log")"
+fi
+: > "$D/up.log"
+printf 'POST http://localhost:%s/open/body HTTP/1.1\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s' \
+	"$GOOD" "${#BODY}" "$BODY" | req bodytrip
+if [ "$(status_of bodytrip)" = "HTTP/1.1 403 Forbidden" ] && grep -q tripwire "$D/bodytrip.out" &&
+	[ ! -s "$D/up.log" ]; then
+	ok "body placeholder toward another destination: 403, nothing sent"
+else
+	not_ok "body tripwire" "$(cat "$D/bodytrip.out")" "$(cat "$D/up.log")"
+fi
+: > "$D/up.log"
+{
+	printf 'POST http://localhost:%s/open/big HTTP/1.1\r\nContent-Length: 200040\r\nConnection: close\r\n\r\n' "$GOOD"
+	head -c 200000 /dev/zero | tr '\0' x
+	printf 'BULKHEAD_SECRET_TOK!!!!!!!!!!!!!!!!!!!!!'
+} | req bigtrip
+if [ "$(status_of bigtrip)" = "HTTP/1.1 403 Forbidden" ] && grep -q tripwire "$D/bigtrip.out" &&
+	! grep -q 'body:' "$D/up.log"; then
+	ok "a placeholder at the end of a 200 KB streamed body still trips; the request never completes upstream"
+else
+	not_ok "streamed body tripwire" "$(head -c 300 "$D/bigtrip.out")" "$(head -c 300 "$D/up.log")"
+fi
+
+: > "$D/up.log"
+{
+	printf 'POST http://localhost:%s/bearer/big HTTP/1.1\r\nContent-Length: 100019\r\nConnection: close\r\n\r\n' "$GOOD"
+	head -c 100000 /dev/zero | tr '\0' y
+	printf 'BULKHEAD_SECRET_TOK'
+} | req bigph
+if [ "$(status_of bigph)" = "HTTP/1.1 200 OK" ] && grep -qx 'Transfer-Encoding: chunked' "$D/up.log" &&
+	grep -q "X-Body-Bytes: $((100000 + ${#SECRET}))" "$D/bigph.out"; then
+	ok "a long body toward a secret's destination goes chunked, placeholder replaced"
+else
+	not_ok "long body placeholder" "$(head -c 300 "$D/bigph.out")" "$(head -c 300 "$D/up.log")"
+fi
+
 # Keep-alive: three pipelined requests on one connection.
 printf 'GET http://localhost:%s/open/1 HTTP/1.1\r\n\r\nGET http://localhost:%s/bearer/2 HTTP/1.1\r\n\r\nGET http://localhost:%s/open/3 HTTP/1.1\r\nConnection: close\r\n\r\n' \
 	"$GOOD" "$GOOD" "$GOOD" | req keepalive

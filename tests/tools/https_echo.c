@@ -28,6 +28,8 @@ struct client {
 	size_t hlen;
 	int state; /* 0 request line, 1 header name, 2 value */
 	size_t body;
+	char first[1024]; /* the body's first bytes, for the log */
+	size_t nfirst;
 };
 
 static int cwrite(struct client *c, const void *b, size_t n)
@@ -104,8 +106,12 @@ static int on_headers(http_parser *p)
 
 static int on_body(http_parser *p, const char *at, size_t n)
 {
-	(void)at;
-	((struct client *)p->data)->body += n;
+	struct client *c = p->data;
+	size_t k = sizeof(c->first) - c->nfirst < n ? sizeof(c->first) - c->nfirst : n;
+
+	memcpy(c->first + c->nfirst, at, k);
+	c->nfirst += k;
+	c->body += n;
 	return 0;
 }
 
@@ -116,6 +122,12 @@ static int on_complete(http_parser *p)
 	int l;
 
 	c->head[c->hlen < sizeof(c->head) ? c->hlen : sizeof(c->head) - 1] = 0;
+	if (log_file && c->body) {
+		pthread_mutex_lock(&log_lock);
+		fprintf(log_file, "body: %.*s\n\n", (int)c->nfirst, c->first);
+		fflush(log_file);
+		pthread_mutex_unlock(&log_lock);
+	}
 	path = strchr(c->head, ' ');
 	if (path && !strncmp(path + 1, "/repeat/", 8)) {
 		path++;
@@ -143,16 +155,33 @@ static int on_complete(http_parser *p)
 		if (cwrite(c, "0\r\n\r\n", 5))
 			return -1;
 	} else {
-		l = snprintf(hdr, sizeof(hdr),
+		/* One write: the answer goes out as one TLS record, as a real server's would. */
+		size_t al = strlen(also), cap = sizeof(hdr) + c->hlen + 2 * al + 4, n;
+		char *out = malloc(cap);
+		int rc;
+
+		if (!out)
+			return -1;
+		l = snprintf(out, cap,
 			     "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Echo: %s\r\n"
 			     "X-Body-Bytes: %zu\r\nContent-Length: %zu\r\n\r\n",
-			     also, c->body, c->hlen + 2 + strlen(also) + 1);
-		if (cwrite(c, hdr, (size_t)l) || cwrite(c, c->head, c->hlen) ||
-		    cwrite(c, "\n\n", 2) || cwrite(c, also, strlen(also)) || cwrite(c, "\n", 1))
+			     also, c->body, c->hlen + 2 + al + 1);
+		n = (size_t)l;
+		memcpy(out + n, c->head, c->hlen);
+		n += c->hlen;
+		memcpy(out + n, "\n\n", 2);
+		n += 2;
+		memcpy(out + n, also, al);
+		n += al;
+		out[n++] = '\n';
+		rc = cwrite(c, out, n);
+		free(out);
+		if (rc)
 			return -1;
 	}
 	c->hlen = 0;
 	c->body = 0;
+	c->nfirst = 0;
 	c->state = 0;
 	return 0;
 }
