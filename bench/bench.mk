@@ -17,3 +17,12 @@ bench-vmm: $(BUILD)/bench/first-byte $(BUILD)/bench/first_pvh.elf $(BIN)/bulkhea
 	@BUILD=$(BUILD) sh bench/vmm-memory.sh
 bench: bench-vmm
 .PHONY: bench-vmm
+# bench/broker-overhead.sh: what the credential broker adds per request, against the same HTTPS
+# upstream reached directly in the same run.
+$(BUILD)/bench/http-load: $(OBJ)/bench/http_load.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto -lpthread
+bench-broker: $(BUILD)/bench/http-load $(BIN)/bulkhead-broker $(BUILD)/tests/https-echo
+	@BUILD=$(BUILD) sh bench/broker-overhead.sh
+bench: bench-broker
+.PHONY: bench-broker
