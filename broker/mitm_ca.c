@@ -199,6 +199,7 @@ static SSL_CTX *leaf_mint(struct mitm_ca *ca, const char *host, int is_ip, char 
 	}
 	SSL_CTX_set_options(ctx,
 			    SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_NO_TICKET);
+	SSL_CTX_set_read_ahead(ctx, 1);
 out:
 	X509_free(x);
 	return ctx;

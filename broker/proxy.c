@@ -604,7 +604,7 @@ static int tunnel_start(struct conn *c, int early_bytes)
 		SSL *tls = c->cl_ssl;
 
 		c->cl_ssl = NULL;
-		if (client_write(c, ok, sizeof(ok) - 1)) {
+		if (client_write(c, ok, sizeof(ok) - 1) || client_flush(c)) {
 			SSL_free(tls);
 			return -1;
 		}
@@ -690,6 +690,7 @@ unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long 
 		if (n == 0)
 			break;
 	}
+	client_flush(c);
 out:
 	served = c->served;
 	up_close(c);

@@ -68,6 +68,8 @@ struct conn {
 	int up_reused, up_keep;
 	struct secret_slot *secrets;
 	struct scrub scrub;
+	uint8_t wbuf[32768]; /* toward the guest, not yet sent (client_write) */
+	size_t wlen;
 	uint8_t obuf[16384 + 64];
 	size_t olen;
 	unsigned long served;
@@ -98,6 +100,7 @@ const char *hdr_val(const struct head *h, size_t i);
 void set_err(struct conn *c, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int client_write(struct conn *c, const void *b, size_t n);
+int client_flush(struct conn *c);
 int up_write(struct conn *c, const void *b, size_t n);
 ssize_t client_read(struct conn *c, void *b, size_t n);
 ssize_t up_read(struct conn *c, void *b, size_t n);

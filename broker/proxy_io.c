@@ -42,7 +42,7 @@ void set_err(struct conn *c, int status, const char *fmt, ...)
 	va_end(ap);
 }
 
-int client_write(struct conn *c, const void *b, size_t n)
+static int client_send(struct conn *c, const void *b, size_t n)
 {
 	const char *p = b;
 
@@ -80,8 +80,31 @@ int up_write(struct conn *c, const void *b, size_t n)
 	return 0;
 }
 
+/* Bytes toward the guest gather in wbuf and go out in one write (one TLS record in a tunnel)
+ * before the broker next waits on either side, or when wbuf is full. */
+int client_write(struct conn *c, const void *b, size_t n)
+{
+	if (c->wlen + n > sizeof(c->wbuf) && client_flush(c))
+		return -EIO;
+	if (n > sizeof(c->wbuf))
+		return client_send(c, b, n);
+	memcpy(c->wbuf + c->wlen, b, n);
+	c->wlen += n;
+	return 0;
+}
+
+int client_flush(struct conn *c)
+{
+	int rc = c->wlen ? client_send(c, c->wbuf, c->wlen) : 0;
+
+	c->wlen = 0;
+	return rc;
+}
+
 ssize_t client_read(struct conn *c, void *b, size_t n)
 {
+	if (client_flush(c))
+		return -1;
 	if (c->cl_ssl) {
 		int r = SSL_read(c->cl_ssl, b, (int)n);
 
@@ -99,6 +122,8 @@ ssize_t client_read(struct conn *c, void *b, size_t n)
 
 ssize_t up_read(struct conn *c, void *b, size_t n)
 {
+	if (client_flush(c))
+		return -1;
 	if (c->up_ssl) {
 		int r = SSL_read(c->up_ssl, b, (int)n);
 

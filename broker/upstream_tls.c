@@ -22,6 +22,8 @@ SSL_CTX *tlsup_ctx_new(const char *ca_file, char *why, size_t whylen)
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	/* The broker may talk to many hosts per session; keep renegotiation and compression off. */
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+	/* One read takes a record's header and body (and what follows) instead of two. */
+	SSL_CTX_set_read_ahead(ctx, 1);
 	ok = ca_file ? SSL_CTX_load_verify_locations(ctx, ca_file, NULL)
 		     : SSL_CTX_set_default_verify_paths(ctx);
 	if (ok != 1) {
