@@ -1,13 +1,25 @@
 # initramfs/: the guest's early user space, written without root by gen_init_cpio.
 # Uncompressed on purpose: the kernel needs no decompressor and boot skips that step.
-INITRAMFS := $(LIBDIR)/initramfs.cpio
-BUSYBOX   ?= /bin/busybox
+# Two images: initramfs.cpio, what sessions boot (init, busybox and the tools layer: curl
+# and git with their libraries, copied from this host, so a package upgrade rebuilds it), and
+# initramfs-base.cpio (init and busybox only) for boot measurements and emulated-KVM tests.
+INITRAMFS      := $(LIBDIR)/initramfs.cpio
+INITRAMFS_BASE := $(LIBDIR)/initramfs-base.cpio
+BUSYBOX        ?= /bin/busybox
+INITRAMFS_DEPS := initramfs/list.sh initramfs/etc/passwd initramfs/etc/group $(GUEST_INIT) \
+                  $(LIBDIR)/gen_init_cpio
 
-$(INITRAMFS): initramfs/list.sh initramfs/etc/passwd initramfs/etc/group $(GUEST_INIT) \
-              $(LIBDIR)/gen_init_cpio | deps
-	sh initramfs/list.sh $(GUEST_INIT) $(BUSYBOX) > $@.list
+$(INITRAMFS): $(INITRAMFS_DEPS) initramfs/tools-layer.sh $(wildcard /usr/bin/curl /usr/bin/git) \
+              | deps
+	sh initramfs/list.sh tools $(GUEST_INIT) $(BUSYBOX) > $@.list
 	$(LIBDIR)/gen_init_cpio -t 0 $@.list > $@.tmp
 	@rm -f $@.list
 	@mv $@.tmp $@
 
-ALL_TARGETS += $(INITRAMFS)
+$(INITRAMFS_BASE): $(INITRAMFS_DEPS) | deps
+	sh initramfs/list.sh base $(GUEST_INIT) $(BUSYBOX) > $@.list
+	$(LIBDIR)/gen_init_cpio -t 0 $@.list > $@.tmp
+	@rm -f $@.list
+	@mv $@.tmp $@
+
+ALL_TARGETS += $(INITRAMFS) $(INITRAMFS_BASE)

@@ -1,12 +1,24 @@
 #!/bin/sh
 # Prints the gen_init_cpio list for the guest's initramfs: bulkhead-init as /init,
-# busybox with a link per applet, and the few /etc files programs expect.
-# Usage: initramfs/list.sh INIT BUSYBOX
+# busybox with a link per applet, the few /etc files programs expect, and the tools
+# layer (curl, git and their libraries: tools-layer.sh). One entry per path.
+# The last entry, /etc/bulkhead-image -> base|tools, tells bulkhead-init the archive was
+# unpacked to its end (a guest too small for it gets a partial root and a clear error).
+# Usage: initramfs/list.sh base|tools INIT BUSYBOX
 set -eu
-init=${1:?usage: list.sh INIT BUSYBOX}
-busybox=${2:?usage: list.sh INIT BUSYBOX}
+export LC_ALL=C
+image=${1:?usage: list.sh base|tools INIT BUSYBOX}
+init=${2:?usage: list.sh base|tools INIT BUSYBOX}
+busybox=${3:?usage: list.sh base|tools INIT BUSYBOX}
 here=$(cd "$(dirname "$0")" && pwd)
+case $image in
+base) tools= ;;
+tools) tools=$(sh "$here/tools-layer.sh") ;;
+*) echo "list.sh: image must be base or tools" >&2; exit 2 ;;
+esac
+applets=$("$busybox" --list-full | sort)
 
+{
 cat <<LIST
 dir /dev 0755 0 0
 nod /dev/console 0600 0 0 c 5 1
@@ -27,7 +39,12 @@ file /bin/busybox $busybox 0755 0 0
 file /etc/passwd $here/etc/passwd 0644 0 0
 file /etc/group $here/etc/group 0644 0 0
 LIST
-"$busybox" --list-full | sort | while IFS= read -r applet; do
+for applet in $applets; do
 	[ "$applet" = bin/busybox ] && continue
 	echo "slink /$applet /bin/busybox 0777 0 0"
 done
+[ -z "$tools" ] || printf '%s\n' "$tools"
+echo "slink /etc/bulkhead-image $image 0777 0 0"
+} | awk ' # the tools layer repeats directories above; a path listed two ways is a bug
+	!($2 in line) { line[$2] = $0; print; next }
+	line[$2] != $0 { print "list.sh: two different entries for " $2 > "/dev/stderr"; exit 1 }'

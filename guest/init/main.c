@@ -53,6 +53,13 @@ int main(void)
 		console_error("bulkhead-init: system set-up failed: %s", strerror(-err));
 		init_poweroff();
 	}
+	/* The image's last entry: without it the kernel ran out of memory unpacking. */
+	char image[16];
+	if (readlink("/etc/bulkhead-image", image, sizeof(image)) <= 0) {
+		console_error("bulkhead-init: the guest image was only partly unpacked: it does not "
+			      "fit in the guest's memory (give more with --mem)");
+		init_poweroff();
+	}
 
 	int werr = work_mount();
 	if (werr < 0) {

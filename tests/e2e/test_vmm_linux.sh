@@ -10,7 +10,7 @@ if [ ! -e /dev/kvm ]; then
 	skip "Linux under bulkhead-vmm" "no /dev/kvm on this host"
 	plan_done; exit 0
 fi
-if [ ! -f "$LIBDIR/vmlinux" ] || [ ! -f "$LIBDIR/initramfs.cpio" ] || [ ! -x "$BIN/bulkhead-vmm" ]; then
+if [ ! -f "$LIBDIR/vmlinux" ] || [ ! -f "$LIBDIR/initramfs-base.cpio" ] || [ ! -x "$BIN/bulkhead-vmm" ]; then
 	skip "Linux under bulkhead-vmm" "kernel, initramfs or bulkhead-vmm not built (run make)"
 	plan_done; exit 0
 fi
@@ -38,7 +38,7 @@ grep -q "bulkhead doctor.*--engine qemu" "$TMP/err" && [ "$(wc -l < "$TMP/err")"
 # The boot itself, forced: kernel to /init, then init's first syscall kills it (ENVIRONMENT.md).
 mkdir -p "$TMP/work"
 export BULKHEAD_RUNDIR="$TMP/run"
-BULKHEAD_KVM_FORCE=1 "$BULKHEAD" run --engine kvm -v --work "$TMP/work" --console "$TMP/console" --timeout 600 -- true \
+BULKHEAD_KVM_FORCE=1 "$BULKHEAD" run --engine kvm --initrd "$LIBDIR/initramfs-base.cpio" -v --work "$TMP/work" --console "$TMP/console" --timeout 600 -- true \
 	> "$TMP/out" 2> "$TMP/err" < /dev/null
 rc=$?
 if grep -q 'Run /init as init process' "$TMP/console"; then

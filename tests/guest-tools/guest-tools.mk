@@ -1,5 +1,5 @@
 # tests/guest-tools/: static test programs for the guest, and the test initramfs that carries
-# them: the product initramfs with a second cpio appended (the kernel unpacks both).
+# them: the base initramfs with a second cpio appended (the kernel unpacks both).
 GUEST_TOOLS_DIR := $(BUILD)/tests/guest-tools
 VSOCK_TOOL      := $(GUEST_TOOLS_DIR)/vsock-tool
 TEST_INITRAMFS  := $(GUEST_TOOLS_DIR)/initramfs-test.cpio
@@ -8,12 +8,12 @@ $(VSOCK_TOOL): tests/guest-tools/vsock_tool.c | deps
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -static -s -o $@ $<
 
-$(TEST_INITRAMFS): $(INITRAMFS) $(VSOCK_TOOL) $(LIBDIR)/gen_init_cpio
+$(TEST_INITRAMFS): $(INITRAMFS_BASE) $(VSOCK_TOOL) $(LIBDIR)/gen_init_cpio
 	@mkdir -p $(@D)
 	printf 'dir /usr/local 0755 0 0\ndir /usr/local/bin 0755 0 0\nfile /usr/local/bin/vsock-tool %s 0755 0 0\n' \
 	  $(abspath $(VSOCK_TOOL)) > $@.list
 	$(LIBDIR)/gen_init_cpio -t 0 $@.list > $@.extra
-	cat $(INITRAMFS) $@.extra > $@.tmp
+	cat $(INITRAMFS_BASE) $@.extra > $@.tmp
 	@rm -f $@.list $@.extra
 	@mv $@.tmp $@
 
