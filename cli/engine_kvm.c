@@ -25,6 +25,10 @@ int kvm_start(const struct launch *l, const struct engine_choice *c, struct gues
 	char vmm[PATH_MAX];
 	(void)c;
 
+	if (l->ram_file) {
+		snprintf(err, errlen, "--ram-file works with the qemu engine only (--engine qemu)");
+		return -1;
+	}
 	if (kvm_vmm_path(vmm, sizeof(vmm)) || access(vmm, X_OK) < 0) {
 		snprintf(err, errlen, "bulkhead-vmm not found next to bulkhead (%s): run 'make'",
 			 vmm);

@@ -31,7 +31,20 @@ int qemu_start(const struct launch *l, const struct engine_choice *c, struct gue
 	engine_arg(&a, "microvm,acpi=off,x-option-roms=off,rtc=on,isa-serial=on,pit=on,pic=on,"
 		       "memory-backend=mem");
 	engine_arg(&a, "-object");
-	engine_argf(&a, "memory-backend-memfd,id=mem,size=%uM,share=on", l->mem_mib);
+	if (l->ram_file) {
+		/* --ram-file: the same shared RAM, in a file that outlives the session. It must
+		 * be new, so nothing of ours is overwritten by guest memory. */
+		int fd = open(l->ram_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			snprintf(err, errlen, "--ram-file %s: %s", l->ram_file, strerror(errno));
+			return -1;
+		}
+		close(fd);
+		engine_argf(&a, "memory-backend-file,id=mem,size=%uM,mem-path=%s,share=on",
+			    l->mem_mib, l->ram_file);
+	} else {
+		engine_argf(&a, "memory-backend-memfd,id=mem,size=%uM,share=on", l->mem_mib);
+	}
 	engine_arg(&a, "-m");
 	engine_argf(&a, "%u", l->mem_mib);
 	engine_arg(&a, "-smp");

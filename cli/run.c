@@ -55,6 +55,8 @@ static const char usage[] =
 	"  --initrd PATH           guest initramfs\n"
 	"  --console FILE          write the guest's whole serial console to FILE\n"
 	"  -v, --verbose           show the guest's serial console on stderr\n"
+	"  --ram-file FILE         back guest RAM with FILE (new; qemu engine) and keep it\n"
+	"                          after the session: what the guest held, for inspection\n"
 	"\n"
 	"Exit codes: CMD's own; 128+N if CMD died by signal N; 124 timeout; 125 bulkhead failed.\n";
 
@@ -95,7 +97,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		OPT_VAULT,
 		OPT_CA_FILE,
 		OPT_AUDIT,
-		OPT_BROKER
+		OPT_BROKER,
+		OPT_RAM_FILE
 	};
 	static const struct option longopts[] = {
 		{ "engine", required_argument, NULL, OPT_ENGINE },
@@ -111,6 +114,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		{ "ca-file", required_argument, NULL, OPT_CA_FILE },
 		{ "audit", required_argument, NULL, OPT_AUDIT },
 		{ "broker", required_argument, NULL, OPT_BROKER },
+		{ "ram-file", required_argument, NULL, OPT_RAM_FILE },
 		{ "env", required_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "interactive", no_argument, NULL, 'i' },
@@ -168,6 +172,11 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 			break;
 		case OPT_BROKER:
 			o->broker.shared = optarg;
+			break;
+		case OPT_RAM_FILE:
+			if (!*optarg || strchr(optarg, ','))
+				return bad("--ram-file '%s': expected a path without commas", optarg);
+			o->ram_file = optarg;
 			break;
 		case OPT_WORK:
 			o->work = optarg;
@@ -416,6 +425,7 @@ static int session_main(struct run_opts *o_, int notify_fd)
 		.initrd = o.initrd,
 		.cmdline = cmdline,
 		.mem_mib = o.mem_mib,
+		.ram_file = o.ram_file,
 		.cpus = o.cpus,
 		.verbose = o.verbose,
 		.fs_sock = o.work ? fs.sock : NULL,

@@ -24,6 +24,7 @@ struct run_opts {
 	double timeout_s; /* 0: none */
 	const char *kernel, *initrd;
 	const char *console_path;  /* --console FILE: the whole serial console */
+	const char *ram_file;	   /* --ram-file FILE: guest RAM kept in FILE (qemu engine) */
 	const char *work;	   /* --work DIR[:ro|:rw], NULL for none */
 	struct broker_opts broker; /* --scope, --vault, --ca-file */
 	bool verbose;		   /* -v: the serial console on stderr too */
@@ -39,6 +40,7 @@ struct run_opts {
 struct launch {
 	const char *kernel, *initrd, *cmdline;
 	unsigned mem_mib, cpus;
+	const char *ram_file; /* guest RAM in this (new) file, kept afterwards; NULL: a memfd */
 	bool verbose;
 	const char *fs_sock;	/* vhost-user-fs socket for tag "work", NULL if no share */
 	int diag_w;		/* write end for the engine's stderr */
