@@ -78,4 +78,12 @@ if [ -n "$host" ] && printf '%s\n' "$found" | grep -q "^$host "; then
 fi
 check_eq "no CA file but the session's, and not the host's bundle" "" "$bad"
 
+# Guest RAM too small for the image: the kernel stops unpacking part-way; init says so.
+run_capture run --mem 64 -- true
+if [ "$rc" = 125 ] && grep -q 'only partly unpacked.*--mem' "$TMP/err"; then
+	ok "a guest too small for its image fails with a clear error: $(head -n 1 "$TMP/err")"
+else
+	not_ok "a guest too small for its image fails clearly" "rc=$rc" "$(head -c 400 "$TMP/err")"
+fi
+
 plan_done
