@@ -138,8 +138,12 @@ static char *read_registration(int fd, int *lfd, char *err, size_t errlen)
 		}
 		len += (size_t)n;
 	}
-	*(char *)memchr(buf, '\n', len) = '\0';
-	return buf;
+	char *nl = memchr(buf, '\n', len);
+	if (nl) {
+		*nl = '\0';
+		return buf;
+	}
+	snprintf(err, errlen, "registration without an end of line");
 fail:
 	free(buf);
 	if (*lfd >= 0)

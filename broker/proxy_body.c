@@ -100,7 +100,8 @@ int body_feed(struct conn *c, const char *at, size_t len, int final)
 
 		if (take > len)
 			take = len;
-		memcpy(c->carry + c->carry_n, at, take);
+		if (take)
+			memcpy(c->carry + c->carry_n, at, take);
 		at += take;
 		len -= take;
 		n = c->carry_n + take;

@@ -113,7 +113,7 @@ static int register_shared(struct broker_dev *b, const struct broker_opts *o,
 		goto fail;
 	}
 	/* One answer line; a broker that says nothing within the time is treated as dead. */
-	char ans[1024];
+	char ans[1024] = "";
 	size_t got = 0;
 	struct timeval tv = { .tv_sec = 10 };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
