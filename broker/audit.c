@@ -206,6 +206,8 @@ static char *render(const struct audit_record *r, const char *prev)
 		{ "rule", field(r->rule) },
 		{ "secret", field(r->secret) },
 		{ "decision", field(r->decision) },
+		{ "layer", field(r->layer) },
+		{ "approval", field(r->approval) },
 		{ "status", r->status ? json_integer(r->status) : json_null() },
 		{ "bytes_out", json_integer((json_int_t)r->bytes_out) },
 		{ "bytes_in", json_integer((json_int_t)r->bytes_in) },

@@ -37,6 +37,8 @@ struct audit_record {
 	const char *rule;     /* the policy rule that decided, NULL if none */
 	const char *secret;   /* name of the injected secret, NULL if none */
 	const char *decision; /* "allow", "deny", "tripwire", ... */
+	const char *layer;    /* which layer decided: "global", "scope", "approval", "default" */
+	const char *approval; /* the approval's id when a person decided, NULL if none */
 	int status;	      /* HTTP status sent to the guest; 0: none */
 	uint64_t bytes_out;   /* guest -> upstream */
 	uint64_t bytes_in;    /* upstream -> guest */

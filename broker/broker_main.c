@@ -16,7 +16,9 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
+#include "broker/approvals.h"
 #include "broker/control.h"
+#include "broker/policy.h"
 #include "broker/proxy.h"
 #include "broker/session.h"
 #include "broker/rules.h"
@@ -112,6 +114,22 @@ static int open_vault(const char *path, const char *key_file)
 	return 0;
 }
 
+/* A one-session broker's control socket: approvals only. */
+struct control_args {
+	const char *path;
+	const struct broker_common *common;
+};
+
+static void *control_thread_main(void *arg)
+{
+	const struct control_args *a = arg;
+	char err[512];
+
+	control_serve(a->path, a->common, NULL, 0, err, sizeof(err));
+	fprintf(stderr, "bulkhead-broker: %s\n", err);
+	exit(1);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -120,9 +138,11 @@ static void usage(FILE *f)
 		"One session (the first form, as `bulkhead run` starts a private broker):\n"
 		"  --listen PATH        Unix socket the guest's connections arrive on\n"
 		"  --listen-fd N        or: a socket the launcher already listens on\n"
-		"  --rules FILE         the session's scope: injection rules and allow-list (JSON)\n"
+		"  --rules FILE         the session's scope: injection rules and allow-list "
+		"(JSON)\n"
 		"  --audit FILE         append one hash-chained JSON line per request\n"
 		"  --session ID         the session named in audit records\n"
+		"  --control PATH       (optional) where `bulkhead approvals` reaches it\n"
 		"A shared broker (sessions register over the control socket, broker/control.h):\n"
 		"  --control PATH       the control socket (mode 0600; your user and root only)\n"
 		"  --audit-dir DIR      one audit log per session: DIR/<session>.log\n"
@@ -131,6 +151,8 @@ static void usage(FILE *f)
 		"  --key-file FILE      its key file (default: the vault's path + \".key\")\n"
 		"  --secrets-file FILE  development/test secrets: JSON {name: value}, mode 0600\n"
 		"  --ca-file FILE       trust only this CA for upstreams (default: system)\n"
+		"  --policy FILE        the global policy (JSON; policy.h): denials that no scope\n"
+		"                       can lift, rules that hold requests for approval\n"
 		"  --quiet              no per-request log lines\n");
 }
 
@@ -149,6 +171,7 @@ int main(int argc, char **argv)
 		{ "key-file", required_argument, NULL, 'k' },
 		{ "ca-file", required_argument, NULL, 'c' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "policy", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -158,7 +181,8 @@ int main(int argc, char **argv)
 	static struct broker_common common = { .log = 1 };
 	const char *listen_path = NULL, *rules_path = NULL, *secrets_path = NULL, *ca = NULL;
 	const char *vault_path = NULL, *key_file = NULL, *audit_path = NULL, *session = "-";
-	const char *listen_fd = NULL, *control = NULL, *audit_dir = NULL;
+	const char *listen_fd = NULL, *control = NULL, *audit_dir = NULL, *policy_path = NULL;
+	static struct policy policy;
 	char err[512];
 	int o, lfd;
 
@@ -200,6 +224,9 @@ int main(int argc, char **argv)
 		case 'q':
 			common.log = 0;
 			break;
+		case 'P':
+			policy_path = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -209,8 +236,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind != argc || (vault_path && secrets_path) ||
-	    (control ? listen_path || listen_fd || rules_path || audit_path
-		     : (!listen_path) == (!listen_fd) || !rules_path || audit_dir)) {
+	    (!listen_path && !listen_fd ? !control || rules_path || audit_path
+					: (listen_path && listen_fd) || !rules_path || audit_dir)) {
 		usage(stderr);
 		return 2;
 	}
@@ -219,8 +246,24 @@ int main(int argc, char **argv)
 			BROKER_SESSION_ID_MAX);
 		return 2;
 	}
+	if (policy_path) {
+		if (policy_load_file(&policy, policy_path, err, sizeof(err))) {
+			fprintf(stderr, "bulkhead-broker: policy: %s\n", err);
+			return 1;
+		}
+		common.policy = &policy;
+	}
 	if (rules_path && rules_load_file(&rules, rules_path, err, sizeof(err))) {
 		fprintf(stderr, "bulkhead-broker: rules: %s\n", err);
+		return 1;
+	}
+	if (rules_path && policy_check_scope(common.policy, &rules, err, sizeof(err))) {
+		fprintf(stderr, "bulkhead-broker: %s\n", err);
+		return 1;
+	}
+	common.approvals = approvals_new();
+	if (!common.approvals) {
+		fprintf(stderr, "bulkhead-broker: out of memory\n");
 		return 1;
 	}
 	if (secrets_path && load_secrets_file(secrets_path))
@@ -236,8 +279,8 @@ int main(int argc, char **argv)
 	common.io_timeout_ms = 30000;
 	common.connect_timeout_ms = 5000;
 	signal(SIGPIPE, SIG_IGN);
-	if (control) {
-		control_serve(control, &common, audit_dir, err, sizeof(err));
+	if (control && !rules_path) {
+		control_serve(control, &common, audit_dir, 1, err, sizeof(err));
 		fprintf(stderr, "bulkhead-broker: %s\n", err);
 		return 1;
 	}
@@ -255,6 +298,16 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "bulkhead-broker: listening on %s\n",
 		listen_path ? listen_path : "the given descriptor");
+	if (control) {
+		static struct control_args cargs;
+		pthread_t t;
+
+		cargs = (struct control_args){ control, &common };
+		if (pthread_create(&t, NULL, control_thread_main, &cargs)) {
+			fprintf(stderr, "bulkhead-broker: cannot start the control thread\n");
+			return 1;
+		}
+	}
 	for (;;)
 		pause(); /* the session's threads serve; a signal ends the process */
 }

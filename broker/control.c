@@ -19,6 +19,7 @@
 
 static const struct broker_common *common;
 static const char *audit_dir;
+static int allow_register;
 
 /* The ids registered now: one session per id at a time. */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -65,10 +66,8 @@ static void reg_del(const char *id)
 	pthread_mutex_unlock(&reg_lock);
 }
 
-static void reply(int fd, const char *error)
+static void reply_json(int fd, json_t *o)
 {
-	json_t *o =
-		error ? json_pack("{sbss}", "ok", 0, "error", error) : json_pack("{sb}", "ok", 1);
 	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
 	if (s) {
@@ -81,6 +80,14 @@ static void reply(int fd, const char *error)
 		s[n] = '\0';
 	}
 	free(s);
+}
+
+static void reply(int fd, const char *error)
+{
+	json_t *o =
+		error ? json_pack("{sbss}", "ok", 0, "error", error) : json_pack("{sb}", "ok", 1);
+
+	reply_json(fd, o);
 	json_decref(o);
 }
 
@@ -152,23 +159,19 @@ fail:
 	return NULL;
 }
 
-static struct broker_session *do_register(int fd, char *id, char *err, size_t errlen)
+/* MSG is a registration; LFD (taken) the descriptor that came with it. */
+static struct broker_session *do_register(json_t *msg, int lfd, char *id, char *err, size_t errlen)
 {
-	int lfd = -1;
-	char *line = read_registration(fd, &lfd, err, errlen), *scope = NULL;
+	char *scope = NULL;
 	char audit[PATH_MAX];
 	json_error_t je;
-	json_t *msg = line ? json_loads(line, JSON_REJECT_DUPLICATES, &je) : NULL;
 	const char *op = NULL, *sid = NULL;
 	json_t *sc = NULL;
 	struct rules rules = { 0 };
 	struct broker_session *s = NULL;
 
-	if (!line)
-		goto out;
-	if (!msg) {
-		snprintf(err, errlen, "registration is not JSON: column %d: %s", je.column,
-			 je.text);
+	if (!allow_register) {
+		snprintf(err, errlen, "this broker serves one session; it takes no registrations");
 		goto out;
 	}
 	if (json_unpack_ex(msg, &je, JSON_STRICT, "{s:s, s:s, s:o}", "op", &op, "session", &sid,
@@ -192,6 +195,11 @@ static struct broker_session *do_register(int fd, char *id, char *err, size_t er
 	scope = json_dumps(sc, JSON_COMPACT);
 	if (!scope || rules_load_json(&rules, scope, err, errlen))
 		goto out;
+	/* The organisation's backstop: a scope may not ask for what the policy forbids. */
+	if (policy_check_scope(common->policy, &rules, err, errlen)) {
+		rules_free(&rules);
+		goto out;
+	}
 	if (audit_dir &&
 	    snprintf(audit, sizeof(audit), "%s/%s.log", audit_dir, id) >= (int)sizeof(audit)) {
 		snprintf(err, errlen, "audit log path too long");
@@ -211,17 +219,72 @@ out:
 	if (lfd >= 0)
 		close(lfd);
 	free(scope);
-	json_decref(msg);
-	free(line);
 	return s;
+}
+
+/* approvals.list / approvals.decide: one request, one answer. */
+static void do_approvals(int fd, json_t *msg, const char *op)
+{
+	const char *id = NULL, *reason = NULL;
+	char err[256];
+	int approve = 0;
+	json_t *ans;
+
+	if (!common->approvals) {
+		reply(fd, "this broker holds no approvals");
+		return;
+	}
+	if (!strcmp(op, "approvals.list")) {
+		ans = json_pack("{sbso}", "ok", 1, "approvals",
+				approvals_list(common->approvals, NULL));
+		reply_json(fd, ans);
+		json_decref(ans);
+		return;
+	}
+	if (strcmp(op, "approvals.decide") || json_unpack(msg, "{s:s, s:b, s?:s}", "id", &id,
+							  "approve", &approve, "reason", &reason)) {
+		reply(fd, "approvals ops: approvals.list, approvals.decide {id, approve, reason}");
+		return;
+	}
+	if (approvals_decide(common->approvals, id, approve, reason, err, sizeof(err)) < 0) {
+		reply(fd, err);
+		return;
+	}
+	fprintf(stderr, "bulkhead-broker: approval %s %s%s%s\n", id,
+		approve ? "approved" : "denied", reason ? ": " : "", reason ? reason : "");
+	reply(fd, NULL);
 }
 
 static void *control_thread(void *arg)
 {
-	int fd = (int)(intptr_t)arg;
+	int fd = (int)(intptr_t)arg, lfd = -1;
 	char id[BROKER_SESSION_ID_MAX + 1] = "", err[512], b[256];
-	struct broker_session *s = do_register(fd, id, err, sizeof(err));
+	char *line = read_registration(fd, &lfd, err, sizeof(err));
+	json_error_t je;
+	json_t *msg = line ? json_loads(line, JSON_REJECT_DUPLICATES, &je) : NULL;
+	const char *op = json_string_value(json_object_get(msg, "op"));
+	struct broker_session *s = NULL;
 
+	if (line && !msg)
+		snprintf(err, sizeof(err), "not JSON: column %d: %s", je.column, je.text);
+	else if (msg && !op)
+		snprintf(err, sizeof(err), "a message needs an \"op\"");
+	free(line);
+	if (op && !strncmp(op, "approvals.", 10)) {
+		if (lfd >= 0)
+			close(lfd);
+		do_approvals(fd, msg, op);
+		json_decref(msg);
+		close(fd);
+		return NULL;
+	}
+	if (op) {
+		s = do_register(msg, lfd, id, err, sizeof(err));
+		lfd = -1;
+	}
+	json_decref(msg);
+	if (lfd >= 0)
+		close(lfd);
 	if (!s) {
 		fprintf(stderr, "bulkhead-broker: registration refused: %s\n", err);
 		reply(fd, err);
@@ -241,14 +304,15 @@ static void *control_thread(void *arg)
 	return NULL;
 }
 
-int control_serve(const char *path, const struct broker_common *c, const char *dir, char *err,
-		  size_t errlen)
+int control_serve(const char *path, const struct broker_common *c, const char *dir,
+		  int registrations, char *err, size_t errlen)
 {
 	pthread_attr_t attr;
 	int lfd;
 
 	common = c;
 	audit_dir = dir;
+	allow_register = registrations;
 	lfd = unix_listen(path, 64, false);
 	if (lfd < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s%s", path, strerror(-lfd),

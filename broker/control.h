@@ -6,6 +6,11 @@
  * Registration, one JSON line:  {"op":"register","session":ID,"scope":{...rules...}}
  * Answer, one JSON line:        {"ok":true} or {"ok":false,"error":"..."}
  *
+ * The same socket answers `bulkhead approvals` (one request, one answer each):
+ *   {"op":"approvals.list"}                        -> {"ok":true,"approvals":[...]}
+ *   {"op":"approvals.decide","id":ID,"approve":B,"reason":R} -> {"ok":true} or an error
+ * A private (one-session) broker serves these too, and refuses registrations.
+ *
  * Only the broker's own user (or root) may connect: the peer's credentials are checked on
  * every connection, and the socket is made mode 0600. No vsock port leads here. */
 #ifndef BULKHEAD_BROKER_CONTROL_H
@@ -18,6 +23,6 @@
 /* Serves the control socket at PATH forever; audit logs go to AUDIT_DIR/<session>.log (NULL:
  * none). Returns only on a set-up failure, with one line in err. */
 int control_serve(const char *path, const struct broker_common *common, const char *audit_dir,
-		  char *err, size_t errlen);
+		  int registrations, char *err, size_t errlen);
 
 #endif

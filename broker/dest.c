@@ -106,12 +106,13 @@ fail:
 	return -1;
 }
 
-int dest_connect(const struct rules_dest *d, int timeout_ms, char *why, size_t whylen)
+int dest_connect(const struct rules_dest *d, const struct policy *p, int timeout_ms, char *why,
+		 size_t whylen)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res = NULL, *ai;
-	char port[8], shown[INET6_ADDRSTRLEN] = "";
-	int rc, fd = -1, refused = 0, err = 0;
+	char port[8], shown[INET6_ADDRSTRLEN] = "", cidr[64] = "";
+	int rc, fd = -1, refused = 0, err = 0, global = 0;
 
 	snprintf(port, sizeof(port), "%u", d->port);
 	rc = getaddrinfo(d->host, port, &hints, &res);
@@ -126,6 +127,11 @@ int dest_connect(const struct rules_dest *d, int timeout_ms, char *why, size_t w
 				: (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
 
 		inet_ntop(ai->ai_family, ip, shown, sizeof(shown));
+		/* The global policy's networks first: no rule's allow_addresses reach past them. */
+		if (policy_addr_denied(p, ai->ai_addr, cidr, sizeof(cidr))) {
+			global++;
+			continue;
+		}
 		if (!dest_addr_allowed(d, ai->ai_addr)) {
 			refused++;
 			continue;
@@ -142,6 +148,12 @@ int dest_connect(const struct rules_dest *d, int timeout_ms, char *why, size_t w
 		snprintf(why, whylen, "cannot connect to %s (%s) port %u: %s", d->host, shown,
 			 d->port, strerror(err));
 		return -1;
+	}
+	if (global && !refused) {
+		snprintf(why, whylen,
+			 "denied by the global policy: %s resolves to %s, in forbidden network %s",
+			 d->host, shown, cidr);
+		return DEST_REFUSED;
 	}
 	if (refused) {
 		snprintf(why, whylen,

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "broker/policy.h"
 #include "broker/rules.h"
 
 /* 1 when ADDR is loopback, private, link-local, cloud metadata, multicast, unspecified or
@@ -15,9 +16,11 @@ int dest_addr_is_special(const struct sockaddr *addr);
 /* 1 when ADDR may be used for D: public, or listed in D's allow_addresses. */
 int dest_addr_allowed(const struct rules_dest *d, const struct sockaddr *addr);
 #define DEST_REFUSED (-2)
-/* Resolves and connects to D (timeout in ms per attempt). Returns a socket; DEST_REFUSED when
+/* Resolves and connects to D (timeout in ms per attempt), never to an address in P's
+ * deny_cidrs (P may be NULL). Returns a socket; DEST_REFUSED when
  * every address was refused by policy; -1 when resolving or connecting failed. why gets one
  * line in both failure cases. */
-int dest_connect(const struct rules_dest *d, int timeout_ms, char *why, size_t whylen);
+int dest_connect(const struct rules_dest *d, const struct policy *p, int timeout_ms, char *why,
+		 size_t whylen);
 
 #endif

@@ -73,6 +73,9 @@ static int rq_begin(http_parser *p)
 	c->is_head = c->chunked_in = c->client_10 = c->expect_continue = 0;
 	c->resp_started = c->resp_done = c->has_body = 0;
 	c->connect_ok = c->serve_ca = 0;
+	hold_end(c);
+	c->layer = NULL;
+	c->secret_name[0] = c->approval_id[0] = 0;
 	c->dest = NULL;
 	c->bytes_up = c->bytes_down = 0;
 	c->method[0] = c->host[0] = c->rule[0] = 0;
@@ -224,6 +227,13 @@ static int connect_request(struct conn *c)
 		set_err(c, 501, "CONNECT is not available: this broker has no session CA");
 		return -1;
 	}
+	if (policy_host_denied(c->cfg->policy, c->host)) {
+		snprintf(c->rule, sizeof(c->rule), "deny_hosts:%s",
+			 policy_host_denied(c->cfg->policy, c->host));
+		c->layer = layer_name(LAYER_GLOBAL);
+		set_err(c, 403, "denied by the global policy: %s is never reachable", c->host);
+		return -1;
+	}
 	if (!rules_https_host(c->cfg->rules, c->host, u.port)) {
 		set_err(c, 403, "denied: no https rule for %s:%u", c->host, u.port);
 		return -1;
@@ -237,7 +247,7 @@ static int connect_request(struct conn *c)
 static int rq_headers(http_parser *p)
 {
 	struct conn *c = CONN(p);
-	const struct rules_secret *inj[16];
+	const struct rules_secret *inj[DECIDE_MAX_INJECT];
 	struct rules_req q;
 	struct sb o = { 0 };
 	char path[PROXY_MAX_URL + 1], scheme[8];
@@ -322,31 +332,28 @@ static int rq_headers(http_parser *p)
 		set_err(c, 400, "dot segments, encoded slashes or backslashes in the path");
 		return -1;
 	}
-	for (i = 0; i < c->cfg->rules->n_secrets && n_inj < 16; i++) {
-		const struct rules_dest *d = rules_secret_match(&c->cfg->rules->secrets[i], &q);
+	{
+		struct decide_req dq = {
+			c->method, c->host, port, path, https_url, NULL, DECIDE_GIT_REFS_UNKNOWN
+		};
+		struct decision d;
 
-		if (!d)
-			continue;
-		if (!c->dest)
-			c->dest = d;
-		/* All credentials for one request go over the same kind of connection. */
-		if (d->scheme == c->dest->scheme)
-			inj[n_inj++] = &c->cfg->rules->secrets[i];
-	}
-	if (!c->dest)
-		c->dest = rules_allow_match(c->cfg->rules, &q);
-	if (n_inj)
-		snprintf(c->rule, sizeof(c->rule), "secret:%s", inj[0]->name);
-	else if (c->dest)
-		snprintf(c->rule, sizeof(c->rule), "allow:%s", c->dest->host);
-	if (!c->dest) {
-		set_err(c, 403, "denied: no rule allows %s %s", c->method, c->log_path);
-		return -1;
-	}
-	if (https_url && c->dest->scheme != RULES_HTTPS) {
-		set_err(c, 403, "denied: the rule for %s is plain http, the URL asks for https",
-			c->host);
-		return -1;
+		decide(c->cfg->policy, c->cfg->rules, &dq, &d);
+		snprintf(c->rule, sizeof(c->rule), "%s", d.rule);
+		c->layer = layer_name(d.layer);
+		if (d.n_inject)
+			snprintf(c->secret_name, sizeof(c->secret_name), "%s", d.inject[0]->name);
+		if (d.verdict == VERDICT_DENY) {
+			set_err(c, 403, "%s", d.why);
+			return -1;
+		}
+		c->dest = d.dest;
+		n_inj = d.n_inject;
+		memcpy(inj, d.inject, n_inj * sizeof(inj[0]));
+		/* Held: a person decides (or, for a push rule, the body must be read first). */
+		c->hold = d.verdict == VERDICT_APPROVAL || d.needs_body;
+		c->req_https = https_url;
+		c->hold_needs_body = d.verdict != VERDICT_APPROVAL;
 	}
 	/* Every secret the rules name is scrubbed from every response, whichever host sent it
 	 * (a host may echo what another request carried), so all are loaded, once. */
@@ -374,6 +381,14 @@ static int rq_headers(http_parser *p)
 	}
 	c->up_head = o.b;
 	c->up_head_len = o.n;
+	if (c->hold) {
+		/* Nothing reaches the upstream, not even a connection, before the decision. */
+		hold_begin(c, c->hold_needs_body);
+		if (c->expect_continue && !c->client_10 &&
+		    client_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25))
+			return -1;
+		return 0;
+	}
 	reused = c->up_fd >= 0 && c->up_dest == c->dest;
 	if (!reused) {
 		up_close(c);
@@ -413,9 +428,7 @@ static void audit_request(struct conn *c, int status, uint64_t duration_us)
 	const struct proxy_config *cfg = c->cfg;
 	if (!cfg->audit)
 		return;
-	const char *secret = NULL, *decision = "allow";
-	if (strncmp(c->rule, "secret:", 7) == 0)
-		secret = c->rule + 7;
+	const char *secret = c->secret_name[0] ? c->secret_name : NULL, *decision = "allow";
 	if (strncmp(c->rule, "tripwire:", 9) == 0)
 		decision = "tripwire";
 	else if (status == 403)
@@ -431,6 +444,8 @@ static void audit_request(struct conn *c, int status, uint64_t duration_us)
 		.rule = c->rule[0] ? c->rule : NULL,
 		.secret = secret,
 		.decision = decision,
+		.layer = c->layer,
+		.approval = c->approval_id[0] ? c->approval_id : NULL,
 		.status = status,
 		.bytes_out = c->bytes_up,
 		.bytes_in = c->bytes_down,
@@ -465,8 +480,10 @@ static int rq_body(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = CONN(p);
 
-	if (c->err_status || c->up_fd < 0)
+	if (c->err_status || (c->up_fd < 0 && !c->hold))
 		return -1;
+	if (c->hold)
+		hold_body(c, at, len);
 	return body_feed(c, at, len, 0);
 }
 
@@ -503,8 +520,18 @@ static int rq_complete(http_parser *p)
 			c->close_after = 1; /* stops the parser; not an error */
 		return serve_ca(c) || c->close_after ? -1 : 0;
 	}
-	if (c->err_status || c->up_fd < 0)
+	if (c->err_status || (c->up_fd < 0 && !c->hold))
 		return -1;
+	if (c->hold) {
+		/* Decided now: approved (or no longer covered) goes on, like any request. */
+		if (hold_decide(c))
+			return -1;
+		if (c->up_fd < 0 || c->up_dest != c->dest) {
+			up_close(c);
+			if (upstream_open(c))
+				return -1;
+		}
+	}
 	if (body_finish(c))
 		return -1;
 	if (!http_should_keep_alive(p))
@@ -698,6 +725,7 @@ out:
 	free(c->up_head);
 	secrets_wipe(c);
 	sb_wipe(&c->body_buf);
+	hold_end(c);
 	scrub_free(&c->scrub);
 	OPENSSL_cleanse(c, sizeof(*c));
 	free(c);

@@ -9,7 +9,9 @@
 #include <openssl/ssl.h>
 
 #include "broker/audit.h"
+#include "broker/approvals.h"
 #include "broker/mitm_ca.h"
+#include "broker/policy.h"
 #include "broker/rules.h"
 
 #include <pthread.h>
@@ -31,6 +33,8 @@ struct proxy_config {
 	const struct secret_source *secrets;
 	SSL_CTX *tls;		/* verified upstream TLS (upstream_tls.h) */
 	struct mitm_ca *mitm;	/* the session CA for CONNECT (mitm_ca.h), or NULL: no CONNECT */
+	const struct policy *policy;	/* the global policy (policy.h), or NULL: none */
+	struct approvals *approvals;	/* where held requests wait (approvals.h) */
 	int io_timeout_ms;	/* idle time allowed on either side */
 	int connect_timeout_ms; /* per upstream address */
 	int log;		/* one line per request on stderr */

@@ -19,6 +19,8 @@ void body_plan(struct conn *c, size_t n_inj)
 {
 	if (!c->has_body)
 		c->body_mode = BODY_NONE;
+	else if (c->hold)
+		c->body_mode = BODY_BUFFER; /* nothing goes upstream before the decision */
 	else if (c->chunked_in)
 		c->body_mode = BODY_CHUNKED;
 	else if (c->rq.content_length <= PROXY_BODY_BUFFER)
@@ -66,9 +68,11 @@ static int body_out(struct conn *c, const char *b, size_t n)
 		return 0;
 	switch (c->body_mode) {
 	case BODY_BUFFER:
-		if (c->body_buf.n + n > PROXY_BODY_GROWN_MAX) {
-			set_err(c, 413, "request body grew past %d bytes with its secrets",
-				PROXY_BODY_GROWN_MAX);
+		if (c->body_buf.n + n > (c->hold ? PROXY_HOLD_MAX : PROXY_BODY_GROWN_MAX)) {
+			set_err(c, 413, "request body larger than %d bytes %s",
+				c->hold ? PROXY_HOLD_MAX : PROXY_BODY_GROWN_MAX,
+				c->hold ? "cannot be held for approval"
+					: "with its secrets replaced");
 			return -1;
 		}
 		sb_add(&c->body_buf, b, n);

@@ -13,6 +13,9 @@
 #include <http_parser.h>
 #include <openssl/ssl.h>
 
+#include <openssl/evp.h>
+
+#include "broker/decide.h"
 #include "broker/proxy.h"
 #include "broker/rules.h"
 #include "broker/scrub.h"
@@ -55,7 +58,7 @@ struct conn {
 	/* The current request. */
 	int is_head, chunked_in, client_10, expect_continue, resp_started, resp_done;
 	int has_body, in_head;
-	char method[16], host[RULES_HOST_MAX + 1], log_path[200], rule[RULES_HOST_MAX + 16];
+	char method[16], host[RULES_HOST_MAX + 1], log_path[200], rule[320];
 	const struct rules_dest *dest;
 	struct timespec t0;
 	size_t bytes_up, bytes_down;
@@ -86,12 +89,23 @@ struct conn {
 	char carry[16384 + 128]; /* body bytes waiting for the rest of a placeholder */
 	size_t carry_n;
 	struct sb body_buf; /* BODY_BUFFER: the whole body, placeholders replaced */
+	/* What decided the current request (decide.h), for the audit log. */
+	const char *layer;
+	char secret_name[RULES_NAME_MAX + 1];
+	char approval_id[APPROVAL_ID_LEN + 1];
+	/* A request held for approval (proxy_hold.c): nothing goes upstream before a yes. */
+	int hold, hold_needs_body;
+	int req_https; /* the current request asked for https */
+	EVP_MD_CTX *hold_md;  /* SHA-256 of the request as received */
+	char hold_raw[65536]; /* the body's first bytes as the guest sent them */
+	size_t hold_raw_n;
 };
 
 enum { PH_HEADER, PH_URL, PH_BODY }; /* where placeholders() replaces: how values travel */
 enum { BODY_NONE, BODY_STREAM, BODY_CHUNKED, BODY_BUFFER };
 #define PROXY_BODY_BUFFER    65536     /* Content-Length bodies held to be re-measured */
 #define PROXY_BODY_GROWN_MAX (1 << 20) /* ... and what they may grow to with secrets */
+#define PROXY_HOLD_MAX	     (64 << 20) /* a body held for approval */
 
 #define CONN(p) ((struct conn *)(p)->data)
 
@@ -128,5 +142,10 @@ void body_plan(struct conn *c, size_t n_inj);
 int body_feed(struct conn *c, const char *at, size_t len, int final);
 int body_finish(struct conn *c);
 int body_send_held(struct conn *c);
+/* proxy_hold.c */
+void hold_begin(struct conn *c, int needs_body_only);
+void hold_body(struct conn *c, const char *at, size_t len);
+int hold_decide(struct conn *c);
+void hold_end(struct conn *c);
 
 #endif

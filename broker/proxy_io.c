@@ -225,7 +225,7 @@ int upstream_open(struct conn *c)
 {
 	char why[300];
 
-	c->up_fd = dest_connect(c->dest, c->cfg->connect_timeout_ms, why, sizeof(why));
+	c->up_fd = dest_connect(c->dest, c->cfg->policy, c->cfg->connect_timeout_ms, why, sizeof(why));
 	if (c->up_fd < 0) {
 		set_err(c, c->up_fd == DEST_REFUSED ? 403 : 502, "%s", why);
 		c->up_fd = -1;

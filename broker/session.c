@@ -180,6 +180,8 @@ struct broker_session *broker_session_start(const struct broker_common *common, 
 		.audit = s->audit,
 		.audit_lock = &s->audit_lock,
 		.session = s->id,
+		.policy = common->policy,
+		.approvals = common->approvals,
 	};
 	/* The session CA for CONNECT: made here, never written anywhere; the guest fetches its
 	 * certificate through the proxy and trusts nothing else. */
@@ -207,6 +209,9 @@ void broker_session_end(struct broker_session *s)
 		if (s->conns[i] >= 0)
 			shutdown(s->conns[i], SHUT_RDWR);
 	pthread_mutex_unlock(&s->lock);
+	/* Its held requests are denied: nothing of a session outlives it. */
+	if (s->cfg.approvals)
+		approvals_session_end(s->cfg.approvals, s->id);
 	pthread_join(s->acceptor, NULL);
 	close(s->lfd);
 	s->lfd = -1;

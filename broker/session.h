@@ -8,6 +8,8 @@
 
 #include <openssl/ssl.h>
 
+#include "broker/approvals.h"
+#include "broker/policy.h"
 #include "broker/proxy.h"
 #include "broker/rules.h"
 
@@ -23,6 +25,8 @@ struct broker_common {
 	SSL_CTX *tls;			     /* verified upstream TLS */
 	int log;			     /* one line per request on stderr */
 	int io_timeout_ms, connect_timeout_ms;
+	const struct policy *policy;  /* the global policy, or NULL */
+	struct approvals *approvals; /* requests held for a person, all sessions */
 };
 
 struct broker_session;

@@ -178,7 +178,7 @@ int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const st
 		close(lfd); /* the shared broker has its own copy now */
 		return rc;
 	}
-	const char *argv[16];
+	const char *argv[24];
 	int n = 0;
 	argv[n++] = bin;
 	argv[n++] = "--listen-fd";
@@ -204,6 +204,19 @@ int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const st
 	argv[n++] = o->audit ? o->audit : audit;
 	argv[n++] = "--session";
 	argv[n++] = rd->id;
+	/* `bulkhead approvals` finds a private broker at <run dir>/broker.ctl. */
+	char ctl[PATH_MAX];
+	if (rundir_file(rd, "broker.ctl", 1, ctl, sizeof(ctl)) < 0) {
+		snprintf(err, errlen, "run directory path too long for a socket");
+		close(lfd);
+		return -1;
+	}
+	argv[n++] = "--control";
+	argv[n++] = ctl;
+	if (o->policy) {
+		argv[n++] = "--policy";
+		argv[n++] = o->policy;
+	}
 	argv[n] = NULL;
 	pid_t pid = proc_spawn_listener((char *const *)argv, lfd, diag_fd);
 	close(lfd);

@@ -21,6 +21,7 @@ struct broker_opts {
 	const char *ca_file; /* NULL: the system trust store */
 	const char *audit;   /* NULL: the default, one log per session (broker_dev.c) */
 	const char *shared;  /* a shared broker's control socket: register there instead */
+	const char *policy;  /* the global policy file, for a private broker; NULL: none */
 };
 
 /* ${XDG_STATE_HOME:-~/.local/state}/bulkhead/audit, made (0700) if missing. 0 or -errno. */

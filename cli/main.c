@@ -27,6 +27,10 @@ static const struct command commands[] = {
 	  "                                  rotate-key); values only from stdin or a file" },
 	{ "broker", cmd_broker,
 	  "broker [--control PATH] [OPTS]  a shared credential broker sessions register with" },
+	{ "policy", cmd_policy,
+	  "policy check FILE... | explain  validate policies and scopes; how a request is decided" },
+	{ "approvals", cmd_approvals,
+	  "approvals list|show|approve|deny  requests held for a person's decision" },
 	{ "audit", cmd_audit, "audit verify FILE               check the audit log's hash chain" },
 };
 

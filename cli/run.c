@@ -45,6 +45,8 @@ static const char usage[] =
 	"  --ca-file FILE          trust only this CA for the broker's upstream TLS\n"
 	"  --audit FILE            the broker's audit log (default: one per session under\n"
 	"                          ~/.local/state/bulkhead/audit/; 'bulkhead audit verify')\n"
+	"  --policy FILE           the global policy (default /etc/bulkhead/policy.json when it\n"
+	"                          exists): what no session may do, limits, approval rules\n"
 	"  --broker SOCK           register with a shared broker ('bulkhead broker') at its\n"
 	"                          control socket SOCK instead of starting a private one\n"
 	"                          (default: $BULKHEAD_BROKER when set)\n"
@@ -98,7 +100,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		OPT_CA_FILE,
 		OPT_AUDIT,
 		OPT_BROKER,
-		OPT_RAM_FILE
+		OPT_RAM_FILE,
+		OPT_POLICY
 	};
 	static const struct option longopts[] = {
 		{ "engine", required_argument, NULL, OPT_ENGINE },
@@ -115,6 +118,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		{ "audit", required_argument, NULL, OPT_AUDIT },
 		{ "broker", required_argument, NULL, OPT_BROKER },
 		{ "ram-file", required_argument, NULL, OPT_RAM_FILE },
+		{ "policy", required_argument, NULL, OPT_POLICY },
 		{ "env", required_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "interactive", no_argument, NULL, 'i' },
@@ -172,6 +176,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 			break;
 		case OPT_BROKER:
 			o->broker.shared = optarg;
+			break;
+		case OPT_POLICY:
+			o->policy = optarg;
 			break;
 		case OPT_RAM_FILE:
 			if (!*optarg || strchr(optarg, ','))
@@ -322,6 +329,12 @@ static int session_main(struct run_opts *o_, int notify_fd)
 		fprintf(stderr, "bulkhead: %s\n", err);
 		return EXIT_BULKHEAD;
 	}
+	/* The organisation's backstop, before anything starts. */
+	if (policy_gate(&o, &fs, err, sizeof(err)) < 0) {
+		fprintf(stderr, "bulkhead: %s\n", err);
+		return EXIT_BULKHEAD;
+	}
+	o.broker.policy = o.policy;
 	struct engine_choice choice;
 	if (engine_choose(o.engine, &choice) < 0) {
 		fprintf(stderr, "bulkhead: engine %s: %s\n", engine_name(o.engine), choice.why);

@@ -25,6 +25,7 @@ struct run_opts {
 	const char *kernel, *initrd;
 	const char *console_path;  /* --console FILE: the whole serial console */
 	const char *ram_file;	   /* --ram-file FILE: guest RAM kept in FILE (qemu engine) */
+	const char *policy;	   /* --policy FILE, or the default when it exists (policy_gate) */
 	const char *work;	   /* --work DIR[:ro|:rw], NULL for none */
 	struct broker_opts broker; /* --scope, --vault, --ca-file */
 	bool verbose;		   /* -v: the serial console on stderr too */
@@ -113,6 +114,10 @@ int session_watch(const struct run_opts *o, struct guest *g);
 int run_kernel_cmdline(const struct engine_choice *c, bool quiet, const char *work_mode, char *buf,
 		       size_t len);
 int cmd_run(int argc, char **argv);
+/* policy_gate.c: applies the global policy to the options before anything starts (share,
+ * limits, scope); may set the timeout from the policy's session lifetime. 0 or -1 + err. */
+struct share_fs;
+int policy_gate(struct run_opts *o, const struct share_fs *fs, char *err, size_t errlen);
 /* `bulkhead start`: a detached session; prints its id once the guest is ready. */
 int cmd_start(int argc, char **argv);
 /* session_cmds.c: `bulkhead exec ID -- CMD`, `bulkhead stop ID`. */

@@ -1,0 +1,216 @@
+/* cli/policy_cmd.c: `bulkhead policy check FILE...` (global policies and session scopes,
+ * errors with line and column) and `bulkhead policy explain` (what decide() says about one
+ * request, and which rule says it). */
+#include "cli/broker_cmds.h"
+#include "cli/run.h"
+
+#include "broker/decide.h"
+#include "broker/policy.h"
+#include "broker/rules.h"
+#include "lib/json_where.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <http_parser.h>
+#include <jansson.h>
+
+static const char policy_usage[] =
+	"usage: bulkhead policy check FILE...\n"
+	"       bulkhead policy explain [--policy FILE] --scope FILE METHOD URL\n"
+	"\n"
+	"check: validates global policies and session scopes (told apart by their keys: a scope\n"
+	"has \"secrets\" or \"allow\"); prints 'FILE: ok (policy|scope)' or 'FILE: line L, column\n"
+	"C: what is wrong'. Exit 0 when all are good, 1 otherwise.\n"
+	"explain: how the broker would decide METHOD URL for a session with that scope under\n"
+	"that policy (default " POLICY_DEFAULT_PATH " when it exists): the decision, the layer\n"
+	"(global, scope, approval, default) and the rule behind it.\n";
+
+static char *slurp(const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = malloc((1 << 20) + 1);
+	size_t n = f && buf ? fread(buf, 1, 1 << 20, f) : 0;
+
+	if (!f || !buf || ferror(f) || (n == 1 << 20 && fgetc(f) != EOF)) {
+		snprintf(err, errlen, "%s",
+			 !f ? strerror(errno) : "unreadable or larger than 1 MiB");
+		if (f)
+			fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* Scope errors name a path ("secrets[0].destinations[1]: ..."): add where it is. */
+static void scope_error_where(const char *text, const char *msg, char *out, size_t len)
+{
+	char path[128];
+	size_t n = strcspn(msg, ": ");
+	int line, col;
+
+	if (msg[n] == ':' && n < sizeof(path) && strncmp(msg, "line ", 5)) {
+		memcpy(path, msg, n);
+		path[n] = '\0';
+		if (!json_where(text, path, &line, &col)) {
+			snprintf(out, len, "line %d, column %d: %s", line, col, msg);
+			return;
+		}
+	}
+	snprintf(out, len, "%s", msg);
+}
+
+static int check_one(const char *path)
+{
+	char err[512], where[640];
+	char *text = slurp(path, err, sizeof(err));
+	json_t *root;
+	int is_scope, rc = 0;
+
+	if (!text) {
+		printf("%s: %s\n", path, err);
+		return 1;
+	}
+	root = json_loads(text, 0, NULL);
+	is_scope = json_is_object(root) &&
+		   (json_object_get(root, "secrets") || json_object_get(root, "allow"));
+	json_decref(root);
+	if (is_scope) {
+		struct rules r;
+
+		if (rules_load_json(&r, text, err, sizeof(err))) {
+			scope_error_where(text, err, where, sizeof(where));
+			printf("%s: %s\n", path, where);
+			rc = 1;
+		} else {
+			printf("%s: ok (scope: %zu secret%s, %zu allowed destination%s)\n", path,
+			       r.n_secrets, r.n_secrets == 1 ? "" : "s", r.n_allow,
+			       r.n_allow == 1 ? "" : "s");
+			rules_free(&r);
+		}
+	} else {
+		struct policy p;
+
+		if (policy_load_json(&p, text, err, sizeof(err))) {
+			printf("%s: %s\n", path, err);
+			rc = 1;
+		} else {
+			printf("%s: ok (policy: %zu denied host%s, %zu denied network%s, %zu "
+			       "approval rule%s)\n",
+			       path, p.n_deny_hosts, p.n_deny_hosts == 1 ? "" : "s", p.n_deny_cidrs,
+			       p.n_deny_cidrs == 1 ? "" : "s", p.n_approvals,
+			       p.n_approvals == 1 ? "" : "s");
+			policy_free(&p);
+		}
+	}
+	free(text);
+	return rc;
+}
+
+static int explain(int argc, char **argv)
+{
+	static const struct option opts[] = { { "policy", required_argument, NULL, 'p' },
+					      { "scope", required_argument, NULL, 's' },
+					      { NULL, 0, NULL, 0 } };
+	const char *policy_path = NULL, *scope_path = NULL, *method, *url;
+	struct policy pol, *pp = NULL;
+	struct rules scope;
+	struct http_parser_url u;
+	struct decision d;
+	char err[512], host[RULES_HOST_MAX + 1], path[4096];
+	int o, port = -1, https;
+	size_t i;
+
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (o == 'p')
+			policy_path = optarg;
+		else if (o == 's')
+			scope_path = optarg;
+		else
+			return EXIT_BULKHEAD;
+	}
+	if (!scope_path || argc - optind != 2) {
+		fputs(policy_usage, stderr);
+		return EXIT_BULKHEAD;
+	}
+	method = argv[optind];
+	url = argv[optind + 1];
+	http_parser_url_init(&u);
+	if (http_parser_parse_url(url, strlen(url), 0, &u) || !(u.field_set & (1 << UF_SCHEMA)) ||
+	    !(u.field_set & (1 << UF_HOST)) || u.field_data[UF_HOST].len > RULES_HOST_MAX) {
+		fprintf(stderr, "bulkhead policy explain: '%s' is not an absolute http(s) URL\n",
+			url);
+		return EXIT_BULKHEAD;
+	}
+	https = u.field_data[UF_SCHEMA].len == 5 &&
+		!strncasecmp(url + u.field_data[UF_SCHEMA].off, "https", 5);
+	for (i = 0; i < u.field_data[UF_HOST].len; i++)
+		host[i] = (char)tolower((unsigned char)url[u.field_data[UF_HOST].off + i]);
+	host[i] = '\0';
+	if (u.field_set & (1 << UF_PORT))
+		port = u.port;
+	snprintf(path, sizeof(path), "%.*s%s%.*s",
+		 (u.field_set & (1 << UF_PATH)) ? (int)u.field_data[UF_PATH].len : 1,
+		 (u.field_set & (1 << UF_PATH)) ? url + u.field_data[UF_PATH].off : "/",
+		 (u.field_set & (1 << UF_QUERY)) ? "?" : "",
+		 (u.field_set & (1 << UF_QUERY)) ? (int)u.field_data[UF_QUERY].len : 0,
+		 (u.field_set & (1 << UF_QUERY)) ? url + u.field_data[UF_QUERY].off : "");
+	if (!policy_path && access(POLICY_DEFAULT_PATH, F_OK) == 0)
+		policy_path = POLICY_DEFAULT_PATH;
+	if (policy_path) {
+		if (policy_load_file(&pol, policy_path, err, sizeof(err))) {
+			fprintf(stderr, "bulkhead policy explain: %s\n", err);
+			return EXIT_BULKHEAD;
+		}
+		pp = &pol;
+	}
+	if (rules_load_file(&scope, scope_path, err, sizeof(err))) {
+		fprintf(stderr, "bulkhead policy explain: %s: %s\n", scope_path, err);
+		if (pp)
+			policy_free(pp);
+		return EXIT_BULKHEAD;
+	}
+	struct decide_req q = { method, host, port, path, https, NULL, DECIDE_GIT_REFS_UNKNOWN };
+	decide(pp, &scope, &q, &d);
+	printf("decision: %s\nlayer:    %s\nrule:     %s\n", verdict_name(d.verdict),
+	       layer_name(d.layer), d.rule);
+	if (d.verdict == VERDICT_DENY)
+		printf("why:      %s\n", d.why);
+	for (i = 0; i < d.n_inject; i++)
+		printf("inject:   %s\n", d.inject[i]->name);
+	if (d.needs_body && d.verdict == VERDICT_ALLOW)
+		printf("note:     a git push here is held for approval when it updates a ref an "
+		       "approval rule names\n");
+	rules_free(&scope);
+	if (pp)
+		policy_free(pp);
+	return 0;
+}
+
+int cmd_policy(int argc, char **argv)
+{
+	int bad = 0;
+
+	if (argc >= 2 && !strcmp(argv[1], "explain"))
+		return explain(argc - 1, argv + 1);
+	if (argc >= 3 && !strcmp(argv[1], "check")) {
+		for (int i = 2; i < argc; i++)
+			bad |= check_one(argv[i]);
+		return bad;
+	}
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(policy_usage, stdout);
+		return 0;
+	}
+	fputs(policy_usage, stderr);
+	return EXIT_BULKHEAD;
+}

@@ -1,0 +1,75 @@
+#!/bin/sh
+# The global policy without a VM: `bulkhead policy check` and `policy explain` against golden
+# outputs (tests/golden/policy/), and `bulkhead run` refusing, before any VM starts, what the
+# policy forbids — each refusal naming the rule.
+. "$(dirname "$0")/lib.sh"
+
+G=$(cd "$(dirname "$0")/../golden/policy" && pwd)
+export BULKHEAD_RUNDIR="$TMP/run"
+
+# policy check: every file, one line each, errors with line and column.
+(cd "$G" && for f in *.json; do "$BULKHEAD" policy check "$f"; done) > "$TMP/check.out" 2>&1
+if diff -u "$G/check.out" "$TMP/check.out" > "$TMP/check.diff"; then
+	ok "policy check: $(grep -c ': ok' "$G/check.out") good files pass, $(grep -c ': line' "$G/check.out") broken ones named with line and column"
+else
+	not_ok "policy check output matches tests/golden/policy/check.out" "$(cat "$TMP/check.diff")"
+fi
+(cd "$G" && "$BULKHEAD" policy check good-policy.json bad-key.json > /dev/null 2>&1)
+check_eq "policy check exits 1 when any file is broken" 1 "$?"
+(cd "$G" && "$BULKHEAD" policy check good-policy.json good-scope.json > /dev/null 2>&1)
+check_eq "policy check exits 0 when all are good" 0 "$?"
+
+# policy explain: the decision, the layer and the rule, for each case.
+(cd "$G" && while read -r pol sc m u; do
+	echo "\$ bulkhead policy explain --policy $pol --scope $sc $m $u"
+	"$BULKHEAD" policy explain --policy "$pol" --scope "$sc" "$m" "$u"
+done < explain.cases) > "$TMP/explain.out" 2>&1
+if diff -u "$G/explain.out" "$TMP/explain.out" > "$TMP/explain.diff"; then
+	ok "policy explain: $(grep -c '^\$' "$G/explain.out") cases match tests/golden/policy/explain.out"
+else
+	not_ok "policy explain output matches the golden file" "$(cat "$TMP/explain.diff")"
+fi
+
+# bulkhead run: refused before anything starts, naming the global rule.
+refused() { # NAME PATTERN ARGS...
+	name=$1 pat=$2
+	shift 2
+	"$BULKHEAD" run --policy "$G/good-policy.json" "$@" -- true > "$TMP/out" 2> "$TMP/err"
+	rc=$?
+	if [ $rc = 125 ] && grep -q -- "$pat" "$TMP/err" && [ -z "$(ls -A "$BULKHEAD_RUNDIR" 2> /dev/null)" ]; then
+		ok "$name: $(head -n 1 "$TMP/err")"
+	else
+		not_ok "$name" "rc=$rc" "$(cat "$TMP/err")" "$(ls -A "$BULKHEAD_RUNDIR" 2> /dev/null)"
+	fi
+}
+refused "a scope naming a secret the policy forbids" 'deny_secrets: "prod_\*"' \
+	--scope "$G/forbidden-scope.json"
+cat > "$TMP/corp-scope.json" << 'SCOPE'
+{ "allow": [ { "scheme": "https", "host": "wiki.corp.example" } ] }
+SCOPE
+refused "a scope allowing a host the policy forbids" 'deny_hosts: "\*.corp.example"' \
+	--scope "$TMP/corp-scope.json"
+cat > "$TMP/meta-scope.json" << 'SCOPE'
+{ "allow": [ { "scheme": "http", "host": "169.254.169.254", "allow_addresses": ["169.254.169.254"] } ] }
+SCOPE
+refused "a scope reaching into a network the policy forbids" 'deny_cidrs: "169.254.0.0/16"' \
+	--scope "$TMP/meta-scope.json"
+mkdir -p "$TMP/home/.ssh" "$TMP/home/project"
+HOME=$TMP/home refused "sharing a directory that holds ~/.ssh" 'deny_share_paths: "~/.ssh"' \
+	--work "$TMP/home"
+HOME=$TMP/home refused "sharing ~/.ssh itself, read-only" 'deny_share_paths: "~/.ssh"' \
+	--work "$TMP/home/.ssh:ro"
+refused "sharing /etc" 'deny_share_paths: "/etc"' --work /etc
+refused "sharing / (which holds /etc)" 'deny_share_paths' --work /
+refused "more memory than the policy allows" 'limits.max_mem_mib' --mem 2048
+refused "more vCPUs than the policy allows" 'limits.max_cpus' --cpus 4
+refused "a longer session than the policy allows" 'limits.max_session_seconds' --timeout 7200
+printf '{ "deny_hosts": [ "a.example" ], }\n' > "$TMP/broken.json"
+"$BULKHEAD" run --policy "$TMP/broken.json" -- true > /dev/null 2> "$TMP/err"
+rc=$?
+if [ $rc = 125 ] && grep -q "broken.json: line 1, column" "$TMP/err"; then
+	ok "a broken policy file stops the session with its line and column: $(cat "$TMP/err")"
+else
+	not_ok "broken policy refused" "rc=$rc" "$(cat "$TMP/err")"
+fi
+plan_done
