@@ -17,10 +17,10 @@
 
 void body_plan(struct conn *c, size_t n_inj)
 {
-	if (!c->has_body)
+	if (c->hold)
+		c->body_mode = BODY_BUFFER; /* nothing, not even the head, before the decision */
+	else if (!c->has_body)
 		c->body_mode = BODY_NONE;
-	else if (c->hold)
-		c->body_mode = BODY_BUFFER; /* nothing goes upstream before the decision */
 	else if (c->chunked_in)
 		c->body_mode = BODY_CHUNKED;
 	else if (c->rq.content_length <= PROXY_BODY_BUFFER)

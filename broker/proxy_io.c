@@ -56,7 +56,6 @@ static int client_send(struct conn *c, const void *b, size_t n)
 			return -EIO;
 		p += w;
 		n -= (size_t)w;
-		c->bytes_down += (size_t)w;
 	}
 	return 0;
 }
@@ -84,6 +83,7 @@ int up_write(struct conn *c, const void *b, size_t n)
  * before the broker next waits on either side, or when wbuf is full. */
 int client_write(struct conn *c, const void *b, size_t n)
 {
+	c->bytes_down += n; /* counted when written here: the log line may come before the flush */
 	if (c->wlen + n > sizeof(c->wbuf) && client_flush(c))
 		return -EIO;
 	if (n > sizeof(c->wbuf))
@@ -225,7 +225,8 @@ int upstream_open(struct conn *c)
 {
 	char why[300];
 
-	c->up_fd = dest_connect(c->dest, c->cfg->policy, c->cfg->connect_timeout_ms, why, sizeof(why));
+	c->up_fd =
+		dest_connect(c->dest, c->cfg->policy, c->cfg->connect_timeout_ms, why, sizeof(why));
 	if (c->up_fd < 0) {
 		set_err(c, c->up_fd == DEST_REFUSED ? 403 : 502, "%s", why);
 		c->up_fd = -1;

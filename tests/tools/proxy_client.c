@@ -235,8 +235,8 @@ static int cmd_bench_direct(int port, const char *ca, const char *name, const ch
 /* tunnel: CONNECT AUTHORITY through the broker, TLS inside with server name SNI ("-": none),
  * verified against CAFILE for the name VERIFY; then stdin in and everything back out. The
  * CONNECT's answer goes to stdout as it came; a failed handshake prints "tls-failed". */
-static int cmd_tunnel(const char *sock, const char *authority, const char *sni,
-		      const char *verify, const char *ca)
+static int cmd_tunnel(const char *sock, const char *authority, const char *sni, const char *verify,
+		      const char *ca)
 {
 	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
 	char buf[65536], head[1024];
@@ -284,6 +284,69 @@ static int cmd_tunnel(const char *sock, const char *authority, const char *sni,
 	return 0;
 }
 
+/* register: what `bulkhead run --broker` does — a listening socket at SOCK, registered with
+ * the broker's control socket CTL for SESSION with the scope in SCOPE (a JSON file). Prints
+ * the broker's answer, then holds the registration until stdin ends. */
+static int cmd_register(const char *ctl, const char *session, const char *scope_path,
+			const char *sock)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char scope[65536], msg[70000], ans[1024];
+	FILE *f = fopen(scope_path, "r");
+	size_t n = f ? fread(scope, 1, sizeof(scope) - 1, f) : 0;
+	int lfd = socket(AF_UNIX, SOCK_STREAM, 0), fd;
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cbuf;
+	struct iovec iov;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+	ssize_t r;
+	int l;
+
+	if (f)
+		fclose(f);
+	scope[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (scope[i] == '\n')
+			scope[i] = ' ';
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	if (!n || lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 256)) {
+		perror("proxy-client register: session socket");
+		return 1;
+	}
+	fd = unix_connect(ctl);
+	if (fd < 0) {
+		perror("proxy-client register: control socket");
+		return 1;
+	}
+	l = snprintf(msg, sizeof(msg), "{\"op\":\"register\",\"session\":\"%s\",\"scope\":%s}\n",
+		     session, scope);
+	iov.iov_base = msg;
+	iov.iov_len = (size_t)l;
+	m.msg_control = cbuf.b;
+	m.msg_controllen = sizeof(cbuf.b);
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &lfd, sizeof(int));
+	if (sendmsg(fd, &m, 0) != l) {
+		perror("proxy-client register: send");
+		return 1;
+	}
+	close(lfd);
+	r = recv(fd, ans, sizeof(ans) - 1, 0);
+	ans[r > 0 ? r : 0] = '\0';
+	fputs(ans, stdout);
+	fflush(stdout);
+	while (read(0, msg, sizeof(msg)) > 0)
+		;
+	close(fd);
+	return strstr(ans, "\"ok\":true") ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -295,12 +358,16 @@ int main(int argc, char **argv)
 		return cmd_bench_proxy(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 7 && !strcmp(argv[1], "bench-direct"))
 		return cmd_bench_direct(atoi(argv[2]), argv[3], argv[4], argv[5], atoi(argv[6]));
+	if (argc == 6 && !strcmp(argv[1], "register"))
+		return cmd_register(argv[2], argv[3], argv[4], argv[5]);
 	if (argc == 7 && !strcmp(argv[1], "tunnel"))
 		return cmd_tunnel(argv[2], argv[3], argv[4], argv[5], argv[6]);
-	fprintf(stderr, "usage: proxy-client raw SOCK < request-bytes\n"
-			"       proxy-client tunnel SOCK HOST:PORT SNI|- VERIFY-NAME CAFILE < request\n"
-			"       proxy-client load SOCK N URL\n"
-			"       proxy-client bench SOCK URL N\n"
-			"       proxy-client bench-direct PORT CAFILE NAME PATH N\n");
+	fprintf(stderr,
+		"usage: proxy-client raw SOCK < request-bytes\n"
+		"       proxy-client register CTL SESSION SCOPE-FILE SOCK < hold\n"
+		"       proxy-client tunnel SOCK HOST:PORT SNI|- VERIFY-NAME CAFILE < request\n"
+		"       proxy-client load SOCK N URL\n"
+		"       proxy-client bench SOCK URL N\n"
+		"       proxy-client bench-direct PORT CAFILE NAME PATH N\n");
 	return 2;
 }
