@@ -88,5 +88,33 @@ if [ "$rc" != 0 ] && [ ! -s "$TMP/out" ]; then
 else
 	not_ok "without --scope the guest has no way out" "rc=$rc" "$(head -c 300 "$TMP/out")"
 fi
+# An approval round trip in a real session: the global policy holds the guest's POST until a
+# person approves it on the host; meanwhile the guest can reach only its vsock ports.
+cat > "$TMP/policy.json" << POLICY
+{ "require_approval": [ { "host": "localhost", "methods": ["POST"] } ] }
+POLICY
+"$BULKHEAD" run --policy "$TMP/policy.json" --scope "$TMP/scope.json" --vault "$TMP/vault" \
+	--ca-file "$TMP/ca.pem" --audit "$TMP/audit2.log" -- \
+	curl -sS -d held=1 "http://localhost:$PORT/v1/items" > "$TMP/held.out" 2>&1 &
+rpid=$!
+i=0; while ! "$BULKHEAD" approvals list --json 2> /dev/null | grep -q '"id"' && [ $i -lt 200 ]; do
+	sleep 0.1; i=$((i + 1)); done
+ID=$("$BULKHEAD" approvals list --json | sed -n 's/.*"id": "\([0-9a-f]*\)".*/\1/p')
+socks=$(cd "$BULKHEAD_RUNDIR"/* 2> /dev/null && find . -type s | sort | tr '\n' ' ')
+held_early=$(wc -c < "$TMP/held.out")
+"$BULKHEAD" approvals approve "$ID" > /dev/null 2>&1
+wait $rpid
+rc=$?
+if [ -n "$ID" ] && [ "$held_early" = 0 ] && [ $rc = 0 ] && grep -q '^POST /v1/items' "$TMP/held.out" &&
+	grep -q "\"approval\":\"$ID\"" "$TMP/audit2.log"; then
+	ok "a guest POST waits for 'bulkhead approvals approve', then gets the API's answer"
+else
+	not_ok "approval round trip in a session" "id=$ID rc=$rc early=$held_early" "$(cat "$TMP/held.out")"
+fi
+# The vsock back end connects guest port P only to <run dir>/vsock.sock_P; the private broker's
+# control socket (broker.ctl) matches no such name, and the shared one lives elsewhere.
+check_eq "the session's sockets: the guest reaches only vsock.sock_<port>, not broker.ctl" \
+	"./broker.ctl ./vsock-vhost.sock ./vsock.sock ./vsock.sock_1025 ./vsock.sock_1026 " \
+	"$socks"
 check_eq "no run directory, socket or broker is left" "" "$(ls -A "$BULKHEAD_RUNDIR")"
 plan_done
