@@ -56,6 +56,8 @@ static void record(struct audit *a, unsigned i)
 		.rule = "github",
 		.secret = i % 2 ? "GITHUB_TOKEN" : NULL,
 		.decision = i % 3 ? "allow" : "deny",
+		.layer = i % 3 ? "approval" : "global",
+		.approval = i % 3 ? "0123456789ab" : NULL,
 		.status = i % 3 ? 200 : 403,
 		.bytes_out = 100 + i,
 		.bytes_in = 2000 + i,
@@ -153,7 +155,9 @@ static void test_chain_verifies(void **state)
 	assert_string_equal(json_string_value(json_object_get(o, "secret")), "GITHUB_TOKEN");
 	assert_int_equal(json_integer_value(json_object_get(o, "status")), 200);
 	assert_int_equal(json_integer_value(json_object_get(o, "bytes_in")), 2001);
-	assert_int_equal(json_object_size(o), 15);
+	assert_string_equal(json_string_value(json_object_get(o, "layer")), "approval");
+	assert_string_equal(json_string_value(json_object_get(o, "approval")), "0123456789ab");
+	assert_int_equal(json_object_size(o), 17);
 	json_decref(o);
 }
 
