@@ -4,6 +4,7 @@ bench: all
 	@BUILD=$(BUILD) RUNS=$(BENCH_RUNS) sh bench/session-start.sh
 	@BUILD=$(BUILD) sh bench/share-io.sh
 	@BUILD=$(BUILD) sh bench/exec-latency.sh
+	@BUILD=$(BUILD) RUNS=$(BENCH_RUNS) sh bench/jail-overhead.sh
 # bench/vmm/: VMM start-up and memory against QEMU microvm (bench/vmm-*.sh).
 $(BUILD)/bench/first-byte: bench/vmm/first_byte.c | deps
 	@mkdir -p $(@D)

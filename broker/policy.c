@@ -209,7 +209,7 @@ static int load(struct policy *p, json_t *root, struct where *w)
 {
 	static const char *const keys[] = {
 		"deny_hosts", "deny_cidrs",	  "deny_secrets",	  "deny_share_paths",
-		"limits",     "require_approval", "approval_ttl_seconds", NULL
+		"limits",     "require_approval", "approval_ttl_seconds", "forbid_no_jail", NULL
 	};
 	static const char *const limit_keys[] = { "max_mem_mib", "max_cpus", "max_session_seconds",
 						  NULL };
@@ -261,6 +261,12 @@ static int load(struct policy *p, json_t *root, struct where *w)
 			       10UL * 365 * 24 * 3600, &p->max_session_seconds, w))
 			goto out;
 	}
+	o = json_object_get(root, "forbid_no_jail");
+	if (o && !json_is_boolean(o)) {
+		bad(w, "forbid_no_jail", "must be true or false");
+		goto out;
+	}
+	p->forbid_no_jail = json_is_true(o);
 	v = POLICY_DEFAULT_APPROVAL_TTL;
 	if (uint_field(root, "approval_ttl_seconds", "approval_ttl_seconds", 7 * 24 * 3600, &v, w))
 		goto out;

@@ -11,7 +11,8 @@
  *     "require_approval": [
  *       { "host": "api.github.com", "methods": ["POST", "DELETE"], "path_prefix": "/repos/" },
  *       { "host": "git.example.com", "git_ref": "refs/heads/main" } ],
- *     "approval_ttl_seconds": 300
+ *     "approval_ttl_seconds": 300,
+ *     "forbid_no_jail": true
  *   }
  *
  * Host patterns are exact names or "*.suffix"; secret patterns are fnmatch(3) globs. An
@@ -50,6 +51,7 @@ struct policy {
 	struct policy_approval_rule *approvals;
 	size_t n_approvals;
 	unsigned approval_ttl_seconds; /* default 300 */
+	int forbid_no_jail;	       /* `bulkhead run --no-jail` is refused */
 };
 
 #define POLICY_DEFAULT_PATH	    "/etc/bulkhead/policy.json"

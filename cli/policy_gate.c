@@ -21,6 +21,9 @@ int policy_gate(struct run_opts *o, const struct share_fs *fs, char *err, size_t
 
 	if (!o->policy && access(POLICY_DEFAULT_PATH, F_OK) == 0)
 		o->policy = POLICY_DEFAULT_PATH;
+	if (o->no_jail)
+		fprintf(stderr, "bulkhead: warning: --no-jail: the device back ends run without "
+				"their jail; use it only to debug\n");
 	if (!o->policy)
 		return 0;
 	if (policy_load_file(&p, o->policy, why, sizeof(why))) {
@@ -31,6 +34,10 @@ int policy_gate(struct run_opts *o, const struct share_fs *fs, char *err, size_t
 		snprintf(err, errlen,
 			 "--work %s: refused by the global policy (deny_share_paths: \"%s\")",
 			 fs->dir, hit);
+		goto out;
+	}
+	if (o->no_jail && p.forbid_no_jail) {
+		snprintf(err, errlen, "--no-jail: refused by the global policy (forbid_no_jail)");
 		goto out;
 	}
 	if (p.max_mem_mib && o->mem_mib > p.max_mem_mib) {

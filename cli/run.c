@@ -57,6 +57,8 @@ static const char usage[] =
 	"  --initrd PATH           guest initramfs\n"
 	"  --console FILE          write the guest's whole serial console to FILE\n"
 	"  -v, --verbose           show the guest's serial console on stderr\n"
+	"  --no-jail               start the device back ends unjailed (debugging only; a\n"
+	"                          global policy may forbid it)\n"
 	"  --ram-file FILE         back guest RAM with FILE (new; qemu engine) and keep it\n"
 	"                          after the session: what the guest held, for inspection\n"
 	"\n"
@@ -101,7 +103,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		OPT_AUDIT,
 		OPT_BROKER,
 		OPT_RAM_FILE,
-		OPT_POLICY
+		OPT_POLICY,
+		OPT_NO_JAIL
 	};
 	static const struct option longopts[] = {
 		{ "engine", required_argument, NULL, OPT_ENGINE },
@@ -119,6 +122,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		{ "broker", required_argument, NULL, OPT_BROKER },
 		{ "ram-file", required_argument, NULL, OPT_RAM_FILE },
 		{ "policy", required_argument, NULL, OPT_POLICY },
+		{ "no-jail", no_argument, NULL, OPT_NO_JAIL },
 		{ "env", required_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "interactive", no_argument, NULL, 'i' },
@@ -179,6 +183,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 			break;
 		case OPT_POLICY:
 			o->policy = optarg;
+			break;
+		case OPT_NO_JAIL:
+			o->no_jail = true;
 			break;
 		case OPT_RAM_FILE:
 			if (!*optarg || strchr(optarg, ','))
@@ -393,7 +400,7 @@ static int session_main(struct run_opts *o_, int notify_fd)
 			goto fail;
 		add_backend(&g, "virtiofsd", fs.pid);
 	}
-	if (vsock_dev_start(&vs, &rd, diag[1], err, sizeof(err)) < 0)
+	if (vsock_dev_start(&vs, &rd, diag[1], o.no_jail, err, sizeof(err)) < 0)
 		goto fail;
 	add_backend(&g, "bulkhead-vsock", vs.pid);
 	/* The guest's only way out: with no scope, nothing listens on the broker port and

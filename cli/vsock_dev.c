@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, char *err,
-		    size_t errlen)
+int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, bool no_jail,
+		    char *err, size_t errlen)
 {
 	char bin[PATH_MAX], ready_name[32];
 	v->pid = 0;
@@ -48,9 +48,12 @@ int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, c
 	}
 	char cid[16];
 	snprintf(cid, sizeof(cid), "%d", VSOCK_GUEST_CID);
+	/* --no-jail is for debugging: then no seccomp filter either. */
 	char *const argv[] = { bin, "--listen-fd", "3",	   "--guest-cid",
-			       cid, "--uds-path",  v->uds, NULL };
-	pid_t pid = proc_spawn_listener(argv, lfd, diag_fd);
+			       cid, "--uds-path",  v->uds, no_jail ? "--no-seccomp" : NULL,
+			       NULL };
+	pid_t pid = no_jail ? proc_spawn_listener(argv, lfd, diag_fd)
+			    : proc_spawn_jailed(argv, lfd, diag_fd);
 	close(lfd);
 	if (pid < 0) {
 		snprintf(err, errlen, "cannot start %s: %s", bin, strerror((int)-pid));

@@ -5,6 +5,7 @@
 
 #include "cli/rundir.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -20,8 +21,8 @@ struct vsock_dev {
 
 /* Starts bulkhead-vsock (from our bin directory) and listens for the agent.
  * Returns 0, or -1 with a one-line reason in err. */
-int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, char *err,
-		    size_t errlen);
+int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, bool no_jail,
+		    char *err, size_t errlen);
 /* Stops the back end and removes its sockets; safe to call twice. */
 void vsock_dev_stop(struct vsock_dev *v);
 

@@ -1,6 +1,7 @@
 /* vsock/main.c: bulkhead-vsock — set up the sockets, then one epoll loop serving the vhost-user
  * front end, the guest's kicks and the host-side Unix sockets until the front end goes away. */
 #include "lib/unix_listen.h"
+#include "vsock/seccomp.h"
 #include "vsock/backend.h"
 #include "vsock/conn.h"
 
@@ -32,7 +33,10 @@ static void usage(FILE *f)
 	      "  --guest-cid N     the guest's context ID (3 .. 2^32-2)\n"
 	      "  --uds-path PREFIX host programs connect to PREFIX (\"CONNECT <port>\\n\");\n"
 	      "                    guest connections to port P go to PREFIX_P\n"
-	      "  -v                print counters on exit\n",
+	      "  -v                print counters on exit\n"
+	      "  --no-seccomp      do not install the system-call allow-list (debugging only)\n"
+	      "  --jail-selftest   test hook: report what the jail allows, then make a\n"
+	      "                    forbidden call (the process must die of SIGSYS)\n",
 	      f);
 }
 
@@ -107,8 +111,11 @@ int main(int argc, char **argv)
 		{ "guest-cid", required_argument, NULL, 'c' },
 		{ "uds-path", required_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "no-seccomp", no_argument, NULL, 'n' },
+		{ "jail-selftest", no_argument, NULL, 'J' },
 		{ NULL, 0, NULL, 0 },
 	};
+	int no_seccomp = 0, selftest = 0;
 	const char *sock_path = NULL, *uds = NULL;
 	const char *given_fd = NULL;
 	uint64_t cid = 0;
@@ -142,6 +149,12 @@ int main(int argc, char **argv)
 			break;
 		case 'v':
 			verbose = 1;
+			break;
+		case 'n':
+			no_seccomp = 1;
+			break;
+		case 'J':
+			selftest = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -196,6 +209,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bulkhead-vsock: epoll: %s\n", strerror(errno));
 		return 1;
 	}
+
+	/* Set up: from here on only the allow-list's calls, before the front end's first
+	 * message and so before any guest byte. */
+	if (selftest)
+		vsock_jail_selftest_before();
+	if (!no_seccomp) {
+		int err = vsock_seccomp_install();
+		if (err < 0) {
+			fprintf(stderr, "bulkhead-vsock: cannot install the seccomp filter: %s\n",
+				strerror(-err));
+			return 1;
+		}
+	}
+	if (selftest)
+		vsock_jail_selftest_after();
 
 	int ctrl = -1, rc = -1;
 	while (rc < 0) {

@@ -1,6 +1,6 @@
 # vsock/: bulkhead-vsock, the vhost-user virtio-vsock back end. Everything but main.c goes into
 # $(VSOCK_LIB) so unit tests (tests/unit/test_vsock*.c) drive the queues and the state machine.
-VSOCK_SRCS := $(filter-out vsock/main.c,$(wildcard vsock/*.c))
+VSOCK_SRCS := $(filter-out vsock/main.c vsock/seccomp.c,$(wildcard vsock/*.c))
 VSOCK_LIB  := $(OBJ)/libvsock.a
 
 $(VSOCK_LIB): $(VSOCK_SRCS:%.c=$(OBJ)/%.o)
@@ -8,9 +8,9 @@ $(VSOCK_LIB): $(VSOCK_SRCS:%.c=$(OBJ)/%.o)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(BIN)/bulkhead-vsock: $(OBJ)/vsock/main.o $(VSOCK_LIB) $(LIB_A)
+$(BIN)/bulkhead-vsock: $(OBJ)/vsock/main.o $(OBJ)/vsock/seccomp.o $(VSOCK_LIB) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(LDFLAGS) -o $@ $^ -lseccomp
 
 ALL_TARGETS += $(BIN)/bulkhead-vsock
 

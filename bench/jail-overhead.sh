@@ -1,0 +1,30 @@
+#!/bin/sh
+# What the jail adds to a session's start: `bulkhead run -- true` with the jail (the default)
+# and with --no-jail, alternating in the same run. Prints both medians and the difference.
+# Usage: RUNS=20 bench/jail-overhead.sh
+set -eu
+BUILD=${BUILD:-build}
+RUNS=${RUNS:-20}
+bin=$BUILD/bin/bulkhead
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ms() { echo $(( $(date +%s%N) / 1000 )); }
+median() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+echo "session start to exit with and without the jail, $RUNS runs each; $(nproc) cores"
+for i in $(seq "$RUNS"); do
+	t0=$(ms)
+	"$bin" run -- true
+	t1=$(ms)
+	"$bin" run --no-jail -- true 2> /dev/null
+	t2=$(ms)
+	echo $((t1 - t0)) >> "$tmp/jail"
+	echo $((t2 - t1)) >> "$tmp/nojail"
+done
+j=$(median "$tmp/jail")
+n=$(median "$tmp/nojail")
+awk -v j="$j" -v n="$n" 'BEGIN {
+	printf "%-32s median %9.1f ms\n", "bulkhead run -- true (jailed)", j / 1000
+	printf "%-32s median %9.1f ms\n", "bulkhead run --no-jail -- true", n / 1000
+	printf "jail adds %.2f ms (median difference)\n", (j - n) / 1000 }'

@@ -1,0 +1,107 @@
+/* cli/jail.c: the jail step (see jail.h). */
+#include "cli/jail.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/sched.h>
+#include <linux/securebits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Descriptors: the back end's sockets, the connections and memory regions it serves. */
+#define JAIL_NOFILE 4096
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : write(fd, text, strlen(text));
+	int e = errno;
+
+	if (fd >= 0)
+		close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -(e ? e : EIO);
+}
+
+pid_t jail_fork(void)
+{
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	struct clone_args ca = {
+		.flags = CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+			 (uid ? CLONE_NEWUSER : 0),
+		.exit_signal = SIGCHLD,
+	};
+	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	char map[64];
+
+	if (pid != 0)
+		return pid < 0 ? -errno : (pid_t)pid;
+	if (uid) {
+		/* Ourselves, and nobody else, inside: no root there either. */
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+		if (write_file("/proc/self/setgroups", "deny") ||
+		    write_file("/proc/self/uid_map", map))
+			_exit(126);
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+		if (write_file("/proc/self/gid_map", map))
+			_exit(126);
+	}
+	sethostname("bulkhead-jail", 13);
+	return 0;
+}
+
+int jail_lock(void)
+{
+	static const struct {
+		int res;
+		rlim_t lim;
+	} limits[] = {
+		{ RLIMIT_CORE, 0 },  /* guest memory never lands in a core file */
+		{ RLIMIT_FSIZE, 0 }, /* no file grows */
+		{ RLIMIT_NOFILE, JAIL_NOFILE },
+		{ RLIMIT_MEMLOCK, 0 },
+	};
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+	size_t i;
+	int c;
+
+	for (i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		struct rlimit r = { limits[i].lim, limits[i].lim };
+
+		if (setrlimit(limits[i].res, &r) < 0)
+			return -errno;
+	}
+	/* Root gets every capability back at exec unless told not to: lock that out, then
+	 * empty the bounding, ambient and inheritable sets. */
+	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+					     SECBIT_NO_SETUID_FIXUP_LOCKED |
+					     SECBIT_KEEP_CAPS_LOCKED) < 0 &&
+	    geteuid() == 0)
+		return -errno;
+	for (c = 0; c <= CAP_LAST_CAP; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno;
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -errno;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+void jail_exec(char *const argv[])
+{
+	static char *const empty[] = { NULL };
+
+	execve(argv[0], argv, empty);
+}

@@ -1,0 +1,24 @@
+/* cli/jail.h: the jail step for the processes that touch guest data (bulkhead-vsock, later
+ * bulkhead-vmm): started in fresh PID, network, IPC and UTS namespaces (and a user namespace
+ * when not root), with no capabilities (bounding set emptied, root's exec-time caps refused
+ * by securebits), no_new_privs, an empty environment, only the descriptors it is given, and
+ * tight rlimits (no core dumps, no file writes, few descriptors). The process then installs
+ * its own seccomp allow-list once it is set up (vsock/seccomp.c), before the guest's first
+ * byte. Not yet: an empty root (pivot_root), another uid, cgroups. */
+#ifndef BULKHEAD_CLI_JAIL_H
+#define BULKHEAD_CLI_JAIL_H
+
+#include <sys/types.h>
+
+/* Like fork() but the child is in the new namespaces (pid 1 of its PID namespace). Returns
+ * the child's pid in the parent, 0 in the child, or -errno. */
+pid_t jail_fork(void);
+
+/* In the child, just before exec: drops every capability for good, sets no_new_privs and
+ * the rlimits. Returns 0 or -errno. */
+int jail_lock(void);
+
+/* execve with an empty environment. Returns only on failure. */
+void jail_exec(char *const argv[]);
+
+#endif

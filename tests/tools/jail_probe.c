@@ -1,0 +1,55 @@
+/* tests/tools/jail_probe.c: runs a program through the launcher's own jail step
+ * (cli/jail.c via proc_spawn_jailed, exactly as a session starts bulkhead-vsock), with a
+ * listening Unix socket as its descriptor 3, and reports how it ended:
+ * "exit N" or "signal N (NAME)". Usage: jail-probe SOCKET-PATH PROGRAM [ARG...] */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/proc.h"
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), st;
+	pid_t pid;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: jail-probe SOCKET-PATH PROGRAM [ARG...]\n");
+		return 2;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", argv[1]);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1)) {
+		perror("jail-probe: socket");
+		return 1;
+	}
+	/* Its output through a pipe, as in a session (the jail forbids growing files). */
+	int p[2];
+	char buf[4096];
+	ssize_t n;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return 1;
+	pid = proc_spawn_jailed(argv + 2, lfd, p[1]);
+	close(p[1]);
+	if (pid < 0) {
+		fprintf(stderr, "jail-probe: %s\n", strerror((int)-pid));
+		return 1;
+	}
+	while ((n = read(p[0], buf, sizeof(buf))) > 0)
+		fwrite(buf, 1, (size_t)n, stdout);
+	fflush(stdout);
+	if (waitpid(pid, &st, 0) < 0)
+		return 1;
+	if (WIFSIGNALED(st))
+		printf("signal %d (%s)\n", WTERMSIG(st), strsignal(WTERMSIG(st)));
+	else
+		printf("exit %d\n", WEXITSTATUS(st));
+	unlink(argv[1]);
+	return 0;
+}
