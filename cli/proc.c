@@ -1,5 +1,6 @@
 /* cli/proc.c: session signals, helper-process set-up, listening sockets. */
 #include "cli/proc.h"
+#include "cli/cgroup.h"
 #include "cli/jail.h"
 
 #include <errno.h>
@@ -27,8 +28,18 @@ int proc_signalfd(void)
 	return signalfd(-1, &mask, SFD_CLOEXEC);
 }
 
+static const struct session_cgroup *session_cg;
+
+void proc_set_cgroup(const struct session_cgroup *cg)
+{
+	session_cg = cg;
+}
+
 int proc_child_setup(int out_fd, int diag_fd)
 {
+	/* Into the session's cgroups first: everything it does from here on counts. */
+	if (session_cg && cgroup_join_self(session_cg) < 0)
+		return -1;
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);

@@ -14,6 +14,9 @@ int proc_signalfd(void);
  * process group (a terminal's Ctrl-C reaches us, and we decide), killed if we
  * die, stdin on /dev/null, stdout on out_fd, stderr on diag_fd. 0 or -1. */
 int proc_child_setup(int out_fd, int diag_fd);
+/* The cgroups every helper joins in proc_child_setup (cli/cgroup.h); NULL: none. */
+struct session_cgroup;
+void proc_set_cgroup(const struct session_cgroup *cg);
 
 /* Starts a back end: argv[0] with proc_child_setup(diag_fd, diag_fd) and the
  * listening socket lfd as its descriptor 3 (its argv says so, e.g. --listen-fd 3);

@@ -2,6 +2,7 @@
  * and hand the guest to the session loop. */
 #include "cli/run.h"
 #include "cli/broker_dev.h"
+#include "cli/cgroup.h"
 #include "cli/paths.h"
 #include "cli/proc.h"
 #include "cli/rundir.h"
@@ -57,6 +58,8 @@ static const char usage[] =
 	"  --initrd PATH           guest initramfs\n"
 	"  --console FILE          write the guest's whole serial console to FILE\n"
 	"  -v, --verbose           show the guest's serial console on stderr\n"
+	"  --mem-limit MIB         host memory the whole session may use: guest RAM, VMM and\n"
+	"                          back ends (default: --mem + 512); over it, it ends\n"
 	"  --no-jail               start the device back ends unjailed (debugging only; a\n"
 	"                          global policy may forbid it)\n"
 	"  --ram-file FILE         back guest RAM with FILE (new; qemu engine) and keep it\n"
@@ -104,7 +107,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		OPT_BROKER,
 		OPT_RAM_FILE,
 		OPT_POLICY,
-		OPT_NO_JAIL
+		OPT_NO_JAIL,
+		OPT_MEM_LIMIT
 	};
 	static const struct option longopts[] = {
 		{ "engine", required_argument, NULL, OPT_ENGINE },
@@ -123,6 +127,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		{ "ram-file", required_argument, NULL, OPT_RAM_FILE },
 		{ "policy", required_argument, NULL, OPT_POLICY },
 		{ "no-jail", no_argument, NULL, OPT_NO_JAIL },
+		{ "mem-limit", required_argument, NULL, OPT_MEM_LIMIT },
 		{ "env", required_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "interactive", no_argument, NULL, 'i' },
@@ -187,9 +192,14 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		case OPT_NO_JAIL:
 			o->no_jail = true;
 			break;
+		case OPT_MEM_LIMIT:
+			if (parse_uint(optarg, 64, 1 << 22, &o->mem_limit_mib) < 0)
+				return bad("--mem-limit '%s': expected MiB, 64 or more", optarg);
+			break;
 		case OPT_RAM_FILE:
 			if (!*optarg || strchr(optarg, ','))
-				return bad("--ram-file '%s': expected a path without commas", optarg);
+				return bad("--ram-file '%s': expected a path without commas",
+					   optarg);
 			o->ram_file = optarg;
 			break;
 		case OPT_WORK:
@@ -358,7 +368,8 @@ static int session_main(struct run_opts *o_, int notify_fd)
 	if (run_kernel_cmdline(&choice, !o.verbose && !o.console_path,
 			       o.work ? (fs.ro ? "ro" : "rw") : NULL, cmdline,
 			       sizeof(cmdline)) < 0 ||
-	    (o.broker.scope && strlen(cmdline) + sizeof(" " BOOT_ARGS_BROKER "1") > sizeof(cmdline))) {
+	    (o.broker.scope &&
+	     strlen(cmdline) + sizeof(" " BOOT_ARGS_BROKER "1") > sizeof(cmdline))) {
 		fprintf(stderr, "bulkhead: internal error: kernel command line too long\n");
 		return EXIT_BULKHEAD;
 	}
@@ -380,12 +391,25 @@ static int session_main(struct run_opts *o_, int notify_fd)
 	struct guest g = { .pid = 0, .diag_fd = -1, .signal_fd = sigfd };
 	struct vsock_dev vs = { .pid = 0, .ready_lfd = -1 };
 	struct broker_dev br = { .pid = 0, .ctl_fd = -1 };
+	struct session_cgroup cg = { .version = 0 };
 	struct agent_link link = { .ready_fd = -1 };
 	char *env[RUN_MAX_ENV + 1];
 	struct termios saved_tty;
 	bool raw = false;
 	if (rundir_create(&rd, err, sizeof(err)) < 0)
 		goto fail;
+	/* Every process of the session joins its cgroups (memory, pids, CPU) before it runs. */
+	struct cgroup_limits lim = {
+		.mem_bytes = (unsigned long long)(o.mem_limit_mib ? o.mem_limit_mib
+								  : o.mem_mib + CGROUP_OVERHEAD_MIB)
+			     << 20,
+		.pids = CGROUP_DEFAULT_PIDS,
+		.cpus = o.cpus,
+	};
+	if (cgroup_create(&cg, rd.id, &lim, err, sizeof(err)) == 0)
+		proc_set_cgroup(&cg);
+	else if (o.verbose)
+		fprintf(stderr, "bulkhead: no resource limits for this session: %s\n", err);
 	/* `bulkhead exec` starts its commands where this session's main one would. */
 	if (rundir_put(&rd, "cwd", o.work ? "/work" : "/") < 0) {
 		snprintf(err, sizeof(err), "cannot write to %.300s: %s", rd.path, strerror(errno));
@@ -461,6 +485,11 @@ static int session_main(struct run_opts *o_, int notify_fd)
 	g.diag_fd = diag[0];
 	diag[0] = -1;
 	code = session_watch(&o, &g);
+	if (code == EXIT_BULKHEAD && cgroup_oom_kills(&cg))
+		fprintf(stderr,
+			"bulkhead: the session went over its memory limit (%llu MiB: guest RAM and "
+			"overhead; see --mem-limit) and was stopped\n",
+			lim.mem_bytes >> 20);
 	goto out;
 fail:
 	fprintf(stderr, "bulkhead: %s\n", err);
@@ -476,6 +505,8 @@ out:
 	for (int i = 0; i < 2; i++)
 		if (diag[i] >= 0)
 			close(diag[i]);
+	proc_set_cgroup(NULL);
+	cgroup_destroy(&cg);
 	rundir_remove(&rd);
 	if (sigfd >= 0)
 		close(sigfd);

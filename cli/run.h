@@ -27,6 +27,7 @@ struct run_opts {
 	const char *ram_file;	   /* --ram-file FILE: guest RAM kept in FILE (qemu engine) */
 	const char *policy;	   /* --policy FILE, or the default when it exists (policy_gate) */
 	bool no_jail;		   /* --no-jail: back ends without the jail (cli/jail.h) */
+	unsigned mem_limit_mib;	   /* --mem-limit: the session's host memory (cli/cgroup.h) */
 	const char *work;	   /* --work DIR[:ro|:rw], NULL for none */
 	struct broker_opts broker; /* --scope, --vault, --ca-file */
 	bool verbose;		   /* -v: the serial console on stderr too */

@@ -1,6 +1,7 @@
 /* cli/rundir.c: per-session private directories, and clean-up of ones whose
  * bulkhead was killed before it could remove them. */
 #include "cli/rundir.h"
+#include "cli/cgroup.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -69,6 +70,7 @@ static void prune_stale(const char *base)
 		if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
 			continue;
 		remove_dir_files(sub);
+		cgroup_remove_stale(e->d_name); /* its cgroups, empty since its processes died */
 	}
 	closedir(d);
 }

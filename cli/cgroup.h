@@ -1,0 +1,44 @@
+/* cli/cgroup.h: per-session resource limits. Every process of a session (the VM, virtiofsd,
+ * bulkhead-vsock, a private broker) joins the session's cgroups before it execs: memory
+ * (guest RAM plus a bounded overhead), pids and CPU time (the session's vCPUs plus one for its
+ * back ends). cgroup v1 (one directory per controller) and v2 (one directory) alike, under
+ * the launcher's own cgroup. Where the host gives no writable cgroup, the session runs
+ * without limits and says so. */
+#ifndef BULKHEAD_CLI_CGROUP_H
+#define BULKHEAD_CLI_CGROUP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CGROUP_MAX_DIRS	    3
+#define CGROUP_DEFAULT_PIDS 512
+#define CGROUP_OVERHEAD_MIB 512 /* the VM process and back ends beyond guest RAM */
+
+struct session_cgroup {
+	int version; /* 0: none, 1 or 2 */
+	char dirs[CGROUP_MAX_DIRS][PATH_MAX];
+	int n;
+	char memory_dir[PATH_MAX]; /* where memory events are read */
+};
+
+struct cgroup_limits {
+	unsigned long long mem_bytes;
+	unsigned pids;
+	unsigned cpus;
+};
+
+/* Creates the session's cgroups named bulkhead-ID with LIMITS. Returns 0, or -1 with why in
+ * err (the caller goes on without limits). */
+int cgroup_create(struct session_cgroup *cg, const char *id, const struct cgroup_limits *l,
+		  char *err, size_t errlen);
+/* In a child before exec: moves the calling process into the session's cgroups. */
+int cgroup_join_self(const struct session_cgroup *cg);
+/* How many times the kernel killed a process of the session for its memory limit. */
+unsigned long cgroup_oom_kills(const struct session_cgroup *cg);
+/* Removes what a killed launcher left of session ID's cgroups (empty ones only). */
+void cgroup_remove_stale(const char *id);
+/* Removes the session's cgroups (once its processes are gone). */
+void cgroup_destroy(struct session_cgroup *cg);
+
+#endif

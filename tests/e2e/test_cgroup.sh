@@ -1,0 +1,58 @@
+#!/bin/sh
+# Per-session cgroups (cli/cgroup.c): every process of a session is in them, with the memory,
+# pids and CPU limits set; a session that goes over its memory limit ends with a clear
+# message while another session beside it is unaffected; nothing is left afterwards.
+. "$(dirname "$0")/lib.sh"
+
+export BULKHEAD_RUNDIR="$TMP/run"
+mkdir -p "$TMP/work"
+"$BULKHEAD" run -v --work "$TMP/work" -- sleep 4 > /dev/null 2> "$TMP/err" &
+rpid=$!
+i=0; while [ -z "$(ls -d "$BULKHEAD_RUNDIR"/*/ 2> /dev/null)" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+sleep 1.5
+id=$(basename "$(ls -d "$BULKHEAD_RUNDIR"/*/ | head -n 1)")
+if grep -q 'no resource limits' "$TMP/err"; then
+	skip "session cgroups" "$(grep 'no resource limits' "$TMP/err")"
+	wait $rpid; plan_done; exit 0
+fi
+# cgroup v1 here: one directory per controller; v2: one directory.
+mem=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "bulkhead-$id" | while read -r d; do
+	[ -f "$d/memory.limit_in_bytes" ] || [ -f "$d/memory.max" ] && echo "$d"; done | head -n 1)
+pids=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "bulkhead-$id" | while read -r d; do
+	[ -f "$d/pids.max" ] && echo "$d"; done | head -n 1)
+if [ -n "$mem" ] && [ -n "$pids" ]; then
+	limit=$(cat "$mem/memory.limit_in_bytes" 2> /dev/null || cat "$mem/memory.max")
+	check_eq "memory limit: guest RAM (256 MiB) + 512 MiB overhead" $(((256 + 512) << 20)) "$limit"
+	check_eq "pids limit" 512 "$(cat "$pids/pids.max")"
+	comms=$(for p in $(cat "$mem/cgroup.procs"); do cat /proc/$p/comm; done | sort | tr '\n' ' ')
+	case $comms in
+	*bulkhead-vsock*qemu-system-x86*|*qemu-system-x86*bulkhead-vsock*)
+		case $comms in
+		*virtiofsd*) ok "the VM, bulkhead-vsock and virtiofsd are all in the session's cgroup ($comms)" ;;
+		*) not_ok "virtiofsd in the session's cgroup" "$comms" ;;
+		esac ;;
+	*) not_ok "the session's processes are in its cgroup" "$comms" ;;
+	esac
+else
+	not_ok "the session has its cgroups" "$(cat "$TMP/err")"
+fi
+wait $rpid
+check_eq "the session itself is unaffected" 0 "$?"
+check_eq "its cgroups are removed afterwards" "" \
+	"$(find /sys/fs/cgroup -maxdepth 4 -type d -name "bulkhead-$id" 2> /dev/null)"
+
+# Over the limit: 220 MiB written into the guest's RAM with the session capped at 256 MiB.
+"$BULKHEAD" run -- sh -c 'sleep 3; echo neighbour-ok' > "$TMP/neighbour" 2>&1 &
+npid=$!
+run_capture run --mem 512 --mem-limit 256 -- sh -c 'dd if=/dev/zero of=/tmp/fill bs=1M count=220 2> /dev/null; echo survived'
+if [ "$rc" = 125 ] && grep -q 'went over its memory limit (256 MiB' "$TMP/err" && ! grep -q survived "$TMP/out"; then
+	ok "a session over its memory limit ends, and says why: $(tail -n 1 "$TMP/err")"
+else
+	not_ok "memory limit enforced" "rc=$rc" "$(cat "$TMP/out" "$TMP/err")"
+fi
+wait $npid
+nrc=$?
+check_eq "a session running beside it is unaffected" "0 neighbour-ok" "$nrc $(cat "$TMP/neighbour")"
+run_capture run --mem 512 --mem-limit 768 -- sh -c 'dd if=/dev/zero of=/tmp/fill bs=1M count=220 2> /dev/null; echo survived'
+check_eq "the same guest within a larger limit is fine" "0 survived" "$rc $(cat "$TMP/out")"
+plan_done
