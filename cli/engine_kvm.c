@@ -56,5 +56,6 @@ int kvm_start(const struct launch *l, const struct engine_choice *c, struct gues
 		engine_arg(&a, "--virtio-vsock");
 		engine_argf(&a, "%s,cid=%u", l->vsock_sock, l->guest_cid);
 	}
-	return engine_spawn(&a, "bulkhead-vmm", l->diag_w, l->verbose, g, err, errlen);
+	return engine_spawn(&a, "bulkhead-vmm", l->diag_w, l->verbose, !l->no_jail, true, g, err,
+			    errlen);
 }

@@ -84,5 +84,12 @@ int qemu_start(const struct launch *l, const struct engine_choice *c, struct gue
 	engine_arg(&a, l->initrd);
 	engine_arg(&a, "-append");
 	engine_arg(&a, l->cmdline);
-	return engine_spawn(&a, "qemu", l->diag_w, l->verbose, g, err, errlen);
+	if (!l->no_jail) {
+		/* QEMU's own seccomp filter on top of our jail: no obsolete calls, no privilege
+		 * changes, no new processes, no scheduling or resource changes. */
+		engine_arg(&a, "-sandbox");
+		engine_arg(&a, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
+			       "resourcecontrol=deny");
+	}
+	return engine_spawn(&a, "qemu", l->diag_w, l->verbose, !l->no_jail, true, g, err, errlen);
 }

@@ -1,5 +1,6 @@
 /* cli/engine_spawn.c: argument vectors and the VM process's start, for both engines. */
 #include "cli/engine_spawn.h"
+#include "cli/jail.h"
 #include "cli/proc.h"
 
 #include <errno.h>
@@ -49,18 +50,27 @@ static void print_command(const char *const args[])
 	fputc('\n', stderr);
 }
 
-static void child_exec(char *const args[], int out, int diag)
+static void child_exec(char *const args[], int out, int diag, bool jail, bool file_writes)
 {
 	if (proc_child_setup(out, diag) < 0)
 		_exit(126);
 	close_range(3, ~0U, 0);
-	execv(args[0], args);
+	if (jail) {
+		int rc = jail_lock(file_writes);
+		if (rc < 0) {
+			dprintf(2, "jail: %s\n", strerror(-rc));
+			_exit(126);
+		}
+		jail_exec(args);
+	} else {
+		execv(args[0], args);
+	}
 	dprintf(2, "exec %s: %s\n", args[0], strerror(errno));
 	_exit(127);
 }
 
-int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verbose,
-		 struct guest *g, char *err, size_t errlen)
+int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verbose, bool jail,
+		 bool file_writes, struct guest *g, char *err, size_t errlen)
 {
 	if (a->overflow) {
 		snprintf(err, errlen, "internal error: %s arguments do not fit", label);
@@ -72,9 +82,13 @@ int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verb
 	int con[2];
 	if (pipe2(con, O_CLOEXEC) < 0)
 		goto fail_errno;
-	pid_t pid = fork();
+	pid_t pid = jail ? jail_fork() : fork();
 	if (pid == 0)
-		child_exec((char *const *)a->v, con[1], diag_w);
+		child_exec((char *const *)a->v, con[1], diag_w, jail, file_writes);
+	if (pid < -1) { /* jail_fork's -errno */
+		errno = -pid;
+		pid = -1;
+	}
 	close(con[1]);
 	if (pid < 0) {
 		close(con[0]);

@@ -25,7 +25,7 @@ void engine_argf(struct engine_argv *a, const char *fmt, ...) __attribute__((for
  * with stdin on /dev/null, stdout (the serial console) on a new pipe that
  * becomes g->console_fd, and stderr on diag_w. With verbose, prints the exact
  * command, shell-quoted (bench/ re-runs it). Returns 0, or -1 with err set. */
-int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verbose,
-		 struct guest *g, char *err, size_t errlen);
+int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verbose, bool jail,
+		 bool file_writes, struct guest *g, char *err, size_t errlen);
 
 #endif

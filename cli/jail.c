@@ -58,7 +58,7 @@ pid_t jail_fork(void)
 	return 0;
 }
 
-int jail_lock(void)
+int jail_lock(bool file_writes)
 {
 	static const struct {
 		int res;
@@ -77,6 +77,8 @@ int jail_lock(void)
 	for (i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
 		struct rlimit r = { limits[i].lim, limits[i].lim };
 
+		if (limits[i].res == RLIMIT_FSIZE && file_writes)
+			continue;
 		if (setrlimit(limits[i].res, &r) < 0)
 			return -errno;
 	}

@@ -8,6 +8,7 @@
 #ifndef BULKHEAD_CLI_JAIL_H
 #define BULKHEAD_CLI_JAIL_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* Like fork() but the child is in the new namespaces (pid 1 of its PID namespace). Returns
@@ -15,8 +16,10 @@
 pid_t jail_fork(void);
 
 /* In the child, just before exec: drops every capability for good, sets no_new_privs and
- * the rlimits. Returns 0 or -errno. */
-int jail_lock(void);
+ * the rlimits (files may not grow unless FILE_WRITES: a VM process sizes its guest RAM's
+ * memfd). Returns 0 or
+ * -errno. */
+int jail_lock(bool file_writes);
 
 /* execve with an empty environment. Returns only on failure. */
 void jail_exec(char *const argv[]);

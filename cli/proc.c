@@ -63,7 +63,7 @@ pid_t proc_spawn_jailed(char *const argv[], int lfd, int diag_fd)
 	    fcntl(3, F_SETFD, 0) < 0)
 		_exit(126);
 	close_range(4, ~0U, 0);
-	int rc = jail_lock();
+	int rc = jail_lock(false);
 	if (rc < 0) {
 		dprintf(2, "jail: %s\n", strerror(-rc));
 		_exit(126);

@@ -470,6 +470,7 @@ static int session_main(struct run_opts *o_, int notify_fd)
 		.cmdline = cmdline,
 		.mem_mib = o.mem_mib,
 		.ram_file = o.ram_file,
+		.no_jail = o.no_jail,
 		.cpus = o.cpus,
 		.verbose = o.verbose,
 		.fs_sock = o.work ? fs.sock : NULL,

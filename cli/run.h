@@ -44,6 +44,7 @@ struct launch {
 	const char *kernel, *initrd, *cmdline;
 	unsigned mem_mib, cpus;
 	const char *ram_file; /* guest RAM in this (new) file, kept afterwards; NULL: a memfd */
+	bool no_jail;	      /* start the VM process unjailed (--no-jail) */
 	bool verbose;
 	const char *fs_sock;	/* vhost-user-fs socket for tag "work", NULL if no share */
 	int diag_w;		/* write end for the engine's stderr */

@@ -170,7 +170,9 @@ int main(int argc, char **argv)
 	}
 	/* The launcher owns our lifetime: if it dies, so do we (and check it did not already). */
 	pid_t parent = getppid();
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+	/* As pid 1 of the jail's PID namespace a SIGTERM without a handler would be ignored:
+	 * then the launcher's death kills us outright. */
+	if (prctl(PR_SET_PDEATHSIG, getpid() == 1 ? SIGKILL : SIGTERM) < 0 || getppid() != parent)
 		return 1;
 
 	sigset_t sigs;

@@ -1,8 +1,8 @@
 #!/bin/sh
-# The jail of the device back ends (cli/jail.c + vsock/seccomp.c), as far as it is built:
-# from inside a jailed bulkhead-vsock (its --jail-selftest hook, started by the launcher's own
-# jail step) and from outside a live session's back end. Not built yet: an empty root, another
-# uid, cgroups, the VMM's own allow-list (see docs/THREAT-MODEL.md).
+# The jail of the VM process and the device back ends (cli/jail.c, vsock/seccomp.c), as far as
+# it is built: from inside a jailed bulkhead-vsock (its --jail-selftest hook, started by the
+# launcher's own jail step) and from outside a live session's back end and QEMU. Not built
+# yet: an empty root, another uid, bulkhead-vmm's own allow-list (docs/THREAT-MODEL.md).
 . "$(dirname "$0")/lib.sh"
 
 PROBE=$BUILD/tests/jail-probe
@@ -45,6 +45,17 @@ if [ -n "$pid" ] && grep -q '^Seccomp:[[:space:]]*2' "$st" && grep -q '^CapEff:[
 	ok "a session's bulkhead-vsock: seccomp filter on, no capabilities, own net/IPC namespaces, empty environment, no core dumps"
 else
 	not_ok "a session's back end is jailed" "pid=$pid" "$(grep -E 'Seccomp|Cap|NoNew' "$st" 2>&1)"
+fi
+qpid=$(pgrep -f "qemu-system-x86_64 .*$BULKHEAD_RUNDIR" | head -n 1)
+if [ -z "$qpid" ]; then
+	skip "the VM process is jailed" "this session's engine is not QEMU"
+elif grep -q '^Seccomp:[[:space:]]*2' "/proc/$qpid/status" &&
+	grep -q '^CapEff:[[:space:]]*0*$' "/proc/$qpid/status" &&
+	grep -q '^NoNewPrivs:[[:space:]]*1' "/proc/$qpid/status" &&
+	[ "$(readlink /proc/$qpid/ns/net)" != "$(readlink /proc/self/ns/net)" ] && [ ! -s /proc/$qpid/environ ]; then
+	ok "the session's QEMU: jailed the same way, under its own seccomp sandbox too"
+else
+	not_ok "the VM process is jailed" "$(grep -E 'Seccomp|Cap|NoNew' /proc/$qpid/status 2>&1)"
 fi
 wait $rpid
 check_eq "the session still runs its command with the jailed back end" 0 "$?"
