@@ -154,7 +154,7 @@ int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const st
 {
 	char bin[PATH_MAX], name[32];
 	b->pid = 0;
-	snprintf(name, sizeof(name), "vsock.sock_%d", BROKER_VSOCK_PORT);
+	snprintf(name, sizeof(name), RUNDIR_VSOCK "/vsock.sock_%d", BROKER_VSOCK_PORT);
 	if (paths_join(bin, sizeof(bin), paths_bindir(), "bulkhead-broker") < 0 ||
 	    access(bin, X_OK) < 0) {
 		snprintf(err, errlen, "bulkhead-broker not found next to bulkhead (run make)");

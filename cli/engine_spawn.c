@@ -82,7 +82,7 @@ int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verb
 	int con[2];
 	if (pipe2(con, O_CLOEXEC) < 0)
 		goto fail_errno;
-	pid_t pid = jail ? jail_fork() : fork();
+	pid_t pid = jail ? jail_fork(false) : fork();
 	if (pid == 0)
 		child_exec((char *const *)a->v, con[1], diag_w, jail, file_writes);
 	if (pid < -1) { /* jail_fork's -errno */

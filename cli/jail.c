@@ -2,6 +2,7 @@
 #include "cli/jail.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/sched.h>
@@ -12,7 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,13 +33,66 @@ static int write_file(const char *path, const char *text)
 	return n == (ssize_t)strlen(text) ? 0 : -(e ? e : EIO);
 }
 
-pid_t jail_fork(void)
+/* The program, opened before the root went away (-1: exec by path). */
+static int exe_fd = -1;
+
+/* mkdir -p PATH (absolute) inside the current root. */
+static int mkdirs(const char *path)
+{
+	char p[PATH_MAX];
+
+	if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p))
+		return -ENAMETOOLONG;
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	return mkdir(p, 0755) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+/* A new root: a tmpfs with DIR bound at its own path; the old root detached; read-only. */
+static int empty_root(const char *dir, const char *exe)
+{
+	static const char top[] = "/tmp"; /* any directory will do: it is covered, not used */
+	char where[PATH_MAX + 8];
+
+	int tree;
+
+	/* The program and a copy of DIR's mount, taken before anything covers them. */
+	exe_fd = open(exe, O_PATH | O_CLOEXEC);
+	if (exe_fd < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	tree = open_tree(AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0 ||
+	    mount("jail", top, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=0755") < 0)
+		return -errno;
+	snprintf(where, sizeof(where), "%s%s", top, dir);
+	if (mkdirs(where) < 0 || mkdir("/tmp/.old", 0700) < 0 ||
+	    move_mount(tree, "", AT_FDCWD, where, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+	    syscall(SYS_pivot_root, top, "/tmp/.old") < 0 || chdir("/") < 0 ||
+	    umount2("/.old", MNT_DETACH) < 0 || rmdir("/.old") < 0 ||
+	    mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
+		    0)
+		return -errno;
+	return 0;
+}
+
+int jail_root(const char *dir, const char *exe)
+{
+	return empty_root(dir, exe);
+}
+
+pid_t jail_fork(bool mount_ns)
 {
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	struct clone_args ca = {
 		.flags = CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-			 (uid ? CLONE_NEWUSER : 0),
+			 (uid ? CLONE_NEWUSER : 0) | (mount_ns ? CLONE_NEWNS : 0),
 		.exit_signal = SIGCHLD,
 	};
 	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
@@ -105,5 +161,8 @@ void jail_exec(char *const argv[])
 {
 	static char *const empty[] = { NULL };
 
-	execve(argv[0], argv, empty);
+	if (exe_fd >= 0)
+		syscall(SYS_execveat, exe_fd, "", argv, empty, AT_EMPTY_PATH);
+	else
+		execve(argv[0], argv, empty);
 }

@@ -24,8 +24,8 @@ void proc_set_cgroup(const struct session_cgroup *cg);
 pid_t proc_spawn_listener(char *const argv[], int lfd, int diag_fd);
 
 /* The same, jailed (cli/jail.h): new namespaces, no capabilities, no_new_privs, an empty
- * environment, rlimits. */
-pid_t proc_spawn_jailed(char *const argv[], int lfd, int diag_fd);
+ * environment, rlimits; with ROOT_DIR, an empty root that holds only that directory. */
+pid_t proc_spawn_jailed(char *const argv[], const char *root_dir, int lfd, int diag_fd);
 
 /* Kills *pid (SIGKILL), reaps it and sets *pid to 0; nothing if it is 0. */
 void proc_stop(pid_t *pid);

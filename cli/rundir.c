@@ -31,7 +31,7 @@ int rundir_base(char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-static void remove_dir_files(const char *path)
+static void remove_tree(const char *path, int depth)
 {
 	DIR *d = opendir(path);
 	if (!d)
@@ -39,10 +39,21 @@ static void remove_dir_files(const char *path)
 	int dfd = dirfd(d);
 	struct dirent *e;
 	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			unlinkat(dfd, e->d_name, 0);
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    unlinkat(dfd, e->d_name, 0) < 0 && errno == EISDIR) {
+			char sub[PATH_MAX];
+			/* One level down at most: the vsock directory (rundir.h). */
+			if (depth > 0 &&
+			    snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name) < (int)sizeof(sub))
+				remove_tree(sub, depth - 1);
+		}
 	closedir(d);
 	rmdir(path);
+}
+
+static void remove_dir_files(const char *path)
+{
+	remove_tree(path, 1);
 }
 
 /* A session directory whose pid file names a process that no longer exists. */
@@ -108,8 +119,9 @@ int rundir_create(struct rundir *rd, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot create %s: %s", rd->path, strerror(errno));
 		return -1;
 	}
-	char pidfile[PATH_MAX];
-	if (rundir_file(rd, "pid", 0, pidfile, sizeof(pidfile)) < 0) {
+	char pidfile[PATH_MAX], vsock_dir[PATH_MAX];
+	if (rundir_file(rd, RUNDIR_VSOCK, 0, vsock_dir, sizeof(vsock_dir)) < 0 ||
+	    mkdir(vsock_dir, 0700) < 0 || rundir_file(rd, "pid", 0, pidfile, sizeof(pidfile)) < 0) {
 		snprintf(err, errlen, "run directory path too long");
 		rmdir(rd->path);
 		return -1;

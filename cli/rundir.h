@@ -18,6 +18,9 @@ struct rundir {
 /* Where run directories live: $BULKHEAD_RUNDIR, /run/bulkhead (root), $XDG_RUNTIME_DIR/bulkhead
  * or /tmp/bulkhead-UID. Returns 0, or -1 if it does not fit. */
 int rundir_base(char *buf, size_t len);
+/* The subdirectory that holds every socket the guest can reach (vsock.sock_<port>) and the
+ * host's way to the guest (vsock.sock): all the jailed bulkhead-vsock sees of the host. */
+#define RUNDIR_VSOCK "vsock"
 int rundir_create(struct rundir *rd, char *err, size_t errlen);
 
 /* Writes "<dir>/<name>" into buf; -1 if it does not fit (or is too long for a

@@ -142,7 +142,7 @@ int cmd_exec(int argc, char **argv)
 	struct rundir rd;
 	char err[320], uds[PATH_MAX], dflt[PATH_MAX];
 	if (rundir_open(&rd, id, err, sizeof(err)) < 0 ||
-	    rundir_file(&rd, "vsock.sock", 1, uds, sizeof(uds)) < 0) {
+	    rundir_file(&rd, RUNDIR_VSOCK "/vsock.sock", 1, uds, sizeof(uds)) < 0) {
 		fprintf(stderr, "bulkhead: %s\n", err);
 		return EXIT_BULKHEAD;
 	}

@@ -21,17 +21,18 @@
 int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, bool no_jail,
 		    char *err, size_t errlen)
 {
-	char bin[PATH_MAX], ready_name[32];
+	char bin[PATH_MAX], vsock_dir[PATH_MAX], ready_name[32];
 	v->pid = 0;
 	v->ready_lfd = -1;
-	snprintf(ready_name, sizeof(ready_name), "vsock.sock_%d", AGENT_READY_PORT);
+	snprintf(ready_name, sizeof(ready_name), RUNDIR_VSOCK "/vsock.sock_%d", AGENT_READY_PORT);
 	if (paths_join(bin, sizeof(bin), paths_bindir(), "bulkhead-vsock") < 0 ||
 	    access(bin, X_OK) < 0) {
 		snprintf(err, errlen, "bulkhead-vsock not found next to bulkhead (run make)");
 		return -1;
 	}
 	if (rundir_file(rd, "vsock-vhost.sock", 1, v->vhost_sock, sizeof(v->vhost_sock)) < 0 ||
-	    rundir_file(rd, "vsock.sock", 1, v->uds, sizeof(v->uds)) < 0 ||
+	    rundir_file(rd, RUNDIR_VSOCK "/vsock.sock", 1, v->uds, sizeof(v->uds)) < 0 ||
+	    rundir_file(rd, RUNDIR_VSOCK, 0, vsock_dir, sizeof(vsock_dir)) < 0 ||
 	    rundir_file(rd, ready_name, 1, v->ready_path, sizeof(v->ready_path)) < 0) {
 		snprintf(err, errlen, "run directory path too long for a socket");
 		return -1;
@@ -53,7 +54,7 @@ int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, b
 			       cid, "--uds-path",  v->uds, no_jail ? "--no-seccomp" : NULL,
 			       NULL };
 	pid_t pid = no_jail ? proc_spawn_listener(argv, lfd, diag_fd)
-			    : proc_spawn_jailed(argv, lfd, diag_fd);
+			    : proc_spawn_jailed(argv, vsock_dir, lfd, diag_fd);
 	close(lfd);
 	if (pid < 0) {
 		snprintf(err, errlen, "cannot start %s: %s", bin, strerror((int)-pid));

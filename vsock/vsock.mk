@@ -8,9 +8,10 @@ $(VSOCK_LIB): $(VSOCK_SRCS:%.c=$(OBJ)/%.o)
 	rm -f $@
 	$(AR) rcs $@ $^
 
+# Static: it runs in an empty root (cli/jail.c), with no loader or libraries to find.
 $(BIN)/bulkhead-vsock: $(OBJ)/vsock/main.o $(OBJ)/vsock/seccomp.o $(VSOCK_LIB) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lseccomp
+	$(CC) $(LDFLAGS) -static -o $@ $^ -lseccomp
 
 ALL_TARGETS += $(BIN)/bulkhead-vsock
 

@@ -111,10 +111,11 @@ if [ -n "$ID" ] && [ "$held_early" = 0 ] && [ $rc = 0 ] && grep -q '^POST /v1/it
 else
 	not_ok "approval round trip in a session" "id=$ID rc=$rc early=$held_early" "$(cat "$TMP/held.out")"
 fi
-# The vsock back end connects guest port P only to <run dir>/vsock.sock_P; the private broker's
-# control socket (broker.ctl) matches no such name, and the shared one lives elsewhere.
-check_eq "the session's sockets: the guest reaches only vsock.sock_<port>, not broker.ctl" \
-	"./broker.ctl ./vsock-vhost.sock ./vsock.sock ./vsock.sock_1025 ./vsock.sock_1026 " \
+# The vsock back end connects guest port P only to <run dir>/vsock/vsock.sock_P, and its root
+# holds only that directory; the private broker's control socket (broker.ctl) is outside it,
+# and the shared one lives elsewhere.
+check_eq "the session's sockets: the guest reaches only vsock/vsock.sock_<port>, not broker.ctl" \
+	"./broker.ctl ./vsock-vhost.sock ./vsock/vsock.sock ./vsock/vsock.sock_1025 ./vsock/vsock.sock_1026 " \
 	"$socks"
 check_eq "no run directory, socket or broker is left" "" "$(ls -A "$BULKHEAD_RUNDIR")"
 plan_done

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The jail of the VM process and the device back ends (cli/jail.c, vsock/seccomp.c), as far as
 # it is built: from inside a jailed bulkhead-vsock (its --jail-selftest hook, started by the
-# launcher's own jail step) and from outside a live session's back end and QEMU. Not built
-# yet: an empty root, another uid, bulkhead-vmm's own allow-list (docs/THREAT-MODEL.md).
+# launcher's own jail step, in an empty root) and from outside a live session's back end and
+# QEMU. Not built yet: another uid, bulkhead-vmm's own allow-list (docs/THREAT-MODEL.md).
 . "$(dirname "$0")/lib.sh"
 
 PROBE=$BUILD/tests/jail-probe
@@ -12,8 +12,9 @@ if [ ! -x "$PROBE" ] || [ ! -x "$BIN/bulkhead-vsock" ]; then
 fi
 export BULKHEAD_RUNDIR="$TMP/run"
 
-"$PROBE" "$TMP/l.sock" "$BIN/bulkhead-vsock" --listen-fd 3 --guest-cid 3 \
-	--uds-path "$TMP/v.sock" --jail-selftest > "$TMP/self" 2>&1
+mkdir "$TMP/vsock"
+"$PROBE" --root "$TMP/vsock" "$TMP/l.sock" "$BIN/bulkhead-vsock" --listen-fd 3 --guest-cid 3 \
+	--uds-path "$TMP/vsock/vsock.sock" --jail-selftest > "$TMP/self" 2>&1
 field() { sed -n "s/^selftest: $1:[[:space:]]*//p" "$TMP/self" | head -n 1; }
 check_eq "jailed: no capability in any set (effective, permitted, bounding, ambient)" \
 	"0000000000000000 0000000000000000 0000000000000000 0000000000000000" \
@@ -22,6 +23,9 @@ check_eq "jailed: no_new_privs" 1 "$(field NoNewPrivs)"
 check_eq "jailed: pid 1 of its own PID namespace" 1 "$(field NSpid | awk '{print $NF}')"
 check_eq "jailed: only the expected descriptors (stdio, its socket, epoll, signalfd, listener)" \
 	"0 1 2 3 4 5 6" "$(sed -n 's/^selftest: fds //p' "$TMP/self")"
+top=$(echo "$TMP" | cut -d/ -f2)
+check_eq "jailed: its root is empty but for the path to its own socket directory" " $top" \
+	"$(sed -n 's/^selftest: root://p' "$TMP/self")"
 check_eq "jailed: opening /etc/passwd fails" "Permission denied" \
 	"$(sed -n 's/^selftest: open \/etc\/passwd: //p' "$TMP/self")"
 check_eq "jailed: socket(AF_INET) fails" "Address family not supported by protocol" \

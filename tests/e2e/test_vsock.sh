@@ -13,7 +13,7 @@ INITRD=$BUILD/tests/guest-tools/initramfs-test.cpio
 ID=0123456789abcdef
 export BULKHEAD_RUNDIR="$TMP/run"
 D=$BULKHEAD_RUNDIR/$ID
-mkdir -p "$D"
+mkdir -p "$D/vsock"
 
 # sha FILE: the hex SHA-256 only.
 sha() { sha256sum "$1" | cut -d' ' -f1; }
@@ -30,7 +30,7 @@ wait_for() {
 }
 
 start_backend() {
-	"$VS" --socket "$D/vhost.sock" --guest-cid 3 --uds-path "$D/vsock.sock" -v \
+	"$VS" --socket "$D/vhost.sock" --guest-cid 3 --uds-path "$D/vsock/vsock.sock" -v \
 		2> "$D/vsock.err" &
 	VPID=$!
 	i=0; while [ ! -S "$D/vhost.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
@@ -40,7 +40,7 @@ start_backend() {
 # the agent's lifeline ($LIFE), and runs `sh -c SCRIPT` through `bulkhead exec` once the
 # agent answers; the script's output goes to $D/console, the serial console to $D/serial.
 boot_guest() {
-	"$TOOL" usink "$D/vsock.sock_1025" 900 &
+	"$TOOL" usink "$D/vsock/vsock.sock_1025" 900 &
 	LIFE=$!
 	timeout 300 "$QEMU" \
 		-M microvm,acpi=off,x-option-roms=off,rtc=on,isa-serial=on,pit=on,pic=on,memory-backend=mem \
@@ -77,10 +77,10 @@ fi
 head -c 3145728 /dev/urandom > "$D/h2g.bin"   # host -> guest payload
 head -c 2097152 /dev/urandom > "$D/g2h.bin"   # host's reply on the guest's connection
 start_backend
-"$TOOL" ulisten "$D/vsock.sock_1234" < "$D/g2h.bin" > "$D/recv.bin" &
+"$TOOL" ulisten "$D/vsock/vsock.sock_1234" < "$D/g2h.bin" > "$D/recv.bin" &
 LPID=$!
 # Host listener that accepts and never reads: the guest's writes must stall on credit.
-"$TOOL" usink "$D/vsock.sock_1235" 25 &
+"$TOOL" usink "$D/vsock/vsock.sock_1235" 25 &
 SPID=$!
 sleep 0.2
 boot_guest '
@@ -127,10 +127,10 @@ else
 fi
 
 # Host -> guest: no listener on port 5999 closes the connection; port 5000 handshakes.
-"$TOOL" uconnect "$D/vsock.sock" 5999 < /dev/null > /dev/null 2> "$D/uc.err"
+"$TOOL" uconnect "$D/vsock/vsock.sock" 5999 < /dev/null > /dev/null 2> "$D/uc.err"
 check_eq "host CONNECT to a guest port with no listener is closed" "4" "$?"
 if wait_for "$D/console" "LISTENING 5000" 600; then
-	"$TOOL" uconnect "$D/vsock.sock" 5000 < "$D/h2g.bin" > /dev/null 2> "$D/uc.err"
+	"$TOOL" uconnect "$D/vsock/vsock.sock" 5000 < "$D/h2g.bin" > /dev/null 2> "$D/uc.err"
 	rc=$?
 	check_eq "host CONNECT to a guest listener gets OK <port>" "0" "$rc"
 	grep -qE '^OK [0-9]+$' "$D/uc.err" && ok "handshake line is 'OK <hostport>'" ||
@@ -146,7 +146,7 @@ fi
 # A guest that stops reading: the host writer blocks, the back end does not buffer.
 if wait_for "$D/console" "LISTENING 5001" 600; then
 	base=$(rss_anon $VPID)
-	head -c 67108864 /dev/zero | "$TOOL" uconnect "$D/vsock.sock" 5001 > /dev/null 2>&1 &
+	head -c 67108864 /dev/zero | "$TOOL" uconnect "$D/vsock/vsock.sock" 5001 > /dev/null 2>&1 &
 	WPID=$!
 	max=0 i=0
 	while [ $i -lt 20 ]; do

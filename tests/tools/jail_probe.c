@@ -1,7 +1,8 @@
 /* tests/tools/jail_probe.c: runs a program through the launcher's own jail step
  * (cli/jail.c via proc_spawn_jailed, exactly as a session starts bulkhead-vsock), with a
  * listening Unix socket as its descriptor 3, and reports how it ended:
- * "exit N" or "signal N (NAME)". Usage: jail-probe SOCKET-PATH PROGRAM [ARG...] */
+ * "exit N" or "signal N (NAME)". With --root DIR, inside an empty root holding only DIR.
+ * Usage: jail-probe [--root DIR] SOCKET-PATH PROGRAM [ARG...] */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,8 +20,15 @@ int main(int argc, char **argv)
 	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), st;
 	pid_t pid;
 
+	const char *root_dir = NULL;
+
+	if (argc > 3 && !strcmp(argv[1], "--root")) {
+		root_dir = argv[2];
+		argv += 2;
+		argc -= 2;
+	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: jail-probe SOCKET-PATH PROGRAM [ARG...]\n");
+		fprintf(stderr, "usage: jail-probe [--root DIR] SOCKET-PATH PROGRAM [ARG...]\n");
 		return 2;
 	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", argv[1]);
@@ -35,7 +43,7 @@ int main(int argc, char **argv)
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return 1;
-	pid = proc_spawn_jailed(argv + 2, lfd, p[1]);
+	pid = proc_spawn_jailed(argv + 2, root_dir, lfd, p[1]);
 	close(p[1]);
 	if (pid < 0) {
 		fprintf(stderr, "jail-probe: %s\n", strerror((int)-pid));
