@@ -13,6 +13,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 int rundir_base(char *buf, size_t len)
@@ -77,6 +78,13 @@ static void prune_stale(const char *base)
 			if (fscanf(f, "%ld", &pid) != 1)
 				pid = 0;
 			fclose(f);
+		}
+		if (pid <= 0) {
+			/* No pid written yet: another session may be creating this very directory
+			 * right now. Only one that has stayed so for a minute is stale. */
+			struct stat st;
+			if (stat(sub, &st) == 0 && time(NULL) - st.st_mtime < 60)
+				continue;
 		}
 		if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
 			continue;

@@ -81,27 +81,32 @@ else
 fi
 
 # --- timeout and cleanup -----------------------------------------------------
+# The VM processes of these sessions are found by their own run directory.
+export BULKHEAD_RUNDIR="$TMP/rt"
+mkdir -m 700 "$BULKHEAD_RUNDIR"
 marker=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
 start=$(date +%s)
 run_capture run --timeout 3 -- sleep "1000.$((0x$marker % 1000))"
 check_eq "--timeout ends a sleep 1000 with 124" 124 "$rc"
 grep -q 'timed out' "$TMP/err" && ok "--timeout says so on stderr" ||
 	not_ok "--timeout says so on stderr" "$(cat "$TMP/err")"
-hex=$(printf 'sleep' | od -An -tx1 | tr -d ' \n')
 sleep 0.2
-left=$(pgrep -f "qemu-system.*bulkhead.argv=${hex}00" | wc -l)
+left=$(pgrep -f "qemu-system.*$BULKHEAD_RUNDIR" | wc -l)
 check_eq "no VM process is left after a timeout" 0 "$left"
 
 "$BULKHEAD" run -- sleep 1000 > /dev/null 2> "$TMP/err" &
 pid=$!
 sleep 3
+check_eq "(while it runs, its VM process is found by its run directory)" 1 \
+	"$(pgrep -f "qemu-system.*$BULKHEAD_RUNDIR" | wc -l)"
 kill -INT "$pid"
 wait "$pid"
 rc=$?
 check_eq "SIGINT stops the session (exit 130)" 130 "$rc"
 sleep 0.2
-left=$(pgrep -f "qemu-system.*bulkhead.argv=${hex}00" | wc -l)
+left=$(pgrep -f "qemu-system.*$BULKHEAD_RUNDIR" | wc -l)
 check_eq "no VM process is left after SIGINT" 0 "$left"
+unset BULKHEAD_RUNDIR
 
 # --- options -----------------------------------------------------------------
 run_capture run -e GREETING='hi there' -e PATH=/bin -- sh -c 'echo "$GREETING:$PATH:$HOME"'
