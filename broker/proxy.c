@@ -383,7 +383,7 @@ static int rq_headers(http_parser *p)
 	c->up_head_len = o.n;
 	if (c->hold) {
 		/* Nothing reaches the upstream, not even a connection, before the decision. */
-		hold_begin(c, c->hold_needs_body);
+		hold_begin(c);
 		if (c->expect_continue && !c->client_10 &&
 		    client_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25))
 			return -1;

@@ -143,7 +143,7 @@ int body_feed(struct conn *c, const char *at, size_t len, int final);
 int body_finish(struct conn *c);
 int body_send_held(struct conn *c);
 /* proxy_hold.c */
-void hold_begin(struct conn *c, int needs_body_only);
+void hold_begin(struct conn *c);
 void hold_body(struct conn *c, const char *at, size_t len);
 int hold_decide(struct conn *c);
 void hold_end(struct conn *c);

@@ -19,11 +19,10 @@ static void md_add(struct conn *c, const void *b, size_t n)
 		EVP_DigestUpdate(c->hold_md, b, n);
 }
 
-void hold_begin(struct conn *c, int needs_body_only)
+void hold_begin(struct conn *c)
 {
 	size_t i;
 
-	(void)needs_body_only;
 	c->hold_raw_n = 0;
 	c->hold_md = EVP_MD_CTX_new();
 	if (c->hold_md && EVP_DigestInit_ex(c->hold_md, EVP_sha256(), NULL) != 1) {
