@@ -27,3 +27,15 @@ run_capture() {
 	"$BULKHEAD" "$@" > "$TMP/out" 2> "$TMP/err" < /dev/null
 	rc=$?
 }
+
+# test_pki: a throwaway test CA ($TMP/ca.pem, ca.key) and a certificate for localhost and
+# 127.0.0.1 signed by it ($TMP/up.pem, up.key), made with openssl. 0, or non-zero if not.
+test_pki() {
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/ca.key" -out "$TMP/ca.pem" \
+		-days 1 -subj /CN=bulkhead-e2e-test-ca 2> /dev/null &&
+		openssl req -newkey rsa:2048 -nodes -keyout "$TMP/up.key" -out "$TMP/up.csr" \
+			-subj /CN=localhost 2> /dev/null &&
+		printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$TMP/up.ext" &&
+		openssl x509 -req -in "$TMP/up.csr" -CA "$TMP/ca.pem" -CAkey "$TMP/ca.key" \
+			-CAcreateserial -out "$TMP/up.pem" -days 1 -extfile "$TMP/up.ext" 2> /dev/null
+}

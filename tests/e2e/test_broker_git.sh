@@ -28,13 +28,9 @@ GIT_TOKEN='ghx-tok-8b0d6c1f29e3a7d5-secret'
 pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
 
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/ca.key" -out "$TMP/ca.pem" -days 1 \
-	-subj /CN=bulkhead-git-e2e-ca 2> /dev/null
-openssl req -newkey rsa:2048 -nodes -keyout "$TMP/up.key" -out "$TMP/up.csr" -subj /CN=localhost \
-	2> /dev/null
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$TMP/up.ext"
-openssl x509 -req -in "$TMP/up.csr" -CA "$TMP/ca.pem" -CAkey "$TMP/ca.key" -CAcreateserial \
-	-out "$TMP/up.pem" -days 1 -extfile "$TMP/up.ext" 2> /dev/null
+if ! test_pki; then
+	not_ok "test PKI made with openssl"; plan_done; exit 1
+fi
 
 # The API (an echo) and the private repository: one commit whose file the guest must see.
 "$ECHO" --cert "$TMP/up.pem" --key "$TMP/up.key" --log "$TMP/api.log" > "$TMP/api.port" \

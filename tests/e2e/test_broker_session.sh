@@ -14,13 +14,9 @@ export BULKHEAD_RUNDIR="$TMP/run"
 SECRET='tok-9f3c2e7d1a5b-SESSION-secret'
 
 # A test CA and a certificate for localhost, made here.
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/ca.key" -out "$TMP/ca.pem" -days 1 \
-	-subj /CN=bulkhead-session-test-ca 2> /dev/null
-openssl req -newkey rsa:2048 -nodes -keyout "$TMP/up.key" -out "$TMP/up.csr" -subj /CN=localhost \
-	2> /dev/null
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$TMP/up.ext"
-openssl x509 -req -in "$TMP/up.csr" -CA "$TMP/ca.pem" -CAkey "$TMP/ca.key" -CAcreateserial \
-	-out "$TMP/up.pem" -days 1 -extfile "$TMP/up.ext" 2> /dev/null
+if ! test_pki; then
+	not_ok "test PKI made with openssl"; plan_done; exit 1
+fi
 "$ECHO" --cert "$TMP/up.pem" --key "$TMP/up.key" --log "$TMP/upstream.log" > "$TMP/port" \
 	2> "$TMP/echo.err" &
 EPID=$!

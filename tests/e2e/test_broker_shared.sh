@@ -16,13 +16,9 @@ SECRET='tok-shared-7d1a5b9f3c2e-secret'
 pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
 
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/ca.key" -out "$TMP/ca.pem" -days 1 \
-	-subj /CN=bulkhead-shared-test-ca 2> /dev/null
-openssl req -newkey rsa:2048 -nodes -keyout "$TMP/up.key" -out "$TMP/up.csr" -subj /CN=localhost \
-	2> /dev/null
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$TMP/up.ext"
-openssl x509 -req -in "$TMP/up.csr" -CA "$TMP/ca.pem" -CAkey "$TMP/ca.key" -CAcreateserial \
-	-out "$TMP/up.pem" -days 1 -extfile "$TMP/up.ext" 2> /dev/null
+if ! test_pki; then
+	not_ok "test PKI made with openssl"; plan_done; exit 1
+fi
 "$ECHO" --cert "$TMP/up.pem" --key "$TMP/up.key" --log "$TMP/upstream.log" > "$TMP/port" \
 	2> "$TMP/echo.err" &
 pids="$pids $!"
