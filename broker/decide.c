@@ -84,42 +84,66 @@ static void deny(struct decision *d, enum layer l, const char *rule, const char 
 	snprintf(d->why, sizeof(d->why), "%s", why);
 }
 
+/* 1. Global denials, by name and by address literal: nothing a scope says reaches past them.
+ * Returns 1 (and fills D) when HOST is denied. */
+static int global_denial(const struct policy *p, const char *host, struct decision *d)
+{
+	char rule[sizeof(d->rule)], why[sizeof(d->why)], buf[64];
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in a4 = { .sin_family = AF_INET };
+	const struct sockaddr *sa = NULL;
+	const char *hit;
+
+	if ((hit = policy_host_denied(p, host))) {
+		snprintf(rule, sizeof(rule), "deny_hosts:%s", hit);
+		snprintf(why, sizeof(why), "denied by the global policy: %s is never reachable",
+			 host);
+		deny(d, LAYER_GLOBAL, rule, why);
+		return 1;
+	}
+	if (inet_pton(AF_INET, host, &a4.sin_addr) == 1)
+		sa = (const struct sockaddr *)&a4;
+	else if (inet_pton(AF_INET6, host, &a6.sin6_addr) == 1)
+		sa = (const struct sockaddr *)&a6;
+	if (sa && (hit = policy_addr_denied(p, sa, buf, sizeof(buf)))) {
+		snprintf(rule, sizeof(rule), "deny_cidrs:%s", hit);
+		snprintf(why, sizeof(why),
+			 "denied by the global policy: %s is in a forbidden network", host);
+		deny(d, LAYER_GLOBAL, rule, why);
+		return 1;
+	}
+	return 0;
+}
+
+void decide_connect(const struct policy *p, const struct rules *scope, const char *host, int port,
+		    struct decision *d)
+{
+	char why[sizeof(d->why)];
+
+	memset(d, 0, sizeof(*d));
+	if (global_denial(p, host, d))
+		return;
+	if (!rules_https_host(scope, host, port)) {
+		snprintf(why, sizeof(why), "denied: no https rule for %s:%d", host, port);
+		deny(d, LAYER_DEFAULT, "none", why);
+		return;
+	}
+	d->verdict = VERDICT_ALLOW;
+	d->layer = LAYER_SCOPE;
+	snprintf(d->rule, sizeof(d->rule), "connect:%s", host);
+}
+
 void decide(const struct policy *p, const struct rules *scope, const struct decide_req *q,
 	    struct decision *d)
 {
 	struct rules_req rq = { q->method, q->host, q->port, q->path };
-	char rule[sizeof(d->rule)], why[sizeof(d->why)], buf[64];
+	char rule[sizeof(d->rule)], why[sizeof(d->why)];
 	const char *hit;
-	unsigned char ip[16];
 	size_t i;
 
 	memset(d, 0, sizeof(*d));
-	/* 1. Global denials: nothing a scope says reaches past them. */
-	if ((hit = policy_host_denied(p, q->host))) {
-		snprintf(rule, sizeof(rule), "deny_hosts:%s", hit);
-		snprintf(why, sizeof(why), "denied by the global policy: %s is never reachable",
-			 q->host);
-		deny(d, LAYER_GLOBAL, rule, why);
+	if (global_denial(p, q->host, d))
 		return;
-	}
-	if (inet_pton(AF_INET, q->host, ip) == 1 || inet_pton(AF_INET6, q->host, ip) == 1) {
-		struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
-		struct sockaddr_in a4 = { .sin_family = AF_INET };
-		const struct sockaddr *sa = (const struct sockaddr *)&a4;
-
-		if (inet_pton(AF_INET, q->host, &a4.sin_addr) != 1) {
-			inet_pton(AF_INET6, q->host, &a6.sin6_addr);
-			sa = (const struct sockaddr *)&a6;
-		}
-		if ((hit = policy_addr_denied(p, sa, buf, sizeof(buf)))) {
-			snprintf(rule, sizeof(rule), "deny_cidrs:%s", hit);
-			snprintf(why, sizeof(why),
-				 "denied by the global policy: %s is in a forbidden network",
-				 q->host);
-			deny(d, LAYER_GLOBAL, rule, why);
-			return;
-		}
-	}
 	/* 2. The session's scope: the secrets bound to this destination, else the allow list. */
 	for (i = 0; i < scope->n_secrets && d->n_inject < DECIDE_MAX_INJECT; i++) {
 		const struct rules_dest *m = rules_secret_match(&scope->secrets[i], &rq);

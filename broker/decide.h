@@ -42,6 +42,11 @@ struct decision {
 void decide(const struct policy *p, const struct rules *scope, const struct decide_req *q,
 	    struct decision *d);
 
+/* The same three layers for CONNECT HOST:PORT, before any request inside is known: global
+ * denials, then whether an https rule of the scope names that host and port. */
+void decide_connect(const struct policy *p, const struct rules *scope, const char *host,
+		    int port, struct decision *d);
+
 const char *verdict_name(enum verdict v);
 const char *layer_name(enum layer l);
 

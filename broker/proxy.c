@@ -227,19 +227,16 @@ static int connect_request(struct conn *c)
 		set_err(c, 501, "CONNECT is not available: this broker has no session CA");
 		return -1;
 	}
-	if (policy_host_denied(c->cfg->policy, c->host)) {
-		snprintf(c->rule, sizeof(c->rule), "deny_hosts:%s",
-			 policy_host_denied(c->cfg->policy, c->host));
-		c->layer = layer_name(LAYER_GLOBAL);
-		set_err(c, 403, "denied by the global policy: %s is never reachable", c->host);
-		return -1;
-	}
-	if (!rules_https_host(c->cfg->rules, c->host, u.port)) {
-		set_err(c, 403, "denied: no https rule for %s:%u", c->host, u.port);
+	struct decision d;
+
+	decide_connect(c->cfg->policy, c->cfg->rules, c->host, u.port, &d);
+	snprintf(c->rule, sizeof(c->rule), "%s", d.rule);
+	c->layer = layer_name(d.layer);
+	if (d.verdict != VERDICT_ALLOW) {
+		set_err(c, 403, "%s", d.why);
 		return -1;
 	}
 	snprintf(c->tun_host, sizeof(c->tun_host), "%s", c->host);
-	snprintf(c->rule, sizeof(c->rule), "connect:%s", c->host);
 	c->connect_ok = 1;
 	return 0;
 }

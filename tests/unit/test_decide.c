@@ -191,11 +191,37 @@ static void test_cidr_and_ip_literal(void **state)
 	policy_free(&pol);
 }
 
+static void test_connect(void **state)
+{
+	struct policy pol;
+	struct rules scope;
+	struct decision d;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(policy_load_json(&pol, "{\"deny_hosts\":[\"*.test\"]}", err, sizeof(err)),
+			 0);
+	assert_int_equal(rules_load_json(&scope, scope_json[SCOPE_SECRET], err, sizeof(err)), 0);
+	decide_connect(NULL, &scope, "api.test", 443, &d);
+	assert_int_equal(d.verdict, VERDICT_ALLOW);
+	assert_string_equal(d.rule, "connect:api.test");
+	decide_connect(NULL, &scope, "api.test", 8443, &d); /* no https rule for that port */
+	assert_int_equal(d.verdict, VERDICT_DENY);
+	assert_int_equal(d.layer, LAYER_DEFAULT);
+	decide_connect(&pol, &scope, "api.test", 443, &d); /* the policy beats the scope */
+	assert_int_equal(d.verdict, VERDICT_DENY);
+	assert_int_equal(d.layer, LAYER_GLOBAL);
+	assert_string_equal(d.rule, "deny_hosts:*.test");
+	rules_free(&scope);
+	policy_free(&pol);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_precedence_table),
 		cmocka_unit_test(test_cidr_and_ip_literal),
+		cmocka_unit_test(test_connect),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
