@@ -13,7 +13,6 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 int rundir_base(char *buf, size_t len)
@@ -79,13 +78,6 @@ static void prune_stale(const char *base)
 				pid = 0;
 			fclose(f);
 		}
-		if (pid <= 0) {
-			/* No pid written yet: another session may be creating this very directory
-			 * right now. Only one that has stayed so for a minute is stale. */
-			struct stat st;
-			if (stat(sub, &st) == 0 && time(NULL) - st.st_mtime < 60)
-				continue;
-		}
 		if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
 			continue;
 		remove_dir_files(sub);
@@ -122,24 +114,25 @@ int rundir_create(struct rundir *rd, char *err, size_t errlen)
 	}
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		snprintf(rd->id + 2 * i, 3, "%02x", rnd[i]);
+	/* Built under a hidden name and renamed when whole: a concurrent start never sees
+	 * (and never prunes) a session directory without its pid file. */
+	char tmp[PATH_MAX], pidfile[PATH_MAX + 8], vsock_dir[PATH_MAX + 8];
 	snprintf(rd->path, sizeof(rd->path), "%s/%s", base, rd->id);
-	if (mkdir(rd->path, 0700) < 0) {
-		snprintf(err, errlen, "cannot create %s: %s", rd->path, strerror(errno));
-		return -1;
-	}
-	char pidfile[PATH_MAX], vsock_dir[PATH_MAX];
-	if (rundir_file(rd, RUNDIR_VSOCK, 0, vsock_dir, sizeof(vsock_dir)) < 0 ||
-	    mkdir(vsock_dir, 0700) < 0 || rundir_file(rd, "pid", 0, pidfile, sizeof(pidfile)) < 0) {
-		snprintf(err, errlen, "run directory path too long");
-		rmdir(rd->path);
+	snprintf(tmp, sizeof(tmp), "%s/.%s", base, rd->id);
+	snprintf(pidfile, sizeof(pidfile), "%s/pid", tmp);
+	snprintf(vsock_dir, sizeof(vsock_dir), "%s/%s", tmp, RUNDIR_VSOCK);
+	if (mkdir(tmp, 0700) < 0) {
+		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
 		return -1;
 	}
 	int fd = open(pidfile, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 || dprintf(fd, "%ld\n", (long)getpid()) < 0) {
-		snprintf(err, errlen, "cannot write %s: %s", pidfile, strerror(errno));
+	if (fd < 0 || dprintf(fd, "%ld\n", (long)getpid()) < 0 || mkdir(vsock_dir, 0700) < 0 ||
+	    rename(tmp, rd->path) < 0) {
+		snprintf(err, errlen, "cannot set up %s: %s", tmp, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		remove_dir_files(rd->path);
+		remove_dir_files(tmp);
+		rd->path[0] = '\0';
 		return -1;
 	}
 	close(fd);
