@@ -9,16 +9,15 @@ bin=$BUILD/bin/bulkhead
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-ms() { echo $(( $(date +%s%N) / 1000 )); }
-median() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+. "$(dirname "$0")/lib.sh"
 
 echo "session start to exit with and without the jail, $RUNS runs each; $(nproc) cores"
 for i in $(seq "$RUNS"); do
-	t0=$(ms)
+	t0=$(now_us)
 	"$bin" run -- true
-	t1=$(ms)
+	t1=$(now_us)
 	"$bin" run --no-jail -- true 2> /dev/null
-	t2=$(ms)
+	t2=$(now_us)
 	echo $((t1 - t0)) >> "$tmp/jail"
 	echo $((t2 - t1)) >> "$tmp/nojail"
 done

@@ -12,8 +12,8 @@ bin=$BUILD/bin/bulkhead
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-ms() { echo $(( $(date +%s%N) / 1000000 )); }
-median() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+. "$(dirname "$0")/lib.sh"
+ms() { echo $(( $(now_us) / 1000 )); }
 
 "$bin" run -v -- true 2> "$tmp/verbose" > /dev/null
 ref=$(sed -n 's/^bulkhead: engine command: //p' "$tmp/verbose")

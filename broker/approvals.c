@@ -133,14 +133,14 @@ enum approval_outcome approvals_wait(struct approvals *a, const struct approval_
 	return out;
 }
 
-json_t *approvals_list(struct approvals *a, const char *session)
+json_t *approvals_list(struct approvals *a)
 {
 	json_t *arr = json_array();
 	struct pending *p;
 
 	pthread_mutex_lock(&a->lock);
 	for (p = a->head; p; p = p->next)
-		if (!p->decided && (!session || !strcmp(session, p->session)))
+		if (!p->decided)
 			json_array_append(arr, p->info);
 	pthread_mutex_unlock(&a->lock);
 	return arr;

@@ -35,8 +35,8 @@ enum approval_outcome approvals_wait(struct approvals *a, const struct approval_
 				     unsigned ttl_s, char id[APPROVAL_ID_LEN + 1], char *reason,
 				     size_t reasonlen);
 
-/* Every pending approval (an array of objects); SESSION NULL for all. */
-json_t *approvals_list(struct approvals *a, const char *session);
+/* Every pending approval (an array of objects). */
+json_t *approvals_list(struct approvals *a);
 /* Decides approval ID. Returns 0, or -1 with why in err (unknown, or already decided). */
 int approvals_decide(struct approvals *a, const char *id, int approve, const char *reason,
 		     char *err, size_t errlen);

@@ -236,7 +236,7 @@ static void do_approvals(int fd, json_t *msg, const char *op)
 	}
 	if (!strcmp(op, "approvals.list")) {
 		ans = json_pack("{sbso}", "ok", 1, "approvals",
-				approvals_list(common->approvals, NULL));
+				approvals_list(common->approvals));
 		reply_json(fd, ans);
 		json_decref(ans);
 		return;

@@ -28,6 +28,9 @@ void body_plan(struct conn *c, size_t n_inj)
 	else
 		c->body_mode = n_inj ? BODY_CHUNKED : BODY_STREAM;
 	c->carry_n = 0;
+	/* The last request's held body had its secrets in it. */
+	if (c->body_buf.n)
+		OPENSSL_cleanse(c->body_buf.b, c->body_buf.n);
 	c->body_buf.n = 0;
 }
 

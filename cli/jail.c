@@ -55,7 +55,7 @@ static int mkdirs(const char *path)
 }
 
 /* A new root: a tmpfs with DIR bound at its own path; the old root detached; read-only. */
-static int empty_root(const char *dir, const char *exe)
+int jail_root(const char *dir, const char *exe)
 {
 	static const char top[] = "/tmp"; /* any directory will do: it is covered, not used */
 	char where[PATH_MAX + 8];
@@ -79,11 +79,6 @@ static int empty_root(const char *dir, const char *exe)
 		    0)
 		return -errno;
 	return 0;
-}
-
-int jail_root(const char *dir, const char *exe)
-{
-	return empty_root(dir, exe);
 }
 
 pid_t jail_fork(bool mount_ns)
