@@ -13,51 +13,80 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int loader_image_map(const char *path, const char *what, uint64_t max, struct loader_image *im)
+const char *loader_src_name(const struct loader_src *src, char *buf, size_t len)
 {
-	char msg[512];
-	struct stat st;
-	int err = 0;
+	if (src->path)
+		return src->path;
+	snprintf(buf, len, "descriptor %d", src->fd);
+	return buf;
+}
 
-	im->data = NULL;
-	im->len = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+int loader_src_open(const struct loader_src *src, const char *what, uint64_t max, uint64_t *size)
+{
+	char msg[512], name[32];
+	const char *n = loader_src_name(src, name, sizeof(name));
+	struct stat st;
+	int err;
+
+	int fd = src->path ? open(src->path, O_RDONLY | O_CLOEXEC) : src->fd;
 	if (fd < 0) {
 		err = errno;
-		snprintf(msg, sizeof(msg), "cannot open %s %s", what, path);
-		vmm_log_setup(msg, err, "check the path (make builds the guest kernel)");
+		snprintf(msg, sizeof(msg), "cannot open %s %s", what, n);
+		vmm_log_setup(msg, err, "check the path (make builds guest images)");
 		return -err;
 	}
 	if (fstat(fd, &st) < 0) {
 		err = errno;
-		snprintf(msg, sizeof(msg), "cannot stat %s %s", what, path);
+		snprintf(msg, sizeof(msg), "cannot stat %s %s", what, n);
 		vmm_log_setup(msg, err, NULL);
-		goto out;
+		goto fail;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
 		err = ENOEXEC;
-		snprintf(msg, sizeof(msg), "%s %s is empty or not a regular file", what, path);
+		snprintf(msg, sizeof(msg), "%s %s is empty or not a regular file", what, n);
 		vmm_log_setup(msg, 0, "rebuild it with make");
-		goto out;
+		goto fail;
 	}
 	if ((uint64_t)st.st_size > max) {
 		err = EFBIG;
 		snprintf(msg, sizeof(msg), "%s %s is %lld bytes, more than the %llu accepted", what,
-			 path, (long long)st.st_size, (unsigned long long)max);
+			 n, (long long)st.st_size, (unsigned long long)max);
 		vmm_log_setup(msg, 0, "is this really a guest kernel or initramfs?");
-		goto out;
+		goto fail;
 	}
-	void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	*size = (uint64_t)st.st_size;
+	return fd;
+fail:
+	if (src->path)
+		close(fd);
+	return -err;
+}
+
+int loader_image_map(const struct loader_src *src, const char *what, uint64_t max,
+		     struct loader_image *im)
+{
+	char msg[512], name[32];
+	uint64_t size;
+	int err = 0;
+
+	im->data = NULL;
+	im->len = 0;
+	int fd = loader_src_open(src, what, max, &size);
+	if (fd < 0)
+		return fd;
+	/* From offset 0 whatever the descriptor's position: mmap ignores it. */
+	void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (p == MAP_FAILED) {
 		err = errno;
-		snprintf(msg, sizeof(msg), "cannot map %s %s", what, path);
+		snprintf(msg, sizeof(msg), "cannot map %s %s", what,
+			 loader_src_name(src, name, sizeof(name)));
 		vmm_log_setup(msg, err, NULL);
-		goto out;
+	} else {
+		im->data = p;
+		im->len = (size_t)size;
 	}
-	im->data = p;
-	im->len = (size_t)st.st_size;
-out:
-	close(fd);
+	if (src->path)
+		close(fd);
 	return -err;
 }
 

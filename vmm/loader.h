@@ -13,14 +13,29 @@
 #define LOADER_IMAGE_MAX     (512ULL << 20)
 #define LOADER_ELF_MAX_PHDRS 64
 
+/* Where an image comes from: a path to open, or (path NULL) a descriptor the launcher
+ * opened, read from offset 0 and left open (its owner closes it). */
+struct loader_src {
+	const char *path;
+	int fd;
+};
+
+/* For messages: the path, or "descriptor N". */
+const char *loader_src_name(const struct loader_src *src, char *buf, size_t len);
+/* Opens (or takes) the source and checks it is a non-empty regular file of at most max
+ * bytes; fills *size. Returns the fd to read (close it only if src->path), or -errno after
+ * one line naming the file ("what": "kernel", "initrd", "guest image"). */
+int loader_src_open(const struct loader_src *src, const char *what, uint64_t max, uint64_t *size);
+
 struct loader_image {
 	const uint8_t *data; /* read-only mapping, or NULL for an empty file */
 	size_t len;
 };
 
-/* Set-up tier: maps path read-only; refuses empty, non-regular and oversized (> max)
+/* Set-up tier: maps the source read-only; refuses empty, non-regular and oversized (> max)
  * files, printing one line naming the file ("what" says which: "kernel", "initrd"). */
-int loader_image_map(const char *path, const char *what, uint64_t max, struct loader_image *im);
+int loader_image_map(const struct loader_src *src, const char *what, uint64_t max,
+		     struct loader_image *im);
 void loader_image_unmap(struct loader_image *im);
 
 struct loader_result {

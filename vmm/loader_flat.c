@@ -4,61 +4,47 @@
 #include "vmm/log.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-int loader_flat_load(const struct gmem *gm, const char *path, uint64_t gpa, uint64_t *size_out)
+int loader_flat_load(const struct gmem *gm, const struct loader_src *src, uint64_t gpa,
+		     uint64_t *size_out)
 {
-	char what[512];
-	struct stat st;
+	char what[512], name[32];
+	const char *n = loader_src_name(src, name, sizeof(name));
+	uint64_t size;
 	int err = 0;
 
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = errno;
-		snprintf(what, sizeof(what), "cannot open guest image %s", path);
-		vmm_log_setup(what, err, "check the path (test guests are built by make)");
-		return -err;
-	}
-	if (fstat(fd, &st) < 0) {
-		err = errno;
-		snprintf(what, sizeof(what), "cannot stat guest image %s", path);
-		vmm_log_setup(what, err, NULL);
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
-		err = ENOEXEC;
-		snprintf(what, sizeof(what), "guest image %s is empty or not a regular file", path);
-		vmm_log_setup(what, 0, "rebuild it with make");
-		goto out;
-	}
-	uint8_t *dst = gmem_ptr(gm, gpa, (uint64_t)st.st_size);
+	int fd = loader_src_open(src, "guest image", LOADER_IMAGE_MAX, &size);
+	if (fd < 0)
+		return fd;
+	uint8_t *dst = gmem_ptr(gm, gpa, size);
 	if (!dst) {
 		err = EFBIG;
 		snprintf(what, sizeof(what),
-			 "guest image %s (%lld bytes) does not fit in RAM at 0x%llx", path,
-			 (long long)st.st_size, (unsigned long long)gpa);
+			 "guest image %s (%llu bytes) does not fit in RAM at 0x%llx", n,
+			 (unsigned long long)size, (unsigned long long)gpa);
 		vmm_log_setup(what, 0, "give the guest more --mem");
 		goto out;
 	}
-	for (off_t done = 0; done < st.st_size;) {
-		ssize_t n = read(fd, dst + done, (size_t)(st.st_size - done));
-		if (n < 0 && errno == EINTR)
+	/* pread: from offset 0, wherever a given descriptor's position stands. */
+	for (uint64_t done = 0; done < size;) {
+		ssize_t r = pread(fd, dst + done, (size_t)(size - done), (off_t)done);
+		if (r < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			err = n < 0 ? errno : EIO;
-			snprintf(what, sizeof(what), "cannot read guest image %s", path);
+		if (r <= 0) {
+			err = r < 0 ? errno : EIO;
+			snprintf(what, sizeof(what), "cannot read guest image %s", n);
 			vmm_log_setup(what, err,
-				      n == 0 ? "the file shrank while being read" : NULL);
+				      r == 0 ? "the file shrank while being read" : NULL);
 			goto out;
 		}
-		done += n;
+		done += (uint64_t)r;
 	}
 	if (size_out)
-		*size_out = (uint64_t)st.st_size;
+		*size_out = size;
 out:
-	close(fd);
+	if (src->path)
+		close(fd);
 	return -err;
 }

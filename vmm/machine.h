@@ -1,10 +1,13 @@
-/* vmm/machine.h: one bulkhead-vmm instance — options, the VM, its vCPUs and the state of
- * every device — and the declarative device table main.c walks in order at start-up and in
- * reverse at exit. Device set-up lives in its device file; this header only wires it. */
+/* vmm/machine.h: one bulkhead-vmm instance — options (vmm/options.h), the VM, its vCPUs
+ * and the state of every device — and the declarative device table main.c walks in order at
+ * start-up and in reverse at exit. Device set-up lives in its device file; this header only
+ * wires it. */
 #ifndef BULKHEAD_VMM_MACHINE_H
 #define BULKHEAD_VMM_MACHINE_H
 
 #include "vmm/boot_timer.h"
+#include "vmm/options.h"
+#include "vmm/seccomp.h"
 #include "vmm/testdev.h"
 #include "vmm/uart.h"
 #include "vmm/vcpu.h"
@@ -15,28 +18,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-
-/* What kind of guest runs; a device declares the modes it exists in. */
-#define VMM_MODE_TEST	 0x1 /* --test-guest: bare test ports */
-#define VMM_MODE_MACHINE 0x2 /* --test-guest --machine: the Linux machine plus test ports */
-#define VMM_MODE_LINUX	 0x4 /* --kernel */
-#define VMM_MODE_ANY	 0x7
-
-struct vmm_opts {
-	const char *test_guest; /* VMM_MODE_TEST / _MACHINE */
-	const char *kernel;	/* VMM_MODE_LINUX */
-	const char *initrd;
-	const char *cmdline;
-	bool machine;
-	unsigned mode;
-	uint64_t mem_mib;
-	unsigned cpus;
-	uint64_t timeout_ms;
-	/* vhost-user devices (Linux mode): sockets their back ends listen on. */
-	const char *fs_sock, *fs_tag;
-	const char *vsock_sock;
-	uint64_t vsock_cid;
-};
 
 struct machine {
 	const struct vmm_opts *o;
@@ -50,6 +31,7 @@ struct machine {
 	struct i8042 i8042;
 	struct boot_timer boot_timer;
 	struct virtio_devs virtio;
+	struct vmm_jail jail; /* what the allow-lists pin (filled at lock-down) */
 	/* --cmdline plus what devices announce (virtio_mmio.device=...). */
 	char cmdline[X86_CMDLINE_MAX];
 };

@@ -17,10 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Sent to a vCPU thread to make its KVM_RUN return EINTR. The handler has no state, so
- * sharing it between VMs is harmless. */
-#define VCPU_KICK_SIGNAL SIGUSR2
-
+/* The kick's handler has no state, so sharing it between VMs is harmless. */
 static void vcpu_kick_handler(int sig)
 {
 	(void)sig;
@@ -174,12 +171,53 @@ static int vcpu_handle_exit(struct vcpu *vcpu)
 	}
 }
 
+/* Holds vCPU threads between their own lock-down and their first KVM_RUN, until the
+ * process as a whole is locked down. */
+struct vcpu_gate {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned ready; /* threads past their lock-down hook */
+	bool open;
+	const struct vcpu_lockdown *lk;
+};
+
+static void vcpu_gate_wait(struct vcpu *vcpu)
+{
+	struct vcpu_gate *g = vcpu->gate;
+	const struct vcpu_lockdown *lk = g->lk;
+
+	if (lk && lk->vcpu_thread && lk->vcpu_thread(vcpu, lk->arg))
+		vm_request_stop(vcpu->vm, VMM_EXIT_SETUP);
+	pthread_mutex_lock(&g->lock);
+	g->ready++;
+	pthread_cond_broadcast(&g->cond);
+	while (!g->open)
+		pthread_cond_wait(&g->cond, &g->lock);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* Waits until `started` threads are ready, runs the process-wide hook, opens the gate. */
+static void vcpu_gate_open(struct vcpu_gate *g, struct vm *vm, unsigned started)
+{
+	pthread_mutex_lock(&g->lock);
+	while (g->ready < started)
+		pthread_cond_wait(&g->cond, &g->lock);
+	pthread_mutex_unlock(&g->lock);
+	if (g->lk && g->lk->all_ready && g->lk->all_ready(g->lk->arg))
+		vm_request_stop(vm, VMM_EXIT_SETUP);
+	pthread_mutex_lock(&g->lock);
+	g->open = true;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+}
+
 /* One vCPU's loop: until the VM stops. Its own terminal exit stops the VM. */
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *vcpu = arg;
 	struct vm *vm = vcpu->vm;
 
+	vcpu_gate_wait(vcpu);
 	vcpu->first_run_ns = vm_now_ns();
 	if (vcpu->id == 0)
 		atomic_store(&vm->first_run_ns, vcpu->first_run_ns);
@@ -208,11 +246,14 @@ static void vcpu_kick(struct vcpu *vcpu)
 	pthread_kill(vcpu->thread, VCPU_KICK_SIGNAL);
 }
 
-int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms)
+int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms,
+		 const struct vcpu_lockdown *lk)
 {
 	struct vm *vm = vcpus[0].vm;
+	struct vcpu_gate gate = { .lk = lk };
 	struct sigaction sa;
 	sigset_t kick, old;
+	unsigned started = 0;
 	int err;
 
 	memset(&sa, 0, sizeof(sa));
@@ -226,7 +267,10 @@ int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms)
 	sigemptyset(&kick);
 	sigaddset(&kick, VCPU_KICK_SIGNAL);
 	pthread_sigmask(SIG_UNBLOCK, &kick, &old);
+	pthread_mutex_init(&gate.lock, NULL);
+	pthread_cond_init(&gate.cond, NULL);
 	for (unsigned i = 0; i < n; i++) {
+		vcpus[i].gate = &gate;
 		err = pthread_create(&vcpus[i].thread, NULL, vcpu_thread, &vcpus[i]);
 		if (err) {
 			vmm_log_setup("cannot start a vCPU thread", err, "raise the thread limit");
@@ -234,9 +278,11 @@ int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms)
 			break;
 		}
 		vcpus[i].thread_started = true;
+		started++;
 	}
 	/* This thread never runs guest code: keep kicks away from it. */
 	pthread_sigmask(SIG_BLOCK, &kick, NULL);
+	vcpu_gate_open(&gate, vm, started);
 
 	uint64_t deadline = timeout_ms ? vm_now_ns() + timeout_ms * 1000000ULL : 0;
 	while (!atomic_load(&vm->stop)) {
@@ -269,7 +315,10 @@ int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms)
 			nanosleep(&ts, NULL);
 		}
 		vcpus[i].thread_started = false;
+		vcpus[i].gate = NULL;
 	}
+	pthread_mutex_destroy(&gate.lock);
+	pthread_cond_destroy(&gate.cond);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return atomic_load(&vm->stop_status);
 }

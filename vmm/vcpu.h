@@ -7,9 +7,16 @@
 
 #include <linux/kvm.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Sent to a vCPU thread to make its KVM_RUN return EINTR (the main thread's allow-list
+ * permits exactly this signal). */
+#define VCPU_KICK_SIGNAL SIGUSR2
+
+struct vcpu_gate;
 
 struct vcpu {
 	struct vm *vm;
@@ -18,6 +25,7 @@ struct vcpu {
 	struct kvm_run *run; /* mmap of the vCPU fd, vm->vcpu_mmap_size bytes */
 	pthread_t thread;
 	bool thread_started;
+	struct vcpu_gate *gate;	 /* vcpu_run_all's start gate, while it runs */
 	uint64_t first_run_ns;	 /* CLOCK_MONOTONIC just before the first KVM_RUN */
 	uint64_t int3_recovered; /* emulating hosts: int3s turned into injected #BP */
 };
@@ -26,10 +34,23 @@ struct vcpu {
 int vcpu_create(struct vcpu *vcpu, struct vm *vm, unsigned id);
 void vcpu_destroy(struct vcpu *vcpu);
 
+/* How vcpu_run_all locks the process down before the first guest instruction. Hooks return
+ * 0 or -errno after printing one line; a failure stops the VM with VMM_EXIT_SETUP. */
+struct vcpu_lockdown {
+	/* On each vCPU thread, first thing (its seccomp filter). */
+	int (*vcpu_thread)(struct vcpu *vcpu, void *arg);
+	/* On the calling thread once every vCPU thread has run its hook and waits at the
+	 * gate: no vCPU enters KVM_RUN before this returned. */
+	int (*all_ready)(void *arg);
+	void *arg;
+};
+
 /* Runs every vCPU on its own thread until one of them (or a device) stops the VM, or
- * timeout_ms (0: none) passes; then stops and joins them all. Returns the VM's exit status
- * (the guest's code, VMM_EXIT_*); anything but a guest's own exit gets one stderr line. */
-int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms);
+ * timeout_ms (0: none) passes; then stops and joins them all. lk (may be NULL) locks down
+ * first. Returns the VM's exit status (the guest's code, VMM_EXIT_*); anything but a
+ * guest's own exit gets one stderr line. */
+int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms,
+		 const struct vcpu_lockdown *lk);
 
 /* Arch hooks (vmm/x86/). */
 /* Gives the vCPU its CPUID table (vmm/x86/cpuid.c); before any other register set-up. */

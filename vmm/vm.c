@@ -22,10 +22,16 @@ uint64_t vm_now_ns(void)
 
 int vm_create(struct vm *vm, uint64_t mem_bytes, unsigned ncpus, unsigned flags)
 {
+	return vm_create_on(vm, -1, mem_bytes, ncpus, flags);
+}
+
+int vm_create_on(struct vm *vm, int kvm_fd, uint64_t mem_bytes, unsigned ncpus, unsigned flags)
+{
 	int err;
 
 	memset(vm, 0, sizeof(*vm));
-	vm->kvm_fd = vm->vm_fd = vm->stop_fd = -1;
+	vm->vm_fd = vm->stop_fd = -1;
+	vm->kvm_fd = kvm_fd; /* ours from here on, closed on failure */
 	vm->mem.fd = -1;
 	vm->flags = flags;
 	vm->ncpus = ncpus;
@@ -42,7 +48,13 @@ int vm_create(struct vm *vm, uint64_t mem_bytes, unsigned ncpus, unsigned flags)
 		vmm_log_setup("cannot create an eventfd", err, "raise the open-file limit");
 		goto fail;
 	}
-	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (kvm_fd >= 0 && fcntl(kvm_fd, F_SETFD, FD_CLOEXEC) < 0) {
+		err = errno;
+		vmm_log_setup("cannot set FD_CLOEXEC on the --kvm-fd descriptor", err, NULL);
+		goto fail;
+	}
+	if (kvm_fd < 0)
+		vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (vm->kvm_fd < 0) {
 		err = errno;
 		vmm_log_setup("cannot open /dev/kvm", err,

@@ -41,6 +41,9 @@ struct vm {
  * gives it mem_bytes of RAM at guest-physical 0. Set-up tier: on failure prints one line
  * saying what failed and what to do, returns -errno, and leaves nothing open. */
 int vm_create(struct vm *vm, uint64_t mem_bytes, unsigned ncpus, unsigned flags);
+/* The same on an already open /dev/kvm (kvm_fd >= 0, owned from now on: closed by
+ * vm_destroy or on failure), for a launcher that opens it before an empty root. */
+int vm_create_on(struct vm *vm, int kvm_fd, uint64_t mem_bytes, unsigned ncpus, unsigned flags);
 void vm_destroy(struct vm *vm);
 
 /* Ends the run: every vCPU leaves at its next exit; the first request's status wins.

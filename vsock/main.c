@@ -1,5 +1,6 @@
 /* vsock/main.c: bulkhead-vsock — set up the sockets, then one epoll loop serving the vhost-user
  * front end, the guest's kicks and the host-side Unix sockets until the front end goes away. */
+#include "lib/jail_selftest.h"
 #include "lib/unix_listen.h"
 #include "vsock/seccomp.h"
 #include "vsock/backend.h"
@@ -215,7 +216,7 @@ int main(int argc, char **argv)
 	/* Set up: from here on only the allow-list's calls, before the front end's first
 	 * message and so before any guest byte. */
 	if (selftest)
-		vsock_jail_selftest_before();
+		jail_selftest_report();
 	if (!no_seccomp) {
 		int err = vsock_seccomp_install();
 		if (err < 0) {
@@ -225,7 +226,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (selftest)
-		vsock_jail_selftest_after();
+		jail_selftest_probe();
 
 	int ctrl = -1, rc = -1;
 	while (rc < 0) {

@@ -8,10 +8,4 @@
 /* Returns 0 or -errno. */
 int vsock_seccomp_install(void);
 
-/* The jail's test hook (--jail-selftest): reports on stderr what the process can see and
- * do — uid, capabilities, descriptors before the filter; opening /etc/passwd and an AF_INET
- * socket after — then makes a call outside the list, which must kill it with SIGSYS. */
-void vsock_jail_selftest_before(void);
-void vsock_jail_selftest_after(void);
-
 #endif

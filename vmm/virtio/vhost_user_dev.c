@@ -195,7 +195,7 @@ static int vhost_user_dev_config(struct vhost_user_dev *v, const struct vhost_us
 
 int virtio_vhost_user_add(struct virtio_devs *d, const struct vhost_user_dev_cfg *cfg)
 {
-	char what[320];
+	char what[320], sock_name[32];
 	uint32_t device_id = 0;
 	unsigned nqueues = 0;
 	int err;
@@ -212,20 +212,25 @@ int virtio_vhost_user_add(struct virtio_devs *d, const struct vhost_user_dev_cfg
 	v->set = d;
 	v->front.sock = -1;
 	snprintf(v->name, sizeof(v->name), "%s", cfg->name ? cfg->name : "?");
-	if (!cfg->socket_path || vhost_user_dev_config(v, cfg, &device_id, &nqueues)) {
+	if ((!cfg->socket_path && cfg->socket_fd < 0) ||
+	    vhost_user_dev_config(v, cfg, &device_id, &nqueues)) {
 		snprintf(what, sizeof(what), "vhost-user device %s: bad declaration", v->name);
 		vmm_log_setup(what, EINVAL, "fs needs a 1..36-byte tag, vsock a CID >= 3");
 		free(v);
 		return -EINVAL;
 	}
-	err = vu_front_connect(&v->front, cfg->socket_path, v->name, cfg->timeout_ms);
+	snprintf(sock_name, sizeof(sock_name), "descriptor %d", cfg->socket_fd);
+	if (cfg->socket_path)
+		err = vu_front_connect(&v->front, cfg->socket_path, v->name, cfg->timeout_ms);
+	else
+		err = vu_front_adopt(&v->front, cfg->socket_fd, v->name, cfg->timeout_ms);
 	if (!err)
 		err = vu_front_handshake(&v->front, v->backend_queues);
 	if (!err)
 		err = vu_front_set_mem_table(&v->front, &d->vm->mem);
 	if (err) {
 		snprintf(what, sizeof(what), "vhost-user back end %s (%s): %s", v->name,
-			 cfg->socket_path, v->front.why);
+			 cfg->socket_path ? cfg->socket_path : sock_name, v->front.why);
 		vmm_log_setup(what, 0, "is the back end running and listening on that socket?");
 		goto fail;
 	}
@@ -267,6 +272,11 @@ int virtio_devs_cmdline(const struct virtio_devs *d, char *buf, size_t len)
 	return (int)total;
 }
 
+int virtio_devs_socket(const struct virtio_devs *d, unsigned i)
+{
+	return i < d->n ? d->devs[i]->front.sock : -1;
+}
+
 struct virtio_mmio *virtio_devs_transport(struct virtio_devs *d, unsigned i)
 {
 	return i < d->n ? &d->devs[i]->mmio : NULL;
@@ -279,6 +289,11 @@ static void *virtio_devs_watcher(void *arg)
 {
 	struct virtio_devs *d = arg;
 	struct pollfd p[VIRTIO_DEVS_MAX + 1];
+
+	d->watcher_start_err = d->watcher_start ? d->watcher_start(d->watcher_start_arg) : 0;
+	sem_post(&d->watcher_started);
+	if (d->watcher_start_err)
+		return NULL;
 
 	for (unsigned i = 0; i < d->n; i++)
 		p[i] = (struct pollfd){ .fd = d->devs[i]->front.sock, .events = POLLRDHUP };
@@ -310,15 +325,26 @@ int virtio_devs_watch(struct virtio_devs *d, void (*on_stop)(void *arg), void *a
 		vmm_log_setup("cannot create the back-end watcher's eventfd", err, NULL);
 		return -err;
 	}
+	sem_init(&d->watcher_started, 0, 0);
 	err = pthread_create(&d->watcher, NULL, virtio_devs_watcher, d);
 	if (err) {
 		vmm_log_setup("cannot start the back-end watcher thread", err, NULL);
-		close(d->wake_fd);
-		d->wake_fd = -1;
-		return -err;
+		goto fail;
 	}
-	d->watching = true;
+	while (sem_wait(&d->watcher_started) < 0 && errno == EINTR)
+		;
+	err = -d->watcher_start_err;
+	if (err) {
+		pthread_join(d->watcher, NULL);
+		goto fail;
+	}
+	d->watching = true; /* the semaphore goes with the thread, in virtio_devs_destroy */
 	return 0;
+fail:
+	sem_destroy(&d->watcher_started);
+	close(d->wake_fd);
+	d->wake_fd = -1;
+	return -err;
 }
 
 void virtio_devs_destroy(struct virtio_devs *d)
@@ -326,6 +352,7 @@ void virtio_devs_destroy(struct virtio_devs *d)
 	if (d->watching) {
 		(void)eventfd_write(d->wake_fd, 1);
 		pthread_join(d->watcher, NULL);
+		sem_destroy(&d->watcher_started);
 		d->watching = false;
 	}
 	if (d->wake_fd >= 0)

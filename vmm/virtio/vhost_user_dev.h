@@ -9,6 +9,7 @@
 #include "vmm/vm.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,7 +25,8 @@ enum vhost_user_dev_type {
 
 struct vhost_user_dev_cfg {
 	enum vhost_user_dev_type type;
-	const char *socket_path; /* the back end listens here */
+	const char *socket_path; /* the back end listens here; or NULL and: */
+	int socket_fd;		 /* a Unix socket already connected to it (owned from now on) */
 	const char *name;	 /* in messages: "virtiofsd (work)" */
 	const char *fs_tag;	 /* FS: 1..36 bytes, the guest's mount source */
 	uint64_t vsock_cid;	 /* VSOCK: the guest's CID, >= 3 */
@@ -46,6 +48,12 @@ struct virtio_devs {
 	void (*on_stop)(void *arg);
 	void *on_stop_arg;
 	atomic_bool stopped;
+	/* Run first on the watcher thread (its seccomp filter); virtio_devs_watch() waits for
+	 * it and fails with it. NULL: nothing. */
+	int (*watcher_start)(void *arg);
+	void *watcher_start_arg;
+	sem_t watcher_started;
+	int watcher_start_err;
 	pthread_t watcher;
 	bool watching;
 	int wake_fd; /* eventfd: tells the watcher to exit */
@@ -65,11 +73,15 @@ int virtio_vhost_user_add(struct virtio_devs *d, const struct vhost_user_dev_cfg
 int virtio_devs_cmdline(const struct virtio_devs *d, char *buf, size_t len);
 
 /* Starts the thread that watches every back end's socket; a hang-up stops the VM with
- * VMM_EXIT_BACKEND (one stderr line), then calls on_stop(arg). Returns 0 or -errno. */
+ * VMM_EXIT_BACKEND (one stderr line), then calls on_stop(arg). Returns once the thread ran
+ * d->watcher_start: 0 or -errno. */
 int virtio_devs_watch(struct virtio_devs *d, void (*on_stop)(void *arg), void *arg);
 
 /* Stops the watcher, closes the back-end connections and the transports (reverse order). */
 void virtio_devs_destroy(struct virtio_devs *d);
+
+/* The back-end socket of device i (what the vCPU threads' allow-list pins), or -1. */
+int virtio_devs_socket(const struct virtio_devs *d, unsigned i);
 
 /* The transport of device i (tests and diagnostics), or NULL. */
 struct virtio_mmio *virtio_devs_transport(struct virtio_devs *d, unsigned i);

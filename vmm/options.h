@@ -1,0 +1,44 @@
+/* vmm/options.h: bulkhead-vmm's command line — what a run is asked to do, every number and
+ * descriptor checked before any VM exists. */
+#ifndef BULKHEAD_VMM_OPTIONS_H
+#define BULKHEAD_VMM_OPTIONS_H
+
+#include "vmm/loader.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What kind of guest runs; a device declares the modes it exists in. */
+#define VMM_MODE_TEST	 0x1 /* --test-guest: bare test ports */
+#define VMM_MODE_MACHINE 0x2 /* --test-guest --machine: the Linux machine plus test ports */
+#define VMM_MODE_LINUX	 0x4 /* --kernel */
+#define VMM_MODE_ANY	 0x7
+
+/* Files come as paths (bulkhead-vmm opens them) or as descriptors a launcher opened before
+ * an empty root (fd >= 3, checked for their kind; -1 when not given). */
+struct vmm_opts {
+	struct loader_src test_guest; /* VMM_MODE_TEST / _MACHINE */
+	struct loader_src kernel;     /* VMM_MODE_LINUX */
+	struct loader_src initrd;
+	int kvm_fd; /* an open /dev/kvm, or -1: open it */
+	const char *cmdline;
+	bool machine;
+	unsigned mode;
+	uint64_t mem_mib;
+	unsigned cpus;
+	uint64_t timeout_ms;
+	/* vhost-user devices (Linux mode): a socket path or a connected socket (fd). */
+	const char *fs_sock, *fs_tag;
+	int fs_fd;
+	const char *vsock_sock;
+	int vsock_fd;
+	uint64_t vsock_cid;
+	bool no_seccomp;    /* --no-seccomp: no allow-lists (debugging) */
+	bool jail_selftest; /* --jail-selftest: report, probe, die of SIGSYS before the guest */
+};
+
+/* Parses and checks argv into o (--help prints usage and exits 0). Returns 0, or -1 after
+ * one line on stderr. */
+int vmm_options_parse(int argc, char **argv, struct vmm_opts *o);
+
+#endif
