@@ -15,7 +15,8 @@ trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/lib.sh"
 ms() { echo $(( $(now_us) / 1000 )); }
 
-"$bin" run -v -- true 2> "$tmp/verbose" > /dev/null
+# Unjailed (--no-jail): the jailed command names paths inside the jail's root.
+"$bin" run --no-jail -v -- true 2> "$tmp/verbose" > /dev/null
 ref=$(sed -n 's/^bulkhead: engine command: //p' "$tmp/verbose")
 engine=$(sed -n 's/^bulkhead: engine: //p' "$tmp/verbose")
 [ -n "$ref" ] || { echo "bench: could not read the engine command from 'bulkhead run -v'" >&2; exit 1; }
@@ -28,7 +29,8 @@ for i in $(seq "$RUNS"); do
 	t0=$(ms)
 	"$bin" run -- true
 	t1=$(ms)
-	eval "$ref" > /dev/null 2>&1 < /dev/null || true
+	eval "$ref" > "$tmp/ref.out" 2>&1 < /dev/null ||
+		{ echo "bench: the reference command failed:" >&2; tail -n 5 "$tmp/ref.out" >&2; exit 1; }
 	t2=$(ms)
 	echo $((t1 - t0)) >> "$tmp/bulkhead"
 	echo $((t2 - t1)) >> "$tmp/reference"

@@ -2,6 +2,7 @@
  * serial console on a pipe to us and the VMM's stderr on the diag pipe. */
 #include "cli/paths.h"
 #include "cli/engine_spawn.h"
+#include "cli/jail.h"
 #include "cli/run.h"
 #include "cli/share_fs.h"
 
@@ -34,13 +35,45 @@ int kvm_start(const struct launch *l, const struct engine_choice *c, struct gues
 			 vmm);
 		return -1;
 	}
+	/* Jailed, it gets everything as descriptors opened here, and an empty root: kernel,
+	 * initramfs, /dev/kvm, then the back ends' sockets, as 3, 4, 5, ... */
+	int fds[5];
+	size_t nfds = 0;
+	const char *files[] = { l->kernel, l->initrd, "/dev/kvm" };
+	const char *socks[] = { l->fs_sock, l->vsock_sock };
+	char fdarg[5][16];
+	int rc = 0;
+	for (size_t i = 0; l->jail && !rc && i < 3; i++) {
+		int fd = open(files[i], (i == 2 ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+		if (fd < 0) {
+			rc = -1;
+			snprintf(err, errlen, "%s: %s", files[i], strerror(errno));
+		} else {
+			fds[nfds++] = fd;
+		}
+	}
+	for (size_t i = 0; l->jail && !rc && i < 2; i++) {
+		int fd = socks[i] ? engine_connect(socks[i]) : 0;
+		if (fd < 0) {
+			rc = -1;
+			snprintf(err, errlen, "connect to %s: %s", socks[i], strerror(-fd));
+		} else if (socks[i]) {
+			fds[nfds++] = fd;
+		}
+	}
+	for (size_t i = 0; i < nfds; i++)
+		snprintf(fdarg[i], sizeof(fdarg[i]), "%u", (unsigned)(3 + i));
 	static struct engine_argv a; /* large: not on the stack */
 	memset(&a, 0, sizeof(a));
 	engine_arg(&a, vmm);
-	engine_arg(&a, "--kernel");
-	engine_arg(&a, l->kernel);
-	engine_arg(&a, "--initrd");
-	engine_arg(&a, l->initrd);
+	engine_arg(&a, l->jail ? "--kernel-fd" : "--kernel");
+	engine_arg(&a, l->jail ? fdarg[0] : l->kernel);
+	engine_arg(&a, l->jail ? "--initrd-fd" : "--initrd");
+	engine_arg(&a, l->jail ? fdarg[1] : l->initrd);
+	if (l->jail) {
+		engine_arg(&a, "--kvm-fd");
+		engine_arg(&a, fdarg[2]);
+	}
 	engine_arg(&a, "--cmdline");
 	engine_arg(&a, l->cmdline);
 	engine_arg(&a, "--mem");
@@ -48,14 +81,35 @@ int kvm_start(const struct launch *l, const struct engine_choice *c, struct gues
 	engine_arg(&a, "--cpus");
 	engine_argf(&a, "%u", l->cpus);
 	/* bulkhead-vmm adds the virtio_mmio.device= entries to the command line. */
+	size_t next = 3;
 	if (l->fs_sock) {
 		engine_arg(&a, "--virtio-fs");
-		engine_argf(&a, "%s,tag=%s", l->fs_sock, SHARE_FS_TAG);
+		if (l->jail)
+			engine_argf(&a, "fd=%s,tag=%s", fdarg[next++], SHARE_FS_TAG);
+		else
+			engine_argf(&a, "%s,tag=%s", l->fs_sock, SHARE_FS_TAG);
 	}
 	if (l->vsock_sock) {
 		engine_arg(&a, "--virtio-vsock");
-		engine_argf(&a, "%s,cid=%u", l->vsock_sock, l->guest_cid);
+		if (l->jail)
+			engine_argf(&a, "fd=%s,cid=%u", fdarg[next++], l->guest_cid);
+		else
+			engine_argf(&a, "%s,cid=%u", l->vsock_sock, l->guest_cid);
 	}
-	return engine_spawn(&a, "bulkhead-vmm", l->diag_w, l->verbose, !l->no_jail, true, g, err,
-			    errlen);
+	if (!l->jail)
+		engine_arg(&a, "--no-seccomp"); /* --no-jail is for debugging: all of it off */
+	const struct jail_spec spec = {
+		.ids = l->jail,
+		.empty_root = true,
+		.extra_gid = (gid_t)-1,
+		.file_writes = true, /* it sizes the memfd that holds guest RAM */
+		.fds = fds,
+		.nfds = nfds,
+	};
+	if (!rc)
+		rc = engine_spawn(&a, "bulkhead-vmm", l->diag_w, l->verbose, l->jail ? &spec : NULL,
+				  g, err, errlen);
+	for (size_t i = 0; i < nfds; i++)
+		close(fds[i]);
+	return rc;
 }

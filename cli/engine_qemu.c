@@ -1,6 +1,7 @@
 /* cli/engine_qemu.c: the QEMU engine — our kernel and initramfs under
  * qemu-system-x86_64 -M microvm, with the serial console on a pipe to us. */
 #include "cli/engine_spawn.h"
+#include "cli/jail.h"
 #include "cli/run.h"
 #include "cli/share_fs.h"
 
@@ -11,7 +12,117 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* Top-level paths the loader may start from (PT_INTERP is /lib64/...): on a merged-/usr host
+ * these are symlinks into /usr, recreated inside; a real directory is mounted read-only. */
+static const char *const top_dirs[] = { "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin" };
+#define QEMU_JAIL_MOUNTS 16
+
+/* Paths inside the jail's root. */
+#define JAIL_KERNEL "/boot/kernel"
+#define JAIL_INITRD "/boot/initrd"
+#define JAIL_RAM    "/ram"
+
+struct qemu_jail {
+	struct jail_mount mounts[QEMU_JAIL_MOUNTS];
+	size_t nmounts;
+	char targets[sizeof(top_dirs) / sizeof(top_dirs[0])][PATH_MAX];
+	const char *links[2 * (sizeof(top_dirs) / sizeof(top_dirs[0]))];
+	size_t nlinks;
+	int fds[2];
+	size_t nfds;
+	struct jail_spec spec;
+};
+
+static void add_mount(struct qemu_jail *j, const char *src, const char *dst, unsigned flags)
+{
+	j->mounts[j->nmounts++] = (struct jail_mount){ .src = src, .dst = dst, .flags = flags };
+}
+
+/* QEMU is a distribution binary, dynamically linked, loading modules and firmware from /usr:
+ * its root holds /usr read-only (programs and libraries, nothing secret), the kernel and
+ * initramfs, and /dev/kvm when it uses KVM. Its back ends come as connected sockets. */
+static int qemu_jail_plan(struct qemu_jail *j, const struct launch *l,
+			  const struct engine_choice *c, char *err, size_t errlen)
+{
+	memset(j, 0, sizeof(*j));
+	j->spec.extra_gid = (gid_t)-1;
+	const char *files[] = { l->kernel, l->initrd };
+	for (size_t i = 0; i < 2; i++)
+		if (!jail_ids_can_open(l->jail, files[i], false)) {
+			snprintf(err, errlen,
+				 "%s is not readable by the jail's uid %u: make it world-readable",
+				 files[i], (unsigned)l->jail->uid);
+			return -1;
+		}
+	add_mount(j, "/usr", NULL, 0);
+	add_mount(j, "/etc/ld.so.cache", NULL, JAIL_MOUNT_OPTIONAL);
+	add_mount(j, l->kernel, JAIL_KERNEL, 0);
+	add_mount(j, l->initrd, JAIL_INITRD, 0);
+	for (size_t i = 0; i < sizeof(top_dirs) / sizeof(top_dirs[0]); i++) {
+		struct stat st;
+		ssize_t n;
+		if (lstat(top_dirs[i], &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			add_mount(j, top_dirs[i], NULL, 0);
+		} else if (S_ISLNK(st.st_mode) &&
+			   (n = readlink(top_dirs[i], j->targets[i], PATH_MAX - 1)) > 0) {
+			j->targets[i][n] = '\0';
+			j->links[2 * j->nlinks] = top_dirs[i];
+			j->links[2 * j->nlinks + 1] = j->targets[i];
+			j->nlinks++;
+		}
+	}
+	if (c->qemu_accel_kvm) {
+		struct stat st;
+		if (stat("/dev/kvm", &st) < 0 || (st.st_mode & 060) != 060) {
+			snprintf(err, errlen,
+				 "the jail's uid cannot open /dev/kvm: give it a group with read "
+				 "and write (Debian: root:kvm 0660), or use the kvm engine");
+			return -1;
+		}
+		add_mount(j, "/dev/kvm", NULL, JAIL_MOUNT_DEV | JAIL_MOUNT_RW);
+		j->spec.extra_gid = st.st_gid;
+	}
+	if (l->ram_file) {
+		if (chown(l->ram_file, l->jail->uid, l->jail->gid) < 0) {
+			snprintf(err, errlen, "--ram-file %s: %s", l->ram_file, strerror(errno));
+			return -1;
+		}
+		add_mount(j, l->ram_file, JAIL_RAM, JAIL_MOUNT_RW);
+	}
+	const char *socks[] = { l->fs_sock, l->vsock_sock };
+	for (size_t i = 0; i < 2; i++) {
+		if (!socks[i])
+			continue;
+		int fd = engine_connect(socks[i]);
+		if (fd < 0) {
+			snprintf(err, errlen, "connect to %s: %s", socks[i], strerror(-fd));
+			return -1;
+		}
+		j->fds[j->nfds++] = fd;
+	}
+	j->spec.ids = l->jail;
+	j->spec.empty_root = true;
+	j->spec.mounts = j->mounts;
+	j->spec.nmounts = j->nmounts;
+	j->spec.links = j->links;
+	j->spec.nlinks = j->nlinks;
+	j->spec.file_writes = true; /* it sizes the memfd that holds guest RAM */
+	j->spec.fds = j->fds;
+	j->spec.nfds = j->nfds;
+	return 0;
+}
+
+static void qemu_jail_done(struct qemu_jail *j)
+{
+	for (size_t i = 0; i < j->nfds; i++)
+		close(j->fds[i]);
+	j->nfds = 0;
+}
 
 int qemu_start(const struct launch *l, const struct engine_choice *c, struct guest *g, char *err,
 	       size_t errlen)
@@ -21,6 +132,23 @@ int qemu_start(const struct launch *l, const struct engine_choice *c, struct gue
 		snprintf(err, errlen, "qemu-system-x86_64 not found: run 'make deps'");
 		return -1;
 	}
+	static struct qemu_jail j; /* large: not on the stack */
+	if (l->ram_file) {
+		/* --ram-file: the same shared RAM, in a file that outlives the session. It must
+		 * be new, so nothing of ours is overwritten by guest memory. */
+		int fd = open(l->ram_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			snprintf(err, errlen, "--ram-file %s: %s", l->ram_file, strerror(errno));
+			return -1;
+		}
+		close(fd);
+	}
+	if (l->jail && qemu_jail_plan(&j, l, c, err, errlen) < 0) {
+		qemu_jail_done(&j);
+		return -1;
+	}
+	/* Jailed, QEMU finds its files and back ends where the jail put them. */
+	unsigned next_fd = 3;
 	static struct engine_argv a; /* large: not on the stack */
 	memset(&a, 0, sizeof(a));
 	engine_arg(&a, qemu);
@@ -32,16 +160,8 @@ int qemu_start(const struct launch *l, const struct engine_choice *c, struct gue
 		       "memory-backend=mem");
 	engine_arg(&a, "-object");
 	if (l->ram_file) {
-		/* --ram-file: the same shared RAM, in a file that outlives the session. It must
-		 * be new, so nothing of ours is overwritten by guest memory. */
-		int fd = open(l->ram_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0) {
-			snprintf(err, errlen, "--ram-file %s: %s", l->ram_file, strerror(errno));
-			return -1;
-		}
-		close(fd);
 		engine_argf(&a, "memory-backend-file,id=mem,size=%uM,mem-path=%s,share=on",
-			    l->mem_mib, l->ram_file);
+			    l->mem_mib, l->jail ? JAIL_RAM : l->ram_file);
 	} else {
 		engine_argf(&a, "memory-backend-memfd,id=mem,size=%uM,share=on", l->mem_mib);
 	}
@@ -67,29 +187,38 @@ int qemu_start(const struct launch *l, const struct engine_choice *c, struct gue
 	engine_arg(&a, "stdio");
 	if (l->fs_sock) {
 		engine_arg(&a, "-chardev");
-		engine_argf(&a, "socket,id=fs0,path=%s", l->fs_sock);
+		if (l->jail)
+			engine_argf(&a, "socket,id=fs0,fd=%u", next_fd++);
+		else
+			engine_argf(&a, "socket,id=fs0,path=%s", l->fs_sock);
 		engine_arg(&a, "-device");
 		engine_arg(&a, "vhost-user-fs-device,chardev=fs0,tag=" SHARE_FS_TAG);
 	}
 	if (l->vsock_sock) {
 		engine_arg(&a, "-chardev");
-		engine_argf(&a, "socket,id=vs0,path=%s", l->vsock_sock);
+		if (l->jail)
+			engine_argf(&a, "socket,id=vs0,fd=%u", next_fd++);
+		else
+			engine_argf(&a, "socket,id=vs0,path=%s", l->vsock_sock);
 		engine_arg(&a, "-device");
 		/* QEMU asks the back end for the guest CID (GET_CONFIG). */
 		engine_arg(&a, "vhost-user-vsock-device,chardev=vs0");
 	}
 	engine_arg(&a, "-kernel");
-	engine_arg(&a, l->kernel);
+	engine_arg(&a, l->jail ? JAIL_KERNEL : l->kernel);
 	engine_arg(&a, "-initrd");
-	engine_arg(&a, l->initrd);
+	engine_arg(&a, l->jail ? JAIL_INITRD : l->initrd);
 	engine_arg(&a, "-append");
 	engine_arg(&a, l->cmdline);
-	if (!l->no_jail) {
+	if (l->jail) {
 		/* QEMU's own seccomp filter on top of our jail: no obsolete calls, no privilege
 		 * changes, no new processes, no scheduling or resource changes. */
 		engine_arg(&a, "-sandbox");
 		engine_arg(&a, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
 			       "resourcecontrol=deny");
 	}
-	return engine_spawn(&a, "qemu", l->diag_w, l->verbose, !l->no_jail, true, g, err, errlen);
+	int rc = engine_spawn(&a, "qemu", l->diag_w, l->verbose, l->jail ? &j.spec : NULL, g, err,
+			      errlen);
+	qemu_jail_done(&j);
+	return rc;
 }

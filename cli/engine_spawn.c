@@ -9,6 +9,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 void engine_arg(struct engine_argv *a, const char *s)
@@ -35,6 +37,23 @@ void engine_argf(struct engine_argv *a, const char *fmt, ...)
 	engine_arg(a, s);
 }
 
+int engine_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
 static void print_command(const char *const args[])
 {
 	fputs("bulkhead: engine command:", stderr);
@@ -50,27 +69,18 @@ static void print_command(const char *const args[])
 	fputc('\n', stderr);
 }
 
-static void child_exec(char *const args[], int out, int diag, bool jail, bool file_writes)
+static void child_exec(char *const args[], int out, int diag)
 {
 	if (proc_child_setup(out, diag) < 0)
 		_exit(126);
 	close_range(3, ~0U, 0);
-	if (jail) {
-		int rc = jail_lock(file_writes);
-		if (rc < 0) {
-			dprintf(2, "jail: %s\n", strerror(-rc));
-			_exit(126);
-		}
-		jail_exec(args);
-	} else {
-		execv(args[0], args);
-	}
+	execv(args[0], args);
 	dprintf(2, "exec %s: %s\n", args[0], strerror(errno));
 	_exit(127);
 }
 
-int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verbose, bool jail,
-		 bool file_writes, struct guest *g, char *err, size_t errlen)
+int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verbose,
+		 const struct jail_spec *jail, struct guest *g, char *err, size_t errlen)
 {
 	if (a->overflow) {
 		snprintf(err, errlen, "internal error: %s arguments do not fit", label);
@@ -82,12 +92,20 @@ int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verb
 	int con[2];
 	if (pipe2(con, O_CLOEXEC) < 0)
 		goto fail_errno;
-	pid_t pid = jail ? jail_fork(false) : fork();
-	if (pid == 0)
-		child_exec((char *const *)a->v, con[1], diag_w, jail, file_writes);
-	if (pid < -1) { /* jail_fork's -errno */
-		errno = -pid;
-		pid = -1;
+	pid_t pid;
+	if (jail) {
+		struct jail_spec spec = *jail;
+		spec.out_fd = con[1];
+		spec.diag_fd = diag_w;
+		pid = jail_spawn((char *const *)a->v, &spec);
+		if (pid < 0) {
+			errno = -pid;
+			pid = -1;
+		}
+	} else {
+		pid = fork();
+		if (pid == 0)
+			child_exec((char *const *)a->v, con[1], diag_w);
 	}
 	close(con[1]);
 	if (pid < 0) {

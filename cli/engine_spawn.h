@@ -23,9 +23,14 @@ void engine_argf(struct engine_argv *a, const char *fmt, ...) __attribute__((for
 
 /* Starts a->v (NULL-terminated here) in its own process group, killed with us,
  * with stdin on /dev/null, stdout (the serial console) on a new pipe that
- * becomes g->console_fd, and stderr on diag_w. With verbose, prints the exact
- * command, shell-quoted (bench/ re-runs it). Returns 0, or -1 with err set. */
-int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verbose, bool jail,
-		 bool file_writes, struct guest *g, char *err, size_t errlen);
+ * becomes g->console_fd, and stderr on diag_w; in JAIL (its out and diag descriptors are
+ * set here) unless it is NULL (--no-jail). With verbose, prints the exact command,
+ * shell-quoted (bench/ re-runs it). Returns 0, or -1 with err set. */
+struct jail_spec;
+/* A socket connected to the vhost-user back end listening at PATH, for a jailed VM process
+ * that cannot reach the run directory itself. Returns it or -errno. */
+int engine_connect(const char *path);
+int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verbose,
+		 const struct jail_spec *jail, struct guest *g, char *err, size_t errlen);
 
 #endif

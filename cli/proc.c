@@ -1,7 +1,6 @@
 /* cli/proc.c: session signals, helper-process set-up, listening sockets. */
 #include "cli/proc.h"
 #include "cli/cgroup.h"
-#include "cli/jail.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,30 +51,6 @@ int proc_child_setup(int out_fd, int diag_fd)
 	if (devnull > 2)
 		close(devnull);
 	return 0;
-}
-
-pid_t proc_spawn_jailed(char *const argv[], const char *root_dir, int lfd, int diag_fd)
-{
-	pid_t pid = jail_fork(root_dir != NULL);
-	if (pid != 0)
-		return pid;
-	if (proc_child_setup(diag_fd, diag_fd) < 0 || (lfd != 3 && dup2(lfd, 3) < 0) ||
-	    fcntl(3, F_SETFD, 0) < 0)
-		_exit(126);
-	close_range(4, ~0U, 0);
-	int rc = root_dir ? jail_root(root_dir, argv[0]) : 0;
-	if (rc < 0) {
-		dprintf(2, "jail: empty root around %s: %s\n", root_dir, strerror(-rc));
-		_exit(126);
-	}
-	rc = jail_lock(false);
-	if (rc < 0) {
-		dprintf(2, "jail: %s\n", strerror(-rc));
-		_exit(126);
-	}
-	jail_exec(argv);
-	dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
-	_exit(127);
 }
 
 pid_t proc_spawn_listener(char *const argv[], int lfd, int diag_fd)

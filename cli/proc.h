@@ -23,10 +23,6 @@ void proc_set_cgroup(const struct session_cgroup *cg);
  * nothing else is inherited. Returns the pid, or -errno. lfd stays open here. */
 pid_t proc_spawn_listener(char *const argv[], int lfd, int diag_fd);
 
-/* The same, jailed (cli/jail.h): new namespaces, no capabilities, no_new_privs, an empty
- * environment, rlimits; with ROOT_DIR, an empty root that holds only that directory. */
-pid_t proc_spawn_jailed(char *const argv[], const char *root_dir, int lfd, int diag_fd);
-
 /* Kills *pid (SIGKILL), reaps it and sets *pid to 0; nothing if it is 0. */
 void proc_stop(pid_t *pid);
 

@@ -3,6 +3,7 @@
 #include "cli/run.h"
 #include "cli/broker_dev.h"
 #include "cli/cgroup.h"
+#include "cli/jail.h"
 #include "cli/paths.h"
 #include "cli/proc.h"
 #include "cli/rundir.h"
@@ -60,8 +61,10 @@ static const char usage[] =
 	"  -v, --verbose           show the guest's serial console on stderr\n"
 	"  --mem-limit MIB         host memory the whole session may use: guest RAM, VMM and\n"
 	"                          back ends (default: --mem + 512); over it, it ends\n"
-	"  --no-jail               start the device back ends unjailed (debugging only; a\n"
+	"  --no-jail               start the VM and its back ends unjailed (debugging only; a\n"
 	"                          global policy may forbid it)\n"
+	"  --jail-uid UID[:GID]    as root: the ids the jailed VM and back ends run as\n"
+	"                          (default: a free one of the session's own, from %u)\n"
 	"  --ram-file FILE         back guest RAM with FILE (new; qemu engine) and keep it\n"
 	"                          after the session: what the guest held, for inspection\n"
 	"\n"
@@ -108,6 +111,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		OPT_RAM_FILE,
 		OPT_POLICY,
 		OPT_NO_JAIL,
+		OPT_JAIL_UID,
 		OPT_MEM_LIMIT
 	};
 	static const struct option longopts[] = {
@@ -127,6 +131,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		{ "ram-file", required_argument, NULL, OPT_RAM_FILE },
 		{ "policy", required_argument, NULL, OPT_POLICY },
 		{ "no-jail", no_argument, NULL, OPT_NO_JAIL },
+		{ "jail-uid", required_argument, NULL, OPT_JAIL_UID },
 		{ "mem-limit", required_argument, NULL, OPT_MEM_LIMIT },
 		{ "env", required_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -192,6 +197,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		case OPT_NO_JAIL:
 			o->no_jail = true;
 			break;
+		case OPT_JAIL_UID:
+			o->jail_uid = optarg;
+			break;
 		case OPT_MEM_LIMIT:
 			if (parse_uint(optarg, 64, 1 << 22, &o->mem_limit_mib) < 0)
 				return bad("--mem-limit '%s': expected MiB, 64 or more", optarg);
@@ -222,7 +230,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 			o->tty = true;
 			break;
 		case 'h':
-			printf(usage, MEM_MIN_MIB, MEM_MAX_MIB, CPUS_MAX);
+			printf(usage, MEM_MIN_MIB, MEM_MAX_MIB, CPUS_MAX, JAIL_UID_FIRST);
 			return 0;
 		case ':':
 			return bad("option '%s' needs a value", argv[optind - 1]);
@@ -392,11 +400,23 @@ static int session_main(struct run_opts *o_, int notify_fd)
 	struct vsock_dev vs = { .pid = 0, .ready_lfd = -1 };
 	struct broker_dev br = { .pid = 0, .ctl_fd = -1 };
 	struct session_cgroup cg = { .version = 0 };
+	struct jail_ids ids = JAIL_IDS_INIT;
+	char vsock_dir[PATH_MAX];
 	struct agent_link link = { .ready_fd = -1 };
 	char *env[RUN_MAX_ENV + 1];
 	struct termios saved_tty;
 	bool raw = false;
 	if (rundir_create(&rd, err, sizeof(err)) < 0)
+		goto fail;
+	if (rundir_file(&rd, RUNDIR_VSOCK, 0, vsock_dir, sizeof(vsock_dir)) < 0) {
+		snprintf(err, sizeof(err), "run directory path too long");
+		goto fail;
+	}
+	if (o.no_jail && o.jail_uid) {
+		snprintf(err, sizeof(err), "--jail-uid and --no-jail do not go together");
+		goto fail;
+	}
+	if (!o.no_jail && jail_ids_acquire(&ids, o.jail_uid, err, sizeof(err)) < 0)
 		goto fail;
 	/* Every process of the session joins its cgroups (memory, pids, CPU) before it runs. */
 	struct cgroup_limits lim = {
@@ -424,7 +444,7 @@ static int session_main(struct run_opts *o_, int notify_fd)
 			goto fail;
 		add_backend(&g, "virtiofsd", fs.pid);
 	}
-	if (vsock_dev_start(&vs, &rd, diag[1], o.no_jail, err, sizeof(err)) < 0)
+	if (vsock_dev_start(&vs, &rd, diag[1], o.no_jail ? NULL : &ids, err, sizeof(err)) < 0)
 		goto fail;
 	add_backend(&g, "bulkhead-vsock", vs.pid);
 	/* The guest's only way out: with no scope, nothing listens on the broker port and
@@ -436,6 +456,12 @@ static int session_main(struct run_opts *o_, int notify_fd)
 			add_backend(&g, "bulkhead-broker", br.pid);
 		else
 			add_backend_fd(&g, "the shared broker", br.ctl_fd);
+	}
+	/* Every socket the guest may reach is there now: the jailed back end may connect. */
+	int grc = o.no_jail ? 0 : jail_ids_give_dir(&ids, vsock_dir);
+	if (grc < 0) {
+		snprintf(err, sizeof(err), "%.300s: %s", vsock_dir, strerror(-grc));
+		goto fail;
 	}
 	memcpy(env, o.env, o.nenv * sizeof(char *));
 	env[o.nenv] = NULL;
@@ -470,7 +496,7 @@ static int session_main(struct run_opts *o_, int notify_fd)
 		.cmdline = cmdline,
 		.mem_mib = o.mem_mib,
 		.ram_file = o.ram_file,
-		.no_jail = o.no_jail,
+		.jail = o.no_jail ? NULL : &ids,
 		.cpus = o.cpus,
 		.verbose = o.verbose,
 		.fs_sock = o.work ? fs.sock : NULL,
@@ -508,6 +534,11 @@ out:
 			close(diag[i]);
 	proc_set_cgroup(NULL);
 	cgroup_destroy(&cg);
+	/* Guest RAM written by the jail's uid is the caller's to inspect. */
+	if (o.ram_file && !o.no_jail && ids.uid != geteuid() && !access(o.ram_file, F_OK))
+		if (chown(o.ram_file, geteuid(), getegid()) < 0)
+			fprintf(stderr, "bulkhead: --ram-file %s: %s\n", o.ram_file, strerror(errno));
+	jail_ids_release(&ids);
 	rundir_remove(&rd);
 	if (sigfd >= 0)
 		close(sigfd);

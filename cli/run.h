@@ -27,6 +27,7 @@ struct run_opts {
 	const char *ram_file;	   /* --ram-file FILE: guest RAM kept in FILE (qemu engine) */
 	const char *policy;	   /* --policy FILE, or the default when it exists (policy_gate) */
 	bool no_jail;		   /* --no-jail: back ends without the jail (cli/jail.h) */
+	const char *jail_uid;	   /* --jail-uid UID[:GID]; NULL: a free one (cli/jail.h) */
 	unsigned mem_limit_mib;	   /* --mem-limit: the session's host memory (cli/cgroup.h) */
 	const char *work;	   /* --work DIR[:ro|:rw], NULL for none */
 	struct broker_opts broker; /* --scope, --vault, --ca-file */
@@ -44,7 +45,7 @@ struct launch {
 	const char *kernel, *initrd, *cmdline;
 	unsigned mem_mib, cpus;
 	const char *ram_file; /* guest RAM in this (new) file, kept afterwards; NULL: a memfd */
-	bool no_jail;	      /* start the VM process unjailed (--no-jail) */
+	struct jail_ids *jail; /* the session's jail (cli/jail.h); NULL: --no-jail */
 	bool verbose;
 	const char *fs_sock;	/* vhost-user-fs socket for tag "work", NULL if no share */
 	int diag_w;		/* write end for the engine's stderr */

@@ -2,6 +2,7 @@
  * socket is created and listening before the back end starts (passed as a
  * descriptor), so the engine can connect at once without a race. */
 #include "cli/vsock_dev.h"
+#include "cli/jail.h"
 #include "cli/paths.h"
 #include "cli/proc.h"
 #include "lib/unix_listen.h"
@@ -18,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, bool no_jail,
-		    char *err, size_t errlen)
+int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd,
+		    struct jail_ids *jail, char *err, size_t errlen)
 {
 	char bin[PATH_MAX], vsock_dir[PATH_MAX], ready_name[32];
 	v->pid = 0;
@@ -51,10 +52,24 @@ int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, b
 	snprintf(cid, sizeof(cid), "%d", VSOCK_GUEST_CID);
 	/* --no-jail is for debugging: then no seccomp filter either. */
 	char *const argv[] = { bin, "--listen-fd", "3",	   "--guest-cid",
-			       cid, "--uds-path",  v->uds, no_jail ? "--no-seccomp" : NULL,
+			       cid, "--uds-path",  v->uds, jail ? NULL : "--no-seccomp",
 			       NULL };
-	pid_t pid = no_jail ? proc_spawn_listener(argv, lfd, diag_fd)
-			    : proc_spawn_jailed(argv, vsock_dir, lfd, diag_fd);
+	/* Jailed, it sees of the host only the vsock directory, which becomes the jail's:
+	 * it binds vsock.sock there and connects to the vsock.sock_<port> listeners. */
+	const struct jail_mount mounts[] = { { .src = vsock_dir, .flags = JAIL_MOUNT_RW } };
+	const struct jail_spec spec = {
+		.ids = jail,
+		.empty_root = true,
+		.mounts = mounts,
+		.nmounts = 1,
+		.extra_gid = (gid_t)-1,
+		.fds = &lfd,
+		.nfds = 1,
+		.out_fd = diag_fd,
+		.diag_fd = diag_fd,
+	};
+	int rc = jail ? jail_ids_give_dir(jail, vsock_dir) : 0;
+	pid_t pid = rc < 0 ? rc : jail ? jail_spawn(argv, &spec) : proc_spawn_listener(argv, lfd, diag_fd);
 	close(lfd);
 	if (pid < 0) {
 		snprintf(err, errlen, "cannot start %s: %s", bin, strerror((int)-pid));

@@ -19,10 +19,12 @@ struct vsock_dev {
 	int ready_lfd;	      /* listening on ready_path */
 };
 
-/* Starts bulkhead-vsock (from our bin directory) and listens for the agent.
- * Returns 0, or -1 with a one-line reason in err. */
-int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd, bool no_jail,
-		    char *err, size_t errlen);
+/* Starts bulkhead-vsock (from our bin directory) and listens for the agent. JAIL: the
+ * session's jail ids (cli/jail.h), NULL for none (--no-jail). Returns 0, or -1 with a
+ * one-line reason in err. */
+struct jail_ids;
+int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd,
+		    struct jail_ids *jail, char *err, size_t errlen);
 /* Stops the back end and removes its sockets; safe to call twice. */
 void vsock_dev_stop(struct vsock_dev *v);
 

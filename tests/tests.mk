@@ -48,7 +48,7 @@ $(BUILD)/tests/git-https-server: $(OBJ)/tests/tools/git_https_server.o
 	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto
 test: $(BUILD)/tests/git-https-server
 # The jail step as sessions use it, around any program (tests/e2e/test_jail.sh).
-$(BUILD)/tests/jail-probe: $(OBJ)/tests/tools/jail_probe.o $(OBJ)/cli/proc.o $(OBJ)/cli/jail.o \
+$(BUILD)/tests/jail-probe: $(OBJ)/tests/tools/jail_probe.o $(OBJ)/cli/proc.o $(OBJ)/cli/jail.o $(OBJ)/cli/jail_ids.o \
                           $(OBJ)/cli/cgroup.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^

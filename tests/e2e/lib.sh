@@ -39,3 +39,21 @@ test_pki() {
 		openssl x509 -req -in "$TMP/up.csr" -CA "$TMP/ca.pem" -CAkey "$TMP/ca.key" \
 			-CAcreateserial -out "$TMP/up.pem" -days 1 -extfile "$TMP/up.ext" 2> /dev/null
 }
+
+# vm_pid: the VM process (QEMU or bulkhead-vmm) of the first session under $BULKHEAD_RUNDIR, a
+# child of the launcher named in its run directory's pid file (its command line names no run
+# directory: jailed, it gets its sockets as descriptors). Waits up to 10 s; empty if none.
+vm_pid() {
+	_i=0
+	while [ $_i -lt 100 ]; do
+		for _f in "$BULKHEAD_RUNDIR"/*/pid; do
+			[ -f "$_f" ] || continue
+			for _c in $(pgrep -P "$(cat "$_f")"); do
+				case $(cat "/proc/$_c/comm" 2> /dev/null) in
+				qemu-system-x86 | bulkhead-vmm) echo "$_c"; return ;;
+				esac
+			done
+		done
+		sleep 0.1; _i=$((_i + 1))
+	done
+}

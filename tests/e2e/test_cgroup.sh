@@ -6,7 +6,7 @@
 
 export BULKHEAD_RUNDIR="$TMP/run"
 mkdir -p "$TMP/work"
-"$BULKHEAD" run -v --work "$TMP/work" -- sleep 4 > /dev/null 2> "$TMP/err" &
+"$BULKHEAD" run -v --work "$TMP/work" -- sleep 8 > /dev/null 2> "$TMP/err" &
 rpid=$!
 i=0; while [ -z "$(ls -d "$BULKHEAD_RUNDIR"/*/ 2> /dev/null)" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 sleep 1.5
@@ -33,6 +33,19 @@ if [ -n "$mem" ] && [ -n "$pids" ]; then
 		esac ;;
 	*) not_ok "the session's processes are in its cgroup" "$comms" ;;
 	esac
+	# The pids limit holds: a shell that joins the session's pids cgroup starts sleepers until
+	# a fork fails (which ends it), counting each one that started.
+	sh -c 'echo $$ > "$1/cgroup.procs" || exit 1; n=0
+		while [ $n -lt 1000 ]; do sleep 31.4159 & n=$((n + 1)); echo $n > "$2"; done' \
+		_ "$pids" "$TMP/forks" 2> /dev/null
+	started=$(cat "$TMP/forks" 2> /dev/null || echo 0)
+	peak=$(cat "$pids/pids.current")
+	pkill -f 'sleep 31.4159'
+	if [ "$started" -gt 0 ] && [ "$started" -lt 512 ] && [ "$peak" -le 512 ]; then
+		ok "the pids limit holds: $started more processes started in the session's cgroup, then fork failed"
+	else
+		not_ok "the pids limit holds" "started=$started pids.current=$peak"
+	fi
 else
 	not_ok "the session has its cgroups" "$(cat "$TMP/err")"
 fi

@@ -1,8 +1,9 @@
 #!/bin/sh
-# The jail of the VM process and the device back ends (cli/jail.c, vsock/seccomp.c), as far as
-# it is built: from inside a jailed bulkhead-vsock (its --jail-selftest hook, started by the
-# launcher's own jail step, in an empty root) and from outside a live session's back end and
-# QEMU. Not built yet: another uid, bulkhead-vmm's own allow-list (docs/THREAT-MODEL.md).
+# The jail of the VM process and the device back ends (cli/jail.c, vsock/seccomp.c): from inside
+# a jailed bulkhead-vsock (its --jail-selftest hook, started by the launcher's own jail step, in
+# an empty root), then from outside a live session's QEMU, bulkhead-vsock and virtiofsd, then the
+# session's own uid, --jail-uid, a session started by a user other than root, and --no-jail.
+# bulkhead-vmm's own allow-lists are tested in test_vmm_jail.sh.
 . "$(dirname "$0")/lib.sh"
 
 PROBE=$BUILD/tests/jail-probe
@@ -11,11 +12,21 @@ if [ ! -x "$PROBE" ] || [ ! -x "$BIN/bulkhead-vsock" ]; then
 	plan_done; exit 0
 fi
 export BULKHEAD_RUNDIR="$TMP/run"
+JAIL_UID_FIRST=2063597568 # cli/jail.h
+in_range() { [ "$1" -ge $JAIL_UID_FIRST ] && [ "$1" -lt $((JAIL_UID_FIRST + 65536)) ]; }
 
+# --- from inside -------------------------------------------------------------------------
 mkdir "$TMP/vsock"
 "$PROBE" --root "$TMP/vsock" "$TMP/l.sock" "$BIN/bulkhead-vsock" --listen-fd 3 --guest-cid 3 \
 	--uds-path "$TMP/vsock/vsock.sock" --jail-selftest > "$TMP/self" 2>&1
 field() { sed -n "s/^selftest: $1:[[:space:]]*//p" "$TMP/self" | head -n 1; }
+leased=$(sed -n 's/^uid \([0-9]*\) gid.*/\1/p' "$TMP/self")
+uid=$(field Uid | awk '{print $1 "/" $2}')
+if [ -n "$leased" ] && in_range "$leased" && [ "$uid" = "$leased/$leased" ]; then
+	ok "jailed: runs as the session's own uid, not 0 ($uid, leased from the jail range)"
+else
+	not_ok "jailed: another uid" "leased=$leased uid=$uid" "$(cat "$TMP/self")"
+fi
 check_eq "jailed: no capability in any set (effective, permitted, bounding, ambient)" \
 	"0000000000000000 0000000000000000 0000000000000000 0000000000000000" \
 	"$(field CapEff) $(field CapPrm) $(field CapBnd) $(field CapAmb)"
@@ -35,36 +46,134 @@ if tail -n 1 "$TMP/self" | grep -q '^signal 31 ' && ! grep -q 'still alive' "$TM
 else
 	not_ok "a forbidden call kills with SIGSYS" "$(cat "$TMP/self")"
 fi
+rm -f "$TMP/l.sock"
+"$PROBE" --uid 4242:4343 --root "$TMP/vsock" "$TMP/l.sock" "$BIN/bulkhead-vsock" --listen-fd 3 \
+	--guest-cid 3 --uds-path "$TMP/vsock/vsock.sock" --jail-selftest > "$TMP/self" 2>&1
+check_eq "jailed with chosen ids: uid 4242 (gid 4343 owns its directory)" "4242 4343" \
+	"$(field Uid | awk '{print $1}') $(stat -c %g "$TMP/vsock")"
 
-# A live session's back end, seen from outside.
-"$BULKHEAD" run -- sleep 3 > /dev/null 2>&1 &
+# --- a live session, from outside ----------------------------------------------------------
+marker=jailmarker$$
+mkdir "$TMP/work"
+"$BULKHEAD" run --work "$TMP/work" -e "GUEST_ONLY=$marker" -- sleep 4 > /dev/null 2>&1 &
 rpid=$!
-i=0; while ! pid=$(pgrep -f "bulkhead-vsock --listen-fd 3 --guest-cid [0-9]* --uds-path $BULKHEAD_RUNDIR") &&
-	[ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-st=/proc/$pid/status
-if [ -n "$pid" ] && grep -q '^Seccomp:[[:space:]]*2' "$st" && grep -q '^CapEff:[[:space:]]*0*$' "$st" &&
-	[ "$(readlink /proc/$pid/ns/net)" != "$(readlink /proc/self/ns/net)" ] &&
-	[ "$(readlink /proc/$pid/ns/ipc)" != "$(readlink /proc/self/ns/ipc)" ] &&
-	[ ! -s /proc/$pid/environ ] && grep -q '^Max core file size *0 ' /proc/$pid/limits; then
-	ok "a session's bulkhead-vsock: seccomp filter on, no capabilities, own net/IPC namespaces, empty environment, no core dumps"
+q=$(vm_pid)
+v=$(pgrep -f "bulkhead-vsock --listen-fd 3 --guest-cid [0-9]* --uds-path $BULKHEAD_RUNDIR")
+# virtiofsd's own sandbox: the process that serves requests is the one in a PID namespace of its own.
+fsd=
+for p in $(pgrep -f "virtiofsd.*source=$TMP/work"); do
+	[ "$(readlink /proc/$p/ns/pid)" != "$(readlink /proc/self/ns/pid)" ] && fsd=$p
+done
+st() { sed -n "s/^$2:[[:space:]]*//p" "/proc/$1/status"; }
+ns_differs() { [ "$(readlink /proc/$1/ns/$2)" != "$(readlink /proc/self/ns/$2)" ]; }
+if [ -z "$q" ] || [ -z "$v" ]; then
+	not_ok "a live session's VM process and bulkhead-vsock are found" "vm='$q' vsock='$v'"
 else
-	not_ok "a session's back end is jailed" "pid=$pid" "$(grep -E 'Seccomp|Cap|NoNew' "$st" 2>&1)"
+	vu=$(st "$v" Uid | awk '{print $1}')
+	if in_range "$vu" && [ "$(st "$v" Uid)" = "$(st "$q" Uid)" ] &&
+		[ "$(st "$q" Gid | awk '{print $1}')" = "$vu" ] && [ -z "$(st "$q" Groups)" ]; then
+		ok "the session's QEMU and bulkhead-vsock run as its own uid/gid ($vu), no other group"
+	else
+		not_ok "session uid" "vsock: $(st "$v" Uid)" "vm: $(st "$q" Uid) $(st "$q" Gid)"
+	fi
+	for p in "$v" "$q"; do
+		name=$(cat /proc/$p/comm)
+		if [ "$(st "$p" Seccomp)" = 2 ] && [ "$(st "$p" NoNewPrivs)" = 1 ] &&
+			[ "$(st "$p" CapEff)$(st "$p" CapPrm)$(st "$p" CapBnd)" = "$(printf '%048d' 0)" ] &&
+			ns_differs "$p" net && ns_differs "$p" ipc && ns_differs "$p" pid &&
+			ns_differs "$p" mnt && [ ! -s /proc/$p/environ ] &&
+			grep -q '^Max core file size *0 ' /proc/$p/limits; then
+			ok "$name: seccomp filter, no capabilities, no_new_privs, own namespaces, empty environment, no core dumps"
+		else
+			not_ok "$name is jailed" "$(grep -E 'Seccomp|Cap|NoNew' /proc/$p/status)"
+		fi
+		if grep -q "$marker" /proc/$p/cmdline /proc/$p/environ; then
+			not_ok "$name: the guest command's environment is not in its arguments or environment"
+		else
+			ok "$name: the guest command's environment is not in its arguments or environment"
+		fi
+	done
+	check_eq "QEMU and bulkhead-vsock share one empty network namespace, not the host's" \
+		"$(readlink /proc/$v/ns/net)" "$(readlink /proc/$q/ns/net)"
+	check_eq "bulkhead-vsock's root holds only the way to its socket directory" "$top" \
+		"$(ls /proc/$v/root | tr '\n' ' ' | sed 's/ $//')"
+	extra=$(ls /proc/$q/root | grep -vxE 'usr|boot|etc|bin|sbin|lib|lib32|lib64|libx32')
+	if [ -z "$extra" ] && [ "$(ls /proc/$q/root/boot | tr '\n' ' ')" = "initrd kernel " ] &&
+		[ "$(ls /proc/$q/root/etc)" = ld.so.cache ] && [ ! -e /proc/$q/root/$top ]; then
+		ok "QEMU's root: /usr read-only, its kernel and initramfs, the loader's links; no /dev, /proc, /run, /tmp or home"
+	else
+		not_ok "QEMU's root" "$(ls /proc/$q/root)" "extra: $extra"
+	fi
+	if touch /proc/$q/root/usr/.w 2> /dev/null; then
+		not_ok "QEMU's /usr is read-only"; rm -f /proc/$q/root/usr/.w
+	else
+		ok "QEMU's /usr is read-only"
+	fi
+	fds=$(for f in /proc/$q/fd/*; do readlink "$f"; done |
+		grep -vE '^(anon_inode:|socket:|pipe:|/memfd:|/null$)')
+	check_eq "QEMU holds no descriptor of a host file (sockets, pipes, eventfds, its memfd)" "" "$fds"
 fi
-qpid=$(pgrep -f "qemu-system-x86_64 .*$BULKHEAD_RUNDIR" | head -n 1)
-if [ -z "$qpid" ]; then
-	skip "the VM process is jailed" "this session's engine is not QEMU"
-elif grep -q '^Seccomp:[[:space:]]*2' "/proc/$qpid/status" &&
-	grep -q '^CapEff:[[:space:]]*0*$' "/proc/$qpid/status" &&
-	grep -q '^NoNewPrivs:[[:space:]]*1' "/proc/$qpid/status" &&
-	[ "$(readlink /proc/$qpid/ns/net)" != "$(readlink /proc/self/ns/net)" ] && [ ! -s /proc/$qpid/environ ]; then
-	ok "the session's QEMU: jailed the same way, under its own seccomp sandbox too"
+if [ -n "$fsd" ] && [ "$(st "$fsd" Seccomp)" = 2 ] && [ "$(st "$fsd" NoNewPrivs)" = 1 ] &&
+	ns_differs "$fsd" mnt && ns_differs "$fsd" net && [ "$(ls /proc/$fsd/root)" = "$(ls "$TMP/work")" ]; then
+	ok "virtiofsd serves from its own sandbox: namespaces, seccomp, its root the share"
 else
-	not_ok "the VM process is jailed" "$(grep -E 'Seccomp|Cap|NoNew' /proc/$qpid/status 2>&1)"
+	not_ok "virtiofsd's sandbox" "pid '$fsd'" "$(grep -E 'Seccomp|NoNew' /proc/$fsd/status 2>&1)"
+fi
+# A second session at the same time gets a uid of its own.
+mkdir -m 700 "$TMP/run2"
+BULKHEAD_RUNDIR="$TMP/run2" "$BULKHEAD" run -- sleep 2 > /dev/null 2>&1 &
+r2=$!
+i=0; while ! v2=$(pgrep -f "bulkhead-vsock .*--uds-path $TMP/run2") && [ $i -lt 100 ]; do
+	sleep 0.05; i=$((i + 1)); done
+u2=$(st "$v2" Uid 2> /dev/null | awk '{print $1}')
+if [ -n "$u2" ] && in_range "$u2" && [ "$u2" != "$vu" ]; then
+	ok "two sessions at once run as two different uids ($vu, $u2)"
+else
+	not_ok "two sessions, two uids" "first '$vu' second '$u2'"
+fi
+wait $r2
+export BULKHEAD_RUNDIR="$TMP/run"
+wait $rpid
+check_eq "the session still runs its command with everything jailed" 0 "$?"
+
+# --- --jail-uid ----------------------------------------------------------------------------
+"$BULKHEAD" run --jail-uid 4242:4343 -- sleep 3 > /dev/null 2> "$TMP/j1.err" &
+rpid=$!
+q=$(vm_pid)
+check_eq "--jail-uid 4242:4343: the VM process runs as uid 4242, gid 4343" "4242 4343" \
+	"$(st "$q" Uid | awk '{print $1}') $(st "$q" Gid | awk '{print $1}')"
+BULKHEAD_RUNDIR="$TMP/run2" "$BULKHEAD" run --jail-uid 4242 -- true > /dev/null 2> "$TMP/err"
+rc=$?
+if [ $rc = 125 ] && grep -q 'another session runs as that uid' "$TMP/err"; then
+	ok "a second session may not take a uid in use: $(cat "$TMP/err")"
+else
+	not_ok "--jail-uid in use" "rc=$rc" "$(cat "$TMP/err")"
 fi
 wait $rpid
-check_eq "the session still runs its command with the jailed back end" 0 "$?"
+check_eq "the session with --jail-uid ran" 0 "$?"
+run_capture run --jail-uid 0 -- true
+check_eq "--jail-uid 0 is refused" "125 bulkhead: --jail-uid 0: want UID or UID:GID, not 0" \
+	"$rc $(cat "$TMP/err")"
 
-# --no-jail: a warning, and the back end runs as it is; a policy may forbid it.
+# --- a user other than root: a user namespace instead of another uid ------------------------
+if [ "$(id -u)" != 0 ] || ! command -v setpriv > /dev/null; then
+	skip "a session started by another user" "needs root and setpriv to become nobody"
+elif ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$BULKHEAD"; then
+	skip "a session started by another user" "nobody cannot reach $BULKHEAD"
+else
+	chmod 711 "$TMP" && mkdir -m 777 "$TMP/nobody"
+	setpriv --reuid=65534 --regid=65534 --clear-groups env -i HOME="$TMP/nobody" \
+		BULKHEAD_RUNDIR="$TMP/nobody/run" PATH=/usr/bin:/bin \
+		"$BULKHEAD" run -- sh -c 'echo as-nobody' > "$TMP/out" 2> "$TMP/err"
+	rc=$?
+	if [ $rc = 0 ] && [ "$(cat "$TMP/out")" = as-nobody ]; then
+		ok "a session started by an unprivileged user runs, jailed in a user namespace"
+	else
+		not_ok "a session as nobody" "rc=$rc" "$(cat "$TMP/err")"
+	fi
+fi
+
+# --- --no-jail: a warning, and the back end runs as it is; a policy may forbid it ----------
 "$BULKHEAD" run --no-jail -- true > /dev/null 2> "$TMP/nojail.err"
 rc=$?
 if [ $rc = 0 ] && grep -q 'warning: --no-jail' "$TMP/nojail.err"; then

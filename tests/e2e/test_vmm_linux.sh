@@ -46,8 +46,9 @@ if grep -q 'Run /init as init process' "$TMP/console"; then
 else
 	not_ok "vmlinux under bulkhead-vmm reaches 'Run /init as init process'" "rc=$rc" "$(tail -n 15 "$TMP/console")" "$(tail -n 5 "$TMP/err")"
 fi
-grep -q "engine command: '[^']*bulkhead-vmm' '--kernel'" "$TMP/err" && ok "the CLI started bulkhead-vmm" ||
-	not_ok "the CLI started bulkhead-vmm" "$(head -n 5 "$TMP/err")"
+grep -q "engine command: '[^']*bulkhead-vmm' '--kernel-fd' '3' '--initrd-fd' '4' '--kvm-fd' '5'" "$TMP/err" &&
+	ok "the CLI started bulkhead-vmm jailed: kernel, initramfs and /dev/kvm as descriptors" ||
+	not_ok "the CLI started bulkhead-vmm jailed" "$(head -n 5 "$TMP/err")"
 case $kmode in
 emulated*)
 	grep -q 'Command line: .*noxsave clearcpuid=smap,smep,pku,umip,popcnt' "$TMP/console" &&

@@ -1,8 +1,9 @@
 /* tests/tools/jail_probe.c: runs a program through the launcher's own jail step
- * (cli/jail.c via proc_spawn_jailed, exactly as a session starts bulkhead-vsock), with a
+ * (cli/jail.c's jail_spawn, exactly as a session starts bulkhead-vsock), with a
  * listening Unix socket as its descriptor 3, and reports how it ended:
- * "exit N" or "signal N (NAME)". With --root DIR, inside an empty root holding only DIR.
- * Usage: jail-probe [--root DIR] SOCKET-PATH PROGRAM [ARG...] */
+ * "exit N" or "signal N (NAME)". With --root DIR, inside an empty root holding only DIR
+ * (given to the jail's uid); --uid picks the ids as `bulkhead run --jail-uid` does.
+ * Usage: jail-probe [--uid UID[:GID]] [--root DIR] SOCKET-PATH PROGRAM [ARG...] */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,24 +13,36 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/proc.h"
+#include "cli/jail.h"
 
 int main(int argc, char **argv)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), st;
+	struct jail_ids ids = JAIL_IDS_INIT;
+	const char *root_dir = NULL, *uid = NULL;
+	char err[256];
 	pid_t pid;
 
-	const char *root_dir = NULL;
-
-	if (argc > 3 && !strcmp(argv[1], "--root")) {
-		root_dir = argv[2];
+	for (;;) {
+		if (argc > 3 && !strcmp(argv[1], "--root"))
+			root_dir = argv[2];
+		else if (argc > 3 && !strcmp(argv[1], "--uid"))
+			uid = argv[2];
+		else
+			break;
 		argv += 2;
 		argc -= 2;
 	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: jail-probe [--root DIR] SOCKET-PATH PROGRAM [ARG...]\n");
+		fprintf(stderr, "usage: jail-probe [--uid UID[:GID]] [--root DIR] SOCKET-PATH "
+				"PROGRAM [ARG...]\n");
 		return 2;
+	}
+	if (jail_ids_acquire(&ids, uid, err, sizeof(err)) < 0 ||
+	    (root_dir && jail_ids_give_dir(&ids, root_dir) < 0)) {
+		fprintf(stderr, "jail-probe: %s\n", err);
+		return 1;
 	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", argv[1]);
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1)) {
@@ -43,7 +56,21 @@ int main(int argc, char **argv)
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return 1;
-	pid = proc_spawn_jailed(argv + 2, root_dir, lfd, p[1]);
+	const struct jail_mount mount = { .src = root_dir, .flags = JAIL_MOUNT_RW };
+	const struct jail_spec spec = {
+		.ids = &ids,
+		.empty_root = root_dir != NULL,
+		.mounts = &mount,
+		.nmounts = root_dir != NULL,
+		.extra_gid = (gid_t)-1,
+		.fds = &lfd,
+		.nfds = 1,
+		.out_fd = p[1],
+		.diag_fd = p[1],
+	};
+	printf("uid %u gid %u\n", (unsigned)ids.uid, (unsigned)ids.gid);
+	fflush(stdout);
+	pid = jail_spawn(argv + 2, &spec);
 	close(p[1]);
 	if (pid < 0) {
 		fprintf(stderr, "jail-probe: %s\n", strerror((int)-pid));
