@@ -5,6 +5,15 @@ bench: all
 	@BUILD=$(BUILD) sh bench/share-io.sh
 	@BUILD=$(BUILD) sh bench/exec-latency.sh
 	@BUILD=$(BUILD) RUNS=$(BENCH_RUNS) sh bench/jail-overhead.sh
+bench: $(BUILD)/bench/jail-step
+# The jail step alone (bench/jail_step.c), which bench/jail-overhead.sh runs first.
+$(BUILD)/bench/jail-step: $(OBJ)/bench/jail_step.o $(OBJ)/cli/jail.o $(OBJ)/cli/jail_ids.o \
+                          $(OBJ)/cli/proc.o $(OBJ)/cli/cgroup.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^
+bench-jail: all $(BUILD)/bench/jail-step
+	@BUILD=$(BUILD) RUNS=$(BENCH_RUNS) sh bench/jail-overhead.sh
+.PHONY: bench-jail
 # bench/vmm/: VMM start-up and memory against QEMU microvm (bench/vmm-*.sh).
 $(BUILD)/bench/first-byte: bench/vmm/first_byte.c | deps
 	@mkdir -p $(@D)
@@ -27,3 +36,5 @@ bench-broker: $(BUILD)/bench/http-load $(BIN)/bulkhead-broker $(BUILD)/tests/htt
 	@BUILD=$(BUILD) sh bench/broker-overhead.sh
 bench: bench-broker
 .PHONY: bench-broker
+# bench-vsock (vsock/vsock.mk) runs its guest side in a real session: bulkhead, kernel, images.
+bench-vsock: all

@@ -7,6 +7,7 @@
 # measures, or N: requests per run instead; WARMUP: unmeasured requests per connection first;
 # ROUNDS: runs per side and concurrency, the median is shown)
 set -eu
+. "$(dirname "$0")/lib.sh"
 BUILD=${BUILD:-build}
 DURATION=${DURATION:-2}
 N=${N:-}
@@ -96,7 +97,6 @@ via() {
 field() { printf '%s\n' "$1" | sed -n "s/.*\"$2\": \([0-9.]*\).*/\1/p"; }
 # cpu_ticks PID: user + system clock ticks so far.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 if [ -n "$N" ]; then
 	amount=-n per_run="$N requests"

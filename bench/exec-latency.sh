@@ -8,20 +8,22 @@ BUILD=${BUILD:-build}
 RUNS=${RUNS:-1000}
 bin=$BUILD/bin/bulkhead
 tmp=$(mktemp -d)
+. "$(dirname "$0")/lib.sh"
 id=$("$bin" start)
 trap '"$bin" stop "$id" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 
 for i in $(seq "$RUNS"); do
-	t0=$(date +%s%N)
+	t0=$(now_us)
 	"$bin" exec "$id" -- true
-	t1=$(date +%s%N)
+	t1=$(now_us)
 	sh -c true
-	t2=$(date +%s%N)
-	echo $(((t1 - t0) / 1000)) >> "$tmp/exec"
-	echo $(((t2 - t1) / 1000)) >> "$tmp/host"
+	t2=$(now_us)
+	echo $((t1 - t0)) >> "$tmp/exec"
+	echo $((t2 - t1)) >> "$tmp/host"
 done
 
-stats() { sort -n "$1" | awk '{a[NR]=$1} END {i=int(NR*0.99); if (i<1) i=1; printf "%.2f %.2f", a[int((NR+1)/2)]/1000, a[i]/1000}'; }
+# stats FILE: the median and p99 of FILE's microseconds, in ms.
+stats() { echo "$(median "$1") $(percentile 99 "$1")" | awk '{ printf "%.2f %.2f", $1 / 1000, $2 / 1000 }'; }
 engine=$("$bin" run -v -- true 2>&1 >/dev/null | sed -n 's/^bulkhead: engine: //p')
 e=$(stats "$tmp/exec")
 h=$(stats "$tmp/host")

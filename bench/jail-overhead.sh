@@ -1,6 +1,7 @@
 #!/bin/sh
-# What the jail adds to a session's start: `bulkhead run -- true` with the jail (the default)
-# and with --no-jail, alternating in the same run. Prints both medians and the difference.
+# What the jail adds to a session's start: first the jail step alone (bench/jail_step.c), then
+# whole sessions, `bulkhead run -- true` with the jail (the default) and with --no-jail,
+# alternating in the same run. Prints medians and differences.
 # Usage: RUNS=20 bench/jail-overhead.sh
 set -eu
 BUILD=${BUILD:-build}
@@ -11,6 +12,12 @@ trap 'rm -rf "$tmp"' EXIT
 
 . "$(dirname "$0")/lib.sh"
 
+# First the jail step alone: precise where a whole session's start is noisy.
+if [ -x "$BUILD/bench/jail-step" ]; then
+	"$BUILD/bench/jail-step" "$BUILD/bin" "$BUILD/lib/bulkhead" 200
+else
+	echo "(jail step alone: build it with 'make $BUILD/bench/jail-step')"
+fi
 echo "session start to exit with and without the jail, $RUNS runs each; $(nproc) cores"
 for i in $(seq "$RUNS"); do
 	t0=$(now_us)

@@ -10,6 +10,7 @@ bin=$BUILD/bin/bulkhead
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/share"
+. "$(dirname "$0")/lib.sh"
 
 # One workload, timed in ms per phase with /proc/uptime (10 ms steps; every phase
 # here takes far longer). Page caches are dropped before the read so it reads
@@ -37,7 +38,6 @@ for i in $(seq "$RUNS"); do
 	busybox sh "$tmp/share/workload.sh" "$tmp/share" >> "$tmp/host"
 done
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 engine=$("$bin" run -v -- true 2>&1 >/dev/null | sed -n 's/^bulkhead: engine: //p')
 echo "work share I/O, median of $RUNS runs; engine: $engine"
 printf '%-32s %10s %10s %8s\n' phase "guest ms" "host ms" ratio

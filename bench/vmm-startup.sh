@@ -5,6 +5,7 @@
 # comparable guest (a PVH ELF doing the same), measured in the same run. Goals: bulkhead-vmm
 # median <= 5 ms and <= 1/5 of QEMU's.
 set -u
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 RUNS=${RUNS:-20}
@@ -27,9 +28,9 @@ qemu() {
 }
 vmm() { "$FB" "$VMM" --test-guest "$GUEST" --mem 16; }
 
-# median FILE: of the nanosecond values in FILE, in ms with two decimals.
-median() { sort -n "$1" | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f", m / 1e6 }'; }
-minimum() { sort -n "$1" | head -n 1 | awk '{ printf "%.2f", $1 / 1e6 }'; }
+# ms: nanoseconds on stdin in ms with two decimals. minimum FILE: FILE's least, so.
+ms() { awk '{ printf "%.2f", $1 / 1e6 }'; }
+minimum() { sort -n "$1" | head -n 1 | ms; }
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 vmm > /dev/null; qemu > /dev/null # warm the page cache for both
@@ -40,7 +41,7 @@ while [ $i -lt "$RUNS" ]; do
 	qemu >> "$tmp/qemu" || exit 1
 	i=$((i + 1))
 done
-v=$(median "$tmp/vmm"); q=$(median "$tmp/qemu")
+v=$(median "$tmp/vmm" | ms); q=$(median "$tmp/qemu" | ms)
 echo "VMM start-up: exec -> guest's first instruction, $RUNS runs each (ms)"
 printf '%-34s %8s %8s\n' "" median min
 printf '%-34s %8s %8s\n' "bulkhead-vmm (KVM)" "$v" "$(minimum "$tmp/vmm")"
