@@ -52,6 +52,28 @@ else
 	ok "the token appears nowhere in the guest's output, environment or files (even echoed back)"
 fi
 
+# Nor in the processes that hold the guest: the VM process's and bulkhead-vsock's arguments,
+# environment and descriptors, seen from outside while a session with the vault runs.
+mkdir -m 700 "$TMP/rd"
+BULKHEAD_RUNDIR="$TMP/rd" "$BULKHEAD" run --scope "$TMP/scope.json" --vault "$TMP/vault" \
+	--ca-file "$TMP/ca.pem" --audit "$TMP/audit.log" -- sleep 3 > /dev/null 2>&1 &
+spid=$!
+vm=$(BULKHEAD_RUNDIR="$TMP/rd" vm_pid)
+vs=$(pgrep -f "bulkhead-vsock .*--uds-path $TMP/rd")
+leak=
+for p in $vm $vs; do
+	grep -qF "$SECRET" /proc/$p/cmdline /proc/$p/environ && leak="$leak $p:args/env"
+	for f in /proc/$p/fd/*; do
+		case $(readlink "$f") in "$TMP"/vault* | *audit*) leak="$leak $p:$(readlink "$f")" ;; esac
+	done
+done
+if [ -n "$vm" ] && [ -n "$vs" ] && [ -z "$leak" ]; then
+	ok "the VM process and bulkhead-vsock hold no token in arguments or environment, no vault or audit descriptor"
+else
+	not_ok "no secret reaches the VM process or bulkhead-vsock" "vm='$vm' vsock='$vs' leak='$leak'"
+fi
+wait $spid
+
 # Another path on the same host is not in scope: refused by the broker.
 run_capture run --scope "$TMP/scope.json" --vault "$TMP/vault" --ca-file "$TMP/ca.pem" \
 	--audit "$TMP/audit.log" -- wget -q -O - "http://localhost:$PORT/admin"

@@ -1,9 +1,9 @@
 #!/bin/sh
-# The jail of the VM process and the device back ends (cli/jail.c, vsock/seccomp.c): from inside
-# a jailed bulkhead-vsock (its --jail-selftest hook, started by the launcher's own jail step, in
-# an empty root), then from outside a live session's QEMU, bulkhead-vsock and virtiofsd, then the
-# session's own uid, --jail-uid, a session started by a user other than root, and --no-jail.
-# bulkhead-vmm's own allow-lists are tested in test_vmm_jail.sh.
+# The jail of the VM process and the device back ends (cli/jail.c): from inside a jailed
+# bulkhead-vsock and bulkhead-vmm (their --jail-selftest hooks, started by the launcher's own
+# jail step, in empty roots), then from outside a live session's QEMU, bulkhead-vsock and
+# virtiofsd, then the session's own uid, --jail-uid, a session started by a user other than
+# root, and --no-jail. bulkhead-vmm's allow-lists per thread role: test_vmm_jail.sh.
 . "$(dirname "$0")/lib.sh"
 
 PROBE=$BUILD/tests/jail-probe
@@ -51,6 +51,33 @@ rm -f "$TMP/l.sock"
 	--guest-cid 3 --uds-path "$TMP/vsock/vsock.sock" --jail-selftest > "$TMP/self" 2>&1
 check_eq "jailed with chosen ids: uid 4242 (gid 4343 owns its directory)" "4242 4343" \
 	"$(field Uid | awk '{print $1}') $(stat -c %g "$TMP/vsock")"
+
+# bulkhead-vmm from inside, through the same jail step, in an empty root: its guest image and
+# /dev/kvm are descriptors handed over by the launcher (here the probe) as 4 and 5.
+rm -f "$TMP/l.sock"
+if [ ! -x "$BIN/bulkhead-vmm" ] || ! [ -r "$LIBDIR/guests/uart.bin" ] || ! [ -c /dev/kvm ] || ! [ -w /dev/kvm ]; then
+	skip "bulkhead-vmm jailed, from inside" "no bulkhead-vmm, test guest or usable /dev/kvm"
+else
+	"$PROBE" --empty-root --file-writes --fd "$LIBDIR/guests/uart.bin" --fd /dev/kvm "$TMP/l.sock" \
+		"$BIN/bulkhead-vmm" --test-guest-fd 4 --kvm-fd 5 --machine --cpus 2 --jail-selftest \
+		> "$TMP/self" 2>&1
+	leased=$(sed -n 's/^uid \([0-9]*\) gid.*/\1/p' "$TMP/self")
+	if in_range "$leased" && [ "$(field Uid | awk '{print $1 "/" $2}')" = "$leased/$leased" ] &&
+		[ "$(field CapEff)$(field CapPrm)$(field CapBnd)$(field CapAmb)" = "$(printf '%064d' 0)" ] &&
+		[ "$(field NoNewPrivs)" = 1 ] && [ "$(sed -n 's/^selftest: root://p' "$TMP/self")" = "" ] &&
+		grep -q '^selftest: root:$' "$TMP/self"; then
+		ok "jailed bulkhead-vmm: the session's uid, no capabilities, no_new_privs, a root with nothing in it"
+	else
+		not_ok "jailed bulkhead-vmm" "$(cat "$TMP/self")"
+	fi
+	if [ "$(grep -c ': open /etc/passwd: Permission denied' "$TMP/self")" = 3 ] &&
+		grep -q '^selftest: socket AF_INET: Address family not supported' "$TMP/self" &&
+		tail -n 1 "$TMP/self" | grep -q '^signal 31 '; then
+		ok "jailed bulkhead-vmm: opening files fails on both vCPUs and the main thread, AF_INET fails, a call off its list kills it"
+	else
+		not_ok "jailed bulkhead-vmm's allow-lists" "$(cat "$TMP/self")"
+	fi
+fi
 
 # --- a live session, from outside ----------------------------------------------------------
 marker=jailmarker$$

@@ -2,13 +2,19 @@
  * (cli/jail.c's jail_spawn, exactly as a session starts bulkhead-vsock), with a
  * listening Unix socket as its descriptor 3, and reports how it ended:
  * "exit N" or "signal N (NAME)". With --root DIR, inside an empty root holding only DIR
- * (given to the jail's uid); --uid picks the ids as `bulkhead run --jail-uid` does.
- * Usage: jail-probe [--uid UID[:GID]] [--root DIR] SOCKET-PATH PROGRAM [ARG...] */
+ * (given to the jail's uid); with --empty-root, in an empty root holding nothing. --uid picks
+ * the ids as `bulkhead run --jail-uid` does; each --fd FILE is opened here (read-write for a
+ * device) and handed over after the socket, as 4, 5, ... (bulkhead-vmm's way to its files);
+ * --file-writes lets files grow, as for a VM process (its memfd).
+ * Usage: jail-probe [--uid UID[:GID]] [--root DIR | --empty-root] [--fd FILE]... [--file-writes]
+ *                   SOCKET-PATH PROGRAM [ARG...] */
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,22 +27,40 @@ int main(int argc, char **argv)
 	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), st;
 	struct jail_ids ids = JAIL_IDS_INIT;
 	const char *root_dir = NULL, *uid = NULL;
+	bool empty_root = false, file_writes = false;
+	int fds[8] = { lfd };
+	size_t nfds = 1;
 	char err[256];
 	pid_t pid;
 
 	for (;;) {
-		if (argc > 3 && !strcmp(argv[1], "--root"))
+		if (argc > 3 && (!strcmp(argv[1], "--empty-root") || !strcmp(argv[1], "--file-writes"))) {
+			empty_root |= !strcmp(argv[1], "--empty-root");
+			file_writes |= !strcmp(argv[1], "--file-writes");
+			argv++;
+			argc--;
+			continue;
+		}
+		if (argc > 3 && !strcmp(argv[1], "--root")) {
 			root_dir = argv[2];
-		else if (argc > 3 && !strcmp(argv[1], "--uid"))
+		} else if (argc > 3 && !strcmp(argv[1], "--uid")) {
 			uid = argv[2];
-		else
+		} else if (argc > 3 && !strcmp(argv[1], "--fd") && nfds < 8) {
+			struct stat sb;
+			bool dev = stat(argv[2], &sb) == 0 && S_ISCHR(sb.st_mode);
+			if ((fds[nfds++] = open(argv[2], (dev ? O_RDWR : O_RDONLY) | O_CLOEXEC)) < 0) {
+				perror(argv[2]);
+				return 1;
+			}
+		} else {
 			break;
+		}
 		argv += 2;
 		argc -= 2;
 	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: jail-probe [--uid UID[:GID]] [--root DIR] SOCKET-PATH "
-				"PROGRAM [ARG...]\n");
+		fprintf(stderr, "usage: jail-probe [--uid UID[:GID]] [--root DIR | --empty-root] "
+				"[--fd FILE]... [--file-writes] SOCKET-PATH PROGRAM [ARG...]\n");
 		return 2;
 	}
 	if (jail_ids_acquire(&ids, uid, err, sizeof(err)) < 0 ||
@@ -59,12 +83,13 @@ int main(int argc, char **argv)
 	const struct jail_mount mount = { .src = root_dir, .flags = JAIL_MOUNT_RW };
 	const struct jail_spec spec = {
 		.ids = &ids,
-		.empty_root = root_dir != NULL,
+		.empty_root = root_dir != NULL || empty_root,
+		.file_writes = file_writes,
 		.mounts = &mount,
 		.nmounts = root_dir != NULL,
 		.extra_gid = (gid_t)-1,
-		.fds = &lfd,
-		.nfds = 1,
+		.fds = fds,
+		.nfds = nfds,
 		.out_fd = p[1],
 		.diag_fd = p[1],
 	};
