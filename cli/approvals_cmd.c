@@ -4,6 +4,7 @@
  * Host only: no vsock port leads to these sockets, and the brokers check who connects. */
 #include "cli/broker_cmds.h"
 #include "cli/rundir.h"
+#include "lib/unix_listen.h"
 #include "cli/run.h"
 
 #include <dirent.h>
@@ -37,19 +38,19 @@ static const char approvals_usage[] =
 /* One request, one JSON answer line. NULL (with why) when the broker cannot be asked. */
 static json_t *ask(const char *sock, json_t *req, char *why, size_t whylen)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char *line = json_dumps(req, JSON_COMPACT), *buf = NULL;
 	size_t n = 0;
 	json_t *ans = NULL;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = line ? unix_connect(sock, false) : -ENOMEM;
 	struct timeval tv = { .tv_sec = 10 };
 
-	if (!line || fd < 0 || strlen(sock) >= sizeof(sa.sun_path))
+	if (fd < 0) {
+		snprintf(why, whylen, "%s: %s", sock, strerror(-fd));
 		goto out;
-	strcpy(sa.sun_path, sock);
+	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 || send(fd, "\n", 1, MSG_NOSIGNAL) < 0) {
+	if (send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 ||
+	    send(fd, "\n", 1, MSG_NOSIGNAL) < 0) {
 		snprintf(why, whylen, "%s: %s", sock, strerror(errno));
 		goto out;
 	}

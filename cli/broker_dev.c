@@ -72,20 +72,11 @@ static int register_shared(struct broker_dev *b, const struct broker_opts *o,
 		json_pack("{s:s, s:s, s:o}", "op", "register", "session", rd->id, "scope", scope);
 	char *line = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
 	json_decref(msg);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (!line || fd < 0 || strlen(o->shared) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "cannot reach the shared broker at %s: %s", o->shared,
-			 !line	  ? "out of memory"
-			 : fd < 0 ? strerror(errno)
-				  : "path too long");
-		goto fail;
-	}
-	strcpy(sa.sun_path, o->shared);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	int fd = line ? unix_connect(o->shared, false) : -ENOMEM;
+	if (fd < 0) {
 		snprintf(err, errlen,
 			 "cannot reach the shared broker at %s: %s (is 'bulkhead broker' running?)",
-			 o->shared, strerror(errno));
+			 o->shared, strerror(-fd));
 		goto fail;
 	}
 	size_t n = strlen(line);

@@ -3,6 +3,7 @@
 #include "cli/paths.h"
 #include "cli/engine_spawn.h"
 #include "cli/jail.h"
+#include "lib/unix_listen.h"
 #include "cli/run.h"
 #include "cli/share_fs.h"
 
@@ -53,7 +54,7 @@ int kvm_start(const struct launch *l, const struct engine_choice *c, struct gues
 		}
 	}
 	for (size_t i = 0; l->jail && !rc && i < 2; i++) {
-		int fd = socks[i] ? engine_connect(socks[i]) : 0;
+		int fd = socks[i] ? unix_connect(socks[i], false) : 0;
 		if (fd < 0) {
 			rc = -1;
 			snprintf(err, errlen, "connect to %s: %s", socks[i], strerror(-fd));

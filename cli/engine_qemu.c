@@ -2,6 +2,7 @@
  * qemu-system-x86_64 -M microvm, with the serial console on a pipe to us. */
 #include "cli/engine_spawn.h"
 #include "cli/jail.h"
+#include "lib/unix_listen.h"
 #include "cli/run.h"
 #include "cli/share_fs.h"
 
@@ -98,7 +99,7 @@ static int qemu_jail_plan(struct qemu_jail *j, const struct launch *l,
 	for (size_t i = 0; i < 2; i++) {
 		if (!socks[i])
 			continue;
-		int fd = engine_connect(socks[i]);
+		int fd = unix_connect(socks[i], false);
 		if (fd < 0) {
 			snprintf(err, errlen, "connect to %s: %s", socks[i], strerror(-fd));
 			return -1;

@@ -9,8 +9,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 void engine_arg(struct engine_argv *a, const char *s)
@@ -35,23 +33,6 @@ void engine_argf(struct engine_argv *a, const char *fmt, ...)
 	if (n < 0 || (size_t)n >= sizeof(a->strs[0]))
 		a->overflow = 1;
 	engine_arg(a, s);
-}
-
-int engine_connect(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
 }
 
 static void print_command(const char *const args[])

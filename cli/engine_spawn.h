@@ -27,9 +27,6 @@ void engine_argf(struct engine_argv *a, const char *fmt, ...) __attribute__((for
  * set here) unless it is NULL (--no-jail). With verbose, prints the exact command,
  * shell-quoted (bench/ re-runs it). Returns 0, or -1 with err set. */
 struct jail_spec;
-/* A socket connected to the vhost-user back end listening at PATH, for a jailed VM process
- * that cannot reach the run directory itself. Returns it or -errno. */
-int engine_connect(const char *path);
 int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verbose,
 		 const struct jail_spec *jail, struct guest *g, char *err, size_t errlen);
 

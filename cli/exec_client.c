@@ -1,5 +1,6 @@
 /* cli/exec_client.c: one exec in the guest, host side (see exec_client.h). */
 #include "cli/exec_client.h"
+#include "lib/unix_listen.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -21,16 +22,10 @@ static long now_ms(void)
 
 int exec_client_connect(const char *uds, unsigned port, int timeout_ms, char *err, size_t errlen)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(uds) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "vsock socket path too long");
+	int fd = unix_connect(uds, false);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot connect to %s: %s", uds, strerror(-fd));
 		return -1;
-	}
-	strcpy(sa.sun_path, uds);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		snprintf(err, errlen, "cannot connect to %s: %s", uds, strerror(errno));
-		goto fail;
 	}
 	char line[64];
 	int n = snprintf(line, sizeof(line), "CONNECT %u\n", port);

@@ -10,16 +10,34 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+/* A new stream socket and the address of PATH for it. Returns the socket or -errno. */
+static int unix_socket(const char *path, bool nonblock, struct sockaddr_un *sa)
+{
+	*sa = (struct sockaddr_un){ .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa->sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+	return fd < 0 ? -errno : fd;
+}
+
 int unix_listen(const char *path, int backlog, bool nonblock)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
+	struct sockaddr_un sa;
+	int fd = unix_socket(path, nonblock, &sa);
+	if (fd >= 0 && (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0)) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+int unix_connect(const char *path, bool nonblock)
+{
+	struct sockaddr_un sa;
+	int fd = unix_socket(path, nonblock, &sa);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int e = errno;
 		close(fd);
 		return -e;

@@ -2,6 +2,7 @@
  * "CONNECT <port>" handshake, and the buffer that holds guest data the host has not taken yet
  * (never more than the credit we granted: VSOCK_BUF_ALLOC per connection). */
 #include "vsock/conn.h"
+#include "lib/unix_listen.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -80,20 +81,12 @@ int vsock_conn_watch(struct vsock_dev *d, struct vsock_conn *c)
 
 int vsock_conn_connect(const struct vsock_dev *d, uint32_t port)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_%u", d->uds_prefix, port);
-	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int n = snprintf(path, sizeof(path), "%s_%u", d->uds_prefix, port);
+	if (n < 0 || (size_t)n >= sizeof(path))
 		return -ENAMETOOLONG;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
 	/* A Unix connect completes at once or fails at once (EAGAIN: backlog full, refused). */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
+	return unix_connect(path, true);
 }
 
 /* Sends without SIGPIPE; returns bytes sent, 0 when fd is full, or -errno. */

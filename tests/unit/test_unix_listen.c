@@ -1,4 +1,5 @@
-/* tests/unit/test_unix_listen.c: listening sockets made here or adopted by number. */
+/* tests/unit/test_unix_listen.c: listening sockets made here or adopted by number, and
+ * connections to them. */
 #include "lib/unix_listen.h"
 
 #include <errno.h>
@@ -60,11 +61,45 @@ static void test_adopt_rejects(void **state)
 	assert_int_equal(unix_listen(longpath, 1, false), -ENAMETOOLONG);
 }
 
+static void test_connect(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/bulkhead-ul.XXXXXX", path[64], longpath[200];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s", dir);
+	assert_int_equal(unix_connect(path, false), -ENOENT); /* nobody listens yet */
+	int lfd = unix_listen(path, 4, false);
+	assert_true(lfd > 2);
+	int c = unix_connect(path, true);
+	assert_true(c > 2);
+	assert_true(fcntl(c, F_GETFD) & FD_CLOEXEC);
+	assert_true(fcntl(c, F_GETFL) & O_NONBLOCK);
+	int a = accept(lfd, NULL, NULL);
+	assert_true(a >= 0);
+	assert_int_equal(write(c, "x", 1), 1); /* really connected to that listener */
+	char ch = 0;
+	assert_int_equal(read(a, &ch, 1), 1);
+	assert_int_equal(ch, 'x');
+	close(a);
+	close(c);
+	c = unix_connect(path, false);
+	assert_true(c > 2);
+	assert_false(fcntl(c, F_GETFL) & O_NONBLOCK);
+	close(c);
+	close(lfd);
+	unlink(path);
+	rmdir(dir);
+	memset(longpath, 'a', sizeof(longpath) - 1);
+	longpath[sizeof(longpath) - 1] = '\0';
+	assert_int_equal(unix_connect(longpath, false), -ENAMETOOLONG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_listen_and_adopt),
 		cmocka_unit_test(test_adopt_rejects),
+		cmocka_unit_test(test_connect),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
