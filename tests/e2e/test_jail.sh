@@ -178,9 +178,23 @@ else
 fi
 wait $rpid
 check_eq "the session with --jail-uid ran" 0 "$?"
-run_capture run --jail-uid 0 -- true
-check_eq "--jail-uid 0 is refused" "125 bulkhead: --jail-uid 0: want UID or UID:GID, not 0" \
-	"$rc $(cat "$TMP/err")"
+for bad in 0 0:5 abc 12: 12:x -1 4294967295 99999999999; do
+	run_capture run --jail-uid "$bad" -- true
+	if [ "$rc" = 125 ] && [ "$(cat "$TMP/err")" = "bulkhead: --jail-uid $bad: want UID or UID:GID, not 0" ]; then
+		ok "--jail-uid '$bad' is refused before anything starts"
+	else
+		not_ok "--jail-uid '$bad' is refused" "rc=$rc" "$(cat "$TMP/err")"
+	fi
+done
+# QEMU reads its kernel as the session's uid: one only root may read is a clear error.
+cp "$LIBDIR/vmlinux" "$TMP/private-kernel" && chmod 600 "$TMP/private-kernel"
+run_capture run --engine qemu --kernel "$TMP/private-kernel" -- true
+if [ "$rc" = 125 ] && grep -q "private-kernel is not readable by the jail's uid [0-9]*: make it world-readable" "$TMP/err"; then
+	ok "a kernel the jail's uid cannot read: $(cat "$TMP/err")"
+else
+	not_ok "an unreadable kernel" "rc=$rc" "$(cat "$TMP/err")"
+fi
+check_eq "... and nothing of that session is left" "" "$(ls -A "$BULKHEAD_RUNDIR")"
 
 # --- a user other than root: a user namespace instead of another uid ------------------------
 if [ "$(id -u)" != 0 ] || ! command -v setpriv > /dev/null; then
