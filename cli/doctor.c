@@ -341,10 +341,11 @@ static const char doctor_usage[] =
 	"Prints what this host can run, one fact a line: whether /dev/kvm is usable; whether\n"
 	"guest kernel mode runs natively or is emulated (a timed loop in a probe guest); whether\n"
 	"a guest's ring-3 syscall works (a probe guest that drops to ring 3 and makes one);\n"
-	"QEMU, virtiofsd and the guest kernel; and which engine 'run --engine auto' picks, and "
-	"why.\n"
+	"QEMU, virtiofsd and the guest kernel; whether the jail works (a jailed process started\n"
+	"as a session's back end is) and whether sessions get cgroup limits; and which engine\n"
+	"'run --engine auto' picks, and why.\n"
 	"\n"
-	"Exit status: 0 when some engine can run sessions here, 125 when none can.\n";
+	"Exit status: 0 when some engine can run sessions here and the jail works, 125 else.\n";
 
 static void print_mips(double mips)
 {
@@ -465,11 +466,17 @@ int cmd_doctor(int argc, char **argv)
 	doctor_print_kvm(&caps);
 	doctor_print_qemu();
 	doctor_print_files();
+	int jail = doctor_print_jail();
 	fflush(stdout);
 
 	int rc = engine_choose(ENGINE_AUTO, &choice);
 	if (rc == 0) {
 		printf("engine auto: %s (%s)\n", engine_name(choice.kind), choice.why);
+		if (jail < 0) {
+			fflush(stdout);
+			fprintf(stderr, "bulkhead doctor: the jail cannot run on this host\n");
+			return 125;
+		}
 		return 0;
 	}
 	printf("engine auto: none (%s)\n", choice.why);

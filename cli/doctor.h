@@ -26,7 +26,11 @@ void doctor_probe_kvm(bool with_timing, struct kvm_caps *out);
 /* True when KVM can run a whole Linux guest, user space included. */
 bool doctor_kvm_runs_linux(const struct kvm_caps *caps);
 
-/* `bulkhead doctor`: one fact a line; exit 0 when some engine works. */
+/* doctor_jail.c: prints the "jail:" line (a jailed process started for real) and the
+ * "cgroups:" line. Returns -1 when the jail cannot run here (sessions would fail). */
+int doctor_print_jail(void);
+
+/* `bulkhead doctor`: one fact a line; exit 0 when some engine works and the jail runs. */
 int cmd_doctor(int argc, char **argv);
 
 #endif

@@ -110,12 +110,26 @@ drc=$?
 check_eq "doctor exits 0 (some engine works here)" 0 "$drc"
 [ "$drc" -eq 0 ] || printf '%s\n' "$(cat "$TMP/doc" "$TMP/doc.err")" | sed 's/^/# /'
 missing=
-for key in 'kvm' 'guest kernel mode' 'guest ring-3 syscall' 'qemu' 'virtiofsd' 'guest kernel' 'engine auto'; do
+for key in 'kvm' 'guest kernel mode' 'guest ring-3 syscall' 'qemu' 'virtiofsd' 'guest kernel' 'jail' 'cgroups' 'engine auto'; do
 	[ "$(grep -c "^$key: " "$TMP/doc")" -eq 1 ] || missing="$missing '$key'"
 done
 check_eq "doctor prints each fact on exactly one line" "" "$missing"
 grep -q '^kvm: usable (API 12' "$TMP/doc" && ok "doctor: kvm usable" ||
 	not_ok "doctor: kvm usable" "$(cat "$TMP/doc")"
+if [ "$(id -u)" = 0 ]; then
+	grep -q '^jail: works (each session its own uid from 2063597568' "$TMP/doc" &&
+		ok "doctor: the jail works (tried for real)" || not_ok "doctor: the jail works" "$(cat "$TMP/doc")"
+fi
+# Without bulkhead-vsock beside it the jail cannot be tried: a clear line, and exit 125.
+mkdir "$TMP/bin" && cp "$BULKHEAD" "$TMP/bin/bulkhead"
+"$TMP/bin/bulkhead" doctor > "$TMP/doc2" 2> "$TMP/doc2.err"
+rc=$?
+if [ $rc = 125 ] && grep -q '^jail: broken (bulkhead-vsock not found next to bulkhead' "$TMP/doc2" &&
+	grep -q 'the jail cannot run on this host' "$TMP/doc2.err"; then
+	ok "doctor: a jail that cannot run is reported, exit 125"
+else
+	not_ok "doctor: a broken jail" "rc=$rc" "$(cat "$TMP/doc2" "$TMP/doc2.err")"
+fi
 
 r3=$(sed -n 's/^guest ring-3 syscall: //p' "$TMP/doc")
 case $ring3:$r3 in
