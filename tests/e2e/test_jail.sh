@@ -70,6 +70,10 @@ else
 	else
 		not_ok "jailed bulkhead-vmm" "$(cat "$TMP/self")"
 	fi
+	# stdio, the probe's socket (3), /dev/kvm (5) and what it made: VM, guest RAM's memfd, two
+	# vCPUs, its stop eventfd; the guest image (4) was closed once loaded, its number reused.
+	check_eq "jailed bulkhead-vmm: only the expected descriptors" "0 1 2 3 4 5 6 7 8 9" \
+		"$(sed -n 's/^selftest: fds //p' "$TMP/self")"
 	if [ "$(grep -c ': open /etc/passwd: Permission denied' "$TMP/self")" = 3 ] &&
 		grep -q '^selftest: socket AF_INET: Address family not supported' "$TMP/self" &&
 		tail -n 1 "$TMP/self" | grep -q '^signal 31 '; then
