@@ -18,6 +18,7 @@
 
 #include "broker/approvals.h"
 #include "broker/control.h"
+#include "broker/harden.h"
 #include "broker/policy.h"
 #include "broker/proxy.h"
 #include "broker/session.h"
@@ -173,6 +174,7 @@ int main(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "policy", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "harden-selftest", no_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct rules rules;
@@ -184,7 +186,7 @@ int main(int argc, char **argv)
 	const char *listen_fd = NULL, *control = NULL, *audit_dir = NULL, *policy_path = NULL;
 	static struct policy policy;
 	char err[512];
-	int o, lfd;
+	int o, lfd, selftest = 0;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
@@ -230,6 +232,9 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'T':
+			selftest = 1; /* test hook: lock down, then try to start a process */
+			break;
 		default:
 			usage(stderr);
 			return 2;
@@ -279,6 +284,18 @@ int main(int argc, char **argv)
 	common.io_timeout_ms = 30000;
 	common.connect_timeout_ms = 5000;
 	signal(SIGPIPE, SIG_IGN);
+	/* Everything is loaded: lock down before the first guest byte or control request. */
+	int hrc = broker_harden();
+	if (hrc) {
+		fprintf(stderr, "bulkhead-broker: lock-down (seccomp): %s\n", strerror(-hrc));
+		return 1;
+	}
+	if (selftest) {
+		fprintf(stderr, "selftest: locked down; calling fork, which is denied\n");
+		fork();
+		fprintf(stderr, "selftest: still alive after fork\n");
+		return 1;
+	}
 	if (control && !rules_path) {
 		control_serve(control, &common, audit_dir, 1, err, sizeof(err));
 		fprintf(stderr, "bulkhead-broker: %s\n", err);
