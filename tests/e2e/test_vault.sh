@@ -79,11 +79,17 @@ check_eq "a wrong key is refused (125)" 125 "$rc"
 	not_ok "one line: wrong key or changed file" "$(cat "$TMP/err")"
 
 # --- tampering -----------------------------------------------------------------------------
+# flip_byte FILE OFFSET: inverts every bit of that byte, so it always changes (writing a fixed
+# value left it as it was whenever the byte already held that value).
+flip_byte() {
+	_b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+	printf "$(printf '\\%03o' $((_b ^ 255)))" | dd of="$1" bs=1 seek="$2" conv=notrunc 2> /dev/null
+}
 cp "$V" "$TMP/good"
 size=$(stat -c %s "$V")
 for off in 3 30 $((size / 2)) $((size - 1)); do
 	cp "$TMP/good" "$V"
-	printf '\377' | dd of="$V" bs=1 seek="$off" conv=notrunc 2> /dev/null
+	flip_byte "$V" "$off"
 	before=$(hash "$V")
 	putv new GITHUB_TOKEN
 	after=$(hash "$V")
