@@ -534,6 +534,13 @@ int policy_check_scope(const struct policy *p, const struct rules *scope, char *
 				return -1;
 			}
 	}
+	if (scope->work && (why = policy_share_denied(p, scope->work, getenv("HOME")))) {
+		snprintf(err, errlen,
+			 "the scope shares %s, which the global policy forbids (deny_share_paths: "
+			 "\"%s\")",
+			 scope->work, why);
+		return -1;
+	}
 	for (i = 0; i < scope->n_allow; i++)
 		if ((why = dest_denied(p, &scope->allow[i], buf, sizeof(buf), &kind))) {
 			snprintf(err, errlen,

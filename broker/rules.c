@@ -258,7 +258,7 @@ static int parse_secret(json_t *o, struct rules_secret *s, const char *where, ch
 
 int rules_load_json(struct rules *r, const char *json, char *err, size_t errlen)
 {
-	static const char *const keys[] = { "secrets", "allow", NULL };
+	static const char *const keys[] = { "secrets", "allow", "work", "expires_at", NULL };
 	json_error_t je;
 	json_t *root, *a, *v;
 	size_t i;
@@ -302,6 +302,8 @@ int rules_load_json(struct rules *r, const char *json, char *err, size_t errlen)
 	}
 	a = json_object_get(root, "allow");
 	if (a && parse_dests(a, &r->allow, &r->n_allow, "allow", err, errlen))
+		goto out;
+	if (rules_parse_grant(root, r, err, errlen))
 		goto out;
 	rc = 0;
 out:
@@ -356,6 +358,7 @@ void rules_free(struct rules *r)
 	for (j = 0; j < r->n_allow; j++)
 		free_dest(&r->allow[j]);
 	free(r->allow);
+	free(r->work);
 	memset(r, 0, sizeof(*r));
 }
 

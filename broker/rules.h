@@ -45,6 +45,10 @@ struct rules {
 	size_t n_secrets;
 	struct rules_dest *allow; /* reachable without any secret */
 	size_t n_allow;
+	/* What else the scope grants, applied by the launcher (rules_grant.c). */
+	char *work;	     /* "work": {"path", "read_only"}: the session's share; NULL: none */
+	int work_read_only;
+	long long expires_at; /* "expires_at" (UTC) in Unix seconds; 0: no expiry */
 };
 
 /* What a request is, for matching: the destination as the guest named it. */
@@ -59,6 +63,9 @@ struct rules_req {
 int rules_load_file(struct rules *r, const char *path, char *err, size_t errlen);
 int rules_load_json(struct rules *r, const char *json, char *err, size_t errlen);
 void rules_free(struct rules *r);
+/* rules_grant.c: the "work" and "expires_at" keys of ROOT into R. 0, or -1 with err. */
+struct json_t;
+int rules_parse_grant(struct json_t *root, struct rules *r, char *err, size_t errlen);
 
 int rules_dest_match(const struct rules_dest *d, const struct rules_req *q);
 /* The secret's first destination that REQ matches, or NULL. */

@@ -14,7 +14,9 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <http_parser.h>
@@ -81,7 +83,8 @@ static int check_one(const char *path)
 	}
 	root = json_loads(text, 0, NULL);
 	is_scope = json_is_object(root) &&
-		   (json_object_get(root, "secrets") || json_object_get(root, "allow"));
+		   (json_object_get(root, "secrets") || json_object_get(root, "allow") ||
+		    json_object_get(root, "work") || json_object_get(root, "expires_at"));
 	json_decref(root);
 	if (is_scope) {
 		struct rules r;
@@ -91,9 +94,19 @@ static int check_one(const char *path)
 			printf("%s: %s\n", path, where);
 			rc = 1;
 		} else {
-			printf("%s: ok (scope: %zu secret%s, %zu allowed destination%s)\n", path,
+			char grant[PATH_MAX + 64] = "", when[32];
+			time_t t = (time_t)r.expires_at;
+
+			if (r.work)
+				snprintf(grant, sizeof(grant), ", work %s%s", r.work,
+					 r.work_read_only ? " read-only" : "");
+			if (r.expires_at && strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ",
+						     gmtime(&t)))
+				snprintf(grant + strlen(grant), sizeof(grant) - strlen(grant),
+					 ", expires %s", when);
+			printf("%s: ok (scope: %zu secret%s, %zu allowed destination%s%s)\n", path,
 			       r.n_secrets, r.n_secrets == 1 ? "" : "s", r.n_allow,
-			       r.n_allow == 1 ? "" : "s");
+			       r.n_allow == 1 ? "" : "s", grant);
 			rules_free(&r);
 		}
 	} else {

@@ -350,12 +350,17 @@ static int session_main(struct run_opts *o_, int notify_fd)
 
 	struct share_fs fs = { .pid = 0 };
 	char err[512];
+	if (scope_grant_apply(&o, err, sizeof(err)) < 0) {
+		fprintf(stderr, "bulkhead: %s\n", err);
+		return EXIT_BULKHEAD;
+	}
 	if (o.work && share_fs_parse(o.work, &fs, err, sizeof(err)) < 0) {
 		fprintf(stderr, "bulkhead: %s\n", err);
 		return EXIT_BULKHEAD;
 	}
 	/* The organisation's backstop, before anything starts. */
-	if (policy_gate(&o, &fs, err, sizeof(err)) < 0) {
+	if (policy_gate(&o, &fs, err, sizeof(err)) < 0 ||
+	    scope_grant_lifetime(&o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "bulkhead: %s\n", err);
 		return EXIT_BULKHEAD;
 	}

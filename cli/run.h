@@ -6,6 +6,7 @@
 #include "cli/engine.h"
 #include "cli/exec_client.h"
 
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,7 +30,11 @@ struct run_opts {
 	bool no_jail;		   /* --no-jail: back ends without the jail (cli/jail.h) */
 	const char *jail_uid;	   /* --jail-uid UID[:GID]; NULL: a free one (cli/jail.h) */
 	unsigned mem_limit_mib;	   /* --mem-limit: the session's host memory (cli/cgroup.h) */
-	const char *work;	   /* --work DIR[:ro|:rw], NULL for none */
+	const char *work;	   /* --work DIR[:ro|:rw] or the scope's, NULL for none */
+	char scope_work[PATH_MAX + 4];	/* the work share as the scope grants it (scope_grant.c) */
+	long long scope_expires_at;	/* the scope's expiry, Unix seconds; 0: none */
+	char scope_expiry[32];		/* ... as UTC text */
+	bool timeout_is_expiry;		/* the timeout is the scope's expiry (its message says so) */
 	struct broker_opts broker; /* --scope, --vault, --ca-file */
 	bool verbose;		   /* -v: the serial console on stderr too */
 	bool interactive;	   /* -i: forward our stdin */
@@ -110,6 +115,12 @@ int kvm_vmm_path(char *buf, size_t len);
 
 /* session.c: relays the guest's frames until it ends; returns our exit code. */
 int session_watch(const struct run_opts *o, struct guest *g);
+
+/* scope_grant.c: the scope's work share and expiry, before anything starts (0, or -1 with
+ * err): scope_grant_apply before the share is parsed, scope_grant_lifetime after the global
+ * policy set the session's lifetime (the earlier end wins). */
+int scope_grant_apply(struct run_opts *o, char *err, size_t errlen);
+int scope_grant_lifetime(struct run_opts *o, char *err, size_t errlen);
 
 /* run.c */
 /* The kernel parameters every session starts with, for engine c: console,

@@ -126,8 +126,12 @@ static int outcome(struct watch *w, struct cframe_parser *p, int wstatus, int si
 {
 	const struct run_opts *o = w->o;
 	if (timed_out) {
-		fprintf(stderr, "bulkhead: timed out after %g s; the VM was stopped\n",
-			o->timeout_s);
+		if (o->timeout_is_expiry)
+			fprintf(stderr, "bulkhead: the scope expired (%s); the VM was stopped\n",
+				o->scope_expiry);
+		else
+			fprintf(stderr, "bulkhead: timed out after %g s; the VM was stopped\n",
+				o->timeout_s);
 		return EXIT_TIMEOUT;
 	}
 	if (sig) {

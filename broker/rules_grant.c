@@ -1,0 +1,89 @@
+/* broker/rules_grant.c: what a scope grants besides network rules — the session's work share
+ * and when the grant expires (see rules.h). The broker has no use for them (the launcher
+ * applies them before anything starts), but every reader of a scope parses them the same
+ * strict way, so `bulkhead policy check` and the broker refuse what the launcher would. */
+#include "broker/rules.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+static int grant_fail(char *err, size_t errlen, const char *what)
+{
+	snprintf(err, errlen, "%s", what);
+	return -1;
+}
+
+/* "YYYY-MM-DDTHH:MM:SSZ" (RFC 3339, UTC, no fraction) to Unix seconds; -1 if malformed. */
+static long long parse_utc(const char *s)
+{
+	struct tm tm = { 0 };
+	char tail = 0;
+	int n = 0;
+
+	if (strlen(s) != 20 ||
+	    sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%c%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &tail, &n) != 7 ||
+	    n != 20 || tail != 'Z' || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
+	    s[16] != ':')
+		return -1;
+	for (int i = 0; i < 19; i++)
+		if (i != 4 && i != 7 && i != 10 && i != 13 && i != 16 && (s[i] < '0' || s[i] > '9'))
+			return -1;
+	struct tm want = tm;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	time_t t = timegm(&tm);
+	/* timegm normalises 31 February into March: a date that moved was not a date. */
+	if (t == (time_t)-1 || tm.tm_year + 1900 != want.tm_year || tm.tm_mon + 1 != want.tm_mon ||
+	    tm.tm_mday != want.tm_mday || tm.tm_hour != want.tm_hour || tm.tm_min != want.tm_min ||
+	    tm.tm_sec != want.tm_sec)
+		return -1;
+	return (long long)t;
+}
+
+int rules_parse_grant(struct json_t *root, struct rules *r, char *err, size_t errlen)
+{
+	json_t *w = json_object_get(root, "work"), *e = json_object_get(root, "expires_at");
+
+	if (w) {
+		json_t *path = json_object_get(w, "path"), *ro = json_object_get(w, "read_only");
+		const char *k;
+		json_t *v;
+
+		if (!json_is_object(w))
+			return grant_fail(err, errlen, "work: must be an object with \"path\"");
+		json_object_foreach(w, k, v)
+		{
+			(void)v;
+			if (strcmp(k, "path") && strcmp(k, "read_only")) {
+				snprintf(err, errlen, "work: unknown key \"%s\"", k);
+				return -1;
+			}
+		}
+		if (!json_is_string(path) || json_string_value(path)[0] != '/' ||
+		    strlen(json_string_value(path)) != json_string_length(path) ||
+		    json_string_length(path) >= PATH_MAX || strchr(json_string_value(path), ':'))
+			return grant_fail(err, errlen,
+					  "work: \"path\" must be an absolute path without ':'");
+		if (ro && !json_is_boolean(ro))
+			return grant_fail(err, errlen, "work: \"read_only\" must be true or false");
+		r->work = strdup(json_string_value(path));
+		if (!r->work)
+			return grant_fail(err, errlen, "out of memory");
+		r->work_read_only = ro && json_is_true(ro);
+	}
+	if (e) {
+		long long t = json_is_string(e) ? parse_utc(json_string_value(e)) : -1;
+
+		if (t < 0)
+			return grant_fail(err, errlen,
+					  "expires_at: want a UTC time like \"2026-12-01T18:00:00Z\"");
+		r->expires_at = t;
+	}
+	return 0;
+}
