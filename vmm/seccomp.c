@@ -130,6 +130,16 @@ static int compile(scmp_filter_ctx ctx, int rc, struct vmm_bpf *out)
 	return rc;
 }
 
+/* A vCPU's or the watcher's filter: the common calls and a thread's exit. */
+static scmp_filter_ctx new_thread_filter(int *rc)
+{
+	scmp_filter_ctx ctx = new_filter(rc);
+
+	if (ctx && !*rc)
+		*rc = add_thread_exit(ctx);
+	return ctx;
+}
+
 static int build_main(const struct vmm_jail *j, struct vmm_bpf *out)
 {
 	/* Taking virtio devices down deassigns their ioeventfds and irqfd. */
@@ -160,12 +170,10 @@ static int build_vcpu(const struct vmm_jail *j, int vcpu_fd, struct vmm_bpf *out
 					  SCMP_SYS(recvfrom) };
 	static const unsigned long irq_line[] = { KVM_IRQ_LINE };
 	int rc;
-	scmp_filter_ctx ctx = new_filter(&rc);
+	scmp_filter_ctx ctx = new_thread_filter(&rc);
 
 	if (!ctx)
 		return rc;
-	if (!rc)
-		rc = add_thread_exit(ctx);
 	/* The kick signal's handler returns. */
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigreturn), 0);
@@ -186,12 +194,10 @@ static int build_vcpu(const struct vmm_jail *j, int vcpu_fd, struct vmm_bpf *out
 static int build_watcher(struct vmm_bpf *out)
 {
 	int rc;
-	scmp_filter_ctx ctx = new_filter(&rc);
+	scmp_filter_ctx ctx = new_thread_filter(&rc);
 
 	if (!ctx)
 		return rc;
-	if (!rc)
-		rc = add_thread_exit(ctx);
 	/* Waits for a back end's hang-up or the wake eventfd. */
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(poll), 0);
