@@ -203,6 +203,8 @@ static int explain(int argc, char **argv)
 	if (d.needs_body && d.verdict == VERDICT_ALLOW)
 		printf("note:     a git push here is held for approval when it updates a ref an "
 		       "approval rule names\n");
+	if (policy_check_scope(pp, &scope, err, sizeof(err)))
+		printf("note:     no session starts with this scope: %s\n", err);
 	rules_free(&scope);
 	if (pp)
 		policy_free(pp);
