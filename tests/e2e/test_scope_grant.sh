@@ -32,6 +32,11 @@ else
 	not_ok "policy over the scope's share" "rc=$rc" "$(cat "$TMP/err")"
 fi
 
+"$BULKHEAD" policy explain --policy "$TMP/policy.json" --scope "$TMP/scope.json" GET https://example.com/ \
+	> "$TMP/out" 2>&1
+grep -q "^note: *no session starts with this scope: the scope shares $TMP/w, which the global policy forbids" \
+	"$TMP/out" && ok "policy explain says so too" || not_ok "policy explain and the scope's share" "$(cat "$TMP/out")"
+
 # --- expiry ----------------------------------------------------------------------------------
 scope '{ "allow": [], "expires_at": "2020-01-01T00:00:00Z" }'
 run_capture run --scope "$TMP/scope.json" -- true
