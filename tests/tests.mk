@@ -9,11 +9,18 @@ $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(VMM_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(
 # Fuzzers need clang; they are built and run briefly by `make test` as one suite.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
-FUZZ_LIB_SRCS := lib/console_frame.c
+# Each fuzzer links the product sources it exercises (compiled with it, sanitizers on).
+FUZZ_DEPS_fuzz_console_frame := lib/console_frame.c
+FUZZ_DEPS_fuzz_agent_proto := lib/agent_proto.c cli/exec_client.c lib/unix_listen.c
+FUZZ_DEPS_fuzz_vsock_tx := vsock/device.c vsock/conn.c vsock/virtq.c vsock/vmem.c \
+                           lib/unix_listen.c
+FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS) | deps
+# Secondary expansion picks the target's own list.
+.SECONDEXPANSION:
+$(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_DEPS_$$*) | deps
 	@mkdir -p $(@D)
-	clang -std=c11 -D_GNU_SOURCE -I. -g -O1 -fsanitize=fuzzer,address,undefined \
+	clang -std=c11 -D_GNU_SOURCE -I. $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -o $@ $^ -lz
 
 .PHONY: unit-tests fuzz
