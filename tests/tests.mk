@@ -15,13 +15,16 @@ FUZZ_DEPS_fuzz_agent_proto := lib/agent_proto.c cli/exec_client.c lib/unix_liste
 FUZZ_DEPS_fuzz_vsock_tx := vsock/device.c vsock/conn.c vsock/virtq.c vsock/vmem.c \
                            lib/unix_listen.c
 FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c
+FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/control.c broker/session.c,$(BROKER_SRCS)) \
+                             lib/json_where.c
+FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lssl -lcrypto -ljansson -lpthread
 
 # Secondary expansion picks the target's own list.
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_DEPS_$$*) | deps
 	@mkdir -p $(@D)
 	clang -std=c11 -D_GNU_SOURCE -I. $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -o $@ $^ -lz
+	  -o $@ $^ -lz $(FUZZ_LIBS_$*)
 
 .PHONY: unit-tests fuzz
 unit-tests: $(UNIT_BINS)
