@@ -64,7 +64,7 @@ int policy_gate(struct run_opts *o, const struct share_fs *fs, char *err, size_t
 	}
 	if (o->broker.scope) {
 		if (rules_load_file(&scope, o->broker.scope, why, sizeof(why))) {
-			snprintf(err, errlen, "--scope %s: %s", o->broker.scope, why);
+			snprintf(err, errlen, "--scope %s", why); /* why names the file */
 			goto out;
 		}
 		if (policy_check_scope(&p, &scope, why, sizeof(why))) {

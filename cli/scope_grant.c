@@ -57,7 +57,7 @@ int scope_grant_apply(struct run_opts *o, char *err, size_t errlen)
 	if (!o->broker.scope)
 		return 0;
 	if (rules_load_file(&scope, o->broker.scope, why, sizeof(why))) {
-		snprintf(err, errlen, "--scope %s: %s", o->broker.scope, why);
+		snprintf(err, errlen, "--scope %s", why); /* why names the file */
 		return -1;
 	}
 	if (scope.work)

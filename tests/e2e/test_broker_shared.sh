@@ -106,10 +106,17 @@ grep -q 'listening socket' "$TMP/r2" && ok "a registration without the session's
 printf '{"secrets": [ {"name": 1} ] }' > "$TMP/bad.json"
 "$BULKHEAD" run --broker "$CTL" --scope "$TMP/bad.json" -- true > /dev/null 2> "$TMP/bad.err"
 rc=$?
-if [ $rc = 125 ] && grep -q 'the shared broker refused the session' "$TMP/bad.err"; then
-	ok "a scope the broker cannot use fails the session before it starts: $(head -n 1 "$TMP/bad.err")"
+if [ $rc = 125 ] && grep -q 'secrets\[0\]: "name" must be' "$TMP/bad.err"; then
+	ok "a scope no broker could use fails the session before it starts: $(head -n 1 "$TMP/bad.err")"
 else
 	not_ok "bad scope refused" "rc=$rc" "$(cat "$TMP/bad.err")"
+fi
+# The broker checks a registration's scope itself, whoever sends it.
+"$CLIENT" register "$CTL" badscope "$TMP/bad.json" "$TMP/bad-session.sock" < /dev/null > "$TMP/r3" 2>&1
+if grep -q '"ok":false' "$TMP/r3" && grep -q 'must be' "$TMP/r3"; then
+	ok "the broker refuses a registration whose scope it cannot use: $(cat "$TMP/r3")"
+else
+	not_ok "the broker refuses a bad scope" "$(cat "$TMP/r3")"
 fi
 if command -v setpriv > /dev/null; then
 	out=$(printf '{}\n' | setpriv --reuid=65534 --regid=65534 --clear-groups "$CLIENT" raw "$CTL" 2>&1)
