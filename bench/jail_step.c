@@ -74,7 +74,7 @@ int main(int argc, char **argv)
 	}
 	char *vsock_argv[] = { vsock, "--help", NULL }, *vm_argv[] = { "/usr/bin/true", NULL };
 	static const char *const links[] = { "/lib", "usr/lib", "/lib64", "usr/lib64",
-					     "/bin", "usr/bin", "/sbin", "usr/sbin" };
+					     "/bin", "usr/bin", "/sbin",  "usr/sbin" };
 	const struct jail_mount dir_mount = { .src = dir, .flags = JAIL_MOUNT_RW };
 	const struct jail_mount vm_mounts[] = {
 		{ .src = "/usr" },
@@ -93,13 +93,25 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		const struct jail_spec back_end = {
-			.ids = &ids, .empty_root = true, .mounts = &dir_mount, .nmounts = 1,
-			.extra_gid = (gid_t)-1, .out_fd = out, .diag_fd = out,
+			.ids = &ids,
+			.empty_root = true,
+			.mounts = &dir_mount,
+			.nmounts = 1,
+			.extra_gid = (gid_t)-1,
+			.out_fd = out,
+			.diag_fd = out,
 		};
 		const struct jail_spec vm = {
-			.ids = &ids, .empty_root = true, .mounts = vm_mounts, .nmounts = 4,
-			.links = (const char *const *)links, .nlinks = 4, .extra_gid = (gid_t)-1,
-			.file_writes = true, .out_fd = out, .diag_fd = out,
+			.ids = &ids,
+			.empty_root = true,
+			.mounts = vm_mounts,
+			.nmounts = 4,
+			.links = (const char *const *)links,
+			.nlinks = 4,
+			.extra_gid = (gid_t)-1,
+			.file_writes = true,
+			.out_fd = out,
+			.diag_fd = out,
 		};
 		double t0 = now_ms();
 		pid_t a = jail_spawn(vsock_argv, &back_end), b = jail_spawn(vm_argv, &vm);
@@ -119,8 +131,10 @@ int main(int argc, char **argv)
 	}
 	qsort(jailed, (size_t)rounds, sizeof(double), cmp);
 	qsort(direct, (size_t)rounds, sizeof(double), cmp);
-	printf("%-44s median %7.3f ms\n", "two jailed starts (vsock-like, VM-like)", jailed[rounds / 2]);
-	printf("%-44s median %7.3f ms\n", "the same two with fork+exec (reference)", direct[rounds / 2]);
+	printf("%-44s median %7.3f ms\n", "two jailed starts (vsock-like, VM-like)",
+	       jailed[rounds / 2]);
+	printf("%-44s median %7.3f ms\n", "the same two with fork+exec (reference)",
+	       direct[rounds / 2]);
 	printf("the jail step adds %.3f ms per session (ratio %.2f)\n",
 	       jailed[rounds / 2] - direct[rounds / 2], jailed[rounds / 2] / direct[rounds / 2]);
 	return 0;

@@ -208,8 +208,9 @@ static int parse_approval(json_t *o, size_t idx, struct policy_approval_rule *r,
 static int load(struct policy *p, json_t *root, struct where *w)
 {
 	static const char *const keys[] = {
-		"deny_hosts", "deny_cidrs",	  "deny_secrets",	  "deny_share_paths",
-		"limits",     "require_approval", "approval_ttl_seconds", "forbid_no_jail", NULL
+		"deny_hosts",		"deny_cidrs",	  "deny_secrets",
+		"deny_share_paths",	"limits",	  "require_approval",
+		"approval_ttl_seconds", "forbid_no_jail", NULL
 	};
 	static const char *const limit_keys[] = { "max_mem_mib", "max_cpus", "max_session_seconds",
 						  NULL };

@@ -46,7 +46,7 @@ struct rules {
 	struct rules_dest *allow; /* reachable without any secret */
 	size_t n_allow;
 	/* What else the scope grants, applied by the launcher (rules_grant.c). */
-	char *work;	     /* "work": {"path", "read_only"}: the session's share; NULL: none */
+	char *work; /* "work": {"path", "read_only"}: the session's share; NULL: none */
 	int work_read_only;
 	long long expires_at; /* "expires_at" (UTC) in Unix seconds; 0: no expiry */
 };

@@ -81,8 +81,9 @@ int rules_parse_grant(struct json_t *root, struct rules *r, char *err, size_t er
 		long long t = json_is_string(e) ? parse_utc(json_string_value(e)) : -1;
 
 		if (t < 0)
-			return grant_fail(err, errlen,
-					  "expires_at: want a UTC time like \"2026-12-01T18:00:00Z\"");
+			return grant_fail(
+				err, errlen,
+				"expires_at: want a UTC time like \"2026-12-01T18:00:00Z\"");
 		r->expires_at = t;
 	}
 	return 0;

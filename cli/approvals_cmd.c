@@ -49,8 +49,7 @@ static json_t *ask(const char *sock, json_t *req, char *why, size_t whylen)
 		goto out;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 ||
-	    send(fd, "\n", 1, MSG_NOSIGNAL) < 0) {
+	if (send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 || send(fd, "\n", 1, MSG_NOSIGNAL) < 0) {
 		snprintf(why, whylen, "%s: %s", sock, strerror(errno));
 		goto out;
 	}

@@ -67,16 +67,21 @@ int doctor_print_jail(void)
 	char why[512];
 	int rc = 0;
 
-	if (jail_ids_acquire(&ids, NULL, why, sizeof(why)) < 0 || try_jail(&ids, why, sizeof(why)) < 0) {
+	if (jail_ids_acquire(&ids, NULL, why, sizeof(why)) < 0 ||
+	    try_jail(&ids, why, sizeof(why)) < 0) {
 		printf("jail: broken (%s): sessions cannot start here; --no-jail is for debugging "
-		       "only\n", why);
+		       "only\n",
+		       why);
 		rc = -1;
 	} else if (ids.lease_fd >= 0) {
 		printf("jail: works (each session its own uid from %u, empty root, own namespaces, "
-		       "no capabilities)\n", JAIL_UID_FIRST);
+		       "no capabilities)\n",
+		       JAIL_UID_FIRST);
 	} else {
-		printf("jail: works (not root: a user namespace mapping only uid %u, empty root, own "
-		       "namespaces, no capabilities)\n", (unsigned)ids.uid);
+		printf("jail: works (not root: a user namespace mapping only uid %u, empty root, "
+		       "own "
+		       "namespaces, no capabilities)\n",
+		       (unsigned)ids.uid);
 	}
 	jail_ids_release(&ids);
 
@@ -90,7 +95,8 @@ int doctor_print_jail(void)
 	char id[32];
 	snprintf(id, sizeof(id), "doctor-%ld", (long)getpid());
 	if (cgroup_create(&cg, id, &lim, why, sizeof(why)) < 0)
-		printf("cgroups: none usable (%s): sessions run without memory, pids or CPU limits\n",
+		printf("cgroups: none usable (%s): sessions run without memory, pids or CPU "
+		       "limits\n",
 		       why);
 	else
 		printf("cgroups: v%d (memory, pids and CPU limits per session)\n", cg.version);

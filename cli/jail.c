@@ -76,7 +76,8 @@ static int make_root(const struct jail_spec *s)
 	for (i = 0; i < s->nmounts; i++) {
 		const struct jail_mount *m = &s->mounts[i];
 		struct mount_attr a = {
-			.attr_set = MOUNT_ATTR_NOSUID | (m->flags & JAIL_MOUNT_RW ? 0 : MOUNT_ATTR_RDONLY) |
+			.attr_set = MOUNT_ATTR_NOSUID |
+				    (m->flags & JAIL_MOUNT_RW ? 0 : MOUNT_ATTR_RDONLY) |
 				    (m->flags & JAIL_MOUNT_DEV ? 0 : MOUNT_ATTR_NODEV),
 		};
 

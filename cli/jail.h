@@ -27,7 +27,10 @@ struct jail_ids {
 	int lease_fd; /* holds the uid for this session (-1: none, not root) */
 	int netns_fd; /* the session's empty network namespace once made (-1: not yet) */
 };
-#define JAIL_IDS_INIT { .lease_fd = -1, .netns_fd = -1 }
+#define JAIL_IDS_INIT                                                                              \
+	{                                                                                          \
+		.lease_fd = -1, .netns_fd = -1                                                     \
+	}
 
 /* Leases the session's ids: WANT is "UID[:GID]" (--jail-uid) or NULL for the next free one.
  * Not root: our own ids (the user namespace maps only them). 0, or -1 with why in err. */
@@ -44,8 +47,8 @@ struct jail_mount {
 	const char *dst; /* inside (NULL: the same path) */
 	unsigned flags;
 };
-#define JAIL_MOUNT_RW	   1u /* writable (else read-only) */
-#define JAIL_MOUNT_DEV	   2u /* a device node: keep it usable */
+#define JAIL_MOUNT_RW	    1u /* writable (else read-only) */
+#define JAIL_MOUNT_DEV	    2u /* a device node: keep it usable */
 #define JAIL_MOUNT_OPTIONAL 4u /* skip when the host has no such path */
 
 struct jail_spec {

@@ -65,7 +65,8 @@ int jail_ids_acquire(struct jail_ids *ids, const char *want, char *err, size_t e
 	if (ids->uid != 0) {
 		/* A user namespace maps only ourselves: there is no other uid to take. */
 		if (want && (uid != ids->uid || gid != ids->gid)) {
-			snprintf(err, errlen, "--jail-uid needs root (not root: the jail runs as you)");
+			snprintf(err, errlen,
+				 "--jail-uid needs root (not root: the jail runs as you)");
 			return -1;
 		}
 		return 0;
@@ -77,7 +78,8 @@ int jail_ids_acquire(struct jail_ids *ids, const char *want, char *err, size_t e
 	if (want) {
 		rc = lease(ids, uid);
 		if (rc == -EBUSY)
-			snprintf(err, errlen, "--jail-uid %lu: another session runs as that uid", uid);
+			snprintf(err, errlen, "--jail-uid %lu: another session runs as that uid",
+				 uid);
 	} else {
 		/* From a random start, so concurrent launchers rarely contend for one file. */
 		unsigned start = 0;

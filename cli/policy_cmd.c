@@ -100,8 +100,8 @@ static int check_one(const char *path)
 			if (r.work)
 				snprintf(grant, sizeof(grant), ", work %s%s", r.work,
 					 r.work_read_only ? " read-only" : "");
-			if (r.expires_at && strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ",
-						     gmtime(&t)))
+			if (r.expires_at &&
+			    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t)))
 				snprintf(grant + strlen(grant), sizeof(grant) - strlen(grant),
 					 ", expires %s", when);
 			printf("%s: ok (scope: %zu secret%s, %zu allowed destination%s%s)\n", path,

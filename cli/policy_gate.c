@@ -31,7 +31,8 @@ int policy_gate(struct run_opts *o, const struct share_fs *fs, char *err, size_t
 		return -1;
 	}
 	if (o->work && (hit = policy_share_denied(&p, fs->dir, getenv("HOME")))) {
-		snprintf(err, errlen, "%s %s: refused by the global policy (deny_share_paths: \"%s\")",
+		snprintf(err, errlen,
+			 "%s %s: refused by the global policy (deny_share_paths: \"%s\")",
 			 o->work == o->scope_work ? "the scope's work" : "--work", fs->dir, hit);
 		goto out;
 	}

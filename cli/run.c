@@ -542,7 +542,8 @@ out:
 	/* Guest RAM written by the jail's uid is the caller's to inspect. */
 	if (o.ram_file && !o.no_jail && ids.uid != geteuid() && !access(o.ram_file, F_OK))
 		if (chown(o.ram_file, geteuid(), getegid()) < 0)
-			fprintf(stderr, "bulkhead: --ram-file %s: %s\n", o.ram_file, strerror(errno));
+			fprintf(stderr, "bulkhead: --ram-file %s: %s\n", o.ram_file,
+				strerror(errno));
 	jail_ids_release(&ids);
 	rundir_remove(&rd);
 	if (sigfd >= 0)

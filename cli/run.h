@@ -24,22 +24,22 @@ struct run_opts {
 	unsigned cpus;
 	double timeout_s; /* 0: none */
 	const char *kernel, *initrd;
-	const char *console_path;  /* --console FILE: the whole serial console */
-	const char *ram_file;	   /* --ram-file FILE: guest RAM kept in FILE (qemu engine) */
-	const char *policy;	   /* --policy FILE, or the default when it exists (policy_gate) */
-	bool no_jail;		   /* --no-jail: back ends without the jail (cli/jail.h) */
-	const char *jail_uid;	   /* --jail-uid UID[:GID]; NULL: a free one (cli/jail.h) */
-	unsigned mem_limit_mib;	   /* --mem-limit: the session's host memory (cli/cgroup.h) */
-	const char *work;	   /* --work DIR[:ro|:rw] or the scope's, NULL for none */
-	char scope_work[PATH_MAX + 4];	/* the work share as the scope grants it (scope_grant.c) */
-	long long scope_expires_at;	/* the scope's expiry, Unix seconds; 0: none */
-	char scope_expiry[32];		/* ... as UTC text */
-	bool timeout_is_expiry;		/* the timeout is the scope's expiry (its message says so) */
-	struct broker_opts broker; /* --scope, --vault, --ca-file */
-	bool verbose;		   /* -v: the serial console on stderr too */
-	bool interactive;	   /* -i: forward our stdin */
-	bool tty;		   /* -t: a pseudo-terminal in the guest */
-	char **argv;		   /* the guest command, NULL-terminated */
+	const char *console_path; /* --console FILE: the whole serial console */
+	const char *ram_file;	  /* --ram-file FILE: guest RAM kept in FILE (qemu engine) */
+	const char *policy;	  /* --policy FILE, or the default when it exists (policy_gate) */
+	bool no_jail;		  /* --no-jail: back ends without the jail (cli/jail.h) */
+	const char *jail_uid;	  /* --jail-uid UID[:GID]; NULL: a free one (cli/jail.h) */
+	unsigned mem_limit_mib;	  /* --mem-limit: the session's host memory (cli/cgroup.h) */
+	const char *work;	  /* --work DIR[:ro|:rw] or the scope's, NULL for none */
+	char scope_work[PATH_MAX + 4]; /* the work share as the scope grants it (scope_grant.c) */
+	long long scope_expires_at;    /* the scope's expiry, Unix seconds; 0: none */
+	char scope_expiry[32];	       /* ... as UTC text */
+	bool timeout_is_expiry;	       /* the timeout is the scope's expiry (its message says so) */
+	struct broker_opts broker;     /* --scope, --vault, --ca-file */
+	bool verbose;		       /* -v: the serial console on stderr too */
+	bool interactive;	       /* -i: forward our stdin */
+	bool tty;		       /* -t: a pseudo-terminal in the guest */
+	char **argv;		       /* the guest command, NULL-terminated */
 	size_t argc;
 	char *env[RUN_MAX_ENV]; /* -e KEY=VALUE */
 	size_t nenv;
@@ -49,7 +49,7 @@ struct run_opts {
 struct launch {
 	const char *kernel, *initrd, *cmdline;
 	unsigned mem_mib, cpus;
-	const char *ram_file; /* guest RAM in this (new) file, kept afterwards; NULL: a memfd */
+	const char *ram_file;  /* guest RAM in this (new) file, kept afterwards; NULL: a memfd */
 	struct jail_ids *jail; /* the session's jail (cli/jail.h); NULL: --no-jail */
 	bool verbose;
 	const char *fs_sock;	/* vhost-user-fs socket for tag "work", NULL if no share */

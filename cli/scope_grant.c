@@ -33,7 +33,8 @@ static int apply_work(struct run_opts *o, const struct rules *scope, char *err, 
 	}
 	n = strlen(o->work);
 	if (strcmp(asked.dir, granted.dir)) {
-		snprintf(err, errlen, "--work %.200s: the scope grants %.200s, and no other directory",
+		snprintf(err, errlen,
+			 "--work %.200s: the scope grants %.200s, and no other directory",
 			 asked.dir, granted.dir);
 		return -1;
 	}
@@ -85,7 +86,8 @@ int scope_grant_lifetime(struct run_opts *o, char *err, size_t errlen)
 	if (!o->scope_expires_at)
 		return 0;
 	if (left <= 0) {
-		snprintf(err, errlen, "--scope %s: expired at %s", o->broker.scope, o->scope_expiry);
+		snprintf(err, errlen, "--scope %s: expired at %s", o->broker.scope,
+			 o->scope_expiry);
 		return -1;
 	}
 	if (o->timeout_s == 0 || o->timeout_s > left) {

@@ -69,7 +69,9 @@ int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd,
 		.diag_fd = diag_fd,
 	};
 	int rc = jail ? jail_ids_give_dir(jail, vsock_dir) : 0;
-	pid_t pid = rc < 0 ? rc : jail ? jail_spawn(argv, &spec) : proc_spawn_listener(argv, lfd, diag_fd);
+	pid_t pid = rc < 0 ? rc
+		    : jail ? jail_spawn(argv, &spec)
+			   : proc_spawn_listener(argv, lfd, diag_fd);
 	close(lfd);
 	if (pid < 0) {
 		snprintf(err, errlen, "cannot start %s: %s", bin, strerror((int)-pid));

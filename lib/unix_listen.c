@@ -25,7 +25,8 @@ int unix_listen(const char *path, int backlog, bool nonblock)
 {
 	struct sockaddr_un sa;
 	int fd = unix_socket(path, nonblock, &sa);
-	if (fd >= 0 && (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0)) {
+	if (fd >= 0 &&
+	    (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0)) {
 		int e = errno;
 		close(fd);
 		return -e;

@@ -53,7 +53,7 @@ $(BUILD)/tests/proxy-client: $(OBJ)/tests/tools/proxy_client.o
 	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto -lpthread
 test: $(BUILD)/tests/https-echo $(BUILD)/tests/proxy-client
 # A real git smart-HTTP server (git http-backend behind TLS and one required Authorization).
-$(BUILD)/tests/git-https-server: $(OBJ)/tests/tools/git_https_server.o
+$(BUILD)/tests/git-https-server: $(OBJ)/tests/tools/git_https_server.o $(OBJ)/tests/tools/git_https_cgi.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto
 test: $(BUILD)/tests/git-https-server

@@ -61,10 +61,16 @@ static int dev_virtio_init(struct machine *m)
 	virtio_devs_init(&m->virtio, &m->vm, X86_VIRTIO_MMIO_GPA, X86_VIRTIO_MMIO_MAX,
 			 X86_VIRTIO_GSI_BASE);
 	const struct vhost_user_dev_cfg cfgs[] = {
-		{ .type = VHOST_USER_DEV_FS, .socket_path = o->fs_sock, .socket_fd = o->fs_fd,
-		  .name = "virtiofsd", .fs_tag = o->fs_tag },
-		{ .type = VHOST_USER_DEV_VSOCK, .socket_path = o->vsock_sock,
-		  .socket_fd = o->vsock_fd, .name = "bulkhead-vsock", .vsock_cid = o->vsock_cid },
+		{ .type = VHOST_USER_DEV_FS,
+		  .socket_path = o->fs_sock,
+		  .socket_fd = o->fs_fd,
+		  .name = "virtiofsd",
+		  .fs_tag = o->fs_tag },
+		{ .type = VHOST_USER_DEV_VSOCK,
+		  .socket_path = o->vsock_sock,
+		  .socket_fd = o->vsock_fd,
+		  .name = "bulkhead-vsock",
+		  .vsock_cid = o->vsock_cid },
 	};
 	int rc;
 	for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++)

@@ -54,8 +54,8 @@ static int model_next(const uint8_t *s, size_t size, size_t *off, size_t bufsize
 	if (left < 8)
 		return -EIO;
 	const uint8_t *h = s + *off;
-	uint32_t n = (uint32_t)h[4] | (uint32_t)h[5] << 8 | (uint32_t)h[6] << 16 |
-		     (uint32_t)h[7] << 24;
+	uint32_t n =
+		(uint32_t)h[4] | (uint32_t)h[5] << 8 | (uint32_t)h[6] << 16 | (uint32_t)h[7] << 24;
 	if (h[0] != 1 || h[2] || h[3] || n > 65536 || !model_len_ok(h[1], n))
 		return -EPROTO;
 	if (n > bufsize)

@@ -22,8 +22,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define SECRET	 "fuzz-secret-7f3a9c"
-#define OUT_MAX	 (1 << 20)
+#define SECRET	"fuzz-secret-7f3a9c"
+#define OUT_MAX (1 << 20)
 
 static struct rules rules;
 static struct proxy_config cfg;

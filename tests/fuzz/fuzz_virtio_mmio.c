@@ -77,7 +77,8 @@ static int f_queue_ready(void *d, struct virtio_mmio *tr, unsigned q, bool ready
 		uint64_t n = vq->num;
 		assert(tr->status & VIRTIO_CONFIG_S_FEATURES_OK);
 		assert(n && n <= VIRTIO_MMIO_QUEUE_MAX && !(n & (n - 1)));
-		assert(gmem_ptr(&vm.mem, vq->desc, 16 * n) && gmem_ptr(&vm.mem, vq->driver, 6 + 2 * n) &&
+		assert(gmem_ptr(&vm.mem, vq->desc, 16 * n) &&
+		       gmem_ptr(&vm.mem, vq->driver, 6 + 2 * n) &&
 		       gmem_ptr(&vm.mem, vq->device, 6 + 8 * n));
 		if (fd->fail_queue)
 			return -1;
@@ -156,7 +157,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const uint8_t *a = data + i;
 		bool is_write = a[0] & 1;
 		unsigned len = 1 + ((a[0] >> 1) & 7);
-		uint64_t off = ((uint64_t)a[1] | (uint64_t)a[2] << 8) & 0x1fff; /* window and beyond */
+		uint64_t off =
+			((uint64_t)a[1] | (uint64_t)a[2] << 8) & 0x1fff; /* window and beyond */
 		uint8_t *buf = malloc(len); /* exactly len: ASan sees a write past it */
 		memcpy(buf, a + 3, len);
 		bus_access(&vm.mmio, BASE + off, is_write, buf, len);

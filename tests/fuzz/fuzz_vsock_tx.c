@@ -25,9 +25,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define REGION	   4096u
-#define UVA_BASE   0x7f0000000000ull
-#define CID	   3
+#define REGION	    4096u
+#define UVA_BASE    0x7f0000000000ull
+#define CID	    3
 #define LISTEN_PORT 1002
 /* Ring areas in region 0, room for 32 entries each. */
 #define TX_RING 0x000u
@@ -105,7 +105,8 @@ static void check_conns(void)
 			assert(c->fd == -1 && !c->buf);
 			continue;
 		}
-		assert(c->fd >= 0 && c->buf_len <= VSOCK_BUF_ALLOC && c->buf_head < VSOCK_BUF_ALLOC);
+		assert(c->fd >= 0 && c->buf_len <= VSOCK_BUF_ALLOC &&
+		       c->buf_head < VSOCK_BUF_ALLOC);
 		assert(c->tx_cnt - c->fwd_cnt == c->buf_len);
 		assert(c->buf_len == 0 || c->buf);
 	}

@@ -34,7 +34,8 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	for (;;) {
-		if (argc > 3 && (!strcmp(argv[1], "--empty-root") || !strcmp(argv[1], "--file-writes"))) {
+		if (argc > 3 &&
+		    (!strcmp(argv[1], "--empty-root") || !strcmp(argv[1], "--file-writes"))) {
 			empty_root |= !strcmp(argv[1], "--empty-root");
 			file_writes |= !strcmp(argv[1], "--file-writes");
 			argv++;
@@ -48,7 +49,8 @@ int main(int argc, char **argv)
 		} else if (argc > 3 && !strcmp(argv[1], "--fd") && nfds < 8) {
 			struct stat sb;
 			bool dev = stat(argv[2], &sb) == 0 && S_ISCHR(sb.st_mode);
-			if ((fds[nfds++] = open(argv[2], (dev ? O_RDWR : O_RDONLY) | O_CLOEXEC)) < 0) {
+			if ((fds[nfds++] = open(argv[2], (dev ? O_RDWR : O_RDONLY) | O_CLOEXEC)) <
+			    0) {
 				perror(argv[2]);
 				return 1;
 			}
