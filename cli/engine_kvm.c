@@ -62,6 +62,11 @@ int kvm_start(const struct launch *l, const struct engine_choice *c, struct gues
 			fds[nfds++] = fd;
 		}
 	}
+	if (rc) {
+		for (size_t i = 0; i < nfds; i++)
+			close(fds[i]);
+		return -1;
+	}
 	for (size_t i = 0; i < nfds; i++)
 		snprintf(fdarg[i], sizeof(fdarg[i]), "%u", (unsigned)(3 + i));
 	static struct engine_argv a; /* large: not on the stack */
@@ -107,9 +112,8 @@ int kvm_start(const struct launch *l, const struct engine_choice *c, struct gues
 		.fds = fds,
 		.nfds = nfds,
 	};
-	if (!rc)
-		rc = engine_spawn(&a, "bulkhead-vmm", l->diag_w, l->verbose, l->jail ? &spec : NULL,
-				  g, err, errlen);
+	rc = engine_spawn(&a, "bulkhead-vmm", l->diag_w, l->verbose, l->jail ? &spec : NULL, g, err,
+			  errlen);
 	for (size_t i = 0; i < nfds; i++)
 		close(fds[i]);
 	return rc;
