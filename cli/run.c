@@ -238,6 +238,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 			return bad("unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	if (o->no_jail && o->jail_uid)
+		return bad("--jail-uid and --no-jail do not go together");
 	if (!o->broker.shared && getenv("BULKHEAD_BROKER") && *getenv("BULKHEAD_BROKER"))
 		o->broker.shared = getenv("BULKHEAD_BROKER");
 	if (o->broker.shared && !o->broker.scope)
@@ -415,10 +417,6 @@ static int session_main(struct run_opts *o_, int notify_fd)
 		goto fail;
 	if (rundir_file(&rd, RUNDIR_VSOCK, 0, vsock_dir, sizeof(vsock_dir)) < 0) {
 		snprintf(err, sizeof(err), "run directory path too long");
-		goto fail;
-	}
-	if (o.no_jail && o.jail_uid) {
-		snprintf(err, sizeof(err), "--jail-uid and --no-jail do not go together");
 		goto fail;
 	}
 	if (!o.no_jail && jail_ids_acquire(&ids, o.jail_uid, err, sizeof(err)) < 0)

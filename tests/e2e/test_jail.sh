@@ -190,6 +190,8 @@ for bad in 0 0:5 abc 12: 12:x -1 4294967295 99999999999; do
 		not_ok "--jail-uid '$bad' is refused" "rc=$rc" "$(cat "$TMP/err")"
 	fi
 done
+run_capture run --no-jail --jail-uid 4242 -- true
+check_eq "--jail-uid with --no-jail is a usage error" "125" "$rc"
 # QEMU reads its kernel as the session's uid: one only root may read is a clear error.
 cp "$LIBDIR/vmlinux" "$TMP/private-kernel" && chmod 600 "$TMP/private-kernel"
 run_capture run --engine qemu --kernel "$TMP/private-kernel" -- true
