@@ -1,6 +1,7 @@
 /* broker/rules.c: loads injection rules from JSON (strict: unknown keys are errors, so a typo
  * never silently widens or narrows policy), matches requests and renders credentials. */
 #include "broker/rules.h"
+#include "broker/rules_internal.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -32,9 +33,8 @@ int rules_default_port(enum rules_scheme s)
 	return s == RULES_HTTPS ? 443 : 80;
 }
 
-/* Only keys from ALLOWED (NULL-terminated) may appear in O. */
-static int check_keys(json_t *o, const char *const *allowed, const char *where, char *err,
-		      size_t errlen)
+int rules_check_keys(json_t *o, const char *const *allowed, const char *where, char *err,
+		     size_t errlen)
 {
 	const char *k;
 	json_t *v;
@@ -100,7 +100,7 @@ static int parse_dest(json_t *o, struct rules_dest *d, const char *where, char *
 	memset(d, 0, sizeof(*d));
 	if (!json_is_object(o))
 		return fail(err, errlen, "%s: a destination must be an object", where);
-	if (check_keys(o, keys, where, err, errlen))
+	if (rules_check_keys(o, keys, where, err, errlen))
 		return -1;
 	v = json_object_get(o, "scheme");
 	if (!json_is_string(v) ||
@@ -187,7 +187,7 @@ static int parse_inject(json_t *o, struct rules_secret *s, const char *where, ch
 
 	if (!json_is_object(o))
 		return fail(err, errlen, "%s: \"inject\" must be an object", where);
-	if (check_keys(o, keys, where, err, errlen))
+	if (rules_check_keys(o, keys, where, err, errlen))
 		return -1;
 	if (json_object_get(o, "header")) {
 		s->kind = RULES_INJECT_HEADER;
@@ -235,7 +235,7 @@ static int parse_secret(json_t *o, struct rules_secret *s, const char *where, ch
 
 	if (!json_is_object(o))
 		return fail(err, errlen, "%s: a secret must be an object", where);
-	if (check_keys(o, keys, where, err, errlen))
+	if (rules_check_keys(o, keys, where, err, errlen))
 		return -1;
 	v = json_object_get(o, "name");
 	n = json_is_string(v) ? json_string_value(v) : "";
@@ -272,7 +272,7 @@ int rules_load_json(struct rules *r, const char *json, char *err, size_t errlen)
 		fail(err, errlen, "the rules must be a JSON object");
 		goto out;
 	}
-	if (check_keys(root, keys, "rules", err, errlen))
+	if (rules_check_keys(root, keys, "rules", err, errlen))
 		goto out;
 	a = json_object_get(root, "secrets");
 	if (a && !json_is_array(a)) {

@@ -3,6 +3,7 @@
  * applies them before anything starts), but every reader of a scope parses them the same
  * strict way, so `bulkhead policy check` and the broker refuse what the launcher would. */
 #include "broker/rules.h"
+#include "broker/rules_internal.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -51,20 +52,13 @@ int rules_parse_grant(struct json_t *root, struct rules *r, char *err, size_t er
 	json_t *w = json_object_get(root, "work"), *e = json_object_get(root, "expires_at");
 
 	if (w) {
+		static const char *const keys[] = { "path", "read_only", NULL };
 		json_t *path = json_object_get(w, "path"), *ro = json_object_get(w, "read_only");
-		const char *k;
-		json_t *v;
 
 		if (!json_is_object(w))
 			return grant_fail(err, errlen, "work: must be an object with \"path\"");
-		json_object_foreach(w, k, v)
-		{
-			(void)v;
-			if (strcmp(k, "path") && strcmp(k, "read_only")) {
-				snprintf(err, errlen, "work: unknown key \"%s\"", k);
-				return -1;
-			}
-		}
+		if (rules_check_keys(w, keys, "work", err, errlen))
+			return -1;
 		if (!json_is_string(path) || json_string_value(path)[0] != '/' ||
 		    strlen(json_string_value(path)) != json_string_length(path) ||
 		    json_string_length(path) >= PATH_MAX || strchr(json_string_value(path), ':'))
