@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 /* 0 when the jailed program ran and exited 0; else -1 with the jail's own message. */
-static int try_jail(const struct jail_ids *ids, char *why, size_t whylen)
+static int try_jail(struct jail_ids *ids, char *why, size_t whylen)
 {
 	char bin[PATH_MAX], diag[512];
 	int p[2];
@@ -34,7 +34,7 @@ static int try_jail(const struct jail_ids *ids, char *why, size_t whylen)
 	char *const argv[] = { bin, "--help", NULL };
 	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	const struct jail_spec spec = {
-		.ids = (struct jail_ids *)ids,
+		.ids = ids,
 		.empty_root = true,
 		.extra_gid = (gid_t)-1,
 		.out_fd = devnull,

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-int policy_gate(struct run_opts *o, const struct share_fs *fs, char *err, size_t errlen)
+int policy_gate(struct run_opts *o, const struct share_fs *fs, const struct rules *scope, char *err,
+		size_t errlen)
 {
 	struct policy p;
-	struct rules scope;
 	char why[512];
 	const char *hit;
 	int rc = -1;
@@ -63,17 +63,9 @@ int policy_gate(struct run_opts *o, const struct share_fs *fs, char *err, size_t
 		if (o->timeout_s == 0)
 			o->timeout_s = (double)p.max_session_seconds; /* the session's lifetime */
 	}
-	if (o->broker.scope) {
-		if (rules_load_file(&scope, o->broker.scope, why, sizeof(why))) {
-			snprintf(err, errlen, "--scope %s", why); /* why names the file */
-			goto out;
-		}
-		if (policy_check_scope(&p, &scope, why, sizeof(why))) {
-			snprintf(err, errlen, "--scope %s: %s", o->broker.scope, why);
-			rules_free(&scope);
-			goto out;
-		}
-		rules_free(&scope);
+	if (o->broker.scope && policy_check_scope(&p, scope, why, sizeof(why))) {
+		snprintf(err, errlen, "--scope %s: %s", o->broker.scope, why);
+		goto out;
 	}
 	rc = 0;
 out:

@@ -9,6 +9,7 @@
 #include "cli/rundir.h"
 #include "cli/share_fs.h"
 #include "cli/vsock_dev.h"
+#include "broker/rules.h"
 #include "lib/agent_proto.h"
 #include "lib/boot_args.h"
 
@@ -351,18 +352,18 @@ static int session_main(struct run_opts *o_, int notify_fd)
 		return EXIT_BULKHEAD;
 
 	struct share_fs fs = { .pid = 0 };
+	struct rules scope;
 	char err[512];
-	if (scope_grant_apply(&o, err, sizeof(err)) < 0) {
-		fprintf(stderr, "bulkhead: %s\n", err);
-		return EXIT_BULKHEAD;
-	}
-	if (o.work && share_fs_parse(o.work, &fs, err, sizeof(err)) < 0) {
-		fprintf(stderr, "bulkhead: %s\n", err);
-		return EXIT_BULKHEAD;
-	}
-	/* The organisation's backstop, before anything starts. */
-	if (policy_gate(&o, &fs, err, sizeof(err)) < 0 ||
-	    scope_grant_lifetime(&o, err, sizeof(err)) < 0) {
+	/* The scope's grants, then the organisation's backstop, before anything starts. */
+	int gate = scope_grant_apply(&o, &scope, err, sizeof(err));
+	if (!gate && o.work)
+		gate = share_fs_parse(o.work, &fs, err, sizeof(err));
+	if (!gate)
+		gate = policy_gate(&o, &fs, &scope, err, sizeof(err));
+	if (!gate)
+		gate = scope_grant_lifetime(&o, err, sizeof(err));
+	rules_free(&scope); /* the broker reads its own copy */
+	if (gate < 0) {
 		fprintf(stderr, "bulkhead: %s\n", err);
 		return EXIT_BULKHEAD;
 	}

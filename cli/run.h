@@ -119,7 +119,8 @@ int session_watch(const struct run_opts *o, struct guest *g);
 /* scope_grant.c: the scope's work share and expiry, before anything starts (0, or -1 with
  * err): scope_grant_apply before the share is parsed, scope_grant_lifetime after the global
  * policy set the session's lifetime (the earlier end wins). */
-int scope_grant_apply(struct run_opts *o, char *err, size_t errlen);
+struct rules;
+int scope_grant_apply(struct run_opts *o, struct rules *scope, char *err, size_t errlen);
 int scope_grant_lifetime(struct run_opts *o, char *err, size_t errlen);
 
 /* run.c */
@@ -132,7 +133,8 @@ int cmd_run(int argc, char **argv);
 /* policy_gate.c: applies the global policy to the options before anything starts (share,
  * limits, scope); may set the timeout from the policy's session lifetime. 0 or -1 + err. */
 struct share_fs;
-int policy_gate(struct run_opts *o, const struct share_fs *fs, char *err, size_t errlen);
+int policy_gate(struct run_opts *o, const struct share_fs *fs, const struct rules *scope, char *err,
+		size_t errlen);
 /* `bulkhead start`: a detached session; prints its id once the guest is ready. */
 int cmd_start(int argc, char **argv);
 /* session_cmds.c: `bulkhead exec ID -- CMD`, `bulkhead stop ID`. */

@@ -49,34 +49,32 @@ static int apply_work(struct run_opts *o, const struct rules *scope, char *err, 
 	return 0;
 }
 
-int scope_grant_apply(struct run_opts *o, char *err, size_t errlen)
+int scope_grant_apply(struct run_opts *o, struct rules *scope, char *err, size_t errlen)
 {
-	struct rules scope;
 	char why[512];
-	int rc = 0;
 
+	memset(scope, 0, sizeof(*scope));
 	if (!o->broker.scope)
 		return 0;
-	if (rules_load_file(&scope, o->broker.scope, why, sizeof(why))) {
+	if (rules_load_file(scope, o->broker.scope, why, sizeof(why))) {
 		snprintf(err, errlen, "--scope %s", why); /* why names the file */
 		return -1;
 	}
-	if (scope.work)
-		rc = apply_work(o, &scope, err, errlen);
-	if (!rc && scope.expires_at) {
-		time_t t = (time_t)scope.expires_at;
-		char when[32];
+	if (scope->work && apply_work(o, scope, err, errlen) < 0)
+		return -1;
+	if (scope->expires_at) {
+		time_t t = (time_t)scope->expires_at;
 
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-		snprintf(o->scope_expiry, sizeof(o->scope_expiry), "%s", when);
-		o->scope_expires_at = scope.expires_at;
-		if (scope.expires_at <= (long long)time(NULL)) {
-			snprintf(err, errlen, "--scope %s: expired at %s", o->broker.scope, when);
-			rc = -1;
+		strftime(o->scope_expiry, sizeof(o->scope_expiry), "%Y-%m-%dT%H:%M:%SZ",
+			 gmtime(&t));
+		o->scope_expires_at = scope->expires_at;
+		if (scope->expires_at <= (long long)time(NULL)) {
+			snprintf(err, errlen, "--scope %s: expired at %s", o->broker.scope,
+				 o->scope_expiry);
+			return -1;
 		}
 	}
-	rules_free(&scope);
-	return rc;
+	return 0;
 }
 
 int scope_grant_lifetime(struct run_opts *o, char *err, size_t errlen)
