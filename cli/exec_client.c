@@ -2,14 +2,12 @@
 #include "cli/exec_client.h"
 #include "lib/unix_listen.h"
 
-#include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,103 +18,82 @@ static long now_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-int exec_client_connect(const char *uds, unsigned port, int timeout_ms, char *err, size_t errlen)
+__attribute__((format(printf, 2, 3))) static int fail(struct exec_client *c, const char *fmt, ...)
 {
-	int fd = unix_connect(uds, false);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot connect to %s: %s", uds, strerror(-fd));
-		return -1;
-	}
-	char line[64];
-	int n = snprintf(line, sizeof(line), "CONNECT %u\n", port);
-	if (write(fd, line, (size_t)n) != n) {
-		snprintf(err, errlen, "vsock handshake: %s", strerror(errno));
-		goto fail;
-	}
-	/* Read the reply a byte at a time: nothing after its newline is ours yet. */
-	size_t got = 0;
-	long deadline = now_ms() + timeout_ms;
-	while (got < sizeof(line) - 1) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		long left = deadline - now_ms();
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
-			snprintf(err, errlen, "vsock handshake to guest port %u timed out", port);
-			goto fail;
-		}
-		ssize_t r = read(fd, line + got, 1);
-		if (r <= 0) {
-			snprintf(err, errlen, "nothing listens on guest port %u", port);
-			goto fail;
-		}
-		if (line[got++] == '\n')
-			break;
-	}
-	line[got] = '\0';
-	if (strncmp(line, "OK ", 3) != 0 || line[got - 1] != '\n') {
-		snprintf(err, errlen, "vsock handshake: unexpected reply");
-		goto fail;
-	}
-	return fd;
-fail:
-	if (fd >= 0)
-		close(fd);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	va_end(ap);
+	c->state = EXEC_OVER;
 	return -1;
 }
 
-int exec_client_start(struct exec_client *c, int sock, uint32_t flags, uint16_t rows, uint16_t cols,
-		      const char *cwd, char *const argv[], char *const env[])
+int exec_client_open(struct exec_client *c, const char *uds, unsigned port, int handshake_ms,
+		     uint32_t flags, uint16_t rows, uint16_t cols, const char *cwd,
+		     char *const argv[], char *const env[])
 {
-	c->sock = sock;
+	c->sock = -1;
+	c->state = EXEC_HANDSHAKE;
+	c->port = port;
 	c->olen = c->ooff = 0;
 	c->pending_signal = 0;
 	c->pending_winsize = false;
 	c->done = c->out_broken = c->err_broken = false;
+	c->wout_fd = -1;
+	c->wout_off = 0;
+	c->reply_len = 0;
 	c->error[0] = '\0';
-	long n = agent_exec_encode(c->ibuf, sizeof(c->ibuf), flags, rows, cols, cwd, argv, env);
-	if (n < 0) {
-		snprintf(c->error, sizeof(c->error), "the command and environment exceed %d bytes",
-			 AGENT_MAX_PAYLOAD);
-		return -1;
-	}
-	int rc = agent_send(sock, AGENT_EXEC, c->ibuf, (size_t)n);
-	if (rc < 0) {
-		snprintf(c->error, sizeof(c->error), "sending the exec request: %s", strerror(-rc));
-		return -1;
-	}
+	agent_reader_init(&c->rd, AGENT_MAX_PAYLOAD);
+	/* The EXEC frame is ready from the start and leaves once the guest answered. */
+	long n = agent_exec_encode(c->obuf + AGENT_HDR_LEN, AGENT_MAX_PAYLOAD, flags, rows, cols,
+				   cwd, argv, env);
+	if (n < 0)
+		return fail(c, "the command and environment exceed %d bytes", AGENT_MAX_PAYLOAD);
+	agent_hdr_encode(c->obuf, AGENT_EXEC, (uint32_t)n);
+	c->olen = AGENT_HDR_LEN + (size_t)n;
+	/* Non-blocking: a Unix connect completes or fails at once, even when the back end
+	 * stopped accepting. */
+	int fd = unix_connect(uds, true);
+	if (fd < 0)
+		return fail(c, "cannot connect to %s: %s", uds, strerror(-fd));
+	c->sock = fd;
+	c->hs_len = (size_t)snprintf(c->hs, sizeof(c->hs), "CONNECT %u\n", port);
+	c->hs_off = 0;
+	c->deadline_ms = now_ms() + handshake_ms;
 	return 0;
 }
 
 /* Queues one frame for non-blocking sending; the buffer must be free. */
 static void queue(struct exec_client *c, int type, const void *payload, size_t len)
 {
-	struct agent_hdr h = { .version = AGENT_VERSION,
-			       .type = (uint8_t)type,
-			       .len = htole32((uint32_t)len) };
-	memcpy(c->obuf, &h, sizeof(h));
+	agent_hdr_encode(c->obuf, type, (uint32_t)len);
 	if (len)
-		memcpy(c->obuf + sizeof(h), payload, len);
-	c->olen = sizeof(h) + len;
+		memcpy(c->obuf + AGENT_HDR_LEN, payload, len);
+	c->olen = AGENT_HDR_LEN + len;
 	c->ooff = 0;
 }
 
 /* Control frames go first whenever the buffer frees up. */
 static void queue_control(struct exec_client *c)
 {
-	if (c->olen)
+	uint8_t p[AGENT_SIGNAL_LEN > AGENT_WINSIZE_LEN ? AGENT_SIGNAL_LEN : AGENT_WINSIZE_LEN];
+	if (c->olen || c->state != EXEC_RUNNING)
 		return;
 	if (c->pending_signal) {
-		uint32_t sig = (uint32_t)c->pending_signal;
+		agent_signal_encode(p, c->pending_signal);
 		c->pending_signal = 0;
-		queue(c, AGENT_SIGNAL, &sig, sizeof(sig));
+		queue(c, AGENT_SIGNAL, p, AGENT_SIGNAL_LEN);
 	} else if (c->pending_winsize) {
-		uint16_t rc[2] = { c->rows, c->cols };
+		agent_winsize_encode(p, c->rows, c->cols);
 		c->pending_winsize = false;
-		queue(c, AGENT_WINSIZE, rc, sizeof(rc));
+		queue(c, AGENT_WINSIZE, p, AGENT_WINSIZE_LEN);
 	}
 }
 
 void exec_client_signal(struct exec_client *c, int sig)
 {
+	if (sig < 1 || sig > AGENT_SIG_MAX)
+		return;
 	c->pending_signal = sig;
 	queue_control(c);
 }
@@ -132,97 +109,200 @@ void exec_client_winsize(struct exec_client *c, uint16_t rows, uint16_t cols)
 int exec_client_pollfds(struct exec_client *c, struct pollfd *pfd)
 {
 	int n = 0;
-	pfd[n++] = (struct pollfd){ .fd = c->sock, .events = POLLIN | (c->olen ? POLLOUT : 0) };
-	if (c->in_fd >= 0 && !c->olen)
+	c->pi_sock = c->pi_out = c->pi_in = -1;
+	if (c->state == EXEC_OVER)
+		return 0;
+	short ev;
+	if (c->state == EXEC_HANDSHAKE)
+		ev = c->hs_off < c->hs_len ? POLLOUT : POLLIN;
+	else
+		ev = (short)((c->olen ? POLLOUT : 0) | (c->wout_fd < 0 ? POLLIN : 0));
+	c->pi_sock = n;
+	pfd[n++] = (struct pollfd){ .fd = ev ? c->sock : -1, .events = ev };
+	if (c->wout_fd >= 0) {
+		c->pi_out = n;
+		pfd[n++] = (struct pollfd){ .fd = c->wout_fd, .events = POLLOUT };
+	}
+	if (c->state == EXEC_RUNNING && c->in_fd >= 0 && !c->olen) {
+		c->pi_in = n;
 		pfd[n++] = (struct pollfd){ .fd = c->in_fd, .events = POLLIN };
+	}
 	return n;
 }
 
-static int write_out(int fd, bool *broken, const uint8_t *buf, size_t len)
+int exec_client_timeout_ms(const struct exec_client *c)
 {
-	while (len && !*broken) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			*broken = true; /* e.g. `| head`: the session goes on */
-			break;
-		}
-		buf += n;
-		len -= (size_t)n;
+	if (c->state != EXEC_HANDSHAKE)
+		return -1;
+	long left = c->deadline_ms - now_ms();
+	return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+}
+
+/* "CONNECT <port>\n" out, "OK <hostport>\n" in, a byte at a time: nothing after the
+ * newline is ours to take yet. */
+static int handshake(struct exec_client *c, const struct pollfd *p)
+{
+	if (now_ms() >= c->deadline_ms)
+		return fail(c, "vsock handshake to guest port %u timed out", c->port);
+	if (!p || !p->revents)
+		return 0;
+	if (c->hs_off < c->hs_len) {
+		ssize_t w = send(c->sock, c->hs + c->hs_off, c->hs_len - c->hs_off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0 && errno != EAGAIN && errno != EINTR)
+			return fail(c, "vsock handshake: %s", strerror(errno));
+		if (w > 0)
+			c->hs_off += (size_t)w;
+		return 0;
 	}
+	for (;;) {
+		char ch;
+		ssize_t r = recv(c->sock, &ch, 1, MSG_DONTWAIT);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN)
+			return 0;
+		if (r <= 0)
+			return fail(c, "nothing listens on guest port %u", c->port);
+		c->reply[c->reply_len++] = ch;
+		if (ch == '\n')
+			break;
+		if (c->reply_len == sizeof(c->reply) - 1)
+			return fail(c, "vsock handshake: unexpected reply");
+	}
+	c->reply[c->reply_len] = '\0';
+	if (strncmp(c->reply, "OK ", 3) != 0)
+		return fail(c, "vsock handshake: unexpected reply");
+	c->state = EXEC_RUNNING; /* the EXEC frame in obuf may leave now */
 	return 0;
 }
 
-static int on_frame(struct exec_client *c, int type, size_t len)
+/* Writes what waits for our stdout/stderr as far as the descriptor takes it without
+ * blocking: PIPE_BUF bytes at a time, each after poll said there is room (a pipe with
+ * room takes that much at once), so a reader that stopped cannot stall the loop. */
+static void write_pending(struct exec_client *c)
 {
+	bool *broken = c->wout_fd == c->out_fd ? &c->out_broken : &c->err_broken;
+	while (c->wout_fd >= 0) {
+		size_t left = c->rd.p.len - c->wout_off;
+		struct pollfd p = { .fd = c->wout_fd, .events = POLLOUT };
+		if (left == 0 || *broken) {
+			c->wout_fd = -1;
+			break;
+		}
+		if (poll(&p, 1, 0) <= 0)
+			break;
+		if (p.revents & POLLNVAL) {
+			*broken = true; /* our stdout/stderr was closed: drop what comes */
+			continue;
+		}
+		ssize_t n = write(c->wout_fd, c->rd.p.payload + c->wout_off,
+				  left < PIPE_BUF ? left : PIPE_BUF);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			break;
+		if (n <= 0)
+			*broken = true; /* e.g. `| head`: the session goes on */
+		else
+			c->wout_off += (size_t)n;
+	}
+}
+
+static int on_frame(struct exec_client *c, int type)
+{
+	const uint8_t *p = c->rd.p.payload;
+	size_t len = c->rd.p.len;
 	switch (type) {
 	case AGENT_STDOUT:
-		return write_out(c->out_fd, &c->out_broken, c->ibuf, len);
 	case AGENT_STDERR:
-		return write_out(c->err_fd, &c->err_broken, c->ibuf, len);
+		c->wout_fd = type == AGENT_STDOUT ? c->out_fd : c->err_fd;
+		c->wout_off = 0;
+		write_pending(c);
+		return 0;
 	case AGENT_EXIT:
-		memcpy(&c->exit, c->ibuf, sizeof(c->exit));
-		c->exit.code = (int32_t)le32toh((uint32_t)c->exit.code);
-		c->exit.signal = (int32_t)le32toh((uint32_t)c->exit.signal);
-		if (!((c->exit.code >= 0 && c->exit.code <= 255 && c->exit.signal == 0) ||
-		      (c->exit.code == -1 && c->exit.signal >= 1 && c->exit.signal <= 64))) {
-			snprintf(c->error, sizeof(c->error), "exec agent: invalid exit status");
-			return -1;
-		}
+		if (agent_exit_decode(p, len, &c->exit) < 0)
+			return fail(c, "exec agent: invalid exit status");
 		c->done = true;
+		c->state = EXEC_OVER;
 		return 1;
 	case AGENT_ERROR: {
 		size_t n = len < sizeof(c->error) - 1 ? len : sizeof(c->error) - 1;
 		for (size_t i = 0; i < n; i++)
-			c->error[i] = c->ibuf[i] < 0x20 ? ' ' : (char)c->ibuf[i];
+			c->error[i] = p[i] < 0x20 || p[i] == 0x7f ? ' ' : (char)p[i];
 		c->error[n] = '\0';
 		c->done = true;
+		c->state = EXEC_OVER;
 		return 1;
 	}
 	}
-	snprintf(c->error, sizeof(c->error), "exec agent: unexpected frame type %d", type);
-	return -1;
+	return fail(c, "exec agent: unexpected frame type %d", type);
+}
+
+/* Whole frames already received, until one's output has to wait for our descriptor. */
+static int drain_frames(struct exec_client *c)
+{
+	while (c->wout_fd < 0) {
+		int t = agent_reader_next(&c->rd);
+		if (t == -EAGAIN)
+			return 0;
+		if (t == 0)
+			return fail(c, "exec stream closed before the command's status arrived");
+		if (t == -EIO)
+			return fail(c, "exec stream closed in the middle of a frame");
+		if (t < 0)
+			return fail(c, "exec stream broken (malformed frame from the guest)");
+		int rc = on_frame(c, t);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int send_pending(struct exec_client *c)
+{
+	ssize_t w =
+		send(c->sock, c->obuf + c->ooff, c->olen - c->ooff, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (w < 0 && errno != EAGAIN && errno != EINTR)
+		return fail(c, "exec stream: %s", strerror(errno));
+	if (w > 0 && (c->ooff += (size_t)w) == c->olen)
+		c->olen = c->ooff = 0;
+	queue_control(c);
+	return 0;
+}
+
+static void read_stdin(struct exec_client *c)
+{
+	ssize_t r = read(c->in_fd, c->ibuf, AGENT_MAX_PAYLOAD);
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (r <= 0) {
+		c->in_fd = -1; /* our stdin ended: tell the guest command */
+		queue(c, AGENT_STDIN, NULL, 0);
+	} else {
+		queue(c, AGENT_STDIN, c->ibuf, (size_t)r);
+	}
 }
 
 int exec_client_handle(struct exec_client *c, const struct pollfd *pfd, int n)
 {
-	if (pfd[0].revents & POLLOUT && c->olen) {
-		ssize_t w = send(c->sock, c->obuf + c->ooff, c->olen - c->ooff,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (w < 0 && errno != EAGAIN && errno != EINTR) {
-			snprintf(c->error, sizeof(c->error), "exec stream: %s", strerror(errno));
-			return -1;
-		}
-		if (w > 0 && (c->ooff += (size_t)w) == c->olen)
-			c->olen = c->ooff = 0;
-		queue_control(c);
+	if (c->state == EXEC_OVER)
+		return c->done ? 1 : -1;
+	const struct pollfd *ps = c->pi_sock >= 0 && c->pi_sock < n ? &pfd[c->pi_sock] : NULL;
+	if (c->state == EXEC_HANDSHAKE)
+		return handshake(c, ps);
+	if (ps && ps->revents & POLLOUT && c->olen && send_pending(c) < 0)
+		return -1;
+	if (c->pi_out >= 0 && c->pi_out < n && pfd[c->pi_out].revents)
+		write_pending(c);
+	if (ps && ps->revents & (POLLIN | POLLHUP | POLLERR) && c->wout_fd < 0) {
+		long r = agent_reader_fill(&c->rd, c->sock);
+		if (r < 0 && r != -EAGAIN)
+			return fail(c, "exec stream: %s", strerror((int)-r));
 	}
-	if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-		/* The agent writes whole frames; the rest of one follows promptly. */
-		size_t len;
-		int type = agent_recv(c->sock, c->ibuf, sizeof(c->ibuf), &len);
-		if (type <= 0) {
-			snprintf(c->error, sizeof(c->error), "exec stream %s",
-				 type == 0 ? "closed before the command's status arrived"
-					   : "broken (malformed frame from the guest)");
-			return -1;
-		}
-		int rc = on_frame(c, type, len);
-		if (rc != 0)
-			return rc;
-	}
-	if (n > 1 && pfd[1].revents && !c->olen) {
-		ssize_t r = read(c->in_fd, c->ibuf, AGENT_MAX_PAYLOAD);
-		if (r < 0 && (errno == EINTR || errno == EAGAIN))
-			return 0;
-		if (r <= 0) {
-			c->in_fd = -1; /* our stdin ended: tell the guest command */
-			queue(c, AGENT_STDIN, NULL, 0);
-		} else {
-			queue(c, AGENT_STDIN, c->ibuf, (size_t)r);
-		}
-	}
+	int rc = drain_frames(c);
+	if (rc != 0)
+		return rc;
+	if (c->pi_in >= 0 && c->pi_in < n && pfd[c->pi_in].revents && !c->olen && c->in_fd >= 0)
+		read_stdin(c);
 	return 0;
 }
 

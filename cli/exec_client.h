@@ -1,7 +1,11 @@
 /* cli/exec_client.h: the host side of one exec in the guest (lib/agent_proto.h):
  * connect through the session's vsock socket, send the request, then relay stdin,
- * signals and window size one way and stdout/stderr/exit the other. Driven by the
- * caller's poll loop, never blocking on a slow peer. */
+ * signals and window size one way and stdout/stderr/exit the other.
+ *
+ * Driven by the caller's poll loop and never blocking on anything the guest or a
+ * back end controls: the vsock handshake, every frame in and out and every write to
+ * our stdout/stderr wait for poll. A guest that sends half a frame, trickles one, or
+ * floods whole ones leaves the caller's loop free to serve its timers and signals. */
 #ifndef BULKHEAD_CLI_EXEC_CLIENT_H
 #define BULKHEAD_CLI_EXEC_CLIENT_H
 
@@ -12,38 +16,61 @@
 #include <stddef.h>
 #include <stdint.h>
 
+enum exec_state {
+	EXEC_HANDSHAKE, /* "CONNECT <port>\n" out, waiting for "OK <hostport>\n" */
+	EXEC_RUNNING,	/* the EXEC frame queued or sent: relaying */
+	EXEC_OVER,	/* EXIT or ERROR received, or failed */
+};
+
+#define EXEC_CLIENT_POLLFDS 3
+
 struct exec_client {
 	int sock;
 	int in_fd;  /* our stdin when forwarded (-i), else -1; -1 again after its EOF */
 	int out_fd; /* where STDOUT frames go (1) */
 	int err_fd; /* where STDERR frames go (2) */
-	/* One outbound frame in flight (header + payload), sent without blocking. */
-	uint8_t obuf[sizeof(struct agent_hdr) + AGENT_MAX_PAYLOAD];
+	enum exec_state state;
+	long deadline_ms; /* CLOCK_MONOTONIC ms by which the handshake must end */
+	unsigned port;
+	char hs[32]; /* the handshake line, sent without blocking */
+	size_t hs_len, hs_off;
+	char reply[64]; /* the handshake's reply line so far */
+	size_t reply_len;
+	/* One outbound frame in flight, sent without blocking once the handshake is over
+	 * (the EXEC frame waits here from the start). */
+	uint8_t obuf[AGENT_HDR_LEN + AGENT_MAX_PAYLOAD];
 	size_t olen, ooff;
 	int pending_signal; /* queued while a frame is in flight; 0 if none */
 	bool pending_winsize;
 	uint16_t rows, cols;
+	/* Inbound: frames parsed from the socket; a STDOUT/STDERR payload waits in the
+	 * parser until our descriptor takes it, and no more is read meanwhile. */
+	struct agent_reader rd;
+	size_t wout_off; /* bytes of the current output frame already written */
+	int wout_fd;	 /* -1: none pending */
 	bool out_broken, err_broken;
 	bool done; /* EXIT or ERROR received */
 	struct agent_exit exit;
-	char error[256]; /* ERROR text from the agent, or our own failure */
-	uint8_t ibuf[AGENT_MAX_PAYLOAD];
+	char error[256];		 /* ERROR text from the agent, or our own failure */
+	uint8_t ibuf[AGENT_MAX_PAYLOAD]; /* a read from our stdin */
+	int pi_sock, pi_out, pi_in;	 /* where exec_client_pollfds put each descriptor */
 };
 
-/* Connects to the session's host-side vsock socket and asks for guest `port`
- * ("CONNECT <port>\n" -> "OK <hostport>\n"), waiting at most timeout_ms.
- * Returns the connected socket, or -1 with a one-line reason in err. */
-int exec_client_connect(const char *uds, unsigned port, int timeout_ms, char *err, size_t errlen);
+/* Starts an exec of argv in the guest on guest port `port` through the session's
+ * host-side vsock socket uds (flags: AGENT_EXEC_*). The handshake must end within
+ * handshake_ms. Returns 0, or -1 with c->error set (nothing to close then). The caller
+ * fills in_fd, out_fd and err_fd before. argv, env and cwd are copied. */
+int exec_client_open(struct exec_client *c, const char *uds, unsigned port, int handshake_ms,
+		     uint32_t flags, uint16_t rows, uint16_t cols, const char *cwd,
+		     char *const argv[], char *const env[]);
 
-/* Sends the EXEC request on sock (taking ownership of it). flags: AGENT_EXEC_*.
- * Returns 0, or -1 with c->error set. */
-int exec_client_start(struct exec_client *c, int sock, uint32_t flags, uint16_t rows, uint16_t cols,
-		      const char *cwd, char *const argv[], char *const env[]);
-
-/* Fills up to 2 pollfds (the socket, and stdin when it may be read); returns how many. */
+/* Fills up to EXEC_CLIENT_POLLFDS pollfds; returns how many. */
 int exec_client_pollfds(struct exec_client *c, struct pollfd *pfd);
-/* Handles those pollfds' events. Returns 0 to go on, 1 when the exec is over
- * (c->exit or c->error), -1 on a failure (c->error). */
+/* Milliseconds until the client must be called even without an event (its handshake
+ * deadline), or -1 for none. */
+int exec_client_timeout_ms(const struct exec_client *c);
+/* Handles those pollfds' events (and the deadline). Returns 0 to go on, 1 when the
+ * exec is over (c->exit or c->error), -1 on a failure (c->error). */
 int exec_client_handle(struct exec_client *c, const struct pollfd *pfd, int n);
 
 void exec_client_signal(struct exec_client *c, int sig);

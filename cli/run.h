@@ -91,13 +91,19 @@ struct agent_link {
 	const char *session_id;
 	/* state */
 	int ready_fd;		  /* the guest's ready connection: the session's lifeline */
+	bool ready;		  /* ... and it said READY */
+	long ready_deadline;	  /* CLOCK_MONOTONIC ms by which READY must have arrived */
+	struct agent_reader *rd;  /* reads READY on ready_fd */
 	struct exec_client *exec; /* the main command, once started */
 	bool failed;
 	char error[320];
 };
 
 /* session_agent.c */
+#define AGENT_LINK_POLLFDS (1 + EXEC_CLIENT_POLLFDS)
 int agent_link_pollfds(struct agent_link *a, struct pollfd *pfd);
+/* Milliseconds until agent_link_handle must run even without an event, or -1. */
+int agent_link_timeout_ms(const struct agent_link *a);
 /* 0: go on; 1: the main command is over (see a->exec); -1: failed (a->error). */
 int agent_link_handle(struct agent_link *a, const struct pollfd *pfd, int n);
 void agent_link_close(struct agent_link *a);

@@ -234,7 +234,7 @@ int session_watch(const struct run_opts *o, struct guest *g)
 	int tfd = o->timeout_s > 0 ? arm_timeout(o->timeout_s) : -1;
 
 	enum { P_CONSOLE, P_DIAG, P_SIGNAL, P_TIMER, P_BACKENDS };
-	struct pollfd pfd[P_BACKENDS + GUEST_MAX_BACKENDS + 4];
+	struct pollfd pfd[P_BACKENDS + GUEST_MAX_BACKENDS + AGENT_LINK_POLLFDS];
 	const char *dead_backend = NULL;
 	bool timed_out = false, diag_open = g->diag_fd >= 0, console_open = true;
 	int stop_sig = 0, agent_rc = 0, interrupts = 0, wstatus = 0;
@@ -251,7 +251,10 @@ int session_watch(const struct run_opts *o, struct guest *g)
 				(struct pollfd){ .fd = g->backends[i].pidfd, .events = POLLIN };
 		int nfixed = P_BACKENDS + (int)g->nbackends;
 		int nagent = g->agent ? agent_link_pollfds(g->agent, pfd + nfixed) : 0;
-		if (poll(pfd, (nfds_t)(nfixed + nagent), -1) < 0) {
+		/* Every event here is served without blocking, so the timer and signals are
+		 * seen whatever the guest sends or withholds. */
+		int wait_ms = g->agent ? agent_link_timeout_ms(g->agent) : -1;
+		if (poll(pfd, (nfds_t)(nfixed + nagent), wait_ms) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;

@@ -1,16 +1,26 @@
 /* cli/session_agent.c: the agent side of a session — wait for the guest's
- * "ready", start the main command through the exec agent, relay it. */
+ * "ready", start the main command through the exec agent, relay it. Nothing here
+ * blocks on the guest: the ready frame is parsed as it arrives, within a deadline. */
 #include "cli/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define AGENT_HANDSHAKE_MS 10000
+
+static long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
 
 int agent_link_pollfds(struct agent_link *a, struct pollfd *pfd)
 {
@@ -22,6 +32,15 @@ int agent_link_pollfds(struct agent_link *a, struct pollfd *pfd)
 	if (a->exec)
 		n += exec_client_pollfds(a->exec, pfd + n);
 	return n;
+}
+
+int agent_link_timeout_ms(const struct agent_link *a)
+{
+	if (a->ready_fd >= 0 && !a->ready) {
+		long left = a->ready_deadline - now_ms();
+		return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+	}
+	return a->exec ? exec_client_timeout_ms(a->exec) : -1;
 }
 
 static int fail(struct agent_link *a, const char *what, const char *why)
@@ -41,13 +60,47 @@ static int start_exec(struct agent_link *a)
 	a->exec->in_fd = a->in_fd;
 	a->exec->out_fd = 1;
 	a->exec->err_fd = 2;
-	char err[256];
-	int sock = exec_client_connect(a->uds, AGENT_PORT, AGENT_HANDSHAKE_MS, err, sizeof(err));
-	if (sock < 0)
-		return fail(a, "cannot reach the guest's exec agent", err);
-	if (exec_client_start(a->exec, sock, a->flags, a->rows, a->cols, a->cwd, a->argv, a->env) <
-	    0)
-		return fail(a, "exec", a->exec->error);
+	if (exec_client_open(a->exec, a->uds, AGENT_PORT, AGENT_HANDSHAKE_MS, a->flags, a->rows,
+			     a->cols, a->cwd, a->argv, a->env) < 0)
+		return fail(a, "cannot reach the guest's exec agent", a->exec->error);
+	return 0;
+}
+
+/* A detached session is ready: tell `bulkhead start` our id, then leave its terminal. */
+static void notify_started(struct agent_link *a)
+{
+	dprintf(a->notify_fd, "%s\n", a->session_id);
+	close(a->notify_fd);
+	a->notify_fd = -1;
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull >= 0) {
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		close(devnull);
+	}
+}
+
+/* The ready connection: exactly one READY frame (a bare header), then nothing. */
+static int on_ready_bytes(struct agent_link *a)
+{
+	if (a->ready)
+		/* Nothing may arrive on the lifeline; EOF means the guest's agent is gone. */
+		return fail(a, "guest agent", "the session's control connection closed");
+	long r = agent_reader_fill(a->rd, a->ready_fd);
+	if (r < 0 && r != -EAGAIN)
+		return fail(a, "guest agent", strerror((int)-r));
+	int t = agent_reader_next(a->rd);
+	if (t == -EAGAIN)
+		return 0;
+	if (t != AGENT_READY || agent_reader_buffered(a->rd))
+		return fail(a, "guest agent", "no valid ready message");
+	a->ready = true;
+	free(a->rd);
+	a->rd = NULL;
+	if (a->argv)
+		return start_exec(a) < 0 ? -1 : 0;
+	notify_started(a);
 	return 0;
 }
 
@@ -56,37 +109,25 @@ int agent_link_handle(struct agent_link *a, const struct pollfd *pfd, int n)
 	if (a->ready_fd < 0) {
 		if (!pfd[0].revents)
 			return 0;
-		int fd = accept4(a->ready_lfd, NULL, NULL, SOCK_CLOEXEC);
+		int fd = accept4(a->ready_lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0)
 			return 0;
-		/* READY is a bare header, sent right after connecting. */
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		size_t len;
-		uint8_t none[1];
-		if (poll(&p, 1, AGENT_HANDSHAKE_MS) <= 0 ||
-		    agent_recv(fd, none, sizeof(none), &len) != AGENT_READY) {
+		a->rd = malloc(sizeof(*a->rd));
+		if (!a->rd) {
 			close(fd);
-			return fail(a, "guest agent", "no valid ready message");
+			return fail(a, "guest agent", "out of memory");
 		}
+		agent_reader_init(a->rd, 0);
 		a->ready_fd = fd;
-		if (a->argv)
-			return start_exec(a) < 0 ? -1 : 0;
-		/* Detached: tell `bulkhead start` our id, then leave its terminal. */
-		dprintf(a->notify_fd, "%s\n", a->session_id);
-		close(a->notify_fd);
-		a->notify_fd = -1;
-		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (devnull >= 0) {
-			dup2(devnull, 0);
-			dup2(devnull, 1);
-			dup2(devnull, 2);
-			close(devnull);
-		}
+		a->ready_deadline = now_ms() + AGENT_HANDSHAKE_MS;
 		return 0;
 	}
-	if (pfd[0].revents) {
-		/* Nothing may arrive on the lifeline; EOF means the guest's agent is gone. */
-		return fail(a, "guest agent", "the session's control connection closed");
+	if (pfd[0].revents && on_ready_bytes(a) < 0)
+		return -1;
+	if (!a->ready) {
+		if (now_ms() >= a->ready_deadline)
+			return fail(a, "guest agent", "no ready message in time");
+		return 0;
 	}
 	if (!a->exec)
 		return 0;
@@ -103,6 +144,8 @@ void agent_link_close(struct agent_link *a)
 		free(a->exec);
 		a->exec = NULL;
 	}
+	free(a->rd);
+	a->rd = NULL;
 	if (a->ready_fd >= 0)
 		close(a->ready_fd);
 	a->ready_fd = -1;

@@ -34,10 +34,10 @@ static int relay(struct exec_client *c, bool tty)
 	int sfd = proc_signalfd();
 	int interrupts = 0, rc = 0;
 	while (rc == 0) {
-		struct pollfd pfd[3];
+		struct pollfd pfd[EXEC_CLIENT_POLLFDS + 1];
 		int n = exec_client_pollfds(c, pfd);
 		pfd[n] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-		if (poll(pfd, (nfds_t)n + 1, -1) < 0) {
+		if (poll(pfd, (nfds_t)n + 1, exec_client_timeout_ms(c)) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -155,19 +155,14 @@ int cmd_exec(int argc, char **argv)
 	c->in_fd = interactive ? 0 : -1;
 	c->out_fd = 1;
 	c->err_fd = 2;
-	int sock = exec_client_connect(uds, AGENT_PORT, EXEC_CONNECT_MS, err, sizeof(err));
-	if (sock < 0) {
-		fprintf(stderr, "bulkhead: session %s: %s\n", id, err);
-		free(c);
-		return EXIT_BULKHEAD;
-	}
 	struct winsize ws = { 0 };
 	if (tty)
 		ioctl(0, TIOCGWINSZ, &ws);
 	uint32_t flags = (tty ? AGENT_EXEC_TTY : 0) | (interactive ? AGENT_EXEC_STDIN : 0);
 	int code = EXIT_BULKHEAD;
-	if (exec_client_start(c, sock, flags, ws.ws_row, ws.ws_col, cwd, argv + optind, env) < 0) {
-		fprintf(stderr, "bulkhead: %s\n", c->error);
+	if (exec_client_open(c, uds, AGENT_PORT, EXEC_CONNECT_MS, flags, ws.ws_row, ws.ws_col, cwd,
+			     argv + optind, env) < 0) {
+		fprintf(stderr, "bulkhead: session %s: %s\n", id, c->error);
 	} else {
 		struct termios saved;
 		bool raw = false;

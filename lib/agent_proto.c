@@ -1,4 +1,4 @@
-/* lib/agent_proto.c: reader, writer and EXEC codec for the exec agent protocol. */
+/* lib/agent_proto.c: the exec agent protocol's codecs, writer and incremental reader. */
 #include "lib/agent_proto.h"
 
 #include <endian.h>
@@ -7,6 +7,38 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+/* --- writing ------------------------------------------------------------------------- */
+
+static void put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t get_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+void agent_hdr_encode(uint8_t out[AGENT_HDR_LEN], int type, uint32_t len)
+{
+	out[0] = AGENT_VERSION;
+	out[1] = (uint8_t)type;
+	out[2] = out[3] = 0;
+	put_le32(out + 4, len);
+}
 
 static int write_all(int fd, struct iovec *iov, int cnt)
 {
@@ -34,28 +66,10 @@ int agent_send(int fd, int type, const void *payload, size_t len)
 {
 	if (len > AGENT_MAX_PAYLOAD || agent_check_len(type, len) < 0)
 		return -EINVAL;
-	struct agent_hdr h = { .version = AGENT_VERSION,
-			       .type = (uint8_t)type,
-			       .len = htole32((uint32_t)len) };
-	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)(uintptr_t)payload, len } };
+	uint8_t h[AGENT_HDR_LEN];
+	agent_hdr_encode(h, type, (uint32_t)len);
+	struct iovec iov[2] = { { h, sizeof(h) }, { (void *)(uintptr_t)payload, len } };
 	return write_all(fd, iov, len ? 2 : 1);
-}
-
-/* 1 when all read, 0 at EOF before the first byte, -errno otherwise. */
-static int read_all(int fd, void *buf, size_t len)
-{
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = read(fd, (char *)buf + got, len - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return got ? -EIO : 0;
-		got += (size_t)n;
-	}
-	return 1;
 }
 
 int agent_check_len(int type, size_t len)
@@ -69,45 +83,75 @@ int agent_check_len(int type, size_t len)
 	case AGENT_ERROR:
 		return 0;
 	case AGENT_SIGNAL:
-		return len == sizeof(uint32_t) ? 0 : -EPROTO;
+		return len == AGENT_SIGNAL_LEN ? 0 : -EPROTO;
 	case AGENT_WINSIZE:
-		return len == 2 * sizeof(uint16_t) ? 0 : -EPROTO;
+		return len == AGENT_WINSIZE_LEN ? 0 : -EPROTO;
 	case AGENT_EXIT:
-		return len == sizeof(struct agent_exit) ? 0 : -EPROTO;
+		return len == AGENT_EXIT_LEN ? 0 : -EPROTO;
 	case AGENT_READY:
 		return len == 0 ? 0 : -EPROTO;
 	}
 	return -EPROTO;
 }
 
-int agent_recv(int fd, void *buf, size_t bufsize, size_t *len)
+/* --- fixed payloads ------------------------------------------------------------------ */
+
+void agent_signal_encode(uint8_t out[AGENT_SIGNAL_LEN], int sig)
 {
-	struct agent_hdr h;
-	int rc = read_all(fd, &h, sizeof(h));
-	if (rc <= 0)
-		return rc;
-	uint32_t n = le32toh(h.len);
-	if (h.version != AGENT_VERSION || h.reserved != 0 || n > AGENT_MAX_PAYLOAD ||
-	    agent_check_len(h.type, n) < 0)
-		return -EPROTO;
-	if (n > bufsize)
-		return -EMSGSIZE;
-	if (n) {
-		rc = read_all(fd, buf, n);
-		if (rc <= 0)
-			return rc == 0 ? -EIO : rc;
-	}
-	*len = n;
-	return h.type;
+	put_le32(out, (uint32_t)sig);
 }
+
+int agent_signal_decode(const uint8_t *p, size_t len, int *sig)
+{
+	if (len != AGENT_SIGNAL_LEN)
+		return -EPROTO;
+	uint32_t v = get_le32(p);
+	if (v < 1 || v > AGENT_SIG_MAX)
+		return -EPROTO;
+	*sig = (int)v;
+	return 0;
+}
+
+void agent_winsize_encode(uint8_t out[AGENT_WINSIZE_LEN], uint16_t rows, uint16_t cols)
+{
+	put_le16(out, rows);
+	put_le16(out + 2, cols);
+}
+
+int agent_winsize_decode(const uint8_t *p, size_t len, uint16_t *rows, uint16_t *cols)
+{
+	if (len != AGENT_WINSIZE_LEN)
+		return -EPROTO;
+	*rows = get_le16(p);
+	*cols = get_le16(p + 2);
+	return 0;
+}
+
+void agent_exit_encode(uint8_t out[AGENT_EXIT_LEN], int code, int sig)
+{
+	put_le32(out, (uint32_t)(sig ? -1 : code));
+	put_le32(out + 4, (uint32_t)sig);
+}
+
+int agent_exit_decode(const uint8_t *p, size_t len, struct agent_exit *e)
+{
+	if (len != AGENT_EXIT_LEN)
+		return -EPROTO;
+	int32_t code = (int32_t)get_le32(p), sig = (int32_t)get_le32(p + 4);
+	if (!((code >= 0 && code <= 255 && sig == 0) ||
+	      (code == -1 && sig >= 1 && sig <= AGENT_SIG_MAX)))
+		return -EPROTO;
+	e->code = code;
+	e->signal = sig;
+	return 0;
+}
+
+/* --- EXEC ---------------------------------------------------------------------------- */
 
 long agent_exec_encode(void *buf, size_t buflen, uint32_t flags, uint16_t rows, uint16_t cols,
 		       const char *cwd, char *const argv[], char *const env[])
 {
-	struct agent_exec e = { .flags = htole32(flags),
-				.rows = htole16(rows),
-				.cols = htole16(cols) };
-	size_t pos = sizeof(e);
+	size_t pos = sizeof(struct agent_exec);
 	uint32_t argc = 0, envc = 0;
 	if (buflen < pos)
 		return -E2BIG;
@@ -126,24 +170,26 @@ long agent_exec_encode(void *buf, size_t buflen, uint32_t flags, uint16_t rows, 
 	}
 	if (argc == 0 || argc > AGENT_MAX_ARGS || envc > AGENT_MAX_ARGS || pos > AGENT_MAX_PAYLOAD)
 		return -E2BIG;
-	e.argc = htole32(argc);
-	e.envc = htole32(envc);
-	memcpy(buf, &e, sizeof(e));
+	uint8_t *h = buf;
+	put_le32(h + offsetof(struct agent_exec, flags), flags);
+	put_le16(h + offsetof(struct agent_exec, rows), rows);
+	put_le16(h + offsetof(struct agent_exec, cols), cols);
+	put_le32(h + offsetof(struct agent_exec, argc), argc);
+	put_le32(h + offsetof(struct agent_exec, envc), envc);
 	return (long)pos;
 }
 
 int agent_exec_decode(const void *payload, size_t len, struct agent_exec_req *req)
 {
 	memset(req, 0, sizeof(*req));
-	struct agent_exec e;
-	if (len < sizeof(e))
+	const uint8_t *h = payload;
+	if (len < sizeof(struct agent_exec))
 		return -EPROTO;
-	memcpy(&e, payload, sizeof(e));
-	req->flags = le32toh(e.flags);
-	req->rows = le16toh(e.rows);
-	req->cols = le16toh(e.cols);
-	req->argc = le32toh(e.argc);
-	req->envc = le32toh(e.envc);
+	req->flags = get_le32(h + offsetof(struct agent_exec, flags));
+	req->rows = get_le16(h + offsetof(struct agent_exec, rows));
+	req->cols = get_le16(h + offsetof(struct agent_exec, cols));
+	req->argc = get_le32(h + offsetof(struct agent_exec, argc));
+	req->envc = get_le32(h + offsetof(struct agent_exec, envc));
 	if (req->argc == 0 || req->argc > AGENT_MAX_ARGS || req->envc > AGENT_MAX_ARGS ||
 	    (req->flags & ~(AGENT_EXEC_TTY | AGENT_EXEC_STDIN)))
 		return -EPROTO;
@@ -151,7 +197,8 @@ int agent_exec_decode(const void *payload, size_t len, struct agent_exec_req *re
 	req->env = calloc(req->envc + 1, sizeof(char *));
 	if (!req->argv || !req->env)
 		goto bad;
-	const char *p = (const char *)payload + sizeof(e), *end = (const char *)payload + len;
+	const char *p = (const char *)payload + sizeof(struct agent_exec);
+	const char *end = (const char *)payload + len;
 	size_t want = 1 + req->argc + req->envc;
 	for (size_t i = 0; i < want; i++) {
 		const char *nul = memchr(p, '\0', (size_t)(end - p));
@@ -182,4 +229,117 @@ void agent_exec_free(struct agent_exec_req *req)
 	free(req->env);
 	req->argv = NULL;
 	req->env = NULL;
+}
+
+/* --- reading ------------------------------------------------------------------------- */
+
+void agent_parser_init(struct agent_parser *p, size_t max)
+{
+	p->max = max < AGENT_MAX_PAYLOAD ? max : AGENT_MAX_PAYLOAD;
+	p->hdr_got = 0;
+	p->type = 0;
+	p->len = p->got = 0;
+	p->error = 0;
+}
+
+bool agent_parser_idle(const struct agent_parser *p)
+{
+	return p->hdr_got == 0 && !p->error;
+}
+
+/* The header is whole: check it before a single payload byte is taken. */
+static int parse_hdr(struct agent_parser *p)
+{
+	uint32_t n = get_le32(p->hdr + 4);
+	if (p->hdr[0] != AGENT_VERSION || p->hdr[2] || p->hdr[3] || n > AGENT_MAX_PAYLOAD ||
+	    agent_check_len(p->hdr[1], n) < 0)
+		return -EPROTO;
+	if (n > p->max)
+		return -EMSGSIZE;
+	p->type = p->hdr[1];
+	p->len = n;
+	p->got = 0;
+	return 0;
+}
+
+int agent_parse(struct agent_parser *p, const uint8_t *buf, size_t n, size_t *used)
+{
+	size_t i = 0;
+	*used = 0;
+	if (p->error)
+		return p->error;
+	while (i < n || (p->hdr_got == AGENT_HDR_LEN && p->got == p->len)) {
+		if (p->hdr_got < AGENT_HDR_LEN) {
+			size_t k = AGENT_HDR_LEN - p->hdr_got;
+			if (k > n - i)
+				k = n - i;
+			memcpy(p->hdr + p->hdr_got, buf + i, k);
+			p->hdr_got += k;
+			i += k;
+			if (p->hdr_got < AGENT_HDR_LEN)
+				break;
+			int rc = parse_hdr(p);
+			if (rc < 0) {
+				*used = i;
+				return p->error = rc;
+			}
+			continue;
+		}
+		if (p->got < p->len) {
+			size_t k = p->len - p->got;
+			if (k > n - i)
+				k = n - i;
+			memcpy(p->payload + p->got, buf + i, k);
+			p->got += (uint32_t)k;
+			i += k;
+		}
+		if (p->got == p->len) {
+			p->hdr_got = 0; /* the next byte starts a new frame */
+			*used = i;
+			return p->type;
+		}
+	}
+	*used = i;
+	return 0;
+}
+
+void agent_reader_init(struct agent_reader *r, size_t max)
+{
+	agent_parser_init(&r->p, max);
+	r->off = r->len = 0;
+	r->eof = false;
+}
+
+bool agent_reader_buffered(const struct agent_reader *r)
+{
+	return r->off < r->len;
+}
+
+long agent_reader_fill(struct agent_reader *r, int fd)
+{
+	if (r->off < r->len || r->eof)
+		return -EAGAIN;
+	r->off = r->len = 0;
+	ssize_t n;
+	do
+		n = read(fd, r->in, sizeof(r->in));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	if (n == 0)
+		r->eof = true;
+	r->len = (size_t)n;
+	return n;
+}
+
+int agent_reader_next(struct agent_reader *r)
+{
+	size_t used;
+	int rc = agent_parse(&r->p, r->in + r->off, r->len - r->off, &used);
+	r->off += used;
+	if (rc != 0)
+		return rc;
+	if (!r->eof)
+		return -EAGAIN;
+	return agent_parser_idle(&r->p) ? 0 : -EIO;
 }

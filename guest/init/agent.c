@@ -48,7 +48,7 @@ __attribute__((format(printf, 2, 3))) static void send_error(int sock, const cha
 }
 
 /* Handles one frame from the host; 0, or -1 to end the exec (protocol error). */
-static int on_host_frame(struct handler *h, int type, char *buf, size_t len)
+static int on_host_frame(struct handler *h, int type, const uint8_t *buf, size_t len)
 {
 	switch (type) {
 	case AGENT_STDIN:
@@ -67,17 +67,16 @@ static int on_host_frame(struct handler *h, int type, char *buf, size_t len)
 		h->inoff = 0;
 		return 0;
 	case AGENT_SIGNAL: {
-		uint32_t sig;
-		memcpy(&sig, buf, sizeof(sig));
-		if (sig < 1 || sig > 64)
+		int sig;
+		if (agent_signal_decode(buf, len, &sig) < 0)
 			return -1;
-		kill(-h->proc.pid, (int)sig);
+		kill(-h->proc.pid, sig);
 		return 0;
 	}
 	case AGENT_WINSIZE: {
-		uint16_t rc[2];
-		memcpy(rc, buf, sizeof(rc));
-		struct winsize ws = { .ws_row = rc[0], .ws_col = rc[1] };
+		struct winsize ws = { 0 };
+		if (agent_winsize_decode(buf, len, &ws.ws_row, &ws.ws_col) < 0)
+			return -1;
 		if (h->tty)
 			ioctl(h->proc.out_fd, TIOCSWINSZ, &ws);
 		return 0;
@@ -104,14 +103,51 @@ static int forward(struct handler *h, int fd, int type, char *buf, bool drain)
 	}
 }
 
+static void send_exit(int sock, int code, int sig)
+{
+	uint8_t ex[AGENT_EXIT_LEN];
+	agent_exit_encode(ex, code, sig);
+	agent_send(sock, AGENT_EXIT, ex, sizeof(ex));
+}
+
+/* The first frame of an exec, read as it comes (the host sends it at once). */
+static int first_frame(struct agent_reader *rd, int sock)
+{
+	for (;;) {
+		int t = agent_reader_next(rd);
+		if (t != -EAGAIN)
+			return t;
+		long r = agent_reader_fill(rd, sock);
+		if (r < 0 && r != -EAGAIN)
+			return (int)r;
+	}
+}
+
+/* Host frames already received, while no stdin bytes wait (the command sets the pace).
+ * Returns 0, or the reader's result that ends the exec (0: the host closed). */
+static int host_frames(struct handler *h, struct agent_reader *rd, int *end)
+{
+	while (h->inoff >= h->inlen) {
+		int t = agent_reader_next(rd);
+		if (t == -EAGAIN)
+			return 0;
+		if (t <= 0 || on_host_frame(h, t, rd->p.payload, rd->p.len) < 0) {
+			*end = t;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static void serve(int sock, const sigset_t *origmask)
 {
 	static char buf[AGENT_MAX_PAYLOAD], inbuf[AGENT_MAX_PAYLOAD];
+	static struct agent_reader rd;
 	struct handler h = { .sock = sock, .inbuf = inbuf, .status = -1 };
-	size_t len;
-	int type = agent_recv(sock, buf, sizeof(buf), &len);
+	agent_reader_init(&rd, AGENT_MAX_PAYLOAD);
+	int type = first_frame(&rd, sock);
 	struct agent_exec_req req;
-	if (type != AGENT_EXEC || agent_exec_decode(buf, len, &req) < 0) {
+	if (type != AGENT_EXEC || agent_exec_decode(rd.p.payload, rd.p.len, &req) < 0) {
 		send_error(sock, "bulkhead-init: expected an exec request");
 		_exit(1);
 	}
@@ -138,9 +174,8 @@ static void serve(int sock, const sigset_t *origmask)
 		int n = snprintf(msg, sizeof(msg), "bulkhead: %s: %s\n", req.argv[0], strerror(rc));
 		agent_send(sock, AGENT_STDERR, msg,
 			   (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
-		struct agent_exit ex = { .code = exec_failure_code(rc), .signal = 0 };
 		waitpid(h.proc.pid, NULL, 0);
-		agent_send(sock, AGENT_EXIT, &ex, sizeof(ex));
+		send_exit(sock, exec_failure_code(rc), 0);
 		_exit(0);
 	}
 	if (h.proc.in_fd >= 0)
@@ -149,6 +184,13 @@ static void serve(int sock, const sigset_t *origmask)
 	int outs[2] = { h.proc.out_fd, h.proc.err_fd };
 	const int types[2] = { AGENT_STDOUT, AGENT_STDERR };
 	while (h.status == -1) {
+		int end = 0;
+		if (host_frames(&h, &rd, &end) < 0) {
+			/* The host went away or broke the protocol: stop the command. */
+			kill(-h.proc.pid, SIGKILL);
+			waitpid(h.proc.pid, NULL, 0);
+			_exit(end == 0 ? 0 : 1);
+		}
 		/* Host frames wait while stdin bytes are pending: the command sets the pace. */
 		bool want_in = h.inoff < h.inlen;
 		struct pollfd pfd[5] = {
@@ -161,12 +203,11 @@ static void serve(int sock, const sigset_t *origmask)
 		if (poll(pfd, 5, -1) < 0 && errno != EINTR)
 			break;
 		if (pfd[0].revents) {
-			type = agent_recv(sock, buf, sizeof(buf), &len);
-			if (type <= 0 || on_host_frame(&h, type, buf, len) < 0) {
-				/* The host went away or broke the protocol: stop the command. */
+			long r = agent_reader_fill(&rd, sock);
+			if (r < 0 && r != -EAGAIN) {
 				kill(-h.proc.pid, SIGKILL);
 				waitpid(h.proc.pid, NULL, 0);
-				_exit(type == 0 ? 0 : 1);
+				_exit(1);
 			}
 		}
 		for (int i = 0; i < 2; i++)
@@ -201,12 +242,10 @@ static void serve(int sock, const sigset_t *origmask)
 	}
 	/* Flush before reporting: the host may stop the VM as soon as it knows. */
 	sync();
-	struct agent_exit ex = { .code = -1, .signal = 0 };
 	if (WIFSIGNALED(h.status))
-		ex.signal = WTERMSIG(h.status);
+		send_exit(sock, -1, WTERMSIG(h.status));
 	else
-		ex.code = WEXITSTATUS(h.status);
-	agent_send(sock, AGENT_EXIT, &ex, sizeof(ex));
+		send_exit(sock, WEXITSTATUS(h.status), 0);
 	_exit(0);
 }
 

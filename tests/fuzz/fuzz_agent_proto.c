@@ -2,13 +2,13 @@
  * (lib/agent_proto.h) as the host reads it: the input, after one byte that picks
  * the reader's buffer size, is the byte stream a hostile guest agent writes.
  *
- * The stream is read twice. First frame by frame with agent_recv(), each result
- * checked against an independent model of the header's rules (version, reserved,
- * per-type lengths, -EMSGSIZE, -EIO inside a frame, 0 at a clean end), each good
- * frame re-encoded by agent_send() to the very same bytes, and every EXEC payload
- * decoded (the guest's side) and re-encoded to the same bytes. Then through
- * exec_client_handle(), exactly as `bulkhead exec` does, checking what reaches
- * stdout/stderr, the EXIT status ranges and the outcome of every frame. */
+ * The stream is read twice. First by the push parser (agent_parse), fed in pieces of
+ * varying sizes, each result checked against an independent model of the header's rules
+ * (version, reserved, per-type lengths, -EMSGSIZE, -EIO inside a frame, 0 at a clean
+ * end), each good frame re-encoded by agent_send() to the very same bytes, and every EXEC
+ * and EXIT payload decoded and re-encoded to the same bytes. Then through
+ * exec_client_handle() in a poll loop, exactly as `bulkhead exec` does, checking what
+ * reaches stdout/stderr, the EXIT status ranges and the outcome. */
 #include "cli/exec_client.h"
 #include "lib/agent_proto.h"
 
@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* What the header documents, written again so that agent_recv() is checked, not copied. */
+/* What the header documents, written again so that the parser is checked, not copied. */
 static bool model_len_ok(unsigned type, uint32_t n)
 {
 	switch (type) {
@@ -114,40 +114,63 @@ static void check_exec(const uint8_t *p, uint32_t n)
 	agent_exec_free(&req);
 }
 
-/* Pass 1: agent_recv() against the model, frame by frame. */
-static void check_recv(const uint8_t *s, size_t size, size_t bufsize)
+/* Pass 1: the push parser against the model, fed in pieces whose sizes come from the
+ * input itself: a frame split anywhere must parse exactly as a whole one. */
+static void check_parse(const uint8_t *s, size_t size, size_t bufsize, uint8_t split)
 {
-	int fd = memfd_with(s, size);
-	uint8_t *buf = malloc(bufsize); /* exactly bufsize: ASan sees any write past it */
-	size_t off = 0;
+	static struct agent_parser p; /* 64 KiB: not on the stack */
+	agent_parser_init(&p, bufsize);
+	size_t off = 0, pos = 0, step = (size_t)split % 17 + 1;
 	for (;;) {
 		const uint8_t *want = NULL;
 		uint32_t wlen = 0;
 		size_t start = off;
 		int expect = model_next(s, size, &off, bufsize, &want, &wlen);
-		size_t len = (size_t)-1;
-		int got = agent_recv(fd, buf, bufsize, &len);
+		int got = 0;
+		/* Feed pieces until the parser says something or the stream ends. */
+		while (got == 0 && pos < size) {
+			size_t n = size - pos < step ? size - pos : step, used = 0;
+			got = agent_parse(&p, s + pos, n, &used);
+			assert(used <= n);
+			pos += used;
+			if (got == 0)
+				assert(used == n); /* it takes everything while it needs more */
+			step = step * 7 % 31 + 1;
+		}
+		if (got == 0) /* the stream ended: clean only between frames */
+			got = agent_parser_idle(&p) ? 0 : -EIO;
 		assert(got == expect);
-		if (got <= 0)
+		if (got <= 0) {
+			if (got < 0 && got != -EIO) /* errors are sticky */
+				assert(agent_parse(&p, (const uint8_t *)"x", 1, &(size_t){ 0 }) ==
+				       got);
 			break;
-		assert(len == wlen && len <= bufsize);
-		assert(len == 0 || memcmp(buf, want, len) == 0);
+		}
+		assert(pos == off); /* a whole frame ends exactly where the model says */
+		assert(p.len == wlen && p.len <= bufsize);
+		assert(p.len == 0 || memcmp(p.payload, want, p.len) == 0);
 		/* The writer produces the same frame back. */
 		int out = memfd_with(NULL, 0);
-		int sent = agent_send(out, got, buf, len);
-		assert(sent == 0);
-		assert_file_is(out, s + start, 8 + len);
+		assert(agent_send(out, got, p.payload, p.len) == 0);
+		assert_file_is(out, s + start, AGENT_HDR_LEN + p.len);
 		close(out);
 		if (got == AGENT_EXEC)
-			check_exec(buf, (uint32_t)len);
+			check_exec(p.payload, p.len);
+		if (got == AGENT_EXIT) {
+			struct agent_exit e;
+			if (agent_exit_decode(p.payload, p.len, &e) == 0) {
+				uint8_t again[AGENT_EXIT_LEN];
+				agent_exit_encode(again, e.code, e.signal);
+				assert(memcmp(again, p.payload, AGENT_EXIT_LEN) == 0);
+			}
+		}
 	}
-	free(buf);
-	close(fd);
 }
 
-static struct exec_client c; /* 128 KiB of buffers: not on the stack */
+static struct exec_client c; /* its buffers are large: not on the stack */
 
-/* Pass 2: the stream through exec_client_handle(), as `bulkhead exec` reads it. */
+/* Pass 2: the stream through exec_client_handle(), as `bulkhead exec` reads it, called
+ * as a poll loop would until the exec is over. */
 static void check_client(const uint8_t *s, size_t size)
 {
 	int sock = memfd_with(s, size), out = memfd_with(NULL, 0), err = memfd_with(NULL, 0);
@@ -156,42 +179,47 @@ static void check_client(const uint8_t *s, size_t size)
 	c.in_fd = -1;
 	c.out_fd = out;
 	c.err_fd = err;
+	c.wout_fd = -1;
+	c.state = EXEC_RUNNING;
+	agent_reader_init(&c.rd, AGENT_MAX_PAYLOAD);
+	int rc = 0, rounds = 0;
+	while (rc == 0) {
+		struct pollfd pfd[EXEC_CLIENT_POLLFDS];
+		int n = exec_client_pollfds(&c, pfd);
+		for (int i = 0; i < n; i++)
+			pfd[i].revents = pfd[i].events;
+		rc = exec_client_handle(&c, pfd, n);
+		assert(memchr(c.error, '\0', sizeof(c.error)));
+		assert(++rounds < 1000000); /* every call makes progress */
+	}
+	/* What the model says the stream means. */
 	uint8_t *want_out = malloc(size + 1), *want_err = malloc(size + 1);
 	size_t nout = 0, nerr = 0, off = 0;
-	struct pollfd pfd = { .fd = sock, .events = POLLIN, .revents = POLLIN };
-	for (;;) {
-		const uint8_t *p = NULL;
-		uint32_t n = 0;
-		int type = model_next(s, size, &off, AGENT_MAX_PAYLOAD, &p, &n);
-		int rc = exec_client_handle(&c, &pfd, 1);
-		assert(memchr(c.error, '\0', sizeof(c.error)));
-		if (type == AGENT_STDOUT || type == AGENT_STDERR) {
-			assert(rc == 0 && !c.done);
-			uint8_t *w = type == AGENT_STDOUT ? want_out + nout : want_err + nerr;
-			memcpy(w, p, n);
-			*(type == AGENT_STDOUT ? &nout : &nerr) += n;
-			continue;
-		}
-		if (type == AGENT_EXIT) {
-			uint32_t raw[2];
-			memcpy(raw, p, sizeof(raw));
-			int32_t code = (int32_t)le32toh(raw[0]), sig = (int32_t)le32toh(raw[1]);
-			bool ok = (code >= 0 && code <= 255 && sig == 0) ||
-				  (code == -1 && sig >= 1 && sig <= 64);
-			assert(rc == (ok ? 1 : -1) && c.done == ok);
-			if (ok)
-				assert(c.exit.code == code && c.exit.signal == sig);
-		} else if (type == AGENT_ERROR) {
-			assert(rc == 1 && c.done);
-			size_t k = strlen(c.error);
-			assert(k == (n < sizeof(c.error) - 1 ? n : sizeof(c.error) - 1));
-			for (size_t i = 0; i < k; i++) /* no control bytes reach the terminal */
-				assert((unsigned char)c.error[i] >= 0x20);
-		} else {
-			/* Host-bound types, malformed frames and the end of the stream all fail. */
-			assert(rc == -1 && !c.done && c.error[0] != '\0');
-		}
-		break;
+	const uint8_t *p = NULL;
+	uint32_t n = 0;
+	int type;
+	while ((type = model_next(s, size, &off, AGENT_MAX_PAYLOAD, &p, &n)) == AGENT_STDOUT ||
+	       type == AGENT_STDERR) {
+		memcpy(type == AGENT_STDOUT ? want_out + nout : want_err + nerr, p, n);
+		*(type == AGENT_STDOUT ? &nout : &nerr) += n;
+	}
+	if (type == AGENT_EXIT) {
+		int32_t code = (int32_t)(p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24);
+		int32_t sig = (int32_t)(p[4] | p[5] << 8 | p[6] << 16 | (uint32_t)p[7] << 24);
+		bool ok = (code >= 0 && code <= 255 && sig == 0) ||
+			  (code == -1 && sig >= 1 && sig <= 64);
+		assert(rc == (ok ? 1 : -1) && c.done == ok);
+		if (ok)
+			assert(c.exit.code == code && c.exit.signal == sig);
+	} else if (type == AGENT_ERROR) {
+		assert(rc == 1 && c.done);
+		size_t k = strlen(c.error);
+		assert(k == (n < sizeof(c.error) - 1 ? n : sizeof(c.error) - 1));
+		for (size_t i = 0; i < k; i++) /* no control bytes reach the terminal */
+			assert((unsigned char)c.error[i] >= 0x20 && c.error[i] != 0x7f);
+	} else {
+		/* Host-bound types, malformed frames and the end of the stream all fail. */
+		assert(rc == -1 && !c.done && c.error[0] != '\0');
 	}
 	assert_file_is(out, want_out, nout);
 	assert_file_is(err, want_err, nerr);
@@ -210,7 +238,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* High bit clear: the exec client's full buffer. Set: a small one (session_agent.c
 	 * reads READY into an empty buffer). */
 	size_t bufsize = data[0] & 0x80 ? (size_t)(data[0] & 0x7f) : AGENT_MAX_PAYLOAD;
-	check_recv(data + 1, size - 1, bufsize);
+	check_parse(data + 1, size - 1, bufsize, data[0]);
 	check_client(data + 1, size - 1);
 	return 0;
 }

@@ -8,6 +8,12 @@ $(VSOCK_TOOL): tests/guest-tools/vsock_tool.c | deps
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -static -s -o $@ $<
 
+# A hostile guest command for the deadline tests (copied into a work share by the test).
+AGENT_ATTACK    := $(GUEST_TOOLS_DIR)/agent-attack
+$(AGENT_ATTACK): tests/guest-tools/agent_attack.c | deps
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -static -s -o $@ $<
+
 $(TEST_INITRAMFS): $(INITRAMFS_BASE) $(VSOCK_TOOL) $(LIBDIR)/gen_init_cpio
 	@mkdir -p $(@D)
 	printf 'dir /usr/local 0755 0 0\ndir /usr/local/bin 0755 0 0\nfile /usr/local/bin/vsock-tool %s 0755 0 0\n' \
@@ -18,5 +24,5 @@ $(TEST_INITRAMFS): $(INITRAMFS_BASE) $(VSOCK_TOOL) $(LIBDIR)/gen_init_cpio
 	@mv $@.tmp $@
 
 .PHONY: guest-tools
-guest-tools: $(VSOCK_TOOL) $(TEST_INITRAMFS)
+guest-tools: $(VSOCK_TOOL) $(AGENT_ATTACK) $(TEST_INITRAMFS)
 test: guest-tools

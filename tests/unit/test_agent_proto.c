@@ -1,4 +1,4 @@
-/* tests/unit/test_agent_proto.c: the exec agent's frame reader/writer and EXEC codec. */
+/* tests/unit/test_agent_proto.c: the exec agent's frame parser, reader, writer and codecs. */
 #include "lib/agent_proto.h"
 
 #include <errno.h>
@@ -13,11 +13,26 @@
 
 #include <cmocka.h>
 
-static char buf[AGENT_MAX_PAYLOAD];
+static char buf[AGENT_MAX_PAYLOAD + 16];
+static struct agent_reader rd;
 
 static void pair(int sv[2])
 {
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+}
+
+/* The next frame on fd through the reader, reading as poll would let us. */
+static int next_frame(int fd)
+{
+	for (;;) {
+		int t = agent_reader_next(&rd);
+		if (t != -EAGAIN)
+			return t;
+		long r = agent_reader_fill(&rd, fd);
+		if (r == -EAGAIN)
+			return -EAGAIN; /* nothing more to read now: a caller would poll */
+		assert_true(r >= 0);
+	}
 }
 
 static void test_round_trip(void **state)
@@ -25,53 +40,211 @@ static void test_round_trip(void **state)
 	(void)state;
 	int sv[2];
 	pair(sv);
-	uint32_t sig = 2;
+	uint8_t sig[AGENT_SIGNAL_LEN];
+	agent_signal_encode(sig, 2);
 	assert_int_equal(agent_send(sv[0], AGENT_STDOUT, "hello", 5), 0);
 	assert_int_equal(agent_send(sv[0], AGENT_STDIN, NULL, 0), 0);
-	assert_int_equal(agent_send(sv[0], AGENT_SIGNAL, &sig, sizeof(sig)), 0);
-	size_t len;
-	assert_int_equal(agent_recv(sv[1], buf, sizeof(buf), &len), AGENT_STDOUT);
-	assert_int_equal(len, 5);
-	assert_memory_equal(buf, "hello", 5);
-	assert_int_equal(agent_recv(sv[1], buf, sizeof(buf), &len), AGENT_STDIN);
-	assert_int_equal(len, 0);
-	assert_int_equal(agent_recv(sv[1], buf, sizeof(buf), &len), AGENT_SIGNAL);
+	assert_int_equal(agent_send(sv[0], AGENT_SIGNAL, sig, sizeof(sig)), 0);
+	agent_reader_init(&rd, AGENT_MAX_PAYLOAD);
+	assert_int_equal(next_frame(sv[1]), AGENT_STDOUT);
+	assert_int_equal(rd.p.len, 5);
+	assert_memory_equal(rd.p.payload, "hello", 5);
+	assert_int_equal(next_frame(sv[1]), AGENT_STDIN);
+	assert_int_equal(rd.p.len, 0);
+	assert_int_equal(next_frame(sv[1]), AGENT_SIGNAL);
+	assert_int_equal(next_frame(sv[1]), -EAGAIN); /* nothing more yet: no blocking */
 	close(sv[0]);
-	assert_int_equal(agent_recv(sv[1], buf, sizeof(buf), &len), 0); /* clean end of stream */
+	assert_int_equal(next_frame(sv[1]), 0); /* clean end of stream */
 	close(sv[1]);
 }
 
-/* Raw header bytes the reader must refuse. */
-static void expect_recv(const void *bytes, size_t n, int want)
+/* Raw bytes the reader must refuse, or end with -EIO when the stream stops in a frame. */
+static void expect_frame(const void *bytes, size_t n, int want)
 {
 	int sv[2];
 	pair(sv);
 	assert_int_equal(write(sv[0], bytes, n), (ssize_t)n);
 	close(sv[0]);
-	size_t len;
-	assert_int_equal(agent_recv(sv[1], buf, sizeof(buf), &len), want);
+	agent_reader_init(&rd, AGENT_MAX_PAYLOAD);
+	assert_int_equal(next_frame(sv[1]), want);
 	close(sv[1]);
+}
+
+static void hdr(uint8_t h[AGENT_HDR_LEN], int version, int type, int reserved, uint32_t len)
+{
+	agent_hdr_encode(h, type, len);
+	h[0] = (uint8_t)version;
+	h[2] = (uint8_t)reserved;
 }
 
 static void test_bad_frames(void **state)
 {
 	(void)state;
-	struct agent_hdr h = { .version = 2, .type = AGENT_STDOUT, .len = 0 };
-	expect_recv(&h, sizeof(h), -EPROTO); /* wrong version */
-	h = (struct agent_hdr){ .version = 1, .type = 99, .len = 0 };
-	expect_recv(&h, sizeof(h), -EPROTO); /* unknown type */
-	h = (struct agent_hdr){ .version = 1, .type = AGENT_STDOUT, .len = AGENT_MAX_PAYLOAD + 1 };
-	expect_recv(&h, sizeof(h), -EPROTO); /* oversized */
-	h = (struct agent_hdr){ .version = 1, .type = AGENT_SIGNAL, .len = 3 };
-	expect_recv(&h, sizeof(h), -EPROTO); /* wrong length for the type */
-	h = (struct agent_hdr){ .version = 1, .type = AGENT_EXIT, .len = 9 };
-	expect_recv(&h, sizeof(h), -EPROTO);
-	h = (struct agent_hdr){ .version = 1, .type = AGENT_STDOUT, .reserved = 1, .len = 0 };
-	expect_recv(&h, sizeof(h), -EPROTO); /* reserved bits set */
-	h = (struct agent_hdr){ .version = 1, .type = AGENT_STDOUT, .len = 10 };
-	expect_recv(&h, sizeof(h), -EIO);				/* payload cut short */
-	expect_recv(&h, 3, -EIO);					/* header cut short */
+	uint8_t h[AGENT_HDR_LEN];
+	hdr(h, 2, AGENT_STDOUT, 0, 0);
+	expect_frame(h, sizeof(h), -EPROTO); /* wrong version */
+	hdr(h, 1, 99, 0, 0);
+	expect_frame(h, sizeof(h), -EPROTO); /* unknown type */
+	hdr(h, 1, AGENT_STDOUT, 0, AGENT_MAX_PAYLOAD + 1);
+	expect_frame(h, sizeof(h), -EPROTO); /* oversized */
+	hdr(h, 1, AGENT_SIGNAL, 0, 3);
+	expect_frame(h, sizeof(h), -EPROTO); /* wrong length for the type */
+	hdr(h, 1, AGENT_EXIT, 0, 9);
+	expect_frame(h, sizeof(h), -EPROTO);
+	hdr(h, 1, AGENT_STDOUT, 1, 0);
+	expect_frame(h, sizeof(h), -EPROTO); /* reserved bits set */
+	hdr(h, 1, AGENT_STDOUT, 0, 10);
+	expect_frame(h, sizeof(h), -EIO);				/* payload cut short */
+	expect_frame(h, 3, -EIO);					/* header cut short */
 	assert_int_equal(agent_send(0, AGENT_SIGNAL, buf, 3), -EINVAL); /* writer checks too */
+	/* A reader that accepts no payload (the ready connection) refuses one. */
+	int sv[2];
+	pair(sv);
+	assert_int_equal(agent_send(sv[0], AGENT_STDOUT, "x", 1), 0);
+	agent_reader_init(&rd, 0);
+	assert_int_equal(next_frame(sv[1]), -EMSGSIZE);
+	/* Errors are sticky: nothing after a bad frame is read as a frame. */
+	assert_int_equal(agent_reader_next(&rd), -EMSGSIZE);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* A stream of frames split at every possible point parses to the same frames: the parser
+ * keeps a half frame (header or payload) for as long as the peer takes. */
+static void test_parse_any_split(void **state)
+{
+	(void)state;
+	static struct agent_parser p;
+	uint8_t stream[64];
+	size_t n = 0;
+	agent_hdr_encode(stream + n, AGENT_STDOUT, 3);
+	memcpy(stream + n + AGENT_HDR_LEN, "abc", 3);
+	n += AGENT_HDR_LEN + 3;
+	agent_hdr_encode(stream + n, AGENT_READY, 0);
+	n += AGENT_HDR_LEN;
+	agent_hdr_encode(stream + n, AGENT_EXIT, AGENT_EXIT_LEN);
+	agent_exit_encode(stream + n + AGENT_HDR_LEN, 7, 0);
+	n += AGENT_HDR_LEN + AGENT_EXIT_LEN;
+	const int want[] = { AGENT_STDOUT, AGENT_READY, AGENT_EXIT };
+	for (size_t a = 0; a <= n; a++) {
+		for (size_t b = a; b <= n; b++) {
+			size_t cuts[] = { 0, a, b, n }, used;
+			int k = 0;
+			agent_parser_init(&p, AGENT_MAX_PAYLOAD);
+			for (int piece = 0; piece < 3; piece++) {
+				size_t pos = cuts[piece];
+				while (pos < cuts[piece + 1]) {
+					int t = agent_parse(&p, stream + pos, cuts[piece + 1] - pos,
+							    &used);
+					pos += used;
+					if (t == 0) {
+						assert_int_equal(pos, cuts[piece + 1]);
+						continue;
+					}
+					assert_int_equal(t, want[k]);
+					if (t == AGENT_STDOUT)
+						assert_memory_equal(p.payload, "abc", 3);
+					k++;
+				}
+			}
+			assert_int_equal(k, 3);
+			assert_true(agent_parser_idle(&p));
+		}
+	}
+}
+
+/* One byte of a header, then nothing: the reader says "more needed" at once and keeps
+ * saying so; nothing blocks. Then the rest arrives a byte at a time. */
+static void test_half_frame_never_blocks(void **state)
+{
+	(void)state;
+	int sv[2];
+	pair(sv);
+	uint8_t h[AGENT_HDR_LEN + 2];
+	agent_hdr_encode(h, AGENT_STDERR, 2);
+	h[AGENT_HDR_LEN] = 'o';
+	h[AGENT_HDR_LEN + 1] = 'k';
+	agent_reader_init(&rd, AGENT_MAX_PAYLOAD);
+	for (size_t i = 0; i < sizeof(h); i++) {
+		assert_int_equal(next_frame(sv[1]), -EAGAIN);
+		assert_int_equal(next_frame(sv[1]), -EAGAIN);
+		assert_int_equal(write(sv[0], h + i, 1), 1);
+	}
+	assert_int_equal(next_frame(sv[1]), AGENT_STDERR);
+	assert_memory_equal(rd.p.payload, "ok", 2);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* A flood of whole frames: one fill reads at most one buffer, so a caller that parses
+ * what it read and then polls again is never held in a loop by the peer. */
+static void test_fill_is_bounded(void **state)
+{
+	(void)state;
+	int sv[2];
+	pair(sv);
+	int sz = 1 << 20;
+	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	static char big[4000];
+	size_t sent = 0;
+	while (agent_send(sv[0], AGENT_STDOUT, big, sizeof(big)) == 0 && sent < 100000)
+		sent++;
+	agent_reader_init(&rd, AGENT_MAX_PAYLOAD);
+	assert_true(agent_reader_fill(&rd, sv[1]) > 0);
+	size_t frames = 0;
+	while (agent_reader_next(&rd) == AGENT_STDOUT)
+		frames++;
+	assert_true(frames > 0 && frames <= AGENT_READER_BUF / (AGENT_HDR_LEN + sizeof(big)));
+	assert_true(sent > AGENT_READER_BUF / (AGENT_HDR_LEN + sizeof(big)) + 1);
+	assert_true(frames < sent);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* Fixed payloads: little-endian on the wire, every field's range checked. */
+static void test_fixed_payloads(void **state)
+{
+	(void)state;
+	uint8_t b[8];
+	int sig;
+	agent_signal_encode(b, 15);
+	assert_memory_equal(b, "\x0f\0\0\0", 4);
+	assert_int_equal(agent_signal_decode(b, 4, &sig), 0);
+	assert_int_equal(sig, 15);
+	assert_int_equal(agent_signal_decode(b, 3, &sig), -EPROTO);
+	agent_signal_encode(b, 0);
+	assert_int_equal(agent_signal_decode(b, 4, &sig), -EPROTO);
+	agent_signal_encode(b, 65);
+	assert_int_equal(agent_signal_decode(b, 4, &sig), -EPROTO);
+	memcpy(b, "\0\0\0\x0f", 4); /* 15 in the wrong byte order */
+	assert_int_equal(agent_signal_decode(b, 4, &sig), -EPROTO);
+
+	uint16_t rows, cols;
+	agent_winsize_encode(b, 0x0102, 0x0304);
+	assert_memory_equal(b, "\x02\x01\x04\x03", 4);
+	assert_int_equal(agent_winsize_decode(b, 4, &rows, &cols), 0);
+	assert_int_equal(rows, 0x0102);
+	assert_int_equal(cols, 0x0304);
+	assert_int_equal(agent_winsize_decode(b, 5, &rows, &cols), -EPROTO);
+
+	struct agent_exit e;
+	agent_exit_encode(b, 3, 0);
+	assert_memory_equal(b, "\x03\0\0\0\0\0\0\0", 8);
+	assert_int_equal(agent_exit_decode(b, 8, &e), 0);
+	assert_int_equal(e.code, 3);
+	assert_int_equal(e.signal, 0);
+	agent_exit_encode(b, 0, 9);
+	assert_memory_equal(b, "\xff\xff\xff\xff\x09\0\0\0", 8);
+	assert_int_equal(agent_exit_decode(b, 8, &e), 0);
+	assert_int_equal(e.code, -1);
+	assert_int_equal(e.signal, 9);
+	agent_exit_encode(b, 256, 0);
+	assert_int_equal(agent_exit_decode(b, 8, &e), -EPROTO);
+	agent_exit_encode(b, 0, 65);
+	assert_int_equal(agent_exit_decode(b, 8, &e), -EPROTO);
+	memcpy(b, "\x03\0\0\0\x01\0\0\0", 8); /* a code and a signal */
+	assert_int_equal(agent_exit_decode(b, 8, &e), -EPROTO);
+	assert_int_equal(agent_exit_decode(b, 7, &e), -EPROTO);
 }
 
 static void test_exec_codec(void **state)
@@ -120,13 +293,10 @@ static void test_exec_rejects(void **state)
 	assert_int_equal(agent_exec_encode(buf, sizeof(buf), 0, 0, 0, "/", none, noenv), -E2BIG);
 	/* A lying argc: more strings announced than present. */
 	n = agent_exec_encode(buf, sizeof(buf), 0, 0, 0, "/", argv, noenv);
-	struct agent_exec e;
-	memcpy(&e, buf, sizeof(e));
-	e.argc = 1000;
-	memcpy(buf, &e, sizeof(e));
+	size_t at = offsetof(struct agent_exec, argc);
+	memcpy(buf + at, "\xe8\x03\0\0", 4); /* 1000 */
 	assert_int_equal(agent_exec_decode(buf, (size_t)n, &r), -EPROTO);
-	e.argc = 0xffffffffu;
-	memcpy(buf, &e, sizeof(e));
+	memcpy(buf + at, "\xff\xff\xff\xff", 4);
 	assert_int_equal(agent_exec_decode(buf, (size_t)n, &r), -EPROTO);
 	assert_int_equal(agent_exec_encode(buf, 10, 0, 0, 0, "/", argv, noenv), -E2BIG);
 }
@@ -136,6 +306,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_bad_frames),
+		cmocka_unit_test(test_parse_any_split),
+		cmocka_unit_test(test_half_frame_never_blocks),
+		cmocka_unit_test(test_fill_is_bounded),
+		cmocka_unit_test(test_fixed_payloads),
 		cmocka_unit_test(test_exec_codec),
 		cmocka_unit_test(test_exec_rejects),
 	};

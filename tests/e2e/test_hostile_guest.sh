@@ -1,0 +1,160 @@
+#!/bin/sh
+# A guest command running as root takes its exec agent's vsock stream (pidfd_getfd on its
+# parent) and sends the host what the agent never would: half a frame header and then
+# nothing, a frame trickled a byte at a time, a flood of whole frames, an oversized length,
+# a byte on the session's lifeline. Every deadline must still hold: --timeout, the scope's
+# expiry, the policy's session lifetime, SIGTERM, a second Ctrl-C, `bulkhead stop`, and the
+# same for a `bulkhead exec` client. Every command runs under a watchdog (SIGKILL after 60 s),
+# so a launcher that hangs is a failure (status 137), never a stalled suite.
+. "$(dirname "$0")/lib.sh"
+ATTACK=${ATTACK:-$BUILD/tests/guest-tools/agent-attack}
+WATCHDOG=60
+
+if [ ! -x "$ATTACK" ]; then
+	not_ok "hostile guest command built" "$ATTACK missing (make guest-tools)"
+	plan_done; exit 0
+fi
+export BULKHEAD_RUNDIR="$TMP/run"
+mkdir -p "$TMP/w"
+cp "$ATTACK" "$TMP/w/agent-attack"
+
+# wd ARGS...: bulkhead under the watchdog, stdin from /dev/null; $rc, $TMP/out, $TMP/err.
+wd() {
+	timeout -s KILL "$WATCHDOG" "$BULKHEAD" "$@" > "$TMP/out" 2> "$TMP/err" < /dev/null
+	rc=$?
+}
+
+# expect NAME RC ERR-PATTERN: the last command's status and a line of its stderr.
+expect() {
+	if [ "$rc" = "$2" ] && grep -q -- "$3" "$TMP/err"; then
+		ok "$1"
+	else
+		not_ok "$1" "expected status $2 and stderr matching: $3" "status: $rc" \
+			"stderr: $(tail -n 3 "$TMP/err")"
+	fi
+}
+
+# wait_attacked: until the guest command reports its attack under way (the marker $mark on
+# the share), at most 30 s. 0 when it did.
+marks=0
+wait_attacked() {
+	i=0
+	while [ ! -e "$TMP/w/$mark" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -e "$TMP/w/$mark" ]
+}
+
+# bg_session CMD ARGS...: bulkhead CMD -e ATTACK_MARK=... ARGS in the background under the
+# watchdog; $pid is bulkhead's.
+bg_session() {
+	marks=$((marks + 1))
+	mark=attacked-$marks
+	cmd=$1
+	shift
+	"$BULKHEAD" "$cmd" -e "ATTACK_MARK=$mark" "$@" > "$TMP/out" 2> "$TMP/err" < /dev/null &
+	pid=$!
+	( sleep "$WATCHDOG"; kill -KILL "$pid" 2> /dev/null ) &
+	dog=$!
+}
+
+# bg_wait: bulkhead's status; the watchdog is stopped.
+bg_wait() {
+	wait "$pid"
+	rc=$?
+	kill "$dog" 2> /dev/null
+	wait "$dog" 2> /dev/null
+}
+
+# --- the exec stream against --timeout ---------------------------------------------------
+wd run --timeout 3 --work "$TMP/w" -- /work/agent-attack half
+expect "half a frame header, then nothing: --timeout still ends the session" 124 "timed out after 3 s"
+
+wd run --timeout 3 --work "$TMP/w" -- /work/agent-attack trickle 2000
+expect "a frame trickled a byte at a time: --timeout still ends the session" 124 "timed out after 3 s"
+
+wd run --timeout 3 --work "$TMP/w" -- /work/agent-attack flood
+expect "a flood of whole frames: --timeout still ends the session" 124 "timed out after 3 s"
+check_eq "... and the flood reached our stdout as it came, byte-exact" "" \
+	"$(head -c 1048576 "$TMP/out" | tr -d f)"
+
+# Our stdout is a pipe whose reader never reads: the flood fills it, the session loop
+# must not block writing to it.
+mkfifo "$TMP/fifo"
+sleep 300 < "$TMP/fifo" &
+reader=$!
+timeout -s KILL "$WATCHDOG" "$BULKHEAD" run --timeout 4 --work "$TMP/w" -- /work/agent-attack flood \
+	> "$TMP/fifo" 2> "$TMP/err" < /dev/null
+rc=$?
+kill "$reader" 2> /dev/null
+wait "$reader" 2> /dev/null
+expect "a flood into a stdout nobody reads: --timeout still ends the session" 124 "timed out after 4 s"
+
+wd run --timeout 30 --work "$TMP/w" -- /work/agent-attack oversize
+expect "an oversized frame length ends the session at once with a clear error" 125 \
+	"malformed frame from the guest"
+
+wd run --timeout 30 --work "$TMP/w" -- /work/agent-attack lifeline
+expect "a byte on the session's lifeline ends the session with a clear error" 125 \
+	"control connection closed"
+
+# --- the scope's expiry and the policy's session lifetime ---------------------------------
+soon=$(date -u -d '+6 seconds' +%Y-%m-%dT%H:%M:%SZ)
+printf '{ "allow": [], "expires_at": "%s" }\n' "$soon" > "$TMP/scope.json"
+wd run --scope "$TMP/scope.json" --work "$TMP/w" -- /work/agent-attack half
+expect "half a frame: the scope's expiry still ends the session" 124 "the scope expired ($soon)"
+
+printf '{ "limits": { "max_session_seconds": 3 } }\n' > "$TMP/policy.json"
+wd run --policy "$TMP/policy.json" --work "$TMP/w" -- /work/agent-attack half
+expect "half a frame: the policy's session lifetime still ends the session" 124 "timed out after 3 s"
+
+# --- signals ---------------------------------------------------------------------------------
+bg_session run --work "$TMP/w" -- /work/agent-attack half
+if wait_attacked; then
+	kill -TERM "$pid"
+	bg_wait
+	expect "half a frame: SIGTERM still stops the session" 143 "Terminated"
+else
+	bg_wait; not_ok "half a frame, then SIGTERM" "the attack never started: $(cat "$TMP/err")"
+fi
+
+bg_session run --work "$TMP/w" -- /work/agent-attack half
+if wait_attacked; then
+	kill -INT "$pid" # the first goes to the guest command (which ignores it)
+	sleep 1
+	kill -INT "$pid"
+	bg_wait
+	expect "half a frame: a second Ctrl-C still stops the session" 130 "Interrupt"
+else
+	bg_wait; not_ok "half a frame, then Ctrl-C twice" "the attack never started: $(cat "$TMP/err")"
+fi
+
+# --- a detached session: bulkhead exec and bulkhead stop ------------------------------------
+id=$(timeout -s KILL "$WATCHDOG" "$BULKHEAD" start --work "$TMP/w" 2> "$TMP/start.err")
+if [ -n "$id" ]; then
+	bg_session exec "$id" -- /work/agent-attack half
+	if wait_attacked; then
+		kill -TERM "$pid"
+		bg_wait
+		expect "half a frame on a bulkhead exec stream: SIGTERM still ends the client" 143 \
+			"Terminated"
+	else
+		bg_wait; not_ok "bulkhead exec with half a frame" "the attack never started"
+	fi
+	bg_session exec "$id" -- /work/agent-attack half
+	if wait_attacked; then
+		timeout -s KILL "$WATCHDOG" "$BULKHEAD" stop "$id" 2> "$TMP/stop.err"
+		src=$?
+		bg_wait
+		check_eq "bulkhead stop ends a session whose exec stream holds half a frame" 0 "$src"
+		case $rc in
+		125 | 1*) ok "... and its exec client ends too (status $rc)" ;;
+		*) not_ok "... and its exec client ends too" "status $rc: $(cat "$TMP/err")" ;;
+		esac
+	else
+		bg_wait; not_ok "bulkhead stop with half a frame" "the attack never started"
+		"$BULKHEAD" stop "$id" 2> /dev/null
+	fi
+else
+	not_ok "bulkhead start for the exec tests" "$(cat "$TMP/start.err")"
+fi
+check_eq "no session is left behind" "" "$(ls -A "$BULKHEAD_RUNDIR" 2> /dev/null)"
+plan_done
