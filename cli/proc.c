@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <stdlib.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -68,12 +70,61 @@ pid_t proc_spawn_listener(char *const argv[], int lfd, int diag_fd)
 	_exit(127);
 }
 
+void proc_adopt_orphans(void)
+{
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+}
+
+static void reap(pid_t which)
+{
+	for (;;) {
+		pid_t w = waitpid(which, NULL, 0);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 || which > 0)
+			return;
+	}
+}
+
 void proc_stop(pid_t *pid)
 {
 	if (*pid <= 0)
 		return;
+	kill(-*pid, SIGKILL); /* its process group, when it leads one */
 	kill(*pid, SIGKILL);
-	while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	reap(*pid);
+	/* Its group's orphans became ours as it died: reap them too, so nothing is left. */
+	reap(-*pid);
 	*pid = 0;
+}
+
+int proc_reap_all(void)
+{
+	char path[64];
+	int found = 0;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)syscall(SYS_gettid));
+	for (int round = 0; round < 64; round++) {
+		char list[4096];
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, list, sizeof(list) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			break;
+		list[n] = '\0';
+		for (char *p = list, *end; *p; p = end) {
+			long child = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			if (child > 1) {
+				kill((pid_t)child, SIGKILL);
+				reap((pid_t)child);
+				found++;
+			}
+		}
+	}
+	/* Zombies the list may not show any more (and hosts without the list). */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		found++;
+	return found;
 }

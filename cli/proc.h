@@ -23,7 +23,19 @@ void proc_set_cgroup(const struct session_cgroup *cg);
  * nothing else is inherited. Returns the pid, or -errno. lfd stays open here. */
 pid_t proc_spawn_listener(char *const argv[], int lfd, int diag_fd);
 
-/* Kills *pid (SIGKILL), reaps it and sets *pid to 0; nothing if it is 0. */
+/* Makes us the reaper of what our helpers leave behind (PR_SET_CHILD_SUBREAPER): a
+ * helper's own children (virtiofsd's sandboxed process, say) become ours when it dies,
+ * so that we can wait for them instead of leaving them to init. */
+void proc_adopt_orphans(void);
+
+/* Kills *pid and its process group (SIGKILL), reaps it and every orphan of its group
+ * (ours by proc_adopt_orphans), and sets *pid to 0; nothing if it is 0. When it returns,
+ * nothing of that helper runs or waits to be reaped. */
 void proc_stop(pid_t *pid);
+
+/* The last step of a session: kills and reaps every child still ours (adopted orphans
+ * included), so that the session's cgroups and ids are free when we return. Returns how
+ * many there were. */
+int proc_reap_all(void);
 
 #endif

@@ -398,6 +398,9 @@ static int session_main(struct run_opts *o_, int notify_fd)
 	/* Signals that end the session are read from a signalfd by the session loop;
 	 * block them before anything starts so none is lost in between. */
 	int sigfd = proc_signalfd();
+	/* What a helper leaves behind is ours to wait for, so that nothing of the session
+	 * outlives our return (a caller may remove the share or the cgroup right after). */
+	proc_adopt_orphans();
 
 	/* Acquire in order, release in reverse: run directory, diagnostics pipe,
 	 * back ends, then the engine (stopped by session_watch). */
@@ -537,6 +540,7 @@ out:
 		if (diag[i] >= 0)
 			close(diag[i]);
 	proc_set_cgroup(NULL);
+	proc_reap_all();
 	cgroup_destroy(&cg);
 	/* Guest RAM written by the jail's uid is the caller's to inspect. */
 	if (o.ram_file && !o.no_jail && ids.uid != geteuid() && !access(o.ram_file, F_OK))

@@ -238,14 +238,9 @@ out:
 
 void share_fs_stop(struct share_fs *fs)
 {
-	if (fs->pid > 0) {
-		/* virtiofsd forks into its own PID namespace; its process group holds both. */
-		kill(-fs->pid, SIGKILL);
-		kill(fs->pid, SIGKILL);
-		while (waitpid(fs->pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		fs->pid = 0;
-	}
+	/* virtiofsd forks into its own PID namespace; its process group holds both, and the
+	 * sandboxed one is ours to reap once its parent is gone (proc_adopt_orphans). */
+	proc_stop(&fs->pid);
 	if (fs->sock[0]) {
 		unlink(fs->sock);
 		fs->sock[0] = '\0';

@@ -63,3 +63,8 @@ $(BUILD)/tests/jail-probe: $(OBJ)/tests/tools/jail_probe.o $(OBJ)/cli/proc.o $(O
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^
 test: $(BUILD)/tests/jail-probe
+# Runs a command as the reaper of what it leaves behind (tests/e2e/test_teardown.sh).
+$(BUILD)/tests/reap-check: $(OBJ)/tests/tools/reap_check.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^
+test: $(BUILD)/tests/reap-check
