@@ -219,7 +219,7 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 					    NULL };
 	char line[400];
 	size_t i, j, k;
-	int first = 1;
+	int first = 1, v6;
 
 	sb_str(o, c->method);
 	sb_str(o, " ");
@@ -271,11 +271,14 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 		OPENSSL_cleanse(r, strlen(r));
 		free(r);
 	}
+	/* An IPv6 literal is bracketed in Host (RFC 3986 3.2.2), or its colons read as a port. */
+	v6 = strchr(c->dest->host, ':') != NULL;
 	if (c->dest->port != rules_default_port(c->dest->scheme))
-		snprintf(line, sizeof(line), " HTTP/1.1\r\nHost: %s:%u\r\n", c->dest->host,
-			 c->dest->port);
+		snprintf(line, sizeof(line), " HTTP/1.1\r\nHost: %s%s%s:%u\r\n", v6 ? "[" : "",
+			 c->dest->host, v6 ? "]" : "", c->dest->port);
 	else
-		snprintf(line, sizeof(line), " HTTP/1.1\r\nHost: %s\r\n", c->dest->host);
+		snprintf(line, sizeof(line), " HTTP/1.1\r\nHost: %s%s%s\r\n", v6 ? "[" : "",
+			 c->dest->host, v6 ? "]" : "");
 	sb_str(o, line);
 	for (i = 0; i < c->req.n; i++) {
 		for (j = 0; drop[j] && !hdr_is(&c->req, i, drop[j]); j++)
