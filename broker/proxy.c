@@ -1,7 +1,7 @@
 /* broker/proxy.c: serves one guest connection. The guest's request is parsed by http_parser,
  * decided against the rules at the end of its head, rewritten (proxy_rewrite.c) and streamed
  * to the upstream; the response comes back through proxy_response.c. CONNECT tunnels end here
- * too, with a leaf from the session CA. */
+ * too (proxy_tunnel.c), with a leaf from the session CA. */
 #include "broker/proxy_conn.h"
 
 #include <ctype.h>
@@ -16,10 +16,7 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
-#include <arpa/inet.h>
-#include <openssl/err.h>
 
-#include "broker/hostname.h"
 #include "broker/mitm_ca.h"
 #include "broker/upstream_tls.h"
 #include "lib/agent_proto.h"
@@ -96,39 +93,6 @@ static int rq_begin(http_parser *p)
 		set_err(c, 400, "a request began inside the previous one's body");
 		return -1;
 	}
-	return 0;
-}
-
-/* CONNECT host:port — allowed when an https rule names that host and port; the request
- * lines inside the tunnel are then decided one by one like any other. */
-static int connect_request(struct conn *c)
-{
-	snprintf(c->rule, sizeof(c->rule), "connect");
-	/* Nothing may follow a CONNECT until its tunnel starts. */
-	reqcheck_no_more(&c->rc);
-	if (c->cl_ssl) {
-		set_err(c, 400, "CONNECT inside a tunnel");
-		return -1;
-	}
-	if (proxy_connect_target(c, c->req.arena + c->req.url_off, c->req.url_len))
-		return -1;
-	c->port = c->tun_port;
-	proxy_log_target(c, "https", c->tun_port, "");
-	if (!c->cfg->mitm) {
-		set_err(c, 501, "CONNECT is not available: this broker has no session CA");
-		return -1;
-	}
-	struct decision d;
-
-	decide_connect(c->cfg->policy, c->cfg->rules, c->host, c->tun_port, &d);
-	snprintf(c->rule, sizeof(c->rule), "%s", d.rule);
-	c->layer = layer_name(d.layer);
-	if (d.verdict != VERDICT_ALLOW) {
-		set_err(c, 403, "%s", d.why);
-		return -1;
-	}
-	snprintf(c->tun_host, sizeof(c->tun_host), "%s", c->host);
-	c->connect_ok = 1;
 	return 0;
 }
 
@@ -262,7 +226,7 @@ static int rq_headers(http_parser *p)
 	c->client_10 = p->http_major == 1 && p->http_minor == 0;
 	c->is_head = p->method == HTTP_HEAD;
 	if (p->method == HTTP_CONNECT)
-		return connect_request(c);
+		return proxy_connect(c);
 	if (head_framing(c, p, &host_hdr))
 		return -1;
 
@@ -482,73 +446,6 @@ static void send_error(struct conn *c)
 	client_write(c, buf, (size_t)l < sizeof(buf) ? (size_t)l : sizeof(buf) - 1);
 }
 
-/* After "200 Connection established" the guest's TLS handshake ends here, with a leaf for the
- * CONNECT host; the name the guest asked for (SNI) must be that host. */
-static int tunnel_start(struct conn *c, int early_bytes)
-{
-	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-	char why[300];
-	char sni_canon[HOSTNAME_MAX + 1];
-	const char *sni, *bad;
-	SSL_CTX *ctx;
-	int is_ip = hostname_is_ip(c->tun_host);
-
-	c->connect_ok = 0;
-	if (early_bytes) {
-		set_err(c, 400, "bytes sent before the CONNECT was answered");
-		return -1;
-	}
-	ctx = mitm_leaf_ctx(c->cfg->mitm, c->tun_host, why, sizeof(why));
-	if (!ctx) {
-		set_err(c, 502, "%s", why);
-		return -1;
-	}
-	c->cl_ssl = SSL_new(ctx);
-	SSL_CTX_free(ctx);
-	if (!c->cl_ssl || SSL_set_fd(c->cl_ssl, c->fd) != 1) {
-		set_err(c, 502, "cannot set up TLS toward the guest");
-		return -1;
-	}
-	/* The 200 goes out in clear: the guest's TLS starts after it. */
-	{
-		SSL *tls = c->cl_ssl;
-
-		c->cl_ssl = NULL;
-		if (client_write(c, ok, sizeof(ok) - 1) || client_flush(c)) {
-			SSL_free(tls);
-			return -1;
-		}
-		c->cl_ssl = tls;
-	}
-	c->resp_started = 1; /* from here on an error cannot be an HTTP answer to the CONNECT */
-	ERR_clear_error();
-	if (SSL_accept(c->cl_ssl) != 1) {
-		snprintf(c->err_msg, sizeof(c->err_msg), "TLS handshake with the guest failed: %s",
-			 ERR_reason_error_string(ERR_peek_last_error())
-				 ? ERR_reason_error_string(ERR_peek_last_error())
-				 : "connection closed");
-		c->err_status = 502;
-		ERR_clear_error();
-		SSL_free(c->cl_ssl);
-		c->cl_ssl = NULL;
-		proxy_log(c, 502);
-		return -1;
-	}
-	c->resp_started = 0;
-	sni = SSL_get_servername(c->cl_ssl, TLSEXT_NAMETYPE_host_name);
-	/* Compared in canonical spelling, as the CONNECT host was (a trailing dot, upper case). */
-	if (is_ip ? sni != NULL
-		  : !sni || hostname_canon(sni, strlen(sni), sni_canon, &bad) ||
-			    strcmp(sni_canon, c->tun_host)) {
-		set_err(c, 400, "the TLS server name (%.64s) does not match the CONNECT host %s",
-			sni ? sni : "none", c->tun_host);
-		snprintf(c->rule, sizeof(c->rule), "sni-mismatch");
-		return -1;
-	}
-	proxy_log(c, 200);
-	return 0;
-}
-
 /* Feeds what one read returned (N bytes, 0 at the end of the stream, -1 on failure) through
  * reqcheck and the parser, stretch by stretch. Returns 0 to read on, -1 to end the
  * connection (with the error answered and recorded when it can still be). */
@@ -576,7 +473,7 @@ static int serve_bytes(struct conn *c, const char *buf, ssize_t n)
 		done = http_parser_execute(&c->rq, &rq_settings, buf + off, (size_t)k);
 		off += (size_t)k;
 		if (c->connect_ok && !c->err_status && HTTP_PARSER_ERRNO(&c->rq) == HPE_OK) {
-			if (tunnel_start(c, off != (size_t)n))
+			if (proxy_tunnel_start(c, off != (size_t)n))
 				break;
 			http_parser_init(&c->rq, HTTP_REQUEST);
 			c->rq.data = c;

@@ -152,6 +152,9 @@ int proxy_target(struct conn *c, const char *url, char scheme[8], int *port,
 int proxy_connect_target(struct conn *c, const char *url, size_t len);
 int proxy_host_header_ok(const char *hv, const char *host, int port);
 void proxy_log_target(struct conn *c, const char *scheme, int port, const char *path);
+/* proxy_tunnel.c: CONNECT, and the TLS that follows it. */
+int proxy_connect(struct conn *c);
+int proxy_tunnel_start(struct conn *c, int early_bytes);
 /* proxy_audit.c: one audit record and log line per request, exactly one. */
 void proxy_log(struct conn *c, int status);
 void proxy_log_due(struct conn *c);

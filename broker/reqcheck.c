@@ -22,8 +22,11 @@ static int hexval(int c)
 	return -1;
 }
 
-/* RFC 3986's characters (reserved and unreserved, '#' excepted: a fragment is never sent),
- * and '%' only before two hex digits. */
+/* Visible ASCII but '#' (a fragment is never sent) and '\\' (read as '/' by some servers, and
+ * no client sends it), and '%' only before two hex digits: a malformed escape is where two
+ * decoders disagree. The rest of what RFC 3986 leaves out ({ } | ^ ` " < >) is let through:
+ * WHATWG URL clients (browsers, Node) send some of it unescaped, and none of it can end a
+ * line, a field or a path segment. */
 static int target_ok(const char *t, size_t n, const char **why)
 {
 	size_t i;
@@ -39,21 +42,18 @@ static int target_ok(const char *t, size_t n, const char **why)
 			*why = "control character, space or non-ASCII byte in the request target";
 			return 0;
 		}
+		if (c == '#' || c == '\\') {
+			*why = c == '#' ? "a fragment (#) in the request target"
+					: "a backslash in the request target";
+			return 0;
+		}
 		if (c == '%') {
 			if (i + 2 >= n || hexval(t[i + 1]) < 0 || hexval(t[i + 2]) < 0) {
 				*why = "'%' not followed by two hex digits in the request target";
 				return 0;
 			}
 			i += 2;
-			continue;
 		}
-		if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    strchr("-._~!$&'()*+,;=:@/?[]", c))
-			continue;
-		*why = c == '#'	   ? "a fragment (#) in the request target"
-		       : c == '\\' ? "a backslash in the request target"
-				   : "a character RFC 3986 does not allow in the request target";
-		return 0;
 	}
 	return 1;
 }

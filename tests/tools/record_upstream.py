@@ -3,7 +3,7 @@
 own http.server, a lenient parser like many real servers (it splits the request line on any
 whitespace and does not know a header name with a space before its colon). It appends every
 request it receives to LOG, one line each: "REQ <method> <path> | <header>: <value> | ...",
-and answers 200 with keep-alive. --close-after-head makes it drop the connection instead of
+reads its body (Content-Length, or chunked) and answers 200 with keep-alive. --close-after-head makes it drop the connection instead of
 answering, as a failing upstream would. Prints its port on stdout.
 
 usage: record_upstream.py LOG [--close-after-head]
@@ -37,11 +37,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
         length = self.headers.get("Content-Length")
         if length and length.isdigit():
             self.rfile.read(int(length))
+        elif (self.headers.get("Transfer-Encoding") or "").lower() == "chunked":
+            self.read_chunked()
         body = b"recorded\n"
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def read_chunked(self):
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if not size:
+                break
+            self.rfile.read(size + 2)
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+            pass
 
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = handle_one
 
