@@ -18,6 +18,9 @@
 #include <openssl/crypto.h>
 
 #include "broker/mitm_ca.h"
+
+_Static_assert(REQCHECK_URL_MAX == PROXY_MAX_URL, "reqcheck and the arena agree on URLs");
+_Static_assert(REQCHECK_LINE_MAX > PROXY_MAX_HEAD, "a line as large as a head reaches the arena");
 #include "broker/upstream_tls.h"
 #include "lib/agent_proto.h"
 
@@ -67,11 +70,9 @@ static int rq_value(http_parser *p, const char *at, size_t len)
 	return 0;
 }
 
-static int rq_begin(http_parser *p)
+/* Forgets the last request: what the next one's record and answer start from. */
+static void request_reset(struct conn *c)
 {
-	struct conn *c = CONN(p);
-
-	proxy_log_due(c); /* never happens: each request is recorded at its end */
 	head_reset(&c->req);
 	c->is_head = c->chunked_in = c->client_10 = c->expect_continue = 0;
 	c->resp_started = c->resp_done = c->has_body = 0;
@@ -86,6 +87,14 @@ static int rq_begin(http_parser *p)
 	c->method[0] = c->host[0] = c->rule[0] = 0;
 	snprintf(c->log_path, sizeof(c->log_path), "-");
 	clock_gettime(CLOCK_MONOTONIC, &c->t0);
+}
+
+static int rq_begin(http_parser *p)
+{
+	struct conn *c = CONN(p);
+
+	proxy_log_due(c); /* never happens: each request is recorded at its end */
+	request_reset(c);
 	c->audit_due = 1;
 	/* The parser starts a message where reqcheck says a head starts, or the two disagree
 	 * about where the last one ended. */
@@ -464,9 +473,13 @@ static int serve_bytes(struct conn *c, const char *buf, ssize_t n)
 		ssize_t k = n ? reqcheck_feed(&c->rc, buf + off, (size_t)n - off) : 0;
 		size_t done;
 
-		if (k < 0)
+		if (k < 0) {
+			/* Refused before the parser saw this request: its record and answer
+			 * must not carry the last request's state. */
+			if (!c->audit_due)
+				request_reset(c);
 			set_err(c, 400, "%s", c->rc.why);
-		else if (n && !k) /* reqcheck waits for a callback the parser did not make */
+		} else if (n && !k) /* reqcheck waits for a callback the parser did not make */
 			set_err(c, 400, "the request's framing is ambiguous");
 		if (c->err_status)
 			break;

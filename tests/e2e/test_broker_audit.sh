@@ -154,6 +154,17 @@ printf 'GET http://127.0.0.1:%s/api/p1 HTTP/1.1\r\n\r\nGET http://127.0.0.1:%s/a
 one_record "pipelined: the first request has one record" /api/p1 '"outcome":"answered"'
 one_record "pipelined: the second request has one record" /api/p2 '"outcome":"answered"'
 
+# A request refused by the grammar after a good one: its own record, not the last one's.
+printf 'GET http://127.0.0.1:%s/api/k1 HTTP/1.1\r\n\r\nGET http://127.0.0.1:%s/api/k2\013 HTTP/1.1\r\n\r\n' \
+	"$UP" "$UP" | "$CLIENT" raw "$SOCK" > "$D/k.out"
+one_record "keep-alive, then a malformed request: the good one has one record" /api/k1 \
+	'"outcome":"answered"'
+if tail -n 1 "$AUDIT" | grep -q '"method":"-",.*"status":400,"outcome":"refused"'; then
+	ok "... and the malformed one its own (400, refused, nothing of the last request)"
+else
+	not_ok "the malformed request's own record" "$(tail -n 2 "$AUDIT")" "$(cat "$D/k.out")"
+fi
+
 "$BIN/bulkhead" audit verify "$AUDIT" > "$D/verify" 2>&1
 check_eq "the audit log's chain verifies" 0 "$?"
 if grep -qF -e aaaa-1111 -e bbbb-2222 "$AUDIT"; then

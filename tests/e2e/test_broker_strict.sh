@@ -212,6 +212,15 @@ if [ "$(grep -c '^HTTP/1.1 200' "$D/good.out")" = 3 ] &&
 else
 	not_ok "well-formed requests pass unchanged" "$(cat "$D/good.out")" "$(cat "$D/py.log")"
 fi
+# A malformed request after a good one on the same connection is still answered with 400.
+: > "$D/py.log"
+printf "GET $P/keep HTTP/1.1\r\n${H}\r\nGET $P/..\t HTTP/1.1\r\n${H}\r\n" | req keep_bad
+if [ "$(grep -c '^HTTP/1.1 ' "$D/keep_bad.out")" = 2 ] && grep -q '^HTTP/1.1 400' "$D/keep_bad.out" &&
+	[ "$(sed 's/ |.*//' "$D/py.log" | tr '\n' ,)" = "REQ GET /api/keep," ]; then
+	ok "a good request then a malformed one: 200, then 400; the upstream got only the first"
+else
+	not_ok "good then malformed on one connection" "$(cat "$D/keep_bad.out")" "$(cat "$D/py.log")"
+fi
 printf "GET /bearer/ok HTTP/1.1\r\nHost: localhost:$GOOD\r\nConnection: close\r\n\r\n" | tunnel t_good
 if [ "$(sed -n 3p "$D/t_good.out" | tr -d '\r')" = "HTTP/1.1 200 OK" ] &&
 	[ "$(grep -c '^GET ' "$D/echo.log")" = 1 ] && grep -q "^GET /bearer/ok" "$D/echo.log"; then
