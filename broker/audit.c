@@ -169,6 +169,19 @@ static json_t *field(const char *s)
 	return j;
 }
 
+/* The injected secrets' names, as a list. */
+static json_t *names(const char *const *v, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++)
+		if (json_array_append_new(a, field(v[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
 static json_t *iso_time(uint64_t ms)
 {
 	if (ms == 0) {
@@ -196,7 +209,7 @@ static char *render(const struct audit_record *r, const char *prev)
 		const char *key;
 		json_t *val;
 	} kv[] = {
-		{ "v", json_integer(1) },
+		{ "v", json_integer(AUDIT_VERSION) },
 		{ "time", iso_time(r->time_ms) },
 		{ "session", field(r->session) },
 		{ "method", field(r->method) },
@@ -204,11 +217,12 @@ static char *render(const struct audit_record *r, const char *prev)
 		{ "port", r->port ? json_integer(r->port) : json_null() },
 		{ "path", field(r->path) },
 		{ "rule", field(r->rule) },
-		{ "secret", field(r->secret) },
+		{ "secrets", names(r->secrets, r->n_secrets) },
 		{ "decision", field(r->decision) },
 		{ "layer", field(r->layer) },
 		{ "approval", field(r->approval) },
 		{ "status", r->status ? json_integer(r->status) : json_null() },
+		{ "outcome", field(r->outcome) },
 		{ "bytes_out", json_integer((json_int_t)r->bytes_out) },
 		{ "bytes_in", json_integer((json_int_t)r->bytes_in) },
 		{ "duration_us", json_integer((json_int_t)r->duration_us) },
@@ -312,7 +326,8 @@ static const char *check_line(const char *buf, size_t len, size_t n, const char 
 	}
 	json_t *v = json_object_get(o, "v"), *prev = json_object_get(o, "prev");
 	const char *p = json_string_value(prev);
-	if (!json_is_integer(v) || json_integer_value(v) != 1)
+	if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > AUDIT_VERSION)
 		snprintf(why, whylen, "missing or unknown format version \"v\"");
 	else if (!p || !is_hex64(p))
 		snprintf(why, whylen, "missing or malformed \"prev\"");

@@ -9,10 +9,13 @@
 
 /*
  * A line is a compact JSON object (keys in this order) ending in '\n':
- *   {"v":1,"time":"2024-05-01T12:00:00.123Z","session":"...","method":"GET",
- *    "host":"api.example","port":443,"path":"/v1/x","rule":"...","secret":"NAME",
- *    "decision":"allow","status":200,"bytes_out":12,"bytes_in":345,"duration_us":1250,
- *    "prev":"<64 hex digits>"}
+ *   {"v":2,"time":"2024-05-01T12:00:00.123Z","session":"...","method":"GET",
+ *    "host":"api.example","port":443,"path":"/v1/x","rule":"...","secrets":["NAME"],
+ *    "decision":"allow","layer":"scope","approval":null,"status":200,"outcome":"answered",
+ *    "bytes_out":12,"bytes_in":345,"duration_us":1250,"prev":"<64 hex digits>"}
+ * "secrets" names every secret injected into the request ([] when none); "outcome" says how
+ * the request ended (AUDIT_OUTCOME_*), and "bytes_out" how much of it reached the upstream.
+ * Version 1 lines (one "secret" name, no "outcome") verify the same way.
  * "prev" is the SHA-256 of the previous line's bytes (without its '\n'); the first line's
  * is the SHA-256 of AUDIT_GENESIS. Strings the guest controls (method, host, path) are
  * stored as given when they are UTF-8 without control characters, else with every byte
@@ -27,19 +30,30 @@
 #define AUDIT_FIELD_MAX 2048
 #define AUDIT_LINE_MAX	65536
 #define AUDIT_HASH_HEX	64
+#define AUDIT_VERSION	2
+
+/* How a request ended. */
+#define AUDIT_OUTCOME_ANSWERED	    "answered"	    /* the upstream's whole answer went back */
+#define AUDIT_OUTCOME_REFUSED	    "refused"	    /* the broker answered with its own error */
+#define AUDIT_OUTCOME_CUT	    "cut"	    /* the answer started but did not finish */
+#define AUDIT_OUTCOME_GUEST_CLOSED  "guest_closed"  /* the guest ended its stream mid-request */
+#define AUDIT_OUTCOME_GUEST_RESET   "guest_reset"   /* the guest's connection failed */
+#define AUDIT_OUTCOME_GUEST_TIMEOUT "guest_timeout" /* the guest stayed silent too long */
 
 struct audit_record {
-	const char *session;  /* session id */
-	const char *method;   /* HTTP method or "CONNECT" */
-	const char *host;     /* destination host as requested */
-	unsigned port;	      /* 0: omitted */
-	const char *path;     /* request target path (query included) */
-	const char *rule;     /* the policy rule that decided, NULL if none */
-	const char *secret;   /* name of the injected secret, NULL if none */
+	const char *session;	    /* session id */
+	const char *method;	    /* HTTP method or "CONNECT" */
+	const char *host;	    /* destination host as requested */
+	unsigned port;		    /* 0: omitted */
+	const char *path;	    /* request target path (query included) */
+	const char *rule;	    /* the policy rule that decided, NULL if none */
+	const char *const *secrets; /* names of the injected secrets */
+	size_t n_secrets;
 	const char *decision; /* "allow", "deny", "tripwire", ... */
 	const char *layer;    /* which layer decided: "global", "scope", "approval", "default" */
 	const char *approval; /* the approval's id when a person decided, NULL if none */
 	int status;	      /* HTTP status sent to the guest; 0: none */
+	const char *outcome;  /* AUDIT_OUTCOME_*, NULL: omitted */
 	uint64_t bytes_out;   /* guest -> upstream */
 	uint64_t bytes_in;    /* upstream -> guest */
 	uint64_t duration_us;

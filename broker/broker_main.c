@@ -154,6 +154,8 @@ static void usage(FILE *f)
 		"  --ca-file FILE       trust only this CA for upstreams (default: system)\n"
 		"  --policy FILE        the global policy (JSON; policy.h): denials that no scope\n"
 		"                       can lift, rules that hold requests for approval\n"
+		"  --io-timeout S       seconds either side of a connection may stay silent "
+		"(default 30)\n"
 		"  --quiet              no per-request log lines\n");
 }
 
@@ -172,6 +174,7 @@ int main(int argc, char **argv)
 		{ "key-file", required_argument, NULL, 'k' },
 		{ "ca-file", required_argument, NULL, 'c' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "io-timeout", required_argument, NULL, 't' },
 		{ "policy", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "harden-selftest", no_argument, NULL, 'T' },
@@ -187,6 +190,8 @@ int main(int argc, char **argv)
 	static struct policy policy;
 	char err[512];
 	int o, lfd, selftest = 0;
+	long io_timeout_s = 30;
+	char *end;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
@@ -225,6 +230,14 @@ int main(int argc, char **argv)
 			break;
 		case 'q':
 			common.log = 0;
+			break;
+		case 't':
+			io_timeout_s = strtol(optarg, &end, 10);
+			if (*end || end == optarg || io_timeout_s < 1 || io_timeout_s > 3600) {
+				fprintf(stderr,
+					"bulkhead-broker: --io-timeout: 1 to 3600 seconds\n");
+				return 2;
+			}
 			break;
 		case 'P':
 			policy_path = optarg;
@@ -281,7 +294,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	common.secrets = vault_path ? &vsrc : secrets_path ? &src : NULL;
-	common.io_timeout_ms = 30000;
+	common.io_timeout_ms = (int)io_timeout_s * 1000;
 	common.connect_timeout_ms = 5000;
 	signal(SIGPIPE, SIG_IGN);
 	/* Everything is loaded: lock down before the first guest byte or control request. */

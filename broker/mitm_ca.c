@@ -1,6 +1,7 @@
 /* broker/mitm_ca.c: the session CA and its per-host leaves (see mitm_ca.h). One EC P-256 key
  * signs, one more serves every leaf; both are generated fresh per broker and never written. */
 #include "broker/mitm_ca.h"
+#include "broker/hostname.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -153,21 +154,15 @@ const char *mitm_ca_pem(const struct mitm_ca *ca)
 	return ca->pem;
 }
 
-/* Only plain DNS names and IP literals get a leaf: nothing that could carry another field
- * into the extension text. */
-static int host_ok(const char *h, int *is_ip)
+/* Leaves are for canonical names (hostname.h): the spelling the proxy compared is the one
+ * certified and cached, and nothing can carry another field into the extension text. */
+static int host_ok(const char *h, char canon[HOSTNAME_MAX + 1], int *is_ip)
 {
-	unsigned char buf[16];
-	size_t i, n = strlen(h);
+	const char *why;
 
-	*is_ip = inet_pton(AF_INET, h, buf) == 1 || inet_pton(AF_INET6, h, buf) == 1;
-	if (*is_ip)
-		return 1;
-	if (!n || n > 253)
+	if (hostname_canon(h, strlen(h), canon, &why))
 		return 0;
-	for (i = 0; i < n; i++)
-		if (!isalnum((unsigned char)h[i]) && h[i] != '-' && h[i] != '.')
-			return 0;
+	*is_ip = hostname_is_ip(canon);
 	return 1;
 }
 
@@ -209,13 +204,15 @@ SSL_CTX *mitm_leaf_ctx(struct mitm_ca *ca, const char *host, char *err, size_t e
 {
 	struct leaf *slot = &ca->leaves[0];
 	SSL_CTX *ctx = NULL;
+	char canon[HOSTNAME_MAX + 1];
 	int is_ip;
 	size_t i;
 
-	if (!host_ok(host, &is_ip)) {
+	if (!host_ok(host, canon, &is_ip)) {
 		snprintf(err, errlen, "no certificate for the host name %.64s", host);
 		return NULL;
 	}
+	host = canon;
 	pthread_mutex_lock(&ca->lock);
 	ca->clock++;
 	for (i = 0; i < LEAF_CACHE; i++) {

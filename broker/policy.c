@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "broker/hostname.h"
 #include "lib/json_where.h"
 
 /* A failure at a path; turned into "line L, column C: PATH: message" at the end. */
@@ -36,20 +37,26 @@ static int bad(struct where *w, const char *path, const char *fmt, ...)
 	return -1;
 }
 
-static int host_pattern_ok(const char *h)
+/* Replaces each host pattern of V (n of them, at KEY) by its canonical spelling. */
+static int canon_patterns(char **v, size_t n, const char *key, struct where *w)
 {
-	size_t n = strlen(h), i = 0;
+	char canon[HOSTNAME_MAX + 3], path[128];
+	const char *why;
+	size_t i;
 
-	if (!n || n > RULES_HOST_MAX)
-		return 0;
-	if (!strncmp(h, "*.", 2))
-		i = 2;
-	if (i == n)
-		return 0;
-	for (; i < n; i++)
-		if (!isalnum((unsigned char)h[i]) && !strchr(".-:", h[i]))
-			return 0;
-	return 1;
+	for (i = 0; i < n; i++) {
+		char *c;
+
+		snprintf(path, sizeof(path), "%s[%zu]", key, i);
+		if (hostname_canon_pattern(v[i], canon, &why))
+			return bad(w, path, "\"%.64s\": %s", v[i], why);
+		c = strdup(canon);
+		if (!c)
+			return bad(w, path, "out of memory");
+		free(v[i]);
+		v[i] = c;
+	}
+	return 0;
 }
 
 /* An array of strings at KEY, each checked by OK (NULL: any non-empty string). */
@@ -164,7 +171,8 @@ static int method_ok(const char *m)
 static int parse_approval(json_t *o, size_t idx, struct policy_approval_rule *r, struct where *w)
 {
 	static const char *const keys[] = { "host", "methods", "path_prefix", "git_ref", NULL };
-	char where[64], path[128];
+	char where[64], path[128], canon[HOSTNAME_MAX + 3];
+	const char *why = "must be a host name or *.suffix";
 	json_t *v;
 
 	snprintf(where, sizeof(where), "require_approval[%zu]", idx);
@@ -174,9 +182,10 @@ static int parse_approval(json_t *o, size_t idx, struct policy_approval_rule *r,
 		return -1;
 	v = json_object_get(o, "host");
 	snprintf(path, sizeof(path), "%s.host", where);
-	if (!json_is_string(v) || !host_pattern_ok(json_string_value(v)))
-		return bad(w, v ? path : where, "\"host\" must be a host name or *.suffix");
-	r->host = strdup(json_string_value(v));
+	if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v) ||
+	    hostname_canon_pattern(json_string_value(v), canon, &why))
+		return bad(w, v ? path : where, "\"host\" %s", why);
+	r->host = strdup(canon);
 	if (str_array(o, "methods", &r->methods, &r->n_methods, method_ok,
 		      "upper-case HTTP methods", w)) {
 		/* str_array named the path relative to this rule: make it whole. */
@@ -223,8 +232,9 @@ static int load(struct policy *p, json_t *root, struct where *w)
 	if (!json_is_object(root))
 		return bad(w, "", "the policy must be a JSON object");
 	if (only_keys(root, keys, "", w) ||
-	    str_array(root, "deny_hosts", &p->deny_hosts, &p->n_deny_hosts, host_pattern_ok,
+	    str_array(root, "deny_hosts", &p->deny_hosts, &p->n_deny_hosts, NULL,
 		      "host names or *.suffix patterns", w) ||
+	    canon_patterns(p->deny_hosts, p->n_deny_hosts, "deny_hosts", w) ||
 	    str_array(root, "deny_secrets", &p->deny_secrets, &p->n_deny_secrets, NULL,
 		      "secret names or globs", w) ||
 	    str_array(root, "deny_share_paths", &p->deny_share_paths, &p->n_deny_share_paths,
@@ -414,6 +424,8 @@ const char *policy_addr_denied(const struct policy *p, const struct sockaddr *ad
 			       size_t len)
 {
 	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const unsigned char nat64[12] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0 };
+	static const unsigned char compat[12] = { 0 };
 	const unsigned char *a4 = NULL, *a6 = NULL;
 	char txt[INET6_ADDRSTRLEN];
 	size_t i;
@@ -422,8 +434,11 @@ const char *policy_addr_denied(const struct policy *p, const struct sockaddr *ad
 		a4 = (const unsigned char *)&((const struct sockaddr_in *)addr)->sin_addr;
 	} else if (addr->sa_family == AF_INET6) {
 		a6 = ((const struct sockaddr_in6 *)addr)->sin6_addr.s6_addr;
-		if (!memcmp(a6, mapped, 12))
-			a4 = a6 + 12; /* IPv4-mapped: judged as IPv4 too */
+		/* IPv4-mapped, IPv4-compatible and NAT64 addresses lead to an IPv4 address:
+		 * judged as that address too, so no spelling of it escapes an IPv4 CIDR. */
+		if (!memcmp(a6, mapped, 12) || !memcmp(a6, nat64, 12) ||
+		    (!memcmp(a6, compat, 12) && (a6[12] | a6[13] | a6[14] | (a6[15] > 1))))
+			a4 = a6 + 12;
 	}
 	for (i = 0; p && i < p->n_deny_cidrs; i++) {
 		const struct policy_cidr *c = &p->deny_cidrs[i];

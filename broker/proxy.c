@@ -1,7 +1,7 @@
 /* broker/proxy.c: serves one guest connection. The guest's request is parsed by http_parser,
  * decided against the rules at the end of its head, rewritten (proxy_rewrite.c) and streamed
  * to the upstream; the response comes back through proxy_response.c. CONNECT tunnels end here
- * too, with a leaf from the session CA. */
+ * too (proxy_tunnel.c), with a leaf from the session CA. */
 #include "broker/proxy_conn.h"
 
 #include <ctype.h>
@@ -16,10 +16,11 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
-#include <arpa/inet.h>
-#include <openssl/err.h>
 
 #include "broker/mitm_ca.h"
+
+_Static_assert(REQCHECK_URL_MAX == PROXY_MAX_URL, "reqcheck and the arena agree on URLs");
+_Static_assert(REQCHECK_LINE_MAX > PROXY_MAX_HEAD, "a line as large as a head reaches the arena");
 #include "broker/upstream_tls.h"
 #include "lib/agent_proto.h"
 
@@ -39,6 +40,8 @@ static int rq_field(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = CONN(p);
 
+	if (c->head_seen)
+		return 0; /* a trailer field: checked by reqcheck, never forwarded */
 	if (!c->req.n && !c->req.in_value && c->req.url_len) {
 		c->req.used++; /* keep the URL's NUL */
 	}
@@ -58,6 +61,8 @@ static int rq_value(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = CONN(p);
 
+	if (c->head_seen)
+		return 0;
 	if (on_hvalue(&c->req, at, len)) {
 		set_err(c, 400, "request head larger than %d bytes", PROXY_MAX_HEAD);
 		return -1;
@@ -65,179 +70,144 @@ static int rq_value(http_parser *p, const char *at, size_t len)
 	return 0;
 }
 
-static int rq_begin(http_parser *p)
+/* Forgets the last request: what the next one's record and answer start from. */
+static void request_reset(struct conn *c)
 {
-	struct conn *c = CONN(p);
-
 	head_reset(&c->req);
 	c->is_head = c->chunked_in = c->client_10 = c->expect_continue = 0;
 	c->resp_started = c->resp_done = c->has_body = 0;
-	c->connect_ok = c->serve_ca = 0;
+	c->connect_ok = c->serve_ca = c->head_seen = 0;
 	hold_end(c);
-	c->layer = NULL;
+	c->layer = c->outcome = NULL;
 	c->secret_name[0] = c->approval_id[0] = 0;
+	c->n_inj_names = 0;
 	c->dest = NULL;
+	c->port = 0;
 	c->bytes_up = c->bytes_down = 0;
 	c->method[0] = c->host[0] = c->rule[0] = 0;
 	snprintf(c->log_path, sizeof(c->log_path), "-");
 	clock_gettime(CLOCK_MONOTONIC, &c->t0);
-	return 0;
 }
 
-static void log_target(struct conn *c, const char *scheme, int port, const char *path)
+static int rq_begin(http_parser *p)
 {
-	size_t i;
+	struct conn *c = CONN(p);
 
-	/* A longer target is cut in the log and the audit record, never in the request. */
-	if (snprintf(c->log_path, sizeof(c->log_path), "%s://%s%s%.0d%s", scheme, c->host,
-		     port >= 0 ? ":" : "", port >= 0 ? port : 0, path) >= (int)sizeof(c->log_path))
-		strcpy(c->log_path + sizeof(c->log_path) - 4, "...");
-	for (i = 0; c->log_path[i]; i++)
-		if (!isprint((unsigned char)c->log_path[i]) || c->log_path[i] == ' ')
-			c->log_path[i] = '?';
-}
-
-/* Where the request goes: scheme, host (into c->host), port (-1: the scheme's default),
- * path and query. Absolute form to the proxy, origin form inside a tunnel. Returns 0, 1 for
- * the CA route, or -1 with the error set. */
-static int request_target(struct conn *c, const char *url, char scheme[8], int *port,
-			  char path[PROXY_MAX_URL + 1], const char **query, size_t *qlen)
-{
-	struct http_parser_url u;
-	size_t i;
-
-	http_parser_url_init(&u);
-	if (http_parser_parse_url(url, c->req.url_len, 0, &u)) {
-		set_err(c, 400, "malformed request target");
+	proxy_log_due(c); /* never happens: each request is recorded at its end */
+	request_reset(c);
+	c->audit_due = 1;
+	/* The parser starts a message where reqcheck says a head starts, or the two disagree
+	 * about where the last one ended. */
+	if (c->rc.state != RC_HEAD && c->rc.state != RC_HEAD_DONE) {
+		set_err(c, 400, "a request began inside the previous one's body");
 		return -1;
-	}
-	if (u.field_set & (1 << UF_USERINFO)) {
-		set_err(c, 400, "credentials in the URL are not accepted");
-		return -1;
-	}
-	if (u.field_set & (1 << UF_PATH)) {
-		memcpy(path, url + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
-		path[u.field_data[UF_PATH].len] = 0;
-	} else {
-		strcpy(path, "/");
-	}
-	if (u.field_set & (1 << UF_QUERY)) {
-		*query = url + u.field_data[UF_QUERY].off;
-		*qlen = u.field_data[UF_QUERY].len;
-	}
-	if (c->cl_ssl) {
-		if (u.field_set & ((1 << UF_SCHEMA) | (1 << UF_HOST))) {
-			set_err(c, 400, "requests in a tunnel use origin form (/path)");
-			return -1;
-		}
-		strcpy(scheme, "https");
-		snprintf(c->host, sizeof(c->host), "%s", c->tun_host);
-		*port = c->tun_port == 443 ? -1 : c->tun_port;
-		return 0;
-	}
-	if (!(u.field_set & (1 << UF_SCHEMA)) && !(u.field_set & (1 << UF_HOST)) &&
-	    !strcmp(path, BROKER_CA_PATH) && !*qlen && !c->has_body &&
-	    (!strcmp(c->method, "GET") || c->is_head)) {
-		snprintf(c->log_path, sizeof(c->log_path), "%s", BROKER_CA_PATH);
-		snprintf(c->rule, sizeof(c->rule), "session-ca");
-		c->serve_ca = 1;
-		return 1;
-	}
-	if (!(u.field_set & (1 << UF_SCHEMA)) || !(u.field_set & (1 << UF_HOST))) {
-		set_err(c, 400, "the proxy needs an absolute URL (http://host/path)");
-		return -1;
-	}
-	if (u.field_data[UF_SCHEMA].len > 5 || u.field_data[UF_HOST].len > RULES_HOST_MAX ||
-	    !u.field_data[UF_HOST].len) {
-		set_err(c, 400, "bad scheme or host in the URL");
-		return -1;
-	}
-	for (i = 0; i < u.field_data[UF_SCHEMA].len; i++)
-		scheme[i] = (char)tolower((unsigned char)url[u.field_data[UF_SCHEMA].off + i]);
-	scheme[i] = 0;
-	if (strcmp(scheme, "http") && strcmp(scheme, "https")) {
-		set_err(c, 400, "only http:// and https:// URLs are proxied");
-		return -1;
-	}
-	for (i = 0; i < u.field_data[UF_HOST].len; i++)
-		c->host[i] = (char)tolower((unsigned char)url[u.field_data[UF_HOST].off + i]);
-	c->host[i] = 0;
-	*port = -1;
-	if (u.field_set & (1 << UF_PORT)) {
-		*port = u.port;
-		if (!*port) {
-			set_err(c, 400, "port 0 in the URL");
-			return -1;
-		}
 	}
 	return 0;
 }
 
-/* 1 when the Host header value HV names HOST and PORT (the port may be left out). */
-static int host_matches(const char *hv, const char *host, int port)
+/* VAL is WANT (any case) but for trailing whitespace, which is not part of a field value. */
+static int val_is(const char *val, size_t len, const char *want)
 {
-	const char *name = hv, *end, *colon;
-	char *stop = NULL;
-	long hp = -1;
-
-	if (*hv == '[') { /* an IPv6 literal */
-		name = hv + 1;
-		end = strchr(name, ']');
-		colon = end && end[1] == ':' ? end + 1 : NULL;
-		if (!end || (end[1] && !colon))
-			return 0;
-	} else {
-		colon = strrchr(hv, ':');
-		end = colon ? colon : hv + strlen(hv);
-	}
-	if (colon) {
-		hp = strtol(colon + 1, &stop, 10);
-		if (!isdigit((unsigned char)colon[1]) || *stop || hp < 1 || hp > 65535)
-			return 0;
-	}
-	return (size_t)(end - name) == strlen(host) && !strncasecmp(name, host, strlen(host)) &&
-	       (hp < 0 || hp == port);
+	while (len && (val[len - 1] == ' ' || val[len - 1] == '\t'))
+		len--;
+	return len == strlen(want) && !strncasecmp(val, want, len);
 }
 
-/* CONNECT host:port — allowed when an https rule names that host and port; the request
- * lines inside the tunnel are then decided one by one like any other. */
-static int connect_request(struct conn *c)
+/* The head's framing and the headers the proxy acts on. Whatever a guest can frame one way
+ * for the broker and another for an upstream is refused here: two framings, a length that is
+ * not digits, a transfer coding other than chunked alone, chunked in HTTP/1.0. Then reqcheck
+ * is told how the body ends. *HOST_HDR: the Host header's index, SIZE_MAX if none. */
+static int head_framing(struct conn *c, const http_parser *p, size_t *host_hdr)
 {
-	const char *url = c->req.arena + c->req.url_off;
-	struct http_parser_url u;
-	size_t i;
+	size_t i, k, n_te = 0, n_cl = 0;
 
-	snprintf(c->rule, sizeof(c->rule), "connect");
-	http_parser_url_init(&u);
-	if (c->cl_ssl) {
-		set_err(c, 400, "CONNECT inside a tunnel");
+	*host_hdr = SIZE_MAX;
+	for (i = 0; i < c->req.n; i++) {
+		const char *v = hdr_val(&c->req, i);
+		size_t vl = c->req.h[i].val_len;
+
+		if (hdr_is(&c->req, i, "transfer-encoding")) {
+			n_te++;
+			if (!val_is(v, vl, "chunked")) {
+				set_err(c, 400, "only Transfer-Encoding: chunked is accepted");
+				return -1;
+			}
+		} else if (hdr_is(&c->req, i, "content-length")) {
+			n_cl++;
+			for (k = 0; k < vl && v[k] >= '0' && v[k] <= '9'; k++)
+				;
+			if (!k || k > 18 || !val_is(v + k, vl - k, "")) {
+				set_err(c, 400, "Content-Length must be a decimal number");
+				return -1;
+			}
+		} else if (hdr_is(&c->req, i, "expect")) {
+			if (!val_is(v, vl, "100-continue")) {
+				set_err(c, 400, "unsupported Expect header");
+				return -1;
+			}
+			c->expect_continue = 1;
+		} else if (hdr_is(&c->req, i, "upgrade")) {
+			set_err(c, 501, "protocol upgrades are not supported");
+			return -1;
+		} else if (hdr_is(&c->req, i, "host")) {
+			if (*host_hdr != SIZE_MAX) {
+				set_err(c, 400, "more than one Host header");
+				return -1;
+			}
+			*host_hdr = i;
+		}
+	}
+	/* Two framings for one body is how requests are smuggled: refuse, never pick one. */
+	if ((n_te && n_cl) || n_te > 1 || n_cl > 1) {
+		set_err(c, 400,
+			"conflicting body lengths (Content-Length and Transfer-Encoding, "
+			"or either twice)");
 		return -1;
 	}
-	if (http_parser_parse_url(url, c->req.url_len, 1, &u) ||
-	    u.field_data[UF_HOST].len > RULES_HOST_MAX || !u.field_data[UF_HOST].len || !u.port) {
-		set_err(c, 400, "CONNECT needs host:port");
+	if (n_te && c->client_10) {
+		set_err(c, 400, "Transfer-Encoding in an HTTP/1.0 request");
 		return -1;
 	}
-	for (i = 0; i < u.field_data[UF_HOST].len; i++)
-		c->host[i] = (char)tolower((unsigned char)url[u.field_data[UF_HOST].off + i]);
-	c->host[i] = 0;
-	c->tun_port = u.port;
-	log_target(c, "https", u.port, "");
-	if (!c->cfg->mitm) {
-		set_err(c, 501, "CONNECT is not available: this broker has no session CA");
-		return -1;
-	}
+	c->chunked_in = n_te == 1;
+	c->has_body = c->chunked_in || (n_cl && p->content_length > 0);
+	reqcheck_framing(&c->rc, c->chunked_in,
+			 n_cl && !c->chunked_in ? (uint64_t)p->content_length : 0);
+	return 0;
+}
+
+/* decide() on the request; the secrets to inject into INJ. Every injected secret is named in
+ * the audit record (and, joined, to a person asked to approve). */
+static int decide_request(struct conn *c, int port, const char *path, int https_url,
+			  const struct rules_secret **inj, size_t *n_inj)
+{
+	struct decide_req dq = {
+		c->method, c->host, port, path, https_url, NULL, DECIDE_GIT_REFS_UNKNOWN
+	};
 	struct decision d;
+	size_t i, at = 0;
 
-	decide_connect(c->cfg->policy, c->cfg->rules, c->host, u.port, &d);
+	decide(c->cfg->policy, c->cfg->rules, &dq, &d);
 	snprintf(c->rule, sizeof(c->rule), "%s", d.rule);
 	c->layer = layer_name(d.layer);
-	if (d.verdict != VERDICT_ALLOW) {
+	for (i = 0; i < d.n_inject; i++) {
+		c->inj_names[i] = d.inject[i]->name;
+		at += (size_t)snprintf(c->secret_name + at, sizeof(c->secret_name) - at, "%s%s",
+				       i ? "," : "", d.inject[i]->name);
+		if (at >= sizeof(c->secret_name))
+			at = sizeof(c->secret_name) - 1;
+	}
+	c->n_inj_names = d.n_inject;
+	if (d.verdict == VERDICT_DENY) {
 		set_err(c, 403, "%s", d.why);
 		return -1;
 	}
-	snprintf(c->tun_host, sizeof(c->tun_host), "%s", c->host);
-	c->connect_ok = 1;
+	c->dest = d.dest;
+	*n_inj = d.n_inject;
+	memcpy(inj, d.inject, d.n_inject * sizeof(inj[0]));
+	/* Held: a person decides (or, for a push rule, the body must be read first). */
+	c->hold = d.verdict == VERDICT_APPROVAL || d.needs_body;
+	c->req_https = https_url;
+	c->hold_needs_body = d.verdict != VERDICT_APPROVAL;
 	return 0;
 }
 
@@ -249,9 +219,14 @@ static int rq_headers(http_parser *p)
 	struct sb o = { 0 };
 	char path[PROXY_MAX_URL + 1], scheme[8];
 	const char *url = c->req.arena + c->req.url_off, *query = "";
-	size_t i, n_inj = 0, n_te = 0, n_cl = 0, qlen = 0, host_hdr = SIZE_MAX;
+	size_t i, n_inj = 0, qlen = 0, host_hdr = SIZE_MAX;
 	int port = -1, https_url, reused;
 
+	c->head_seen = 1;
+	if (c->rc.state != RC_HEAD_DONE) {
+		set_err(c, 400, "the request head ended where its grammar says it does not");
+		return -1;
+	}
 	if (head_done(&c->req)) {
 		set_err(c, 400, "request head larger than %d bytes", PROXY_MAX_HEAD);
 		return -1;
@@ -260,44 +235,11 @@ static int rq_headers(http_parser *p)
 	c->client_10 = p->http_major == 1 && p->http_minor == 0;
 	c->is_head = p->method == HTTP_HEAD;
 	if (p->method == HTTP_CONNECT)
-		return connect_request(c);
-	for (i = 0; i < c->req.n; i++) {
-		if (hdr_is(&c->req, i, "transfer-encoding")) {
-			n_te++;
-			if (strcasecmp(hdr_val(&c->req, i), "chunked")) {
-				set_err(c, 400, "only Transfer-Encoding: chunked is accepted");
-				return -1;
-			}
-		} else if (hdr_is(&c->req, i, "content-length")) {
-			n_cl++;
-		} else if (hdr_is(&c->req, i, "expect")) {
-			if (strcasecmp(hdr_val(&c->req, i), "100-continue")) {
-				set_err(c, 400, "unsupported Expect header");
-				return -1;
-			}
-			c->expect_continue = 1;
-		} else if (hdr_is(&c->req, i, "upgrade")) {
-			set_err(c, 501, "protocol upgrades are not supported");
-			return -1;
-		} else if (hdr_is(&c->req, i, "host")) {
-			if (host_hdr != SIZE_MAX) {
-				set_err(c, 400, "more than one Host header");
-				return -1;
-			}
-			host_hdr = i;
-		}
-	}
-	/* Two framings for one body is how requests are smuggled: refuse, never pick one. */
-	if ((n_te && n_cl) || n_te > 1 || n_cl > 1) {
-		set_err(c, 400,
-			"conflicting body lengths (Content-Length and Transfer-Encoding, "
-			"or either twice)");
+		return proxy_connect(c);
+	if (head_framing(c, p, &host_hdr))
 		return -1;
-	}
-	c->chunked_in = n_te == 1;
-	c->has_body = c->chunked_in || (n_cl && p->content_length > 0);
 
-	switch (request_target(c, url, scheme, &port, path, &query, &qlen)) {
+	switch (proxy_target(c, url, scheme, &port, path, &query, &qlen)) {
 	case 1:
 		return 0; /* the session CA's certificate, answered at the end of the request */
 	case 0:
@@ -306,14 +248,13 @@ static int rq_headers(http_parser *p)
 		return -1;
 	}
 	https_url = !strcmp(scheme, "https");
+	c->port = port >= 0 ? port : https_url ? 443 : 80;
 	if (host_hdr == SIZE_MAX && c->cl_ssl) {
 		set_err(c, 400, "a request in a tunnel needs a Host header");
 		return -1;
 	}
-	if (host_hdr != SIZE_MAX && !host_matches(hdr_val(&c->req, host_hdr), c->host,
-						  port >= 0   ? port
-						  : https_url ? 443
-							      : 80)) {
+	if (host_hdr != SIZE_MAX &&
+	    !proxy_host_header_ok(hdr_val(&c->req, host_hdr), c->host, c->port)) {
 		/* Host must name the target's authority: a mismatch is a confused or lying
 		 * client (in a tunnel: the CONNECT's host, which the TLS name also matched). */
 		set_err(c, 400, "the Host header does not match the %s",
@@ -324,34 +265,13 @@ static int rq_headers(http_parser *p)
 	q.host = c->host;
 	q.port = port;
 	q.path = path;
-	log_target(c, scheme, port, path);
+	proxy_log_target(c, scheme, port, path);
 	if (!path_ok(path, strlen(path))) {
 		set_err(c, 400, "dot segments, encoded slashes or backslashes in the path");
 		return -1;
 	}
-	{
-		struct decide_req dq = {
-			c->method, c->host, port, path, https_url, NULL, DECIDE_GIT_REFS_UNKNOWN
-		};
-		struct decision d;
-
-		decide(c->cfg->policy, c->cfg->rules, &dq, &d);
-		snprintf(c->rule, sizeof(c->rule), "%s", d.rule);
-		c->layer = layer_name(d.layer);
-		if (d.n_inject)
-			snprintf(c->secret_name, sizeof(c->secret_name), "%s", d.inject[0]->name);
-		if (d.verdict == VERDICT_DENY) {
-			set_err(c, 403, "%s", d.why);
-			return -1;
-		}
-		c->dest = d.dest;
-		n_inj = d.n_inject;
-		memcpy(inj, d.inject, n_inj * sizeof(inj[0]));
-		/* Held: a person decides (or, for a push rule, the body must be read first). */
-		c->hold = d.verdict == VERDICT_APPROVAL || d.needs_body;
-		c->req_https = https_url;
-		c->hold_needs_body = d.verdict != VERDICT_APPROVAL;
-	}
+	if (decide_request(c, port, path, https_url, inj, &n_inj))
+		return -1;
 	/* Every secret the rules name is scrubbed from every response, whichever host sent it
 	 * (a host may echo what another request carried), so all are loaded, once. */
 	for (i = 0; i < c->cfg->rules->n_secrets; i++)
@@ -407,72 +327,6 @@ static int rq_headers(http_parser *p)
 	return 0;
 }
 
-/* --- request ------------------------------------------------------------------------------ */
-
-/* The path part of log_path ("scheme://host[:port]/path"): host and port have
- * their own fields in the audit record. */
-static const char *target_path(const struct conn *c)
-{
-	const char *auth = strstr(c->log_path, "://");
-	const char *path = auth ? strchr(auth + 3, '/') : NULL;
-	return path ? path : c->log_path;
-}
-
-/* One audit record per request: who, where, which rule and secret *name*, what was
- * decided; never a value (the broker never hands the audit log one). */
-static void audit_request(struct conn *c, int status, uint64_t duration_us)
-{
-	const struct proxy_config *cfg = c->cfg;
-	if (!cfg->audit)
-		return;
-	const char *secret = c->secret_name[0] ? c->secret_name : NULL, *decision = "allow";
-	if (strncmp(c->rule, "tripwire:", 9) == 0)
-		decision = "tripwire";
-	else if (status == 403)
-		decision = "deny";
-	else if (status >= 400 || status == 0)
-		decision = "error";
-	struct audit_record r = {
-		.session = cfg->session,
-		.method = c->method[0] ? c->method : "-",
-		.host = c->host[0] ? c->host : "-",
-		.port = c->dest ? c->dest->port : c->tun_port,
-		.path = target_path(c),
-		.rule = c->rule[0] ? c->rule : NULL,
-		.secret = secret,
-		.decision = decision,
-		.layer = c->layer,
-		.approval = c->approval_id[0] ? c->approval_id : NULL,
-		.status = status,
-		.bytes_out = c->bytes_up,
-		.bytes_in = c->bytes_down,
-		.duration_us = duration_us,
-	};
-	pthread_mutex_lock(cfg->audit_lock);
-	int rc = audit_append(cfg->audit, &r);
-	pthread_mutex_unlock(cfg->audit_lock);
-	if (rc < 0)
-		fprintf(stderr, "bulkhead-broker: audit log write failed: %s\n", strerror(-rc));
-}
-
-static void log_line(struct conn *c, int status)
-{
-	struct timespec t1;
-	double ms;
-
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ms = (double)(t1.tv_sec - c->t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - c->t0.tv_nsec) / 1e6;
-	audit_request(c, status, (uint64_t)(ms * 1000));
-	if (!c->cfg->log)
-		return;
-	fprintf(stderr,
-		"bulkhead-broker: conn=%lu %s %s -> %d rule=%s up=%zu down=%zu scrubbed=%zu "
-		"ms=%.2f%s%s\n",
-		c->id, c->method[0] ? c->method : "-", c->log_path, status,
-		c->rule[0] ? c->rule : "-", c->bytes_up, c->bytes_down, c->scrub.replaced, ms,
-		c->err_status ? " why=" : "", c->err_status ? c->err_msg : "");
-}
-
 static int rq_body(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = CONN(p);
@@ -496,7 +350,7 @@ static int serve_ca(struct conn *c)
 
 	if (client_write(c, head, (size_t)l) || (!c->is_head && client_write(c, pem, strlen(pem))))
 		return -1;
-	log_line(c, 200);
+	proxy_log(c, 200);
 	c->served++;
 	return 0;
 }
@@ -508,6 +362,12 @@ static int rq_complete(http_parser *p)
 
 	if (c->connect_ok)
 		return 0; /* the tunnel starts once the parser has stopped (proxy_serve) */
+	/* The parser ends the message where reqcheck says the body ends, or they disagree. */
+	if (c->rc.state != RC_DONE) {
+		set_err(c, 400, "the request ended where its framing says it does not");
+		return -1;
+	}
+	reqcheck_next(&c->rc);
 	if (c->serve_ca) {
 		if (!c->cfg->mitm) {
 			set_err(c, 404, "this broker has no session CA");
@@ -551,12 +411,12 @@ static int rq_complete(http_parser *p)
 		if (!c->resp_started)
 			return -1;
 		c->close_after = 1;
-		log_line(c, c->rp.status_code);
+		proxy_log(c, c->rp.status_code);
 		return -1;
 	}
 	if (!c->up_keep)
 		up_close(c);
-	log_line(c, (int)c->rp.status_code);
+	proxy_log(c, (int)c->rp.status_code);
 	c->served++;
 	return c->close_after ? -1 : 0;
 }
@@ -595,69 +455,56 @@ static void send_error(struct conn *c)
 	client_write(c, buf, (size_t)l < sizeof(buf) ? (size_t)l : sizeof(buf) - 1);
 }
 
-/* After "200 Connection established" the guest's TLS handshake ends here, with a leaf for the
- * CONNECT host; the name the guest asked for (SNI) must be that host. */
-static int tunnel_start(struct conn *c, int early_bytes)
+/* Feeds what one read returned (N bytes, 0 at the end of the stream, -1 on failure) through
+ * reqcheck and the parser, stretch by stretch. Returns 0 to read on, -1 to end the
+ * connection (with the error answered and recorded when it can still be). */
+static int serve_bytes(struct conn *c, const char *buf, ssize_t n)
 {
-	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-	unsigned char ip[16];
-	char why[300];
-	const char *sni;
-	SSL_CTX *ctx;
-	int is_ip = inet_pton(AF_INET, c->tun_host, ip) == 1 ||
-		    inet_pton(AF_INET6, c->tun_host, ip) == 1;
+	size_t off = 0;
 
-	c->connect_ok = 0;
-	if (early_bytes) {
-		set_err(c, 400, "bytes sent before the CONNECT was answered");
+	if (n < 0) {
+		c->outcome = errno == EAGAIN || errno == EWOULDBLOCK ? AUDIT_OUTCOME_GUEST_TIMEOUT
+								     : AUDIT_OUTCOME_GUEST_RESET;
 		return -1;
 	}
-	ctx = mitm_leaf_ctx(c->cfg->mitm, c->tun_host, why, sizeof(why));
-	if (!ctx) {
-		set_err(c, 502, "%s", why);
-		return -1;
-	}
-	c->cl_ssl = SSL_new(ctx);
-	SSL_CTX_free(ctx);
-	if (!c->cl_ssl || SSL_set_fd(c->cl_ssl, c->fd) != 1) {
-		set_err(c, 502, "cannot set up TLS toward the guest");
-		return -1;
-	}
-	/* The 200 goes out in clear: the guest's TLS starts after it. */
-	{
-		SSL *tls = c->cl_ssl;
+	if (n == 0 && c->audit_due)
+		c->outcome = AUDIT_OUTCOME_GUEST_CLOSED;
+	do {
+		ssize_t k = n ? reqcheck_feed(&c->rc, buf + off, (size_t)n - off) : 0;
+		size_t done;
 
-		c->cl_ssl = NULL;
-		if (client_write(c, ok, sizeof(ok) - 1) || client_flush(c)) {
-			SSL_free(tls);
-			return -1;
+		if (k < 0) {
+			/* Refused before the parser saw this request: its record and answer
+			 * must not carry the last request's state. */
+			if (!c->audit_due)
+				request_reset(c);
+			set_err(c, 400, "%s", c->rc.why);
+		} else if (n && !k) /* reqcheck waits for a callback the parser did not make */
+			set_err(c, 400, "the request's framing is ambiguous");
+		if (c->err_status)
+			break;
+		done = http_parser_execute(&c->rq, &rq_settings, buf + off, (size_t)k);
+		off += (size_t)k;
+		if (c->connect_ok && !c->err_status && HTTP_PARSER_ERRNO(&c->rq) == HPE_OK) {
+			if (proxy_tunnel_start(c, off != (size_t)n))
+				break;
+			http_parser_init(&c->rq, HTTP_REQUEST);
+			c->rq.data = c;
+			reqcheck_init(&c->rc);
+			return 0;
 		}
-		c->cl_ssl = tls;
+		if (c->err_status || HTTP_PARSER_ERRNO(&c->rq) != HPE_OK || done != (size_t)k) {
+			if (!c->err_status && !c->close_after)
+				set_err(c, 400, "malformed HTTP request: %s",
+					http_errno_description(HTTP_PARSER_ERRNO(&c->rq)));
+			break;
+		}
+	} while (off < (size_t)n);
+	if (c->err_status && !c->resp_started) {
+		send_error(c);
+		proxy_log(c, c->err_status);
 	}
-	c->resp_started = 1; /* from here on an error cannot be an HTTP answer to the CONNECT */
-	ERR_clear_error();
-	if (SSL_accept(c->cl_ssl) != 1) {
-		snprintf(c->err_msg, sizeof(c->err_msg), "TLS handshake with the guest failed: %s",
-			 ERR_reason_error_string(ERR_peek_last_error())
-				 ? ERR_reason_error_string(ERR_peek_last_error())
-				 : "connection closed");
-		c->err_status = 502;
-		ERR_clear_error();
-		SSL_free(c->cl_ssl);
-		c->cl_ssl = NULL;
-		log_line(c, 502);
-		return -1;
-	}
-	c->resp_started = 0;
-	sni = SSL_get_servername(c->cl_ssl, TLSEXT_NAMETYPE_host_name);
-	if (is_ip ? sni != NULL : !sni || strcasecmp(sni, c->tun_host)) {
-		set_err(c, 400, "the TLS server name (%.64s) does not match the CONNECT host %s",
-			sni ? sni : "none", c->tun_host);
-		snprintf(c->rule, sizeof(c->rule), "sni-mismatch");
-		return -1;
-	}
-	log_line(c, 200);
-	return 0;
+	return c->err_status || c->close_after || n == 0 ? -1 : 0;
 }
 
 unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long conn_id)
@@ -682,38 +529,11 @@ unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long 
 	clock_gettime(CLOCK_MONOTONIC, &c->t0); /* for a connection that fails before a request */
 	http_parser_init(&c->rq, HTTP_REQUEST);
 	c->rq.data = c;
-	for (;;) {
-		ssize_t n = client_read(c, buf, sizeof(buf));
-		size_t done;
-
-		if (n < 0)
-			break;
-		done = http_parser_execute(&c->rq, &rq_settings, buf, (size_t)n);
-		if (c->connect_ok && !c->err_status && HTTP_PARSER_ERRNO(&c->rq) == HPE_OK) {
-			if (tunnel_start(c, done != (size_t)n)) {
-				if (c->err_status && !c->resp_started) {
-					send_error(c);
-					log_line(c, c->err_status);
-				}
-				break;
-			}
-			http_parser_init(&c->rq, HTTP_REQUEST);
-			c->rq.data = c;
-			continue;
-		}
-		if (c->err_status || HTTP_PARSER_ERRNO(&c->rq) != HPE_OK || done != (size_t)n) {
-			if (!c->err_status && !c->close_after)
-				set_err(c, 400, "malformed HTTP request: %s",
-					http_errno_description(HTTP_PARSER_ERRNO(&c->rq)));
-			if (c->err_status && !c->resp_started) {
-				send_error(c);
-				log_line(c, c->err_status);
-			}
-			break;
-		}
-		if (n == 0)
-			break;
-	}
+	reqcheck_init(&c->rc);
+	while (!serve_bytes(c, buf, client_read(c, buf, sizeof(buf))))
+		;
+	/* A request the guest abandoned after its head went upstream is recorded too. */
+	proxy_log_due(c);
 	client_flush(c);
 out:
 	served = c->served;

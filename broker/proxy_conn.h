@@ -17,6 +17,7 @@
 
 #include "broker/decide.h"
 #include "broker/proxy.h"
+#include "broker/reqcheck.h"
 #include "broker/rules.h"
 #include "broker/scrub.h"
 
@@ -91,11 +92,19 @@ struct conn {
 	struct sb body_buf; /* BODY_BUFFER: the whole body, placeholders replaced */
 	/* What decided the current request (decide.h), for the audit log. */
 	const char *layer;
-	char secret_name[RULES_NAME_MAX + 1];
+	char secret_name[DECIDE_MAX_INJECT * (RULES_NAME_MAX + 1)]; /* all, joined by "," */
+	const char *inj_names[DECIDE_MAX_INJECT]; /* every secret injected (names in rules) */
+	size_t n_inj_names;
+	int port;	     /* the request's port, its scheme's default when the URL has none */
+	int audit_due;	     /* a request began and has no audit record yet */
+	const char *outcome; /* AUDIT_OUTCOME_* when the guest's side ended the request */
+	int head_seen;	     /* the head's end was parsed: fields after it are trailers */
+	/* The strict grammar the guest's bytes pass before http_parser reads them. */
+	struct reqcheck rc;
 	char approval_id[APPROVAL_ID_LEN + 1];
 	/* A request held for approval (proxy_hold.c): nothing goes upstream before a yes. */
 	int hold, hold_needs_body;
-	int req_https; /* the current request asked for https */
+	int req_https;	      /* the current request asked for https */
 	EVP_MD_CTX *hold_md;  /* SHA-256 of the request as received */
 	char hold_raw[65536]; /* the body's first bytes as the guest sent them */
 	size_t hold_raw_n;
@@ -103,8 +112,8 @@ struct conn {
 
 enum { PH_HEADER, PH_URL, PH_BODY }; /* where placeholders() replaces: how values travel */
 enum { BODY_NONE, BODY_STREAM, BODY_CHUNKED, BODY_BUFFER };
-#define PROXY_BODY_BUFFER    65536     /* Content-Length bodies held to be re-measured */
-#define PROXY_BODY_GROWN_MAX (1 << 20) /* ... and what they may grow to with secrets */
+#define PROXY_BODY_BUFFER    65536	/* Content-Length bodies held to be re-measured */
+#define PROXY_BODY_GROWN_MAX (1 << 20)	/* ... and what they may grow to with secrets */
 #define PROXY_HOLD_MAX	     (64 << 20) /* a body held for approval */
 
 #define CONN(p) ((struct conn *)(p)->data)
@@ -137,6 +146,18 @@ int path_ok(const char *p, size_t len);
 int build_head(struct conn *c, const struct rules_req *q, const char *query, size_t qlen,
 	       const struct rules_secret **inj, size_t n_inj, struct sb *o);
 int relay_response(struct conn *c);
+/* proxy_target.c: where a request goes, as the guest named it. */
+int proxy_target(struct conn *c, const char *url, char scheme[8], int *port,
+		 char path[PROXY_MAX_URL + 1], const char **query, size_t *qlen);
+int proxy_connect_target(struct conn *c, const char *url, size_t len);
+int proxy_host_header_ok(const char *hv, const char *host, int port);
+void proxy_log_target(struct conn *c, const char *scheme, int port, const char *path);
+/* proxy_tunnel.c: CONNECT, and the TLS that follows it. */
+int proxy_connect(struct conn *c);
+int proxy_tunnel_start(struct conn *c, int early_bytes);
+/* proxy_audit.c: one audit record and log line per request, exactly one. */
+void proxy_log(struct conn *c, int status);
+void proxy_log_due(struct conn *c);
 /* proxy_body.c */
 void body_plan(struct conn *c, size_t n_inj);
 int body_feed(struct conn *c, const char *at, size_t len, int final);

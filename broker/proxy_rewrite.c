@@ -160,15 +160,18 @@ int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_
 	return 0;
 }
 
-/* A path whose meaning could change after the prefix check (dot segments, encoded slashes or
- * dots, backslashes) is refused rather than normalised. */
+/* A path whose meaning could change after the prefix check is refused rather than
+ * normalised: dot segments (also "..;x", which servlet containers read as ".."), encoded dots,
+ * slashes, backslashes or NULs (an upstream that decodes before it resolves would see other
+ * segments), and backslashes. */
 int path_ok(const char *p, size_t len)
 {
 	size_t i, seg = 0;
 
 	for (i = 0; i <= len; i++) {
 		if (i == len || p[i] == '/') {
-			size_t sl = i - seg;
+			const char *semi = memchr(p + seg, ';', i - seg);
+			size_t sl = (semi ? (size_t)(semi - p) : i) - seg;
 
 			if ((sl == 1 && p[seg] == '.') ||
 			    (sl == 2 && p[seg] == '.' && p[seg + 1] == '.'))
@@ -180,10 +183,10 @@ int path_ok(const char *p, size_t len)
 			return 0;
 		if (p[i] == '%' && i + 2 < len &&
 		    (!strncasecmp(p + i, "%2e", 3) || !strncasecmp(p + i, "%2f", 3) ||
-		     !strncasecmp(p + i, "%5c", 3)))
+		     !strncasecmp(p + i, "%5c", 3) || !strncmp(p + i, "%00", 3)))
 			return 0;
 	}
-	return p[0] == '/';
+	return len && p[0] == '/';
 }
 
 static int is_injected_field(const struct conn *c, const struct rules_secret **inj, size_t n_inj,
@@ -216,7 +219,7 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 					    NULL };
 	char line[400];
 	size_t i, j, k;
-	int first = 1;
+	int first = 1, v6;
 
 	sb_str(o, c->method);
 	sb_str(o, " ");
@@ -268,11 +271,14 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 		OPENSSL_cleanse(r, strlen(r));
 		free(r);
 	}
+	/* An IPv6 literal is bracketed in Host (RFC 3986 3.2.2), or its colons read as a port. */
+	v6 = strchr(c->dest->host, ':') != NULL;
 	if (c->dest->port != rules_default_port(c->dest->scheme))
-		snprintf(line, sizeof(line), " HTTP/1.1\r\nHost: %s:%u\r\n", c->dest->host,
-			 c->dest->port);
+		snprintf(line, sizeof(line), " HTTP/1.1\r\nHost: %s%s%s:%u\r\n", v6 ? "[" : "",
+			 c->dest->host, v6 ? "]" : "", c->dest->port);
 	else
-		snprintf(line, sizeof(line), " HTTP/1.1\r\nHost: %s\r\n", c->dest->host);
+		snprintf(line, sizeof(line), " HTTP/1.1\r\nHost: %s%s%s\r\n", v6 ? "[" : "",
+			 c->dest->host, v6 ? "]" : "");
 	sb_str(o, line);
 	for (i = 0; i < c->req.n; i++) {
 		for (j = 0; drop[j] && !hdr_is(&c->req, i, drop[j]); j++)

@@ -3,6 +3,8 @@
 #include "broker/rules.h"
 #include "broker/rules_internal.h"
 
+#include "broker/hostname.h"
+
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -15,6 +17,8 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+
+_Static_assert(HOSTNAME_MAX == RULES_HOST_MAX, "a rule's host holds any canonical host name");
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -58,18 +62,6 @@ static int token_char(int c)
 	return isalnum(c) || strchr("!#$%&'*+-.^_`|~", c);
 }
 
-static int valid_host(const char *h)
-{
-	size_t n = strlen(h);
-
-	if (!n || n > RULES_HOST_MAX)
-		return 0;
-	for (; *h; h++)
-		if (!isalnum((unsigned char)*h) && !strchr(".-:", *h))
-			return 0;
-	return 1;
-}
-
 static char *dup_str(json_t *o, const char *key, int *bad)
 {
 	json_t *v = json_object_get(o, key);
@@ -94,6 +86,7 @@ static int parse_dest(json_t *o, struct rules_dest *d, const char *where, char *
 					    "method", "path_prefix", "allow_addresses",
 					    NULL };
 	json_t *v, *a;
+	const char *why;
 	size_t i;
 	int bad = 0;
 
@@ -108,10 +101,12 @@ static int parse_dest(json_t *o, struct rules_dest *d, const char *where, char *
 		return fail(err, errlen, "%s: \"scheme\" must be \"https\" or \"http\"", where);
 	d->scheme = strcmp(json_string_value(v), "https") ? RULES_HTTP : RULES_HTTPS;
 	v = json_object_get(o, "host");
-	if (!json_is_string(v) || !valid_host(json_string_value(v)))
+	if (!json_is_string(v))
 		return fail(err, errlen, "%s: \"host\" must be a host name or address", where);
-	for (i = 0; json_string_value(v)[i]; i++)
-		d->host[i] = (char)tolower((unsigned char)json_string_value(v)[i]);
+	/* Stored canonical: every comparison (policy, requests, CONNECT, SNI) is exact. */
+	if (hostname_canon(json_string_value(v), json_string_length(v), d->host, &why))
+		return fail(err, errlen, "%s: \"host\" \"%.64s\": %s", where, json_string_value(v),
+			    why);
 	v = json_object_get(o, "port");
 	if (!v)
 		d->port = (uint16_t)rules_default_port(d->scheme);

@@ -5,6 +5,7 @@
 #include "cli/run.h"
 
 #include "broker/decide.h"
+#include "broker/hostname.h"
 #include "broker/policy.h"
 #include "broker/rules.h"
 #include "lib/json_where.h"
@@ -138,7 +139,8 @@ static int explain(int argc, char **argv)
 	struct rules scope;
 	struct http_parser_url u;
 	struct decision d;
-	char err[512], host[RULES_HOST_MAX + 1], path[4096];
+	char err[512], host[HOSTNAME_MAX + 1], path[4096];
+	const char *why;
 	int o, port = -1, https;
 	size_t i;
 
@@ -166,9 +168,14 @@ static int explain(int argc, char **argv)
 	}
 	https = u.field_data[UF_SCHEMA].len == 5 &&
 		!strncasecmp(url + u.field_data[UF_SCHEMA].off, "https", 5);
-	for (i = 0; i < u.field_data[UF_HOST].len; i++)
-		host[i] = (char)tolower((unsigned char)url[u.field_data[UF_HOST].off + i]);
-	host[i] = '\0';
+	/* The host as the broker compares it: canonical (broker/hostname.h). */
+	if (hostname_canon(url + u.field_data[UF_HOST].off, u.field_data[UF_HOST].len, host,
+			   &why)) {
+		fprintf(stderr,
+			"bulkhead policy explain: the broker refuses the host in '%s': %s\n", url,
+			why);
+		return EXIT_BULKHEAD;
+	}
 	if (u.field_set & (1 << UF_PORT))
 		port = u.port;
 	snprintf(path, sizeof(path), "%.*s%s%.*s",

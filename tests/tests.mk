@@ -18,6 +18,12 @@ FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c
 FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/control.c broker/session.c,$(BROKER_SRCS)) \
                              lib/json_where.c
 FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lssl -lcrypto -ljansson -lpthread
+# The loaders of the two policy layers: the global policy and a session's scope.
+FUZZ_DEPS_fuzz_policy := broker/policy.c broker/hostname.c lib/json_where.c
+FUZZ_LIBS_fuzz_policy := -ljansson
+FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/hostname.c broker/policy.c \
+                        broker/decide.c lib/json_where.c
+FUZZ_LIBS_fuzz_scope := -ljansson -lcrypto
 
 # Secondary expansion picks the target's own list.
 .SECONDEXPANSION:

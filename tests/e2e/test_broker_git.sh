@@ -130,7 +130,7 @@ else
 fi
 "$BULKHEAD" audit verify "$TMP/audit.log" > /dev/null 2>&1
 check_eq "the audit chain verifies" 0 "$?"
-if grep -q '"secret":"api"' "$TMP/audit.log" && grep -q '"secret":"git"' "$TMP/audit.log" &&
+if grep -q '"secrets":\["api"\]' "$TMP/audit.log" && grep -q '"secrets":\["git"\]' "$TMP/audit.log" &&
 	! grep -qF -e "$API_TOKEN" -e "$GIT_TOKEN" "$TMP/audit.log"; then
 	ok "the audit log names both secrets, never their values"
 else

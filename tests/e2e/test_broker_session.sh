@@ -87,7 +87,7 @@ fi
 # decision, and never its value.
 "$BULKHEAD" audit verify "$TMP/audit.log" > "$TMP/verify" 2>&1
 check_eq "the audit log's chain verifies" 0 "$?"
-grep '"path":"/v1/items"' "$TMP/audit.log" | grep -q '"secret":"api".*"decision":"allow"' &&
+grep '"path":"/v1/items"' "$TMP/audit.log" | grep -q '"secrets":\["api"\].*"decision":"allow"' &&
 	ok "the audit log records the injected request with the secret's name" ||
 	not_ok "the audit log records the injected request with the secret's name" "$(cat "$TMP/audit.log")"
 grep '"path":"/admin"' "$TMP/audit.log" | grep -q '"decision":"deny".*"status":403' &&

@@ -64,6 +64,69 @@ refused "sharing / (which holds /etc)" 'deny_share_paths' --work /
 refused "more memory than the policy allows" 'limits.max_mem_mib' --mem 2048
 refused "more vCPUs than the policy allows" 'limits.max_cpus' --cpus 4
 refused "a longer session than the policy allows" 'limits.max_session_seconds' --timeout 7200
+# One host, one spelling: a trailing dot or upper case does not slip a host past deny_hosts.
+cat > "$TMP/dotted-scope.json" << 'SCOPE'
+{ "secrets": [ { "name": "db", "inject": { "header": "Authorization", "value": "Bearer {}" },
+                 "destinations": [ { "scheme": "https", "host": "DB.Corp.Example." } ] } ] }
+SCOPE
+refused "a scope naming DB.Corp.Example. (a trailing dot)" 'deny_hosts: "\*.corp.example"' \
+	--scope "$TMP/dotted-scope.json"
+
+# The broker itself, with a real upstream on 127.0.0.1 that records every request: a policy
+# denying 127.0.0.1 and localhost by name, scopes naming them in other spellings. Each scope
+# is refused when the broker starts, and nothing reaches the upstream.
+RECORD=$(cd "$(dirname "$0")/../tools" && pwd)/record_upstream.py
+if command -v python3 > /dev/null; then
+	python3 "$RECORD" "$TMP/up.log" > "$TMP/up.port" &
+	up_pid=$!
+	i=0
+	while [ ! -s "$TMP/up.port" ] && [ $i -lt 100 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	UP=$(cat "$TMP/up.port")
+	: > "$TMP/up.log"
+	printf '{ "deny_hosts": ["127.0.0.1", "localhost"] }\n' > "$TMP/lo-policy.json"
+	spelling() { # HOST URL-HOST ADDRESS
+		printf '{ "allow": [ { "scheme": "http", "host": "%s", "port": %s, "allow_addresses": ["%s"] } ] }\n' \
+			"$1" "$UP" "$3" > "$TMP/spell.json"
+		rm -f "$TMP/b.sock"
+		"$BIN/bulkhead-broker" --listen "$TMP/b.sock" --rules "$TMP/spell.json" \
+			--policy "$TMP/lo-policy.json" 2> "$TMP/b.err" &
+		b=$!
+		i=0
+		while [ ! -S "$TMP/b.sock" ] && kill -0 $b 2> /dev/null && [ $i -lt 100 ]; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		if [ -S "$TMP/b.sock" ]; then
+			printf 'GET http://%s:%s/reached HTTP/1.1\r\nConnection: close\r\n\r\n' "$2" "$UP" |
+				"$BUILD/tests/proxy-client" raw "$TMP/b.sock" > /dev/null 2>&1
+			kill $b 2> /dev/null
+		fi
+		wait $b
+		rc=$?
+		if [ $rc = 1 ] && [ ! -s "$TMP/up.log" ] &&
+			grep -q 'deny_hosts\|a\.b\.c\.d\|carries an IPv4' "$TMP/b.err"; then
+			ok "a scope naming $1 for a denied 127.0.0.1: refused at start ($(cut -c1-110 "$TMP/b.err"))"
+		else
+			not_ok "a scope naming $1 is refused" "broker rc=$rc: $(cat "$TMP/b.err")" \
+				"the upstream got: $(cat "$TMP/up.log")"
+		fi
+		: > "$TMP/up.log"
+	}
+	spelling localhost. localhost. 127.0.0.1
+	spelling 127.0.0.1. 127.0.0.1 127.0.0.1
+	spelling 2130706433 2130706433 127.0.0.1
+	spelling 0x7f.0.0.1 0x7f.0.0.1 127.0.0.1
+	spelling 0177.0.0.1 0177.0.0.1 127.0.0.1
+	spelling 127.1 127.1 127.0.0.1
+	spelling ::ffff:127.0.0.1 '[::ffff:127.0.0.1]' ::ffff:127.0.0.1
+	kill $up_pid
+else
+	skip "the broker refuses other spellings of denied hosts" "python3 is missing"
+fi
+
 printf '{ "deny_hosts": [ "a.example" ], }\n' > "$TMP/broken.json"
 "$BULKHEAD" run --policy "$TMP/broken.json" -- true > /dev/null 2> "$TMP/err"
 rc=$?

@@ -45,6 +45,7 @@ static int teardown(void **state)
 
 static void record(struct audit *a, unsigned i)
 {
+	static const char *const two[] = { "GITHUB_TOKEN", "NPM_TOKEN" };
 	char p[32];
 	snprintf(p, sizeof(p), "/v1/items/%u", i);
 	struct audit_record r = {
@@ -54,11 +55,13 @@ static void record(struct audit *a, unsigned i)
 		.port = 443,
 		.path = p,
 		.rule = "github",
-		.secret = i % 2 ? "GITHUB_TOKEN" : NULL,
+		.secrets = two,
+		.n_secrets = i % 2 ? 2 : 0,
 		.decision = i % 3 ? "allow" : "deny",
 		.layer = i % 3 ? "approval" : "global",
 		.approval = i % 3 ? "0123456789ab" : NULL,
 		.status = i % 3 ? 200 : 403,
+		.outcome = i % 3 ? AUDIT_OUTCOME_ANSWERED : AUDIT_OUTCOME_REFUSED,
 		.bytes_out = 100 + i,
 		.bytes_in = 2000 + i,
 		.duration_us = 1500,
@@ -152,12 +155,18 @@ static void test_chain_verifies(void **state)
 	json_t *o = json_loads(lines[1], 0, NULL);
 	assert_string_equal(json_string_value(json_object_get(o, "time")),
 			    "2023-11-14T22:13:20.124Z");
-	assert_string_equal(json_string_value(json_object_get(o, "secret")), "GITHUB_TOKEN");
+	/* Every injected secret is named, in order. */
+	json_t *names = json_object_get(o, "secrets");
+	assert_int_equal(json_array_size(names), 2);
+	assert_string_equal(json_string_value(json_array_get(names, 0)), "GITHUB_TOKEN");
+	assert_string_equal(json_string_value(json_array_get(names, 1)), "NPM_TOKEN");
+	assert_int_equal(json_integer_value(json_object_get(o, "v")), AUDIT_VERSION);
 	assert_int_equal(json_integer_value(json_object_get(o, "status")), 200);
+	assert_string_equal(json_string_value(json_object_get(o, "outcome")), "answered");
 	assert_int_equal(json_integer_value(json_object_get(o, "bytes_in")), 2001);
 	assert_string_equal(json_string_value(json_object_get(o, "layer")), "approval");
 	assert_string_equal(json_string_value(json_object_get(o, "approval")), "0123456789ab");
-	assert_int_equal(json_object_size(o), 17);
+	assert_int_equal(json_object_size(o), 18);
 	json_decref(o);
 }
 
@@ -300,7 +309,8 @@ static void test_hostile_fields(void **state)
 			    "GET%0D%0AX-Injected: 1");
 	assert_string_equal(json_string_value(json_object_get(o, "host")), "h%FF%FE.example");
 	assert_int_equal(strlen(json_string_value(json_object_get(o, "path"))), AUDIT_FIELD_MAX);
-	assert_true(json_is_null(json_object_get(o, "secret")));
+	assert_int_equal(json_array_size(json_object_get(o, "secrets")), 0);
+	assert_true(json_is_null(json_object_get(o, "outcome")));
 	json_decref(o);
 }
 

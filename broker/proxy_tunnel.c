@@ -1,0 +1,112 @@
+/* broker/proxy_tunnel.c: CONNECT — decided on its host and port before any request inside
+ * is known; then the guest's TLS ends at the broker, with a leaf from the session CA for the
+ * CONNECT host, and the requests inside are served like any other (proxy.c). */
+#include "broker/proxy_conn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/err.h>
+
+#include "broker/hostname.h"
+#include "broker/mitm_ca.h"
+
+/* CONNECT host:port — allowed when an https rule names that host and port; the request
+ * lines inside the tunnel are then decided one by one like any other. */
+int proxy_connect(struct conn *c)
+{
+	snprintf(c->rule, sizeof(c->rule), "connect");
+	/* Nothing may follow a CONNECT until its tunnel starts. */
+	reqcheck_no_more(&c->rc);
+	if (c->cl_ssl) {
+		set_err(c, 400, "CONNECT inside a tunnel");
+		return -1;
+	}
+	if (proxy_connect_target(c, c->req.arena + c->req.url_off, c->req.url_len))
+		return -1;
+	c->port = c->tun_port;
+	proxy_log_target(c, "https", c->tun_port, "");
+	if (!c->cfg->mitm) {
+		set_err(c, 501, "CONNECT is not available: this broker has no session CA");
+		return -1;
+	}
+	struct decision d;
+
+	decide_connect(c->cfg->policy, c->cfg->rules, c->host, c->tun_port, &d);
+	snprintf(c->rule, sizeof(c->rule), "%s", d.rule);
+	c->layer = layer_name(d.layer);
+	if (d.verdict != VERDICT_ALLOW) {
+		set_err(c, 403, "%s", d.why);
+		return -1;
+	}
+	snprintf(c->tun_host, sizeof(c->tun_host), "%s", c->host);
+	c->connect_ok = 1;
+	return 0;
+}
+
+/* After "200 Connection established" the guest's TLS handshake ends here, with a leaf for the
+ * CONNECT host; the name the guest asked for (SNI) must be that host. */
+int proxy_tunnel_start(struct conn *c, int early_bytes)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	char why[300];
+	char sni_canon[HOSTNAME_MAX + 1];
+	const char *sni, *bad;
+	SSL_CTX *ctx;
+	int is_ip = hostname_is_ip(c->tun_host);
+
+	c->connect_ok = 0;
+	if (early_bytes) {
+		set_err(c, 400, "bytes sent before the CONNECT was answered");
+		return -1;
+	}
+	ctx = mitm_leaf_ctx(c->cfg->mitm, c->tun_host, why, sizeof(why));
+	if (!ctx) {
+		set_err(c, 502, "%s", why);
+		return -1;
+	}
+	c->cl_ssl = SSL_new(ctx);
+	SSL_CTX_free(ctx);
+	if (!c->cl_ssl || SSL_set_fd(c->cl_ssl, c->fd) != 1) {
+		set_err(c, 502, "cannot set up TLS toward the guest");
+		return -1;
+	}
+	/* The 200 goes out in clear: the guest's TLS starts after it. */
+	{
+		SSL *tls = c->cl_ssl;
+
+		c->cl_ssl = NULL;
+		if (client_write(c, ok, sizeof(ok) - 1) || client_flush(c)) {
+			SSL_free(tls);
+			return -1;
+		}
+		c->cl_ssl = tls;
+	}
+	c->resp_started = 1; /* from here on an error cannot be an HTTP answer to the CONNECT */
+	ERR_clear_error();
+	if (SSL_accept(c->cl_ssl) != 1) {
+		snprintf(c->err_msg, sizeof(c->err_msg), "TLS handshake with the guest failed: %s",
+			 ERR_reason_error_string(ERR_peek_last_error())
+				 ? ERR_reason_error_string(ERR_peek_last_error())
+				 : "connection closed");
+		c->err_status = 502;
+		ERR_clear_error();
+		SSL_free(c->cl_ssl);
+		c->cl_ssl = NULL;
+		proxy_log(c, 502);
+		return -1;
+	}
+	c->resp_started = 0;
+	sni = SSL_get_servername(c->cl_ssl, TLSEXT_NAMETYPE_host_name);
+	/* Compared in canonical spelling, as the CONNECT host was (a trailing dot, upper case). */
+	if (is_ip ? sni != NULL
+		  : !sni || hostname_canon(sni, strlen(sni), sni_canon, &bad) ||
+			    strcmp(sni_canon, c->tun_host)) {
+		set_err(c, 400, "the TLS server name (%.64s) does not match the CONNECT host %s",
+			sni ? sni : "none", c->tun_host);
+		snprintf(c->rule, sizeof(c->rule), "sni-mismatch");
+		return -1;
+	}
+	proxy_log(c, 200);
+	return 0;
+}
