@@ -1,5 +1,6 @@
 /* broker/proxy_response.c: relays the upstream's answer — parsed by http_parser, hop-by-hop
- * headers dropped, re-framed as chunked, every secret form scrubbed out of head and body. */
+ * headers dropped, re-framed as chunked, every secret form scrubbed out of head and body.
+ * A compressed body is decoded first and goes out whole at its end (proxy_decode.c). */
 #include "broker/proxy_conn.h"
 
 #include <ctype.h>
@@ -15,6 +16,13 @@
 #include <openssl/crypto.h>
 
 /* --- response --------------------------------------------------------------------------- */
+
+/* Toward the guest: at once, or, while a compressed body is decoded, held until its end (so
+ * neither chunk sizes nor timing follow the compressed stream's reads). */
+static int out_write(struct conn *c, const void *b, size_t n)
+{
+	return c->dec ? decode_defer(c, b, n) : client_write(c, b, n);
+}
 
 static int obuf_put(void *arg, const uint8_t *b, size_t n)
 {
@@ -34,8 +42,8 @@ static int obuf_put(void *arg, const uint8_t *b, size_t n)
 					? 0
 					: snprintf(sz, sizeof(sz), "%zx\r\n", c->olen);
 
-			if ((l && client_write(c, sz, (size_t)l)) ||
-			    client_write(c, c->obuf, c->olen) || (l && client_write(c, "\r\n", 2)))
+			if ((l && out_write(c, sz, (size_t)l)) || out_write(c, c->obuf, c->olen) ||
+			    (l && out_write(c, "\r\n", 2)))
 				return -EIO;
 			c->olen = 0;
 		}
@@ -51,8 +59,8 @@ static int obuf_chunk(struct conn *c)
 	if (!c->olen)
 		return 0;
 	l = c->client_10 ? 0 : snprintf(sz, sizeof(sz), "%zx\r\n", c->olen);
-	if ((l && client_write(c, sz, (size_t)l)) || client_write(c, c->obuf, c->olen) ||
-	    (l && client_write(c, "\r\n", 2)))
+	if ((l && out_write(c, sz, (size_t)l)) || out_write(c, c->obuf, c->olen) ||
+	    (l && out_write(c, "\r\n", 2)))
 		return -EIO;
 	c->olen = 0;
 	return 0;
@@ -92,11 +100,12 @@ static int resp_no_body(const struct conn *c, unsigned status)
 
 static int rp_headers(http_parser *p)
 {
-	static const char *const drop[] = {
-		"connection",	  "keep-alive",	      "transfer-encoding",
-		"content-length", "proxy-connection", "proxy-authenticate",
-		"trailer",	  "upgrade",	      NULL
-	};
+	/* Content-Encoding: what is relayed is never encoded (decode_plan). */
+	static const char *const drop[] = { "connection",	 "keep-alive",
+					    "transfer-encoding", "content-length",
+					    "proxy-connection",	 "proxy-authenticate",
+					    "trailer",		 "upgrade",
+					    "content-encoding",	 NULL };
 	struct conn *c = CONN(p);
 	char line[320];
 	size_t i, j;
@@ -106,7 +115,11 @@ static int rp_headers(http_parser *p)
 		return -1;
 	if (p->status_code < 200) /* interim responses are not forwarded */
 		return 0;
-	c->resp_started = 1;
+	if (decode_plan(c, !resp_no_body(c, p->status_code)) < 0)
+		return -1;
+	/* A decoded response starts only when it is complete (nothing has gone out yet). */
+	c->resp_started = !c->dec;
+	c->resp_headed = 1;
 	c->in_head = 1;
 	scrub_reset(&c->scrub);
 	c->olen = 0;
@@ -138,19 +151,28 @@ static int rp_headers(http_parser *p)
 	if (obuf_put(c, (const uint8_t *)line, (size_t)l))
 		return -1;
 	/* The head goes out raw (it is not a chunk). */
-	if (client_write(c, c->obuf, c->olen))
+	if (out_write(c, c->obuf, c->olen))
 		return -1;
 	c->olen = 0;
 	c->in_head = 0;
 	return c->is_head ? 1 : 0;
 }
 
+static int decoded(struct conn *c, const uint8_t *b, size_t n)
+{
+	return scrub_feed(&c->scrub, b, n, obuf_put, c);
+}
+
 static int rp_body(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = CONN(p);
 
-	if (!c->resp_started)
+	if (!c->resp_headed)
 		return -1;
+	/* Decoded bytes are framed in full 16 KiB chunks only: sizes follow the decoded length,
+	 * never where the compressed reads ended. */
+	if (c->dec)
+		return decode_feed(c, (const uint8_t *)at, len, decoded) ? -1 : 0;
 	if (scrub_feed(&c->scrub, (const uint8_t *)at, len, obuf_put, c) || obuf_chunk(c))
 		return -1;
 	return 0;
@@ -160,12 +182,19 @@ static int rp_complete(http_parser *p)
 {
 	struct conn *c = CONN(p);
 
-	if (!c->resp_started) /* an interim 1xx: the real response follows */
+	if (!c->resp_headed) /* an interim 1xx: the real response follows */
 		return 0;
+	if (c->dec && decode_finish(c))
+		return -1;
 	if (scrub_flush(&c->scrub, obuf_put, c) || obuf_chunk(c))
 		return -1;
-	if (!resp_no_body(c, p->status_code) && !c->client_10 && client_write(c, "0\r\n\r\n", 5))
+	if (!resp_no_body(c, p->status_code) && !c->client_10 && out_write(c, "0\r\n\r\n", 5))
 		return -1;
+	if (c->dec) {
+		c->resp_started = 1;
+		if (decode_release(c))
+			return -1;
+	}
 	c->resp_done = 1;
 	c->up_keep = http_should_keep_alive(p);
 	http_parser_pause(p, 1);
@@ -182,9 +211,7 @@ static const http_parser_settings rp_settings = {
 	.on_message_complete = rp_complete,
 };
 
-/* Relays one response. Returns 0, -EAGAIN when a reused upstream connection closed before
- * answering (the caller may resend), or -EIO. */
-int relay_response(struct conn *c)
+static int relay(struct conn *c)
 {
 	char buf[16384];
 	int got = 0;
@@ -192,6 +219,7 @@ int relay_response(struct conn *c)
 	http_parser_init(&c->rp, HTTP_RESPONSE);
 	c->rp.data = c;
 	c->up_keep = 0;
+	c->resp_headed = 0;
 	while (!c->resp_done) {
 		ssize_t n = up_read(c, buf, sizeof(buf));
 		size_t done;
@@ -220,4 +248,14 @@ int relay_response(struct conn *c)
 		}
 	}
 	return 0;
+}
+
+/* Relays one response. Returns 0, -EAGAIN when a reused upstream connection closed before
+ * answering (the caller may resend), or -EIO. */
+int relay_response(struct conn *c)
+{
+	int rc = relay(c);
+
+	decode_free(c);
+	return rc;
 }
