@@ -18,6 +18,8 @@ FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c
 FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/control.c broker/session.c,$(BROKER_SRCS)) \
                              lib/json_where.c
 FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lssl -lcrypto -ljansson -lpthread
+FUZZ_DEPS_fuzz_response := $(FUZZ_DEPS_fuzz_proxy_head)
+FUZZ_LIBS_fuzz_response := $(FUZZ_LIBS_fuzz_proxy_head)
 
 # Secondary expansion picks the target's own list.
 .SECONDEXPANSION:
