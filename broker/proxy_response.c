@@ -155,7 +155,9 @@ static int rp_headers(http_parser *p)
 		return -1;
 	c->olen = 0;
 	c->in_head = 0;
-	return c->is_head ? 1 : 0;
+	/* 1: no body follows (HEAD, 204, 304), whatever Content-Length or Transfer-Encoding
+	 * the upstream sent: bytes after such a head are not part of this response. */
+	return resp_no_body(c, p->status_code) ? 1 : 0;
 }
 
 static int decoded(struct conn *c, const uint8_t *b, size_t n)
@@ -228,7 +230,10 @@ static int relay(struct conn *c)
 			if (!got && c->up_reused)
 				return -EAGAIN;
 			if (!c->resp_started)
-				set_err(c, 502, "upstream %s closed or failed before answering",
+				set_err(c, 502,
+					c->dec ? "upstream %s closed before its compressed answer "
+						 "was complete"
+					       : "upstream %s closed or failed before answering",
 					c->host);
 			return -EIO;
 		}

@@ -4,10 +4,11 @@
  *
  * Input: a flags byte (HEAD request, HTTP/1.0 guest), a seed for where the upstream's writes
  * break, then the upstream's bytes. They arrive over a SOCK_SEQPACKET pair, one write per
- * read, so the broker sees the same read boundaries every time. Each input runs three times:
- * with secret A loaded, with secret B (same length), and when those differ with none. Checks: ASan
- * and UBSan on every path; no covered form of a run's secret in what the guest receives (raw, hex,
- * base64 fragments at every alignment in both alphabets, every byte percent- or \u-escaped); and
+ * read, so the broker sees the same read boundaries every time. Each input runs with secret A
+ * loaded, with secret B (same length), and, when those answers differ, with none. Checks:
+ * ASan and UBSan on every path; a relay that succeeded sent exactly one response the guest
+ * can parse; no covered form of a run's secret in what the guest receives (raw, hex, base64
+ * fragments at every alignment in both alphabets, every byte percent- or \u-escaped); and
  * when neither secret was replaced (what the guest got is a prefix of the run without
  * secrets), the bytes on the wire, chunk framing included, are identical with A and with B:
  * the framing does not depend on whether the upstream's bytes begin a secret. */
@@ -91,14 +92,15 @@ static void *guest(void *arg)
 	return NULL;
 }
 
-/* One relay of DATA with SECRET loaded (NULL: none); the guest's bytes in OUT. */
-static void relay(const uint8_t *data, size_t size, uint8_t flags, uint32_t seed,
-		  const char *secret, struct buf *out)
+/* One relay of DATA with SECRET loaded (NULL: none); the guest's bytes in OUT. Returns what
+ * relay_response() returned. */
+static int relay(const uint8_t *data, size_t size, uint8_t flags, uint32_t seed, const char *secret,
+		 struct buf *out)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	struct up u = { .data = data, .size = size, .seed = seed };
 	struct guest g = { 0 };
-	int usv[2], gsv[2];
+	int usv[2], gsv[2], rc;
 	pthread_t ut, gt;
 
 	if (!c || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, usv) ||
@@ -117,7 +119,7 @@ static void relay(const uint8_t *data, size_t size, uint8_t flags, uint32_t seed
 	g.fd = gsv[1];
 	if (pthread_create(&ut, NULL, upstream, &u) || pthread_create(&gt, NULL, guest, &g))
 		abort();
-	relay_response(c);
+	rc = relay_response(c);
 	client_flush(c);
 	shutdown(c->fd, SHUT_WR);
 	close(c->up_fd); /* an upstream still writing gets EPIPE */
@@ -129,6 +131,7 @@ static void relay(const uint8_t *data, size_t size, uint8_t flags, uint32_t seed
 	scrub_free(&c->scrub);
 	free(c);
 	*out = g.out;
+	return rc;
 }
 
 /* What the guest's HTTP client makes of WIRE: the body, de-chunked. (The head is checked as
@@ -136,7 +139,7 @@ static void relay(const uint8_t *data, size_t size, uint8_t flags, uint32_t seed
  * sees.) */
 struct parse {
 	struct buf *body;
-	int is_head;
+	int is_head, complete;
 };
 
 static int on_body(http_parser *p, const char *at, size_t n)
@@ -150,19 +153,29 @@ static int on_headers(http_parser *p)
 	return ((struct parse *)p->data)->is_head; /* 1: no body follows */
 }
 
-static void body_of(const struct buf *wire, struct buf *body, int is_head)
+static int on_complete(http_parser *p)
+{
+	((struct parse *)p->data)->complete = 1;
+	return 0;
+}
+
+/* Returns whether WIRE is exactly one well-framed response. */
+static int body_of(const struct buf *wire, struct buf *body, int is_head)
 {
 	static const http_parser_settings s = { .on_headers_complete = on_headers,
-						.on_body = on_body };
-	struct parse ps = { body, is_head };
+						.on_body = on_body,
+						.on_message_complete = on_complete };
+	struct parse ps = { body, is_head, 0 };
 	http_parser p;
+	size_t done;
 
 	http_parser_init(&p, HTTP_RESPONSE);
 	p.data = &ps;
 	put(body, "", 0);
-	http_parser_execute(&p, &s, (const char *)wire->b, wire->n);
-	if (HTTP_PARSER_ERRNO(&p) == HPE_OK)
+	done = http_parser_execute(&p, &s, (const char *)wire->b, wire->n);
+	if (HTTP_PARSER_ERRNO(&p) == HPE_OK && !ps.complete)
 		http_parser_execute(&p, &s, NULL, 0);
+	return ps.complete && done == wire->n && HTTP_PARSER_ERRNO(&p) == HPE_OK;
 }
 
 /* The head's length on the wire (all of it when it never ended). */
@@ -238,15 +251,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct buf wa = { 0 }, wb = { 0 }, wc = { 0 }, ca = { 0 }, cb = { 0 }, cc = { 0 };
 	uint8_t flags;
 	uint32_t seed;
+	int ra, rb;
 
 	if (size < 2)
 		return 0;
 	flags = data[0];
 	seed = (uint32_t)data[1] * 2654435761u;
-	relay(data + 2, size - 2, flags, seed, SECRET_A, &wa);
-	relay(data + 2, size - 2, flags, seed, SECRET_B, &wb);
-	body_of(&wa, &ca, flags & 1);
-	body_of(&wb, &cb, flags & 1);
+	ra = relay(data + 2, size - 2, flags, seed, SECRET_A, &wa);
+	rb = relay(data + 2, size - 2, flags, seed, SECRET_B, &wb);
+	/* A relay that succeeded sent exactly one response the guest can parse. */
+	if ((!body_of(&wa, &ca, flags & 1) && !ra) || (!body_of(&wb, &cb, flags & 1) && !rb)) {
+		fprintf(stderr, "fuzz_response: a relayed response is not well framed\n");
+		abort();
+	}
 	check_forms(&wa, SECRET_A);
 	check_forms(&ca, SECRET_A);
 	check_forms(&wb, SECRET_B);
