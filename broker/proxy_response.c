@@ -98,6 +98,65 @@ static int resp_no_body(const struct conn *c, unsigned status)
 	return c->is_head || status < 200 || status == 204 || status == 304;
 }
 
+/* http_parser lets through heads no client should be handed (a name with a space, a control
+ * byte in a value, a lone CR): what is relayed must be token names, and values and status
+ * text of visible characters, spaces and tabs. */
+static int text_ok(const char *t, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (((unsigned char)t[i] < 0x20 && t[i] != '\t') || t[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+static int head_ok(const struct head *h)
+{
+	size_t i, k;
+
+	if (!text_ok(h->arena, h->url_len))
+		return 0;
+	for (i = 0; i < h->n; i++) {
+		const char *name = h->arena + h->h[i].name_off;
+
+		if (!h->h[i].name_len || !text_ok(hdr_val(h, i), h->h[i].val_len))
+			return 0;
+		for (k = 0; k < h->h[i].name_len; k++)
+			if (!isalnum((unsigned char)name[k]) &&
+			    !(name[k] && strchr("!#$%&'*+-.^_`|~", name[k])))
+				return 0;
+	}
+	return 1;
+}
+
+static int sb_put(void *arg, const uint8_t *b, size_t n)
+{
+	sb_add(arg, b, n);
+	return ((struct sb *)arg)->oom ? -ENOMEM : 0;
+}
+
+/* One header field of the response, scrubbed. A field whose name holds a secret is dropped:
+ * a replacement there would not be a header name. */
+static int put_field(struct conn *c, size_t i)
+{
+	size_t before = c->scrub.replaced;
+	struct sb name = { 0 };
+	int rc;
+
+	rc = scrub_feed(&c->scrub, (const uint8_t *)c->resp.arena + c->resp.h[i].name_off,
+			c->resp.h[i].name_len, sb_put, &name) ||
+	     scrub_flush(&c->scrub, sb_put, &name);
+	if (!rc && c->scrub.replaced == before)
+		rc = obuf_put(c, (const uint8_t *)name.b, name.n) ||
+		     obuf_put(c, (const uint8_t *)": ", 2) ||
+		     scrub_feed(&c->scrub, (const uint8_t *)hdr_val(&c->resp, i),
+				c->resp.h[i].val_len, obuf_put, c) ||
+		     scrub_flush(&c->scrub, obuf_put, c) || obuf_put(c, (const uint8_t *)"\r\n", 2);
+	sb_wipe(&name);
+	return rc ? -1 : 0;
+}
+
 static int rp_headers(http_parser *p)
 {
 	/* Content-Encoding: what is relayed is never encoded (decode_plan). */
@@ -115,6 +174,10 @@ static int rp_headers(http_parser *p)
 		return -1;
 	if (p->status_code < 200) /* interim responses are not forwarded */
 		return 0;
+	if (!head_ok(&c->resp)) {
+		set_err(c, 502, "upstream %s sent a malformed response head", c->host);
+		return -1;
+	}
 	if (decode_plan(c, !resp_no_body(c, p->status_code)) < 0)
 		return -1;
 	/* A decoded response starts only when it is complete (nothing has gone out yet). */
@@ -133,12 +196,7 @@ static int rp_headers(http_parser *p)
 			;
 		if (drop[j])
 			continue;
-		if (scrub_feed(&c->scrub, (const uint8_t *)c->resp.arena + c->resp.h[i].name_off,
-			       c->resp.h[i].name_len, obuf_put, c) ||
-		    scrub_feed(&c->scrub, (const uint8_t *)": ", 2, obuf_put, c) ||
-		    scrub_feed(&c->scrub, (const uint8_t *)hdr_val(&c->resp, i),
-			       c->resp.h[i].val_len, obuf_put, c) ||
-		    scrub_flush(&c->scrub, obuf_put, c) || obuf_put(c, (const uint8_t *)"\r\n", 2))
+		if (put_field(c, i))
 			return -1;
 	}
 	if (c->client_10)

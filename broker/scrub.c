@@ -79,12 +79,13 @@ static inline int step_plain(struct scrub *s, uint64_t q, uint8_t b)
 	const int src_ws = s->ring_ws[(q - 1) & 7];
 	const uint64_t *src = RING(s, q - 1, src_ws ? 3 : 0), *m = s->mask + (size_t)b * w;
 	const uint64_t *st = s->starts, *fi = s->finals;
+	const uint64_t *below = src - 1; /* the word below; below[0] is the zero word */
 	uint64_t *d0 = RING(s, q, 0), fin = 0;
 	size_t j;
 
-	/* No carried variable: the word below is read again (src[-1] is a zero word). */
+	/* No carried variable: the word below is read again. */
 	for (j = 0; j < w; j++) {
-		uint64_t x = ((src[j] << 1) | (src[j - 1] >> 63) | st[j]) & m[j];
+		uint64_t x = ((src[j] << 1) | (below[j] >> 63) | st[j]) & m[j];
 
 		d0[j] = x;
 		fin |= x & fi[j];
@@ -102,12 +103,13 @@ static inline int step_pair(struct scrub *s, uint64_t q, uint8_t b, uint8_t v)
 	const uint64_t *s1 = RING(s, q - 1, ws1 ? 3 : 0), *s2 = RING(s, q - 2, ws2 ? 3 : 0);
 	const uint64_t *m1 = s->mask + (size_t)b * w, *m2 = s->mask + (size_t)v * w;
 	const uint64_t *st = s->starts, *fi = s->finals, *rb = s->rawbits;
+	const uint64_t *b1 = s1 - 1, *b2 = s2 - 1;
 	uint64_t *d0 = RING(s, q, 0), fin = 0;
 	size_t j;
 
 	for (j = 0; j < w; j++) {
-		uint64_t x = (((s1[j] << 1) | (s1[j - 1] >> 63) | st[j]) & m1[j]) |
-			     (((s2[j] << 1) | (s2[j - 1] >> 63) | st[j]) & m2[j] & rb[j]);
+		uint64_t x = (((s1[j] << 1) | (b1[j] >> 63) | st[j]) & m1[j]) |
+			     (((s2[j] << 1) | (b2[j] >> 63) | st[j]) & m2[j] & rb[j]);
 
 		d0[j] = x;
 		fin |= x & fi[j];
@@ -135,11 +137,11 @@ static int step(struct scrub *s, uint64_t q)
 	for (k = 0; k < nt; k++) {
 		uint64_t src_q = q - t[k].len;
 		int src_ws = s->ring_ws[src_q & 7];
-		const uint64_t *src = RING(s, src_q, src_ws ? 3 : 0);
+		const uint64_t *src = RING(s, src_q, src_ws ? 3 : 0), *below = src - 1;
 		const uint64_t *m = s->mask + (size_t)t[k].val * w;
 
 		for (j = 0; j < w; j++) {
-			uint64_t x = ((src[j] << 1) | (src[j - 1] >> 63) | s->starts[j]) & m[j];
+			uint64_t x = ((src[j] << 1) | (below[j] >> 63) | s->starts[j]) & m[j];
 
 			if (t[k].raw)
 				x &= s->rawbits[j];
@@ -192,8 +194,10 @@ static int release(struct scrub *s, uint64_t upto, scrub_out_fn out, void *arg)
 			return rc;
 		pos = upto;
 	}
-	memmove(s->ranges, s->ranges + done, (s->n_ranges - done) * sizeof(*s->ranges));
-	s->n_ranges -= done;
+	if (done) {
+		memmove(s->ranges, s->ranges + done, (s->n_ranges - done) * sizeof(*s->ranges));
+		s->n_ranges -= done;
+	}
 	keep = s->total - pos;
 	memmove(s->hold, s->hold + (pos - s->base), keep);
 	OPENSSL_cleanse(s->hold + keep, s->total - s->base - keep);
