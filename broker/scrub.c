@@ -174,6 +174,9 @@ static int release(struct scrub *s, uint64_t upto, scrub_out_fn out, void *arg)
 	size_t done = 0, keep;
 	int rc = 0;
 
+	if (s->total == s->base) /* nothing held (maybe nothing fed yet) */
+		return 0;
+
 	while (done < s->n_ranges && s->ranges[done].s < upto) {
 		const struct scrub_range *r = &s->ranges[done];
 

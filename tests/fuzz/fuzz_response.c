@@ -246,6 +246,13 @@ static int unreplaced(const struct buf *w, const struct buf *body, const struct 
 	       (!body->n || !memcmp(body->b, body0->b, body->n));
 }
 
+/* Undefined behaviour is a finding, not a warning in the log. */
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void)
+{
+	return "halt_on_error=1:print_stacktrace=1";
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
