@@ -59,6 +59,7 @@ struct conn {
 	/* The current request. */
 	int is_head, chunked_in, client_10, expect_continue, resp_started, resp_done;
 	int has_body, in_head;
+	int resp_headed; /* the final response's head has been read (proxy_response.c) */
 	char method[16], host[RULES_HOST_MAX + 1], log_path[200], rule[320];
 	const struct rules_dest *dest;
 	struct timespec t0;
@@ -108,6 +109,9 @@ struct conn {
 	EVP_MD_CTX *hold_md;  /* SHA-256 of the request as received */
 	char hold_raw[65536]; /* the body's first bytes as the guest sent them */
 	size_t hold_raw_n;
+
+	/* A compressed response being decoded (proxy_decode.c). */
+	struct proxy_decode *dec;
 };
 
 enum { PH_HEADER, PH_URL, PH_BODY }; /* where placeholders() replaces: how values travel */
@@ -115,6 +119,9 @@ enum { BODY_NONE, BODY_STREAM, BODY_CHUNKED, BODY_BUFFER };
 #define PROXY_BODY_BUFFER    65536	/* Content-Length bodies held to be re-measured */
 #define PROXY_BODY_GROWN_MAX (1 << 20)	/* ... and what they may grow to with secrets */
 #define PROXY_HOLD_MAX	     (64 << 20) /* a body held for approval */
+
+/* A compressed response is decoded and held whole: at most this much, decoded. */
+#define PROXY_DECODED_MAX (8 << 20)
 
 #define CONN(p) ((struct conn *)(p)->data)
 
@@ -158,6 +165,14 @@ int proxy_tunnel_start(struct conn *c, int early_bytes);
 /* proxy_audit.c: one audit record and log line per request, exactly one. */
 void proxy_log(struct conn *c, int status);
 void proxy_log_due(struct conn *c);
+/* proxy_decode.c */
+int decode_plan(struct conn *c, int has_body);
+int decode_feed(struct conn *c, const uint8_t *in, size_t n,
+		int (*sink)(struct conn *, const uint8_t *, size_t));
+int decode_finish(struct conn *c);
+int decode_defer(struct conn *c, const void *b, size_t n);
+int decode_release(struct conn *c);
+void decode_free(struct conn *c);
 /* proxy_body.c */
 void body_plan(struct conn *c, size_t n_inj);
 int body_feed(struct conn *c, const char *at, size_t len, int final);

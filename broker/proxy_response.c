@@ -1,5 +1,6 @@
 /* broker/proxy_response.c: relays the upstream's answer — parsed by http_parser, hop-by-hop
- * headers dropped, re-framed as chunked, every secret form scrubbed out of head and body. */
+ * headers dropped, re-framed as chunked, every secret form scrubbed out of head and body.
+ * A compressed body is decoded first and goes out whole at its end (proxy_decode.c). */
 #include "broker/proxy_conn.h"
 
 #include <ctype.h>
@@ -15,6 +16,13 @@
 #include <openssl/crypto.h>
 
 /* --- response --------------------------------------------------------------------------- */
+
+/* Toward the guest: at once, or, while a compressed body is decoded, held until its end (so
+ * neither chunk sizes nor timing follow the compressed stream's reads). */
+static int out_write(struct conn *c, const void *b, size_t n)
+{
+	return c->dec ? decode_defer(c, b, n) : client_write(c, b, n);
+}
 
 static int obuf_put(void *arg, const uint8_t *b, size_t n)
 {
@@ -34,8 +42,8 @@ static int obuf_put(void *arg, const uint8_t *b, size_t n)
 					? 0
 					: snprintf(sz, sizeof(sz), "%zx\r\n", c->olen);
 
-			if ((l && client_write(c, sz, (size_t)l)) ||
-			    client_write(c, c->obuf, c->olen) || (l && client_write(c, "\r\n", 2)))
+			if ((l && out_write(c, sz, (size_t)l)) || out_write(c, c->obuf, c->olen) ||
+			    (l && out_write(c, "\r\n", 2)))
 				return -EIO;
 			c->olen = 0;
 		}
@@ -51,8 +59,8 @@ static int obuf_chunk(struct conn *c)
 	if (!c->olen)
 		return 0;
 	l = c->client_10 ? 0 : snprintf(sz, sizeof(sz), "%zx\r\n", c->olen);
-	if ((l && client_write(c, sz, (size_t)l)) || client_write(c, c->obuf, c->olen) ||
-	    (l && client_write(c, "\r\n", 2)))
+	if ((l && out_write(c, sz, (size_t)l)) || out_write(c, c->obuf, c->olen) ||
+	    (l && out_write(c, "\r\n", 2)))
 		return -EIO;
 	c->olen = 0;
 	return 0;
@@ -90,13 +98,73 @@ static int resp_no_body(const struct conn *c, unsigned status)
 	return c->is_head || status < 200 || status == 204 || status == 304;
 }
 
+/* http_parser lets through heads no client should be handed (a name with a space, a control
+ * byte in a value, a lone CR): what is relayed must be token names, and values and status
+ * text of visible characters, spaces and tabs. */
+static int text_ok(const char *t, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (((unsigned char)t[i] < 0x20 && t[i] != '\t') || t[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+static int head_ok(const struct head *h)
+{
+	size_t i, k;
+
+	if (!text_ok(h->arena, h->url_len))
+		return 0;
+	for (i = 0; i < h->n; i++) {
+		const char *name = h->arena + h->h[i].name_off;
+
+		if (!h->h[i].name_len || !text_ok(hdr_val(h, i), h->h[i].val_len))
+			return 0;
+		for (k = 0; k < h->h[i].name_len; k++)
+			if (!isalnum((unsigned char)name[k]) &&
+			    !(name[k] && strchr("!#$%&'*+-.^_`|~", name[k])))
+				return 0;
+	}
+	return 1;
+}
+
+static int sb_put(void *arg, const uint8_t *b, size_t n)
+{
+	sb_add(arg, b, n);
+	return ((struct sb *)arg)->oom ? -ENOMEM : 0;
+}
+
+/* One header field of the response, scrubbed. A field whose name holds a secret is dropped:
+ * a replacement there would not be a header name. */
+static int put_field(struct conn *c, size_t i)
+{
+	size_t before = c->scrub.replaced;
+	struct sb name = { 0 };
+	int rc;
+
+	rc = scrub_feed(&c->scrub, (const uint8_t *)c->resp.arena + c->resp.h[i].name_off,
+			c->resp.h[i].name_len, sb_put, &name) ||
+	     scrub_flush(&c->scrub, sb_put, &name);
+	if (!rc && c->scrub.replaced == before)
+		rc = obuf_put(c, (const uint8_t *)name.b, name.n) ||
+		     obuf_put(c, (const uint8_t *)": ", 2) ||
+		     scrub_feed(&c->scrub, (const uint8_t *)hdr_val(&c->resp, i),
+				c->resp.h[i].val_len, obuf_put, c) ||
+		     scrub_flush(&c->scrub, obuf_put, c) || obuf_put(c, (const uint8_t *)"\r\n", 2);
+	sb_wipe(&name);
+	return rc ? -1 : 0;
+}
+
 static int rp_headers(http_parser *p)
 {
-	static const char *const drop[] = {
-		"connection",	  "keep-alive",	      "transfer-encoding",
-		"content-length", "proxy-connection", "proxy-authenticate",
-		"trailer",	  "upgrade",	      NULL
-	};
+	/* Content-Encoding: what is relayed is never encoded (decode_plan). */
+	static const char *const drop[] = { "connection",	 "keep-alive",
+					    "transfer-encoding", "content-length",
+					    "proxy-connection",	 "proxy-authenticate",
+					    "trailer",		 "upgrade",
+					    "content-encoding",	 NULL };
 	struct conn *c = CONN(p);
 	char line[320];
 	size_t i, j;
@@ -106,7 +174,15 @@ static int rp_headers(http_parser *p)
 		return -1;
 	if (p->status_code < 200) /* interim responses are not forwarded */
 		return 0;
-	c->resp_started = 1;
+	if (!head_ok(&c->resp)) {
+		set_err(c, 502, "upstream %s sent a malformed response head", c->host);
+		return -1;
+	}
+	if (decode_plan(c, !resp_no_body(c, p->status_code)) < 0)
+		return -1;
+	/* A decoded response starts only when it is complete (nothing has gone out yet). */
+	c->resp_started = !c->dec;
+	c->resp_headed = 1;
 	c->in_head = 1;
 	scrub_reset(&c->scrub);
 	c->olen = 0;
@@ -120,12 +196,7 @@ static int rp_headers(http_parser *p)
 			;
 		if (drop[j])
 			continue;
-		if (scrub_feed(&c->scrub, (const uint8_t *)c->resp.arena + c->resp.h[i].name_off,
-			       c->resp.h[i].name_len, obuf_put, c) ||
-		    scrub_feed(&c->scrub, (const uint8_t *)": ", 2, obuf_put, c) ||
-		    scrub_feed(&c->scrub, (const uint8_t *)hdr_val(&c->resp, i),
-			       c->resp.h[i].val_len, obuf_put, c) ||
-		    scrub_flush(&c->scrub, obuf_put, c) || obuf_put(c, (const uint8_t *)"\r\n", 2))
+		if (put_field(c, i))
 			return -1;
 	}
 	if (c->client_10)
@@ -138,19 +209,30 @@ static int rp_headers(http_parser *p)
 	if (obuf_put(c, (const uint8_t *)line, (size_t)l))
 		return -1;
 	/* The head goes out raw (it is not a chunk). */
-	if (client_write(c, c->obuf, c->olen))
+	if (out_write(c, c->obuf, c->olen))
 		return -1;
 	c->olen = 0;
 	c->in_head = 0;
-	return c->is_head ? 1 : 0;
+	/* 1: no body follows (HEAD, 204, 304), whatever Content-Length or Transfer-Encoding
+	 * the upstream sent: bytes after such a head are not part of this response. */
+	return resp_no_body(c, p->status_code) ? 1 : 0;
+}
+
+static int decoded(struct conn *c, const uint8_t *b, size_t n)
+{
+	return scrub_feed(&c->scrub, b, n, obuf_put, c);
 }
 
 static int rp_body(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = CONN(p);
 
-	if (!c->resp_started)
+	if (!c->resp_headed)
 		return -1;
+	/* Decoded bytes are framed in full 16 KiB chunks only: sizes follow the decoded length,
+	 * never where the compressed reads ended. */
+	if (c->dec)
+		return decode_feed(c, (const uint8_t *)at, len, decoded) ? -1 : 0;
 	if (scrub_feed(&c->scrub, (const uint8_t *)at, len, obuf_put, c) || obuf_chunk(c))
 		return -1;
 	return 0;
@@ -160,12 +242,19 @@ static int rp_complete(http_parser *p)
 {
 	struct conn *c = CONN(p);
 
-	if (!c->resp_started) /* an interim 1xx: the real response follows */
+	if (!c->resp_headed) /* an interim 1xx: the real response follows */
 		return 0;
+	if (c->dec && decode_finish(c))
+		return -1;
 	if (scrub_flush(&c->scrub, obuf_put, c) || obuf_chunk(c))
 		return -1;
-	if (!resp_no_body(c, p->status_code) && !c->client_10 && client_write(c, "0\r\n\r\n", 5))
+	if (!resp_no_body(c, p->status_code) && !c->client_10 && out_write(c, "0\r\n\r\n", 5))
 		return -1;
+	if (c->dec) {
+		c->resp_started = 1;
+		if (decode_release(c))
+			return -1;
+	}
 	c->resp_done = 1;
 	c->up_keep = http_should_keep_alive(p);
 	http_parser_pause(p, 1);
@@ -182,9 +271,7 @@ static const http_parser_settings rp_settings = {
 	.on_message_complete = rp_complete,
 };
 
-/* Relays one response. Returns 0, -EAGAIN when a reused upstream connection closed before
- * answering (the caller may resend), or -EIO. */
-int relay_response(struct conn *c)
+static int relay(struct conn *c)
 {
 	char buf[16384];
 	int got = 0;
@@ -192,6 +279,7 @@ int relay_response(struct conn *c)
 	http_parser_init(&c->rp, HTTP_RESPONSE);
 	c->rp.data = c;
 	c->up_keep = 0;
+	c->resp_headed = 0;
 	while (!c->resp_done) {
 		ssize_t n = up_read(c, buf, sizeof(buf));
 		size_t done;
@@ -200,7 +288,10 @@ int relay_response(struct conn *c)
 			if (!got && c->up_reused)
 				return -EAGAIN;
 			if (!c->resp_started)
-				set_err(c, 502, "upstream %s closed or failed before answering",
+				set_err(c, 502,
+					c->dec ? "upstream %s closed before its compressed answer "
+						 "was complete"
+					       : "upstream %s closed or failed before answering",
 					c->host);
 			return -EIO;
 		}
@@ -220,4 +311,14 @@ int relay_response(struct conn *c)
 		}
 	}
 	return 0;
+}
+
+/* Relays one response. Returns 0, -EAGAIN when a reused upstream connection closed before
+ * answering (the caller may resend), or -EIO. */
+int relay_response(struct conn *c)
+{
+	int rc = relay(c);
+
+	decode_free(c);
+	return rc;
 }

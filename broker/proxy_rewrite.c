@@ -216,6 +216,7 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 					    "transfer-encoding",
 					    "content-length",
 					    "expect",
+					    "accept-encoding",
 					    NULL };
 	char line[400];
 	size_t i, j, k;
@@ -307,11 +308,6 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 			set_err(c, 502, "secret %s cannot travel in a header", inj[k]->name);
 			return -1;
 		}
-		if (inj[k]->kind == RULES_INJECT_BASIC &&
-		    scrub_add(&c->scrub, (const uint8_t *)r + 6, strlen(r) - 6)) {
-			free(r);
-			return -1;
-		}
 		sb_str(o, inj[k]->field);
 		sb_str(o, ": ");
 		sb_str(o, r);
@@ -319,6 +315,9 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 		OPENSSL_cleanse(r, strlen(r));
 		free(r);
 	}
+	/* Only bytes the scrubber can read come back: no compression (proxy_response.c decodes
+	 * or refuses what an upstream sends anyway). */
+	sb_str(o, "Accept-Encoding: identity\r\n");
 	/* A held body's length is known only at its end (body_finish). */
 	if (c->body_mode == BODY_CHUNKED)
 		sb_str(o, "Transfer-Encoding: chunked\r\n");

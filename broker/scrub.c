@@ -1,204 +1,276 @@
-/* broker/scrub.c: streaming secret replacement. Bytes that could still be the start of a
- * pattern are held back until the next read decides, so a value split across reads (or TLS
- * records, or chunks) is still found; everything else goes out at once. */
-#include "broker/scrub.h"
+/* broker/scrub.c: the scrubber's stream. Every byte runs the same bit-parallel step over all
+ * patterns (no early exit on a partial match), and each feed releases everything but the
+ * last L-1 bytes of the message, so what the guest sees after a read, and when, depends on
+ * how many bytes came, not on whether they begin a secret. Only a complete match changes the
+ * output: its bytes (and those of any match overlapping it) become one replacement. */
+#include "broker/scrub_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-
-#include "broker/rules.h"
 
 void scrub_init(struct scrub *s)
 {
 	memset(s, 0, sizeof(*s));
 }
 
-int scrub_add(struct scrub *s, const uint8_t *b, size_t n)
+/* State at stream boundary Q (bytes before Q consumed), bit OFF+i of a pattern: its first
+ * i+1 characters end exactly at Q. d0: the last token was a character; d1, d2: then one or
+ * two whitespace tokens (base64 only); any = d0 | d1 | d2. Tokens are at most 6 bytes, so 8
+ * boundaries are kept. */
+#define RING(s, q, k) ((s)->ring + ((((q)&7) * 4) + (k)) * ((s)->words + 1) + 1)
+
+static void ring_clear(struct scrub *s)
 {
-	size_t i;
+	memset(s->ring, 0, 32 * (s->words + 1) * sizeof(uint64_t));
+	memset(s->ring_ws, 0, sizeof(s->ring_ws));
+}
 
-	if (!n)
-		return 0;
-	for (i = 0; i < s->n_pats; i++)
-		if (s->pats[i].n == n && !memcmp(s->pats[i].b, b, n))
-			return 0;
-	if (s->n_pats == s->cap_pats) {
-		size_t cap = s->cap_pats ? s->cap_pats * 2 : 8;
-		struct scrub_pat *p = realloc(s->pats, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		s->pats = p;
-		s->cap_pats = cap;
+static int add_range(struct scrub *s, uint64_t start, uint64_t end)
+{
+	/* Overlapping matches merge: none of their bytes goes out. */
+	while (s->n_ranges && s->ranges[s->n_ranges - 1].e > start) {
+		if (s->ranges[s->n_ranges - 1].s < start)
+			start = s->ranges[s->n_ranges - 1].s;
+		s->n_ranges--;
 	}
-	s->pats[s->n_pats].b = malloc(n);
-	if (!s->pats[s->n_pats].b)
-		return -ENOMEM;
-	memcpy(s->pats[s->n_pats].b, b, n);
-	s->pats[s->n_pats++].n = n;
-	s->first[b[0] >> 3] |= (uint8_t)(1u << (b[0] & 7));
-	if (n > s->max_len)
-		s->max_len = n;
+	if (s->n_ranges == s->cap_ranges) {
+		size_t cap = s->cap_ranges ? s->cap_ranges * 2 : 8;
+		struct scrub_range *r = realloc(s->ranges, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		s->ranges = r;
+		s->cap_ranges = cap;
+	}
+	s->ranges[s->n_ranges++] = (struct scrub_range){ start, end };
 	return 0;
 }
 
-/* The encoding of VALUE preceded by OFF (0..2) unknown bytes: only the characters whose six
- * bits all come from VALUE are kept, so the fragment is found wherever VALUE sits in a larger
- * base64 text. URL selects the base64url alphabet. */
-static int add_b64(struct scrub *s, const uint8_t *val, size_t n, size_t off, int url)
+/* A pattern's last bit is set at Q: find each complete match's start, record the span. */
+static int on_match(struct scrub *s, const uint64_t *d0, uint64_t q)
 {
-	size_t tot = off + n, first = off ? off + 1 : 0, end = tot * 8 / 6, i;
-	uint8_t *plain = calloc(1, tot), *enc = malloc(4 * ((tot + 2) / 3) + 1);
-	int rc = 0;
+	uint64_t lo = q > s->lag ? q - s->lag : 0, start = q;
+	size_t i;
 
-	if (!plain || !enc) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	memcpy(plain + off, val, n);
-	EVP_EncodeBlock(enc, plain, (int)tot);
-	if (url)
-		for (i = 0; i < end; i++)
-			enc[i] = enc[i] == '+' ? '-' : enc[i] == '/' ? '_' : enc[i];
-	if (end > first && end - first >= SCRUB_MIN_FRAGMENT)
-		rc = scrub_add(s, enc + first, end - first);
-out:
-	if (plain)
-		OPENSSL_cleanse(plain, tot);
-	if (enc)
-		OPENSSL_cleanse(enc, 4 * ((tot + 2) / 3) + 1);
-	free(plain);
-	free(enc);
-	return rc;
-}
-
-int scrub_add_secret(struct scrub *s, const uint8_t *val, size_t n)
-{
-	char *pct;
-	size_t off;
-	int rc = scrub_add(s, val, n), url;
-
-	for (url = 0; url < 2 && !rc; url++)
-		for (off = 0; off < 3 && !rc; off++)
-			rc = add_b64(s, val, n, off, url);
-	if (rc)
-		return rc;
-	pct = rules_pct_encode(val, n);
-	if (!pct)
-		return -ENOMEM;
-	rc = scrub_add(s, (const uint8_t *)pct, strlen(pct));
-	OPENSSL_cleanse(pct, strlen(pct));
-	free(pct);
-	return rc;
-}
-
-/* At B[0..N): the length of the longest complete match, 0 for none; *partial is set when
- * a pattern runs past N with everything so far matching (more input could complete it). */
-static size_t match_at(const struct scrub *s, const uint8_t *b, size_t n, int *partial)
-{
-	size_t i, best = 0;
-
-	*partial = 0;
+	if (lo < s->base)
+		lo = s->base;
 	for (i = 0; i < s->n_pats; i++) {
 		const struct scrub_pat *p = &s->pats[i];
+		size_t bit = p->off + p->m - 1;
 
-		if (p->n <= n) {
-			if (p->n > best && !memcmp(p->b, b, p->n))
-				best = p->n;
-		} else if (!memcmp(p->b, b, n)) {
-			*partial = 1;
+		if (d0[bit / 64] & (1ull << (bit % 64))) {
+			uint64_t at = scrub_match_start(s, p, s->hold, s->base, lo, q);
+
+			if (at < start)
+				start = at;
 		}
 	}
-	return best;
+	return start < q ? add_range(s, start, q) : 0;
 }
 
-static int process(struct scrub *s, const uint8_t *b, size_t n, int final, scrub_out_fn out,
-		   void *arg, size_t *consumed)
+/* The only token at Q is the raw byte, not whitespace (most bytes of most bodies): the
+ * general step below, written for that case. */
+static inline int step_plain(struct scrub *s, uint64_t q, uint8_t b)
 {
-	size_t i = 0, run = 0;
-	int rc;
+	const size_t w = s->words;
+	const int src_ws = s->ring_ws[(q - 1) & 7];
+	const uint64_t *src = RING(s, q - 1, src_ws ? 3 : 0), *m = s->mask + (size_t)b * w;
+	const uint64_t *st = s->starts, *fi = s->finals;
+	const uint64_t *below = src - 1; /* the word below; below[0] is the zero word */
+	uint64_t *d0 = RING(s, q, 0), fin = 0;
+	size_t j;
 
-	while (i < n) {
-		size_t m = 0;
-		int partial = 0;
+	/* No carried variable: the word below is read again. */
+	for (j = 0; j < w; j++) {
+		uint64_t x = ((src[j] << 1) | (below[j] >> 63) | st[j]) & m[j];
 
-		if (s->first[b[i] >> 3] & (1u << (b[i] & 7))) {
-			m = match_at(s, b + i, n - i, &partial);
-			/* Wait for more input when a longer value may still be completed. */
-			if (partial && !final)
-				break;
+		d0[j] = x;
+		fin |= x & fi[j];
+	}
+	s->ring_ws[q & 7] = 0;
+	return fin ? on_match(s, d0, q) : 0;
+}
+
+/* The raw byte and a hex pair (two hex digits in a row, not escaped otherwise): the other
+ * common case, in hex text and in about one position in ten of base64 or random text. */
+static inline int step_pair(struct scrub *s, uint64_t q, uint8_t b, uint8_t v)
+{
+	const size_t w = s->words;
+	const int ws1 = s->ring_ws[(q - 1) & 7], ws2 = s->ring_ws[(q - 2) & 7];
+	const uint64_t *s1 = RING(s, q - 1, ws1 ? 3 : 0), *s2 = RING(s, q - 2, ws2 ? 3 : 0);
+	const uint64_t *m1 = s->mask + (size_t)b * w, *m2 = s->mask + (size_t)v * w;
+	const uint64_t *st = s->starts, *fi = s->finals, *rb = s->rawbits;
+	const uint64_t *b1 = s1 - 1, *b2 = s2 - 1;
+	uint64_t *d0 = RING(s, q, 0), fin = 0;
+	size_t j;
+
+	for (j = 0; j < w; j++) {
+		uint64_t x = (((s1[j] << 1) | (b1[j] >> 63) | st[j]) & m1[j]) |
+			     (((s2[j] << 1) | (b2[j] >> 63) | st[j]) & m2[j] & rb[j]);
+
+		d0[j] = x;
+		fin |= x & fi[j];
+	}
+	s->ring_ws[q & 7] = 0;
+	return fin ? on_match(s, d0, q) : 0;
+}
+
+/* One byte more: boundary Q = s->total. The same work for every byte of the same tokens. */
+static int step(struct scrub *s, uint64_t q)
+{
+	const size_t w = s->words;
+	uint64_t *d0 = RING(s, q, 0), *d1 = RING(s, q, 1), *d2 = RING(s, q, 2),
+		 *any = RING(s, q, 3);
+	struct scrub_tok t[SCRUB_TOKENS_MAX];
+	size_t avail = q - s->base, nt, k, j;
+	uint64_t fin = 0;
+	int ws = 0;
+
+	nt = scrub_tokens(s->hold + avail, avail < SCRUB_TOKEN_MAX ? avail : SCRUB_TOKEN_MAX, t);
+	if (nt == 1 && !t[0].ws)
+		return step_plain(s, q, t[0].val);
+	if (nt == 2 && t[1].raw)
+		return step_pair(s, q, t[0].val, t[1].val);
+	for (k = 0; k < nt; k++) {
+		uint64_t src_q = q - t[k].len;
+		int src_ws = s->ring_ws[src_q & 7];
+		const uint64_t *src = RING(s, src_q, src_ws ? 3 : 0), *below = src - 1;
+		const uint64_t *m = s->mask + (size_t)t[k].val * w;
+
+		for (j = 0; j < w; j++) {
+			uint64_t x = ((src[j] << 1) | (below[j] >> 63) | s->starts[j]) & m[j];
+
+			if (t[k].raw)
+				x &= s->rawbits[j];
+			d0[j] = k ? d0[j] | x : x;
+			fin |= x & s->finals[j];
 		}
-		if (!m) {
-			i++;
+		if (!t[k].ws)
 			continue;
+		if (!ws) {
+			memset(d1, 0, 2 * w * sizeof(uint64_t));
+			ws = 1;
 		}
-		if (i > run && (rc = out(arg, b + run, i - run)))
+		for (j = 0; j < w; j++) {
+			d1[j] |= RING(s, src_q, 0)[j] & s->sep[j];
+			if (src_ws)
+				d2[j] |= RING(s, src_q, 1)[j] & s->sep[j];
+		}
+	}
+	for (j = 0; ws && j < w; j++)
+		any[j] = d0[j] | d1[j] | d2[j];
+	s->ring_ws[q & 7] = (uint8_t)ws;
+	return fin ? on_match(s, d0, q) : 0;
+}
+
+/* Sends positions [base, upto) out, matches replaced; a match that runs past UPTO waits
+ * whole. Then forgets what went out. */
+static int release(struct scrub *s, uint64_t upto, scrub_out_fn out, void *arg)
+{
+	uint64_t pos = s->base;
+	size_t done = 0, keep;
+	int rc = 0;
+
+	if (s->total == s->base) /* nothing held (maybe nothing fed yet) */
+		return 0;
+
+	while (done < s->n_ranges && s->ranges[done].s < upto) {
+		const struct scrub_range *r = &s->ranges[done];
+
+		if (r->s > pos && (rc = out(arg, s->hold + (pos - s->base), r->s - pos)))
 			return rc;
+		pos = r->s;
+		if (r->e > upto)
+			break;
 		if ((rc = out(arg, (const uint8_t *)SCRUB_REPLACEMENT,
 			      sizeof(SCRUB_REPLACEMENT) - 1)))
 			return rc;
 		s->replaced++;
-		i += m;
-		run = i;
+		pos = r->e;
+		done++;
 	}
-	if (i > run && (rc = out(arg, b + run, i - run)))
-		return rc;
-	*consumed = i;
+	if ((done == s->n_ranges || s->ranges[done].s >= upto) && upto > pos) {
+		if ((rc = out(arg, s->hold + (pos - s->base), upto - pos)))
+			return rc;
+		pos = upto;
+	}
+	if (done) {
+		memmove(s->ranges, s->ranges + done, (s->n_ranges - done) * sizeof(*s->ranges));
+		s->n_ranges -= done;
+	}
+	keep = s->total - pos;
+	memmove(s->hold, s->hold + (pos - s->base), keep);
+	OPENSSL_cleanse(s->hold + keep, s->total - s->base - keep);
+	s->base = pos;
 	return 0;
 }
 
 int scrub_feed(struct scrub *s, const uint8_t *in, size_t n, scrub_out_fn out, void *arg)
 {
-	size_t need = s->held + n, used = 0;
+	size_t held = s->total - s->base, i;
 	int rc;
 
 	if (!n)
 		return 0;
 	if (!s->n_pats)
 		return out(arg, in, n);
-	if (need > s->work_cap) {
-		uint8_t *w = malloc(need);
+	if (held + n > s->hold_cap) {
+		uint8_t *h = malloc(held + n);
 
-		if (!w)
+		if (!h)
 			return -ENOMEM;
-		if (s->work) {
-			memcpy(w, s->work, s->held);
-			OPENSSL_cleanse(s->work, s->work_cap);
-			free(s->work);
+		if (s->hold) {
+			memcpy(h, s->hold, held);
+			OPENSSL_cleanse(s->hold, s->hold_cap);
+			free(s->hold);
 		}
-		s->work = w;
-		s->work_cap = need;
+		s->hold = h;
+		s->hold_cap = held + n;
 	}
-	memcpy(s->work + s->held, in, n);
-	rc = process(s, s->work, need, 0, out, arg, &used);
-	if (rc)
-		return rc;
-	/* What is left is shorter than the longest pattern: it is a pattern's prefix. */
-	memmove(s->work, s->work + used, need - used);
-	s->held = need - used;
-	return 0;
+	memcpy(s->hold + held, in, n);
+	for (i = 0; i < n; i++) {
+		uint64_t q = ++s->total;
+		const uint8_t *end = s->hold + (q - s->base);
+
+		/* Bytes that can only be themselves skip the escape decoder (a choice made on the
+		 * bytes alone, which the guest may know; never on the matcher's state). */
+		if (scrub_only_raw(end, q - s->base))
+			rc = step_plain(s, q, end[-1]);
+		else if (scrub_only_pair(end, q - s->base))
+			rc = step_pair(s, q, end[-1], scrub_hex_pair(end));
+		else
+			rc = step(s, q);
+		if (rc)
+			return rc;
+	}
+	return release(s, s->total >= s->lag - 1 ? s->total - (s->lag - 1) : 0, out, arg);
+}
+
+static void stream_reset(struct scrub *s)
+{
+	if (s->hold)
+		OPENSSL_cleanse(s->hold, s->hold_cap);
+	s->base = s->total = 0;
+	s->n_ranges = 0;
+	if (s->ring)
+		ring_clear(s);
 }
 
 int scrub_flush(struct scrub *s, scrub_out_fn out, void *arg)
 {
-	size_t used = 0;
-	int rc = 0;
+	int rc = s->n_pats ? release(s, s->total, out, arg) : 0;
 
-	if (s->held)
-		rc = process(s, s->work, s->held, 1, out, arg, &used);
-	s->held = 0;
+	/* Nothing matches across a flush: a header field's value is its own text. */
+	stream_reset(s);
 	return rc;
 }
 
 void scrub_reset(struct scrub *s)
 {
-	if (s->work)
-		OPENSSL_cleanse(s->work, s->work_cap);
-	s->held = 0;
+	stream_reset(s);
 	s->replaced = 0;
 }
 
@@ -207,12 +279,16 @@ void scrub_free(struct scrub *s)
 	size_t i;
 
 	for (i = 0; i < s->n_pats; i++) {
-		OPENSSL_cleanse(s->pats[i].b, s->pats[i].n);
-		free(s->pats[i].b);
+		OPENSSL_cleanse(s->pats[i].acc, s->pats[i].m * sizeof(*s->pats[i].acc));
+		free(s->pats[i].acc);
 	}
 	free(s->pats);
-	if (s->work)
-		OPENSSL_cleanse(s->work, s->work_cap);
-	free(s->work);
+	if (s->mask)
+		OPENSSL_cleanse(s->mask, SCRUB_TABLE_WORDS(s->words, s->vwords) * sizeof(uint64_t));
+	free(s->mask);
+	if (s->hold)
+		OPENSSL_cleanse(s->hold, s->hold_cap);
+	free(s->hold);
+	free(s->ranges);
 	memset(s, 0, sizeof(*s));
 }

@@ -24,6 +24,8 @@ FUZZ_LIBS_fuzz_policy := -ljansson
 FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/hostname.c broker/policy.c \
                         broker/decide.c lib/json_where.c
 FUZZ_LIBS_fuzz_scope := -ljansson -lcrypto
+FUZZ_DEPS_fuzz_response := $(FUZZ_DEPS_fuzz_proxy_head)
+FUZZ_LIBS_fuzz_response := $(FUZZ_LIBS_fuzz_proxy_head)
 
 # Secondary expansion picks the target's own list.
 .SECONDEXPANSION:
@@ -51,13 +53,18 @@ $(BUILD)/tests/vhost-user-probe: $(OBJ)/tests/tools/vhost_user_probe.o $(VMM_LIB
 	$(CC) $(LDFLAGS) -o $@ $^ -lpthread
 test: $(BUILD)/tests/vhost-user-probe
 # The broker's proxy suite: a TLS echo upstream and a client that captures every byte.
-$(BUILD)/tests/https-echo: $(OBJ)/tests/tools/https_echo.o
+$(BUILD)/tests/https-echo: $(OBJ)/tests/tools/https_echo.o $(OBJ)/tests/tools/echo_reflect.o
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto -lpthread -lz
 $(BUILD)/tests/proxy-client: $(OBJ)/tests/tools/proxy_client.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto -lpthread
 test: $(BUILD)/tests/https-echo $(BUILD)/tests/proxy-client
+# A guest trying to learn a secret from the response scrubber (tests/e2e/test_scrub_oracle.sh).
+$(BUILD)/tests/scrub-probe: $(OBJ)/tests/tools/scrub_probe.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser
+test: $(BUILD)/tests/scrub-probe
 # A real git smart-HTTP server (git http-backend behind TLS and one required Authorization).
 $(BUILD)/tests/git-https-server: $(OBJ)/tests/tools/git_https_server.o $(OBJ)/tests/tools/git_https_cgi.o
 	@mkdir -p $(@D)

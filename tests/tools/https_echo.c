@@ -1,6 +1,7 @@
 /* tests/tools/https_echo.c: a test upstream on 127.0.0.1 that answers every request with its
  * request line and headers in the body, plus an optional string (header and body) so tests can
- * make it echo a secret. Plain HTTP without --cert. Prints its port on stdout. */
+ * make it echo a secret; /reflect echoes the X-Reflect header in a chosen encoding
+ * (echo_reflect.c). Plain HTTP without --cert. Prints its port on stdout. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -13,6 +14,9 @@
 #include <unistd.h>
 
 #include <http_parser.h>
+#include <strings.h>
+
+#include "tests/tools/echo_reflect.h"
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -30,6 +34,10 @@ struct client {
 	size_t body;
 	char first[1024]; /* the body's first bytes, for the log */
 	size_t nfirst;
+	char fname[32]; /* the current header's name (its first bytes) */
+	size_t fname_n;
+	char reflect[8192]; /* the X-Reflect value */
+	size_t reflect_n;
 };
 
 static int cwrite(struct client *c, const void *b, size_t n)
@@ -45,6 +53,11 @@ static int cwrite(struct client *c, const void *b, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+static int client_out(void *arg, const void *b, size_t n)
+{
+	return cwrite(arg, b, n);
 }
 
 static void hput(struct client *c, const char *s, size_t n)
@@ -72,10 +85,15 @@ static int on_field(http_parser *p, const char *at, size_t n)
 {
 	struct client *c = p->data;
 
-	if (c->state != 1)
+	if (c->state != 1) {
 		hput(c, "\n", 1);
+		c->fname_n = 0;
+	}
 	c->state = 1;
 	hput(c, at, n);
+	while (n-- && c->fname_n < sizeof(c->fname) - 1)
+		c->fname[c->fname_n++] = *at++;
+	c->fname[c->fname_n] = 0;
 	return 0;
 }
 
@@ -87,6 +105,10 @@ static int on_value(http_parser *p, const char *at, size_t n)
 		hput(c, ": ", 2);
 	c->state = 2;
 	hput(c, at, n);
+	if (!strcasecmp(c->fname, "x-reflect") && c->reflect_n + n <= sizeof(c->reflect)) {
+		memcpy(c->reflect + c->reflect_n, at, n);
+		c->reflect_n += n;
+	}
 	return 0;
 }
 
@@ -129,6 +151,18 @@ static int on_complete(http_parser *p)
 		pthread_mutex_unlock(&log_lock);
 	}
 	path = strchr(c->head, ' ');
+	if (path && !strncmp(path + 1, "/", 1) && strstr(path, "/reflect") &&
+	    strstr(path, "/reflect") < path + strcspn(path + 1, " \n") + 1) {
+		int rc = reflect_answer(client_out, c, path + 1, (const uint8_t *)c->reflect,
+					c->reflect_n, log_file);
+
+		c->reflect_n = 0;
+		c->hlen = 0;
+		c->body = 0;
+		c->nfirst = 0;
+		c->state = 0;
+		return rc ? -1 : 0;
+	}
 	if (path && !strncmp(path + 1, "/repeat/", 8)) {
 		path++;
 		/* /repeat/N: ALSO N times, chunked, in pieces of odd sizes. */
