@@ -46,6 +46,12 @@ int vm_create(struct vm *vm, uint64_t mem_bytes, unsigned ncpus, unsigned flags)
 int vm_create_on(struct vm *vm, int kvm_fd, uint64_t mem_bytes, unsigned ncpus, unsigned flags);
 void vm_destroy(struct vm *vm);
 
+/* A VM without KVM, for tools and tests that drive devices through the buses directly (no
+ * vCPU can run): guest RAM (mem_bytes at guest-physical 0), the buses, the stop eventfd and
+ * an unclaimed stop status, exactly as vm_create() leaves them; kvm_fd and vm_fd are -1.
+ * Returns 0 or -errno (nothing left open); release with vm_destroy(). */
+int vm_create_nokvm(struct vm *vm, uint64_t mem_bytes);
+
 /* Ends the run: every vCPU leaves at its next exit; the first request's status wins.
  * Safe from any thread (vCPU threads call it with dev_lock held or not). */
 void vm_request_stop(struct vm *vm, int status);

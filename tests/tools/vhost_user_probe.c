@@ -72,21 +72,16 @@ static void on_stop(void *arg)
 	(void)!write(probe_stop_pipe[1], "x", 1);
 }
 
-/* A real VM when KVM is there (so ioeventfd/irqfd are exercised), else RAM and buses only. */
+/* A real VM when KVM is there (so ioeventfd/irqfd are exercised), else RAM, buses and the
+ * stop eventfd only: vm_request_stop() then works exactly as it does with KVM. */
 static int probe_vm(struct vm *vm, int *wired)
 {
 	if (access("/dev/kvm", R_OK | W_OK) == 0 && vm_create(vm, PROBE_MEM, 1, VM_IRQCHIP) == 0) {
 		*wired = 1;
 		return 0;
 	}
-	memset(vm, 0, sizeof(*vm));
-	vm->kvm_fd = vm->vm_fd = vm->stop_fd = -1;
-	bus_init(&vm->pio, "port");
-	bus_init(&vm->mmio, "MMIO");
 	*wired = 0;
-	if (gmem_init(&vm->mem, PROBE_MEM) || gmem_add_region(&vm->mem, 0, 0, PROBE_MEM))
-		return -1;
-	return 0;
+	return vm_create_nokvm(vm, PROBE_MEM);
 }
 
 /* The driver side of virtio-fs initialisation, as Linux's virtio_mmio + virtio_fs do it. */
@@ -241,7 +236,8 @@ int main(int argc, char **argv)
 		uint64_t dt = now_ms() - t0;
 		check(n == 1 && read(probe_stop_pipe[0], &c, 1) == 1,
 		      "killed back end detected by the watcher", "no stop within 10 s");
-		check(vm.stop && vm.stop_status == VMM_EXIT_BACKEND, "VM stop requested with VMM_EXIT_BACKEND",
+		check(vm.stop && vm.stop_status == VMM_EXIT_BACKEND,
+		      "VM stop requested with VMM_EXIT_BACKEND",
 		      "vm.stop not set to VMM_EXIT_BACKEND");
 		printf("# back end death noticed after %llu ms\n", (unsigned long long)dt);
 		/* The guest keeps poking a dead device: a reset needs GET_VRING_BASE, which
