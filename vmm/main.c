@@ -306,6 +306,7 @@ static int vmm_main(struct machine *m)
 	unsigned flags = o->mode == VMM_MODE_TEST ? 0 : VM_IRQCHIP;
 	if (vm_create_on(&m->vm, o->kvm_fd, o->mem_mib << 20, o->cpus, flags))
 		return VMM_EXIT_SETUP;
+	vmm_log_bind(&m->vm); /* no message may hold up the VM's stop */
 	for (; ndev < VMM_NDEVICES; ndev++) {
 		const struct vmm_device *d = &vmm_devices[ndev];
 		if ((d->modes & o->mode) && d->init(m))
@@ -326,6 +327,7 @@ out:
 	}
 	while (m->nvcpus > 0)
 		vcpu_destroy(&m->vcpus[--m->nvcpus]);
+	vmm_log_bind(NULL);
 	vm_destroy(&m->vm);
 	return status;
 }

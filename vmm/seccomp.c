@@ -177,6 +177,10 @@ static int build_vcpu(const struct vmm_jail *j, int vcpu_fd, struct vmm_bpf *out
 	/* The kick signal's handler returns. */
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigreturn), 0);
+	/* Waits that give way to the VM's stop (vmm/stopwait.c, lib/vhost_user.c): the console's
+	 * reader or a back end's socket, beside the stop eventfd. */
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(poll), 0);
 	if (!rc)
 		rc = add_ioctls(ctx, vcpu_fd, vcpu_ioctls, NELEM(vcpu_ioctls));
 	/* The UART's interrupt line (the in-kernel irqchip's). */

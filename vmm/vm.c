@@ -173,6 +173,7 @@ void vm_request_stop(struct vm *vm, int status)
 	 * flag is set after the status, so a vCPU that sees it reads the winner's status. */
 	if (!atomic_compare_exchange_strong(&vm->stop_status, &unclaimed, status))
 		return;
+	atomic_store(&vm->stop_ns, vm_now_ns());
 	atomic_store(&vm->stop, true);
 	/* Wakes the thread that waits for the VM's end; it kicks the other vCPUs. A full
 	 * counter (EAGAIN) would mean it is already signalled, so the result is moot. */

@@ -35,6 +35,7 @@ struct vm {
 	_Atomic uint64_t first_run_ns; /* vCPU 0's first KVM_RUN (0 before) */
 	atomic_bool stop;	       /* set by a device or vCPU: every vCPU leaves its run loop */
 	atomic_int stop_status;
+	_Atomic uint64_t stop_ns; /* CLOCK_MONOTONIC of the stop request (set before `stop`) */
 };
 
 /* Opens /dev/kvm, checks the API, creates the VM, does the arch set-up (flags: VM_*) and

@@ -78,7 +78,7 @@ static void print_stats(const struct vsock_dev *d, const struct backend *b)
 static int on_ctrl(struct backend *b, int sock)
 {
 	struct vhost_user_msg m;
-	int err = vhost_user_recv(sock, &m, VHOST_USER_TO_BACKEND, false);
+	int err = vhost_user_recv(sock, &m, VHOST_USER_TO_BACKEND, false, NULL);
 	if (err == -ECONNRESET)
 		return 0;
 	if (err < 0) {

@@ -68,16 +68,16 @@ static uint64_t roundtrip(struct bfx *f, struct vhost_user_msg *m, struct vhost_
 	bool has_reply = vhost_user_has_reply(m->hdr.request);
 	if (!has_reply)
 		m->hdr.flags |= VHOST_USER_FLAG_NEED_REPLY;
-	assert_int_equal(vhost_user_send(f->fe, m), 0);
+	assert_int_equal(vhost_user_send(f->fe, m, NULL), 0);
 	struct vhost_user_msg in;
-	assert_int_equal(vhost_user_recv(f->be, &in, VHOST_USER_TO_BACKEND, false), 0);
+	assert_int_equal(vhost_user_recv(f->be, &in, VHOST_USER_TO_BACKEND, false, NULL), 0);
 	uint64_t status = 0;
 	assert_int_equal(backend_handle(&f->b, f->be, &in, &status), 0);
 	vhost_user_msg_close_fds(&in);
 	if (!has_reply)
 		assert_int_equal(vhost_user_reply_ack(f->be, &in, status), 0);
 	struct vhost_user_msg r;
-	assert_int_equal(vhost_user_recv(f->fe, &r, VHOST_USER_TO_FRONTEND, !has_reply), 0);
+	assert_int_equal(vhost_user_recv(f->fe, &r, VHOST_USER_TO_FRONTEND, !has_reply, NULL), 0);
 	if (reply)
 		*reply = r;
 	return has_reply ? 0 : r.p.u64;
