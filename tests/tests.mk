@@ -44,6 +44,18 @@ $(BUILD)/tests/vhost-user-probe: $(OBJ)/tests/tools/vhost_user_probe.o $(VMM_LIB
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lpthread
 test: $(BUILD)/tests/vhost-user-probe
+# Ring restarts against the real bulkhead-vsock: the guest's driver (the test guest's own code)
+# through bulkhead-vmm's transport, without KVM; and the host side of that guest's scenarios.
+$(BUILD)/tests/vsock-restart-probe: $(OBJ)/tests/tools/vsock_restart_probe.o \
+                                   $(OBJ)/tests/guests/vsock_drv.o $(VMM_LIB) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lpthread
+test: $(BUILD)/tests/vsock-restart-probe
+# A back end that stops answering at a chosen request (tests/e2e/test_vmm.sh, with KVM).
+$(BUILD)/tests/vhost-user-mute: $(OBJ)/tests/tools/vhost_user_mute.o $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^
+test: $(BUILD)/tests/vhost-user-mute
 # The broker's proxy suite: a TLS echo upstream and a client that captures every byte.
 $(BUILD)/tests/https-echo: $(OBJ)/tests/tools/https_echo.o
 	@mkdir -p $(@D)

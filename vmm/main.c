@@ -103,7 +103,8 @@ static const struct vmm_device vmm_devices[] = {
 	{ "test ports", VMM_MODE_TEST | VMM_MODE_MACHINE, dev_testdev_init, dev_testdev_fini },
 	{ "8250 UART", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_uart_init, dev_uart_fini },
 	{ "i8042", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_i8042_init, NULL },
-	{ "virtio (vhost-user)", VMM_MODE_LINUX, dev_virtio_init, dev_virtio_fini },
+	{ "virtio (vhost-user)", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_virtio_init,
+	  dev_virtio_fini },
 	{ "boot timer", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_boot_timer_init, NULL },
 	/* virtio-mmio devices (vmm/virtio/) go here, VMM_MODE_LINUX. */
 };
