@@ -14,7 +14,11 @@ FUZZ_DEPS_fuzz_console_frame := lib/console_frame.c
 FUZZ_DEPS_fuzz_agent_proto := lib/agent_proto.c cli/exec_client.c lib/unix_listen.c
 FUZZ_DEPS_fuzz_vsock_tx := vsock/device.c vsock/conn.c vsock/virtq.c vsock/vmem.c \
                            lib/unix_listen.c
-FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c
+FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c vmm/stopwait.c \
+                              vmm/vm.c vmm/x86/vm_arch.c
+# The VMM's vhost-user front end against a hostile back end (its log lines kept quiet there).
+FUZZ_DEPS_fuzz_vu_front := vmm/virtio/vu_front.c vmm/virtio/vhost_user_dev.c vmm/virtio/mmio.c \
+                           vmm/bus.c vmm/gmem.c vmm/vm.c vmm/x86/vm_arch.c lib/vhost_user.c
 FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/control.c broker/session.c,$(BROKER_SRCS)) \
                              lib/json_where.c
 FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lssl -lcrypto -ljansson -lpthread
