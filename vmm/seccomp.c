@@ -4,6 +4,7 @@
  * guests and on a Linux boot with virtio-fs and virtio-vsock (tests/e2e/test_vmm_jail.sh). */
 #include "vmm/seccomp.h"
 
+#include "lib/san.h"
 #include "vmm/vcpu.h"
 
 #include <errno.h>
@@ -99,6 +100,10 @@ static scmp_filter_ctx new_filter(int *rc)
 		*rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
 	if (!*rc)
 		*rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 0);
+#ifdef BULKHEAD_SANITIZED
+	if (!*rc)
+		*rc = san_seccomp_allow(ctx); /* a sanitizer build's run time (lib/san.h) */
+#endif
 	return ctx;
 }
 
