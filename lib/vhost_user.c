@@ -3,6 +3,7 @@
 #include "lib/vhost_user.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stddef.h>
 #include <string.h>
@@ -220,10 +221,10 @@ static int vu_wait(int sock, short events, const struct vhost_user_wait *w)
 		int timeout = -1;
 		if (w->deadline_ns) {
 			uint64_t now = vu_now_ns();
-			if (now >= w->deadline_ns)
-				timeout = 0; /* one last look: ready now still counts */
-			else
-				timeout = (int)((w->deadline_ns - now + 999999) / 1000000);
+			uint64_t left_ms = now >= w->deadline_ns
+						   ? 0 /* one last look: ready now still counts */
+						   : (w->deadline_ns - now + 999999) / 1000000;
+			timeout = left_ms > INT_MAX ? INT_MAX : (int)left_ms;
 		}
 		int n = poll(p, 2, timeout);
 		if (n < 0 && errno == EINTR)
@@ -240,7 +241,6 @@ static int vu_wait(int sock, short events, const struct vhost_user_wait *w)
 }
 
 int vhost_user_send(int sock, const struct vhost_user_msg *m, const struct vhost_user_wait *w)
-
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * VHOST_USER_MAX_FDS)];
