@@ -131,6 +131,16 @@ for mode in test --machine; do
 	exec 3<&-
 	expect "flood ($mode): --timeout-ms ends a run whose console nobody reads (124)" 124
 done
+# The same with stderr on that full pipe too: the timeout's own line cannot hold up the stop.
+rm -f "$TMP/fifo"; mkfifo "$TMP/fifo"
+exec 3<> "$TMP/fifo"
+dd if=/dev/zero bs=4096 count=16 > "$TMP/fifo" 2> /dev/null
+timeout -s KILL 60 "$VMM" --test-guest "$GUESTS/flood.bin" --timeout-ms 2000 > "$TMP/fifo" 2>&1 \
+	< /dev/null 3<&-
+rc=$?
+exec 3<&-
+: > "$TMP/err"
+expect "flood, stdout and stderr nobody reads: --timeout-ms still ends the run (124)" 124
 # A back end that stops answering at DRIVER_OK (the vCPU waits for SET_FEATURES' ack).
 MUTE=$BUILD/tests/vhost-user-mute
 if [ -x "$MUTE" ]; then
