@@ -15,9 +15,19 @@ CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(WARN) -I. -MMD -MP -fstack-protector-strong
 LDFLAGS ?=
 SAN     ?=
+# Sanitizer builds (SAN=address,undefined; use a BUILD of their own, e.g. BUILD=build-san): every
+# report ends the program (no recovery), and BULKHEAD_SANITIZED tells the code that programs
+# usually linked statically are dynamic here (ASan has no static runtime): the jail then gives
+# bulkhead-vmm and bulkhead-vsock their loader and libraries, and their allow-lists the
+# sanitizer runtime's calls (cli/jail_san.c, lib/san.h). A normal build has none of that.
+STATIC  := -static
+SAN_OBJ :=
 ifneq ($(SAN),)
-CFLAGS  += -fsanitize=$(SAN) -fno-omit-frame-pointer
+SAN_OBJ := $(OBJ)/lib/san.o
+CFLAGS  += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all \
+           -DBULKHEAD_SANITIZED
 LDFLAGS += -fsanitize=$(SAN)
+STATIC  :=
 endif
 
 .PHONY: all deps demo test clean bench format

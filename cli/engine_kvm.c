@@ -3,6 +3,7 @@
 #include "cli/paths.h"
 #include "cli/engine_spawn.h"
 #include "cli/jail.h"
+#include "cli/jail_san.h"
 #include "lib/unix_listen.h"
 #include "cli/run.h"
 #include "cli/share_fs.h"
@@ -104,7 +105,7 @@ int kvm_start(const struct launch *l, const struct engine_choice *c, struct gues
 	}
 	if (!l->jail)
 		engine_arg(&a, "--no-seccomp"); /* --no-jail is for debugging: all of it off */
-	const struct jail_spec spec = {
+	struct jail_spec spec = {
 		.ids = l->jail,
 		.empty_root = true,
 		.extra_gid = (gid_t)-1,
@@ -112,6 +113,8 @@ int kvm_start(const struct launch *l, const struct engine_choice *c, struct gues
 		.fds = fds,
 		.nfds = nfds,
 	};
+	struct jail_san san; /* a sanitizer build's loader and libraries; else nothing */
+	(void)jail_san_extend(&san, &spec); /* no mounts of its own: cannot fail */
 	rc = engine_spawn(&a, "bulkhead-vmm", l->diag_w, l->verbose, l->jail ? &spec : NULL, g, err,
 			  errlen);
 	for (size_t i = 0; i < nfds; i++)

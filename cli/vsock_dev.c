@@ -3,6 +3,7 @@
  * descriptor), so the engine can connect at once without a race. */
 #include "cli/vsock_dev.h"
 #include "cli/jail.h"
+#include "cli/jail_san.h"
 #include "cli/paths.h"
 #include "cli/proc.h"
 #include "lib/unix_listen.h"
@@ -57,7 +58,7 @@ int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd,
 	/* Jailed, it sees of the host only the vsock directory, which becomes the jail's:
 	 * it binds vsock.sock there and connects to the vsock.sock_<port> listeners. */
 	const struct jail_mount mounts[] = { { .src = vsock_dir, .flags = JAIL_MOUNT_RW } };
-	const struct jail_spec spec = {
+	struct jail_spec spec = {
 		.ids = jail,
 		.empty_root = true,
 		.mounts = mounts,
@@ -68,7 +69,10 @@ int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd,
 		.out_fd = diag_fd,
 		.diag_fd = diag_fd,
 	};
-	int rc = jail ? jail_ids_give_dir(jail, vsock_dir) : 0;
+	struct jail_san san; /* a sanitizer build's loader and libraries; else nothing */
+	int rc = jail_san_extend(&san, &spec);
+	if (!rc && jail)
+		rc = jail_ids_give_dir(jail, vsock_dir);
 	pid_t pid = rc < 0 ? rc
 		    : jail ? jail_spawn(argv, &spec)
 			   : proc_spawn_listener(argv, lfd, diag_fd);

@@ -3,10 +3,13 @@
 #include "lib/vhost_user.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 _Static_assert(sizeof(struct vhost_user_hdr) == 12, "vhost-user header is 12 bytes");
@@ -191,7 +194,53 @@ void vhost_user_msg_init(struct vhost_user_msg *m, uint32_t request, uint32_t fl
 		m->fds[i] = -1;
 }
 
-int vhost_user_send(int sock, const struct vhost_user_msg *m)
+static uint64_t vu_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct vhost_user_wait vhost_user_wait_for(unsigned timeout_ms, int stop_fd)
+{
+	return (struct vhost_user_wait){
+		.deadline_ns = timeout_ms ? vu_now_ns() + timeout_ms * 1000000ull : 0,
+		.stop_fd = stop_fd,
+	};
+}
+
+/* Waits until sock is ready for events within w. 0, -ETIMEDOUT, -ECANCELED or -errno. Without
+ * w there is nothing to wait for here: the blocking call that follows does the waiting. */
+static int vu_wait(int sock, short events, const struct vhost_user_wait *w)
+{
+	if (!w)
+		return 0;
+	for (;;) {
+		struct pollfd p[2] = { { .fd = sock, .events = events },
+				       { .fd = w->stop_fd, .events = POLLIN } };
+		int timeout = -1;
+		if (w->deadline_ns) {
+			uint64_t now = vu_now_ns();
+			uint64_t left_ms = now >= w->deadline_ns
+						   ? 0 /* one last look: ready now still counts */
+						   : (w->deadline_ns - now + 999999) / 1000000;
+			timeout = left_ms > INT_MAX ? INT_MAX : (int)left_ms;
+		}
+		int n = poll(p, 2, timeout);
+		if (n < 0 && errno == EINTR)
+			continue; /* the loop recomputes what is left of the one deadline */
+		if (n < 0)
+			return -errno;
+		if (p[1].revents)
+			return -ECANCELED;
+		if (p[0].revents)
+			return 0; /* ready, or hung up / in error: the call itself says which */
+		if (timeout == 0)
+			return -ETIMEDOUT;
+	}
+}
+
+int vhost_user_send(int sock, const struct vhost_user_msg *m, const struct vhost_user_wait *w)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * VHOST_USER_MAX_FDS)];
@@ -217,9 +266,12 @@ int vhost_user_send(int sock, const struct vhost_user_msg *m)
 		memcpy(CMSG_DATA(c), m->fds, sizeof(int) * m->nfds);
 	}
 	while (left) {
-		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+		int err = vu_wait(sock, POLLOUT, w);
+		if (err)
+			return err;
+		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL | (w ? MSG_DONTWAIT : 0));
 		if (n < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR || (w && errno == EAGAIN))
 				continue;
 			return errno == EAGAIN ? -ETIMEDOUT : -errno;
 		}
@@ -242,14 +294,17 @@ int vhost_user_send(int sock, const struct vhost_user_msg *m)
 	return 0;
 }
 
-/* Reads exactly len bytes. 0, -ECONNRESET on EOF, -ETIMEDOUT, or -errno. */
-static int vu_read_full(int sock, void *buf, size_t len)
+/* Reads exactly len bytes within w. 0, -ECONNRESET on EOF, -ETIMEDOUT, -ECANCELED, -errno. */
+static int vu_read_full(int sock, void *buf, size_t len, const struct vhost_user_wait *w)
 {
 	char *p = buf;
 	while (len) {
-		ssize_t n = recv(sock, p, len, MSG_WAITALL);
+		int err = vu_wait(sock, POLLIN, w);
+		if (err)
+			return err;
+		ssize_t n = recv(sock, p, len, w ? MSG_DONTWAIT : MSG_WAITALL);
 		if (n < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR || (w && errno == EAGAIN))
 				continue;
 			return errno == EAGAIN ? -ETIMEDOUT : -errno;
 		}
@@ -281,7 +336,8 @@ static void vu_take_fds(struct msghdr *mh, struct vhost_user_msg *m)
 	}
 }
 
-int vhost_user_recv(int sock, struct vhost_user_msg *m, enum vhost_user_dir dir, bool need_ack)
+int vhost_user_recv(int sock, struct vhost_user_msg *m, enum vhost_user_dir dir, bool need_ack,
+		    const struct vhost_user_wait *w)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * VHOST_USER_MAX_FDS)];
@@ -300,8 +356,11 @@ int vhost_user_recv(int sock, struct vhost_user_msg *m, enum vhost_user_dir dir,
 	vhost_user_msg_init(m, 0, 0, 0);
 	m->hdr.flags = 0;
 	do {
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	} while (n < 0 && errno == EINTR);
+		err = vu_wait(sock, POLLIN, w);
+		if (err)
+			return err;
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | (w ? MSG_DONTWAIT : 0));
+	} while (n < 0 && (errno == EINTR || (w && errno == EAGAIN)));
 	if (n < 0)
 		return errno == EAGAIN ? -ETIMEDOUT : -errno;
 	if (n == 0)
@@ -309,14 +368,14 @@ int vhost_user_recv(int sock, struct vhost_user_msg *m, enum vhost_user_dir dir,
 	/* fds ride on the header's first byte; more than the buffer holds were never installed
 	 * (MSG_CTRUNC), and those beyond what the request carries are closed by the check. */
 	vu_take_fds(&mh, m);
-	err = vu_read_full(sock, (char *)&m->hdr + n, sizeof(m->hdr) - (size_t)n);
+	err = vu_read_full(sock, (char *)&m->hdr + n, sizeof(m->hdr) - (size_t)n, w);
 	if (err)
 		goto fail;
 	if (m->hdr.size > VHOST_USER_MAX_PAYLOAD) {
 		err = -EBADMSG;
 		goto fail;
 	}
-	err = vu_read_full(sock, &m->p, m->hdr.size);
+	err = vu_read_full(sock, &m->p, m->hdr.size, w);
 	if (err)
 		goto fail;
 	err = vhost_user_check(m, dir, need_ack);
@@ -338,7 +397,7 @@ int vhost_user_reply(int sock, const struct vhost_user_msg *req, const void *pay
 	vhost_user_msg_init(&r, req->hdr.request, VHOST_USER_FLAG_REPLY, size);
 	if (size)
 		memcpy(&r.p, payload, size);
-	return vhost_user_send(sock, &r);
+	return vhost_user_send(sock, &r, NULL);
 }
 
 int vhost_user_reply_ack(int sock, const struct vhost_user_msg *req, uint64_t status)

@@ -167,24 +167,40 @@ int vhost_user_check(struct vhost_user_msg *m, enum vhost_user_dir dir, bool nee
 /* Prepares a message: version 1, `flags` (REPLY/NEED_REPLY), payload size, no fds. */
 void vhost_user_msg_init(struct vhost_user_msg *m, uint32_t request, uint32_t flags, uint32_t size);
 
-/* Sends header + hdr.size payload bytes + fds[0..nfds) (SCM_RIGHTS) in one sendmsg, retrying
- * short writes. Refuses (-EMSGSIZE) a size above VHOST_USER_MAX_PAYLOAD or more than
- * VHOST_USER_MAX_FDS fds. Does not close the fds. Returns 0 or -errno (-EPIPE: peer gone;
- * never raises SIGPIPE). */
-int vhost_user_send(int sock, const struct vhost_user_msg *m);
+/*
+ * How long a send or receive may wait, for a caller that must not outlive something else (the
+ * VMM's vCPU threads must give way when the VM stops). One deadline for the whole message:
+ * interruptions by signals restart nothing. NULL instead: block as the socket does (its own
+ * SO_RCVTIMEO/SO_SNDTIMEO, if any, then come back as -ETIMEDOUT).
+ */
+struct vhost_user_wait {
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC; -ETIMEDOUT once passed (0: none) */
+	int stop_fd;	      /* readable: give up now with -ECANCELED (-1: none) */
+};
+
+/* A wait ending timeout_ms from now (0: no deadline) or when stop_fd becomes readable. */
+struct vhost_user_wait vhost_user_wait_for(unsigned timeout_ms, int stop_fd);
+
+/* Sends header + hdr.size payload bytes + fds[0..nfds) (SCM_RIGHTS), retrying short writes,
+ * within w (may be NULL, see above). Refuses (-EMSGSIZE) a size above VHOST_USER_MAX_PAYLOAD
+ * or more than VHOST_USER_MAX_FDS fds. Does not close the fds. Returns 0 or -errno (-EPIPE:
+ * peer gone; never raises SIGPIPE; -ETIMEDOUT, -ECANCELED: w ran out). */
+int vhost_user_send(int sock, const struct vhost_user_msg *m, const struct vhost_user_wait *w);
 
 /*
- * Receives one message and runs vhost_user_check() on it (need_ack as there). Blocks; a
- * socket timeout (SO_RCVTIMEO) comes back as -ETIMEDOUT. On any error every fd received is
- * closed and m->nfds is 0. Returns 0, -ECONNRESET (peer closed, also mid-message), -EBADMSG
- * (bad header, oversized or truncated payload, truncated fd list), -EOPNOTSUPP, or -errno.
+ * Receives one message within w (may be NULL) and runs vhost_user_check() on it (need_ack as
+ * there). On any error every fd received is closed and m->nfds is 0. Returns 0, -ECONNRESET
+ * (peer closed, also mid-message), -EBADMSG (bad header, oversized or truncated payload,
+ * truncated fd list), -EOPNOTSUPP, -ETIMEDOUT, -ECANCELED, or -errno.
  */
-int vhost_user_recv(int sock, struct vhost_user_msg *m, enum vhost_user_dir dir, bool need_ack);
+int vhost_user_recv(int sock, struct vhost_user_msg *m, enum vhost_user_dir dir, bool need_ack,
+		    const struct vhost_user_wait *w);
 
 /* Closes fds[0..nfds) that are still >= 0 and sets nfds to 0. */
 void vhost_user_msg_close_fds(struct vhost_user_msg *m);
 
-/* Back-end side: replies to `req` with `size` bytes of `payload` (REPLY set, same request). */
+/* Back-end side: replies to `req` with `size` bytes of `payload` (REPLY set, same request);
+ * blocks as the socket does. */
 int vhost_user_reply(int sock, const struct vhost_user_msg *req, const void *payload,
 		     uint32_t size);
 /* Back-end side: when req asked for NEED_REPLY, sends the u64 ack (0 = success, else an

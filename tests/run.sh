@@ -1,19 +1,26 @@
 #!/bin/sh
 # Runs every test suite (unit, fuzz, end-to-end), each of which prints TAP, and
 # prints one summary line: "N passed, N failed, N skipped". Exit 1 on any failure.
-# Usage: tests/run.sh [SUITE-NAME-PATTERN]   (e.g. tests/run.sh e2e/run)
+# Usage: tests/run.sh [SUITE-NAME-PATTERN...]   (e.g. tests/run.sh e2e/run unit/)
+# A suite runs when its name contains any of the patterns (all suites without one).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 export BUILD
-pattern=${1:-}
+patterns=$*
 logdir=$BUILD/test-logs
 mkdir -p "$logdir"
 pass=0 fail=0 skipped=0
 
 run_suite() { # NAME CMD...
 	name=$1; shift
-	case $name in *"$pattern"*) ;; *) return ;; esac
+	if [ -n "$patterns" ]; then
+		match=
+		for p in $patterns; do
+			case $name in *"$p"*) match=1 ;; esac
+		done
+		[ -n "$match" ] || return
+	fi
 	log=$logdir/$(echo "$name" | tr / _).tap
 	echo "== $name"
 	start=$(date +%s)

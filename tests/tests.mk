@@ -2,9 +2,13 @@
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
+UNIT_LIBS := -lcmocka -lz -lhttp_parser -lssl -lcrypto -ljansson
 $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(VMM_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka -lz -lhttp_parser -lssl -lcrypto -ljansson
+	$(CC) $(LDFLAGS) -o $@ $^ $(UNIT_LIBS)
+# The VMM's allow-lists with each thread role's work (and a sanitizer build's run time).
+$(BUILD)/tests/test_vmm_seccomp: $(OBJ)/vmm/seccomp.o $(SAN_OBJ)
+$(BUILD)/tests/test_vmm_seccomp: UNIT_LIBS += -lseccomp
 
 # Fuzzers need clang; they are built and run briefly by `make test` as one suite.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
@@ -14,7 +18,11 @@ FUZZ_DEPS_fuzz_console_frame := lib/console_frame.c
 FUZZ_DEPS_fuzz_agent_proto := lib/agent_proto.c cli/exec_client.c lib/unix_listen.c
 FUZZ_DEPS_fuzz_vsock_tx := vsock/device.c vsock/conn.c vsock/virtq.c vsock/vmem.c \
                            lib/unix_listen.c
-FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c
+FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c vmm/stopwait.c \
+                              vmm/vm.c vmm/x86/vm_arch.c
+# The VMM's vhost-user front end against a hostile back end (its log lines kept quiet there).
+FUZZ_DEPS_fuzz_vu_front := vmm/virtio/vu_front.c vmm/virtio/vhost_user_dev.c vmm/virtio/mmio.c \
+                           vmm/bus.c vmm/gmem.c vmm/vm.c vmm/x86/vm_arch.c lib/vhost_user.c
 FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/control.c broker/session.c,$(BROKER_SRCS)) \
                              lib/json_where.c
 FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lssl -lcrypto -ljansson -lpthread
@@ -34,24 +42,50 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_DEPS_$$*) | deps
 	clang -std=c11 -D_GNU_SOURCE -I. $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -o $@ $^ -lz $(FUZZ_LIBS_$*)
 
-.PHONY: unit-tests fuzz
+.PHONY: unit-tests fuzz test-programs test-san
 unit-tests: $(UNIT_BINS)
 fuzz: $(FUZZ_BINS)
 
+# test-programs: everything the suites run but the fuzzers (add new test tools here).
 # FUZZ_SECONDS bounds each fuzzer's run inside `make test`.
 FUZZ_SECONDS ?= 15
-test: all $(UNIT_BINS) $(FUZZ_BINS)
+test-programs: all $(UNIT_BINS)
+test: test-programs $(FUZZ_BINS)
 	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/run.sh
+
+# The sanitizer run (CI: .ci/run): everything built with ASan and UBSan into a build of its
+# own, then the unit tests and the host-side suites (the broker's, the vsock back end's and
+# the VMM's vhost-user front end; one session, so the jailed back end runs too). The fuzzers
+# are sanitized builds already and run in `make test`.
+SAN_BUILD  ?= build-san
+SAN_SUITES ?= unit/ e2e/test_broker_proxy e2e/test_broker_harden e2e/test_broker_session \
+              e2e/test_broker_strict e2e/test_broker_audit e2e/test_scrub_oracle \
+              e2e/test_vault e2e/test_vsock e2e/test_vhost_user
+test-san:
+	$(MAKE) BUILD=$(SAN_BUILD) SAN=address,undefined test-programs
+	@BUILD=$(SAN_BUILD) sh tests/run.sh $(SAN_SUITES)
 
 # Test tools: small host programs the e2e suites call.
 $(BUILD)/tests/frame-forge: $(OBJ)/tests/tools/frame_forge.o $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lz
-test: $(BUILD)/tests/frame-forge
+test-programs: $(BUILD)/tests/frame-forge
 $(BUILD)/tests/vhost-user-probe: $(OBJ)/tests/tools/vhost_user_probe.o $(VMM_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lpthread
-test: $(BUILD)/tests/vhost-user-probe
+test-programs: $(BUILD)/tests/vhost-user-probe
+# Ring restarts against the real bulkhead-vsock: the guest's driver (the test guest's own code)
+# through bulkhead-vmm's transport, without KVM; and the host side of that guest's scenarios.
+$(BUILD)/tests/vsock-restart-probe: $(OBJ)/tests/tools/vsock_restart_probe.o \
+                                   $(OBJ)/tests/guests/vsock_drv.o $(VMM_LIB) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lpthread
+test-programs: $(BUILD)/tests/vsock-restart-probe
+# A back end that stops answering at a chosen request (tests/e2e/test_vmm.sh, with KVM).
+$(BUILD)/tests/vhost-user-mute: $(OBJ)/tests/tools/vhost_user_mute.o $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^
+test-programs: $(BUILD)/tests/vhost-user-mute
 # The broker's proxy suite: a TLS echo upstream and a client that captures every byte.
 $(BUILD)/tests/https-echo: $(OBJ)/tests/tools/https_echo.o $(OBJ)/tests/tools/echo_reflect.o
 	@mkdir -p $(@D)
@@ -59,25 +93,25 @@ $(BUILD)/tests/https-echo: $(OBJ)/tests/tools/https_echo.o $(OBJ)/tests/tools/ec
 $(BUILD)/tests/proxy-client: $(OBJ)/tests/tools/proxy_client.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto -lpthread
-test: $(BUILD)/tests/https-echo $(BUILD)/tests/proxy-client
+test-programs: $(BUILD)/tests/https-echo $(BUILD)/tests/proxy-client
 # A guest trying to learn a secret from the response scrubber (tests/e2e/test_scrub_oracle.sh).
 $(BUILD)/tests/scrub-probe: $(OBJ)/tests/tools/scrub_probe.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser
-test: $(BUILD)/tests/scrub-probe
+test-programs: $(BUILD)/tests/scrub-probe
 # A real git smart-HTTP server (git http-backend behind TLS and one required Authorization).
 $(BUILD)/tests/git-https-server: $(OBJ)/tests/tools/git_https_server.o $(OBJ)/tests/tools/git_https_cgi.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto
-test: $(BUILD)/tests/git-https-server
+test-programs: $(BUILD)/tests/git-https-server
 # The jail step as sessions use it, around any program (tests/e2e/test_jail.sh).
 $(BUILD)/tests/jail-probe: $(OBJ)/tests/tools/jail_probe.o $(OBJ)/cli/proc.o $(OBJ)/cli/jail.o $(OBJ)/cli/jail_ids.o \
                           $(OBJ)/cli/cgroup.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^
-test: $(BUILD)/tests/jail-probe
+test-programs: $(BUILD)/tests/jail-probe
 # Runs a command as the reaper of what it leaves behind (tests/e2e/test_teardown.sh).
 $(BUILD)/tests/reap-check: $(OBJ)/tests/tools/reap_check.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^
-test: $(BUILD)/tests/reap-check
+test-programs: $(BUILD)/tests/reap-check

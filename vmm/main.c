@@ -103,7 +103,8 @@ static const struct vmm_device vmm_devices[] = {
 	{ "test ports", VMM_MODE_TEST | VMM_MODE_MACHINE, dev_testdev_init, dev_testdev_fini },
 	{ "8250 UART", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_uart_init, dev_uart_fini },
 	{ "i8042", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_i8042_init, NULL },
-	{ "virtio (vhost-user)", VMM_MODE_LINUX, dev_virtio_init, dev_virtio_fini },
+	{ "virtio (vhost-user)", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_virtio_init,
+	  dev_virtio_fini },
 	{ "boot timer", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_boot_timer_init, NULL },
 	/* virtio-mmio devices (vmm/virtio/) go here, VMM_MODE_LINUX. */
 };
@@ -306,6 +307,7 @@ static int vmm_main(struct machine *m)
 	unsigned flags = o->mode == VMM_MODE_TEST ? 0 : VM_IRQCHIP;
 	if (vm_create_on(&m->vm, o->kvm_fd, o->mem_mib << 20, o->cpus, flags))
 		return VMM_EXIT_SETUP;
+	vmm_log_bind(&m->vm); /* no message may hold up the VM's stop */
 	for (; ndev < VMM_NDEVICES; ndev++) {
 		const struct vmm_device *d = &vmm_devices[ndev];
 		if ((d->modes & o->mode) && d->init(m))
@@ -326,6 +328,7 @@ out:
 	}
 	while (m->nvcpus > 0)
 		vcpu_destroy(&m->vcpus[--m->nvcpus]);
+	vmm_log_bind(NULL);
 	vm_destroy(&m->vm);
 	return status;
 }

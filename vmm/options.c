@@ -37,7 +37,8 @@ static void usage(FILE *f)
 		"[COMMON]\n"
 		"       bulkhead-vmm --test-guest FILE|--test-guest-fd N [--machine [--initrd "
 		"...]\n"
-		"                    [--cmdline STR]] [COMMON]\n"
+		"                    [--cmdline STR] [--virtio-fs ...] [--virtio-vsock ...]] "
+		"[COMMON]\n"
 		"COMMON: [--mem MIB] [--cpus N] [--timeout-ms N] [--kvm-fd N] [--no-seccomp]\n"
 		"        [--jail-selftest]\n"
 		"\n"
@@ -55,6 +56,7 @@ static void usage(FILE *f)
 		"                     the same, read from descriptor N (> 2), an open regular "
 		"file\n"
 		"  --machine          test mode with the Linux machine's devices and zero page\n"
+		"                     (virtio devices included)\n"
 		"  --mem MIB          guest RAM, %u..%llu MiB (default %u; Linux %u)\n"
 		"  --cpus N           vCPUs, 1..%u (default 1)\n"
 		"  --timeout-ms N     stop the guest after N ms (default 0: never)\n"
@@ -243,8 +245,9 @@ static int check_combination(struct vmm_opts *o)
 				   "--test-guest FILE (or --test-guest-fd N)");
 	if (test_guest && !o->machine && (initrd || o->cmdline))
 		return usage_error("--initrd and --cmdline need --kernel or --machine");
-	if ((o->fs_sock || o->fs_fd >= 0 || o->vsock_sock || o->vsock_fd >= 0) && !kernel)
-		return usage_error("--virtio-fs and --virtio-vsock need --kernel");
+	if ((o->fs_sock || o->fs_fd >= 0 || o->vsock_sock || o->vsock_fd >= 0) && !kernel &&
+	    !o->machine)
+		return usage_error("--virtio-fs and --virtio-vsock need --kernel or --machine");
 	if (kernel && o->machine)
 		return usage_error("--machine is for --test-guest");
 	o->mode = kernel ? VMM_MODE_LINUX : o->machine ? VMM_MODE_MACHINE : VMM_MODE_TEST;

@@ -4,6 +4,7 @@
  * guests and on a Linux boot with virtio-fs and virtio-vsock (tests/e2e/test_vmm_jail.sh). */
 #include "vmm/seccomp.h"
 
+#include "lib/san.h"
 #include "vmm/vcpu.h"
 
 #include <errno.h>
@@ -99,6 +100,10 @@ static scmp_filter_ctx new_filter(int *rc)
 		*rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
 	if (!*rc)
 		*rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 0);
+#ifdef BULKHEAD_SANITIZED
+	if (!*rc)
+		*rc = san_seccomp_allow(ctx); /* a sanitizer build's run time (lib/san.h) */
+#endif
 	return ctx;
 }
 
@@ -177,6 +182,10 @@ static int build_vcpu(const struct vmm_jail *j, int vcpu_fd, struct vmm_bpf *out
 	/* The kick signal's handler returns. */
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigreturn), 0);
+	/* Waits that give way to the VM's stop (vmm/stopwait.c, lib/vhost_user.c): the console's
+	 * reader or a back end's socket, beside the stop eventfd. */
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(poll), 0);
 	if (!rc)
 		rc = add_ioctls(ctx, vcpu_fd, vcpu_ioctls, NELEM(vcpu_ioctls));
 	/* The UART's interrupt line (the in-kernel irqchip's). */

@@ -4,10 +4,9 @@
 #include "vmm/uart.h"
 
 #include "vmm/log.h"
+#include "vmm/stopwait.h"
 
-#include <errno.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Register offsets (DLAB = LCR bit 7 selects the divisor latch at 0 and 1). */
 #define UART_RBR_THR 0
@@ -39,15 +38,9 @@
 
 void uart_flush(struct uart *u)
 {
-	size_t done = 0;
-	while (done < u->outlen) {
-		ssize_t n = write(u->out_fd, u->outbuf + done, u->outlen - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break; /* the reader is gone: drop output, keep the guest running */
-		done += (size_t)n;
-	}
+	/* A reader that is gone or stopped reading (and the VM stopping) loses the output; the
+	 * guest keeps running, and a stop is never held up here. */
+	stopwait_write(u->vm, u->out_fd, u->outbuf, u->outlen);
 	u->outlen = 0;
 }
 

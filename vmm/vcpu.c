@@ -290,9 +290,11 @@ int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms,
 		if (deadline) {
 			uint64_t now = vm_now_ns();
 			if (now >= deadline) {
+				/* Stop first: the line may wait (a stderr nobody reads), and
+				 * only a stopping VM bounds that wait (vmm/stopwait.h). */
+				vm_request_stop(vm, VMM_EXIT_TIMEOUT);
 				vmm_log("guest still running after %llu ms: stopped (timeout)",
 					(unsigned long long)timeout_ms);
-				vm_request_stop(vm, VMM_EXIT_TIMEOUT);
 				break;
 			}
 			uint64_t left = (deadline - now + 999999) / 1000000;

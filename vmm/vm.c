@@ -25,10 +25,9 @@ int vm_create(struct vm *vm, uint64_t mem_bytes, unsigned ncpus, unsigned flags)
 	return vm_create_on(vm, -1, mem_bytes, ncpus, flags);
 }
 
-int vm_create_on(struct vm *vm, int kvm_fd, uint64_t mem_bytes, unsigned ncpus, unsigned flags)
+/* The state every VM starts from, KVM or not. */
+static void vm_init_common(struct vm *vm, int kvm_fd, unsigned ncpus, unsigned flags)
 {
-	int err;
-
 	memset(vm, 0, sizeof(*vm));
 	vm->vm_fd = vm->stop_fd = -1;
 	vm->kvm_fd = kvm_fd; /* ours from here on, closed on failure */
@@ -41,7 +40,30 @@ int vm_create_on(struct vm *vm, int kvm_fd, uint64_t mem_bytes, unsigned ncpus, 
 	vm->created_ns = vm_now_ns();
 	bus_init(&vm->pio, "port");
 	bus_init(&vm->mmio, "MMIO");
+}
 
+int vm_create_nokvm(struct vm *vm, uint64_t mem_bytes)
+{
+	int err;
+
+	vm_init_common(vm, -1, 1, 0);
+	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (vm->stop_fd < 0)
+		err = -errno;
+	else
+		err = gmem_init(&vm->mem, mem_bytes);
+	if (!err)
+		err = gmem_add_region(&vm->mem, 0, 0, mem_bytes);
+	if (err)
+		vm_destroy(vm);
+	return err;
+}
+
+int vm_create_on(struct vm *vm, int kvm_fd, uint64_t mem_bytes, unsigned ncpus, unsigned flags)
+{
+	int err;
+
+	vm_init_common(vm, kvm_fd, ncpus, flags);
 	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (vm->stop_fd < 0) {
 		err = errno;
@@ -151,6 +173,7 @@ void vm_request_stop(struct vm *vm, int status)
 	 * flag is set after the status, so a vCPU that sees it reads the winner's status. */
 	if (!atomic_compare_exchange_strong(&vm->stop_status, &unclaimed, status))
 		return;
+	atomic_store(&vm->stop_ns, vm_now_ns());
 	atomic_store(&vm->stop, true);
 	/* Wakes the thread that waits for the VM's end; it kicks the other vCPUs. A full
 	 * counter (EAGAIN) would mean it is already signalled, so the result is moot. */

@@ -35,6 +35,7 @@ struct vm {
 	_Atomic uint64_t first_run_ns; /* vCPU 0's first KVM_RUN (0 before) */
 	atomic_bool stop;	       /* set by a device or vCPU: every vCPU leaves its run loop */
 	atomic_int stop_status;
+	_Atomic uint64_t stop_ns; /* CLOCK_MONOTONIC of the stop request (set before `stop`) */
 };
 
 /* Opens /dev/kvm, checks the API, creates the VM, does the arch set-up (flags: VM_*) and
@@ -45,6 +46,12 @@ int vm_create(struct vm *vm, uint64_t mem_bytes, unsigned ncpus, unsigned flags)
  * vm_destroy or on failure), for a launcher that opens it before an empty root. */
 int vm_create_on(struct vm *vm, int kvm_fd, uint64_t mem_bytes, unsigned ncpus, unsigned flags);
 void vm_destroy(struct vm *vm);
+
+/* A VM without KVM, for tools and tests that drive devices through the buses directly (no
+ * vCPU can run): guest RAM (mem_bytes at guest-physical 0), the buses, the stop eventfd and
+ * an unclaimed stop status, exactly as vm_create() leaves them; kvm_fd and vm_fd are -1.
+ * Returns 0 or -errno (nothing left open); release with vm_destroy(). */
+int vm_create_nokvm(struct vm *vm, uint64_t mem_bytes);
 
 /* Ends the run: every vCPU leaves at its next exit; the first request's status wins.
  * Safe from any thread (vCPU threads call it with dev_lock held or not). */

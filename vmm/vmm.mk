@@ -9,9 +9,9 @@ $(VMM_LIB): $(VMM_SRCS:%.c=$(OBJ)/%.o)
 	$(AR) rcs $@ $^
 
 # Static: it can run in an empty root (descriptors for every file, see vmm/README.md), with
-# no loader or libraries to find.
-$(BIN)/bulkhead-vmm: $(OBJ)/vmm/main.o $(OBJ)/vmm/seccomp.o $(VMM_LIB) $(LIB_A)
+# no loader or libraries to find. (Dynamic in a sanitizer build: see SAN in the Makefile.)
+$(BIN)/bulkhead-vmm: $(OBJ)/vmm/main.o $(OBJ)/vmm/seccomp.o $(SAN_OBJ) $(VMM_LIB) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -static -o $@ $^ -lseccomp
+	$(CC) $(LDFLAGS) $(STATIC) -o $@ $^ -lseccomp
 
 ALL_TARGETS += $(BIN)/bulkhead-vmm

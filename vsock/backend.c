@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <linux/virtio_config.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 
 uint64_t backend_features(void)
@@ -67,15 +66,9 @@ static int set_kick(struct backend *b, struct vhost_user_msg *m)
 		return EINVAL; /* polling mode (NOFD) is not supported */
 	int fd = m->fds[0];
 	m->fds[0] = -1;
-	replace_fd(&vq->kick_fd, fd);
-	if (b->dev->epfd >= 0) {
-		struct epoll_event ev = {
-			.events = EPOLLIN,
-			.data.u64 = VSOCK_TAG(VSOCK_TAG_KICK, vq - b->dev->q),
-		};
-		if (epoll_ctl(b->dev->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
-			return errno;
-	}
+	int err = vsock_dev_set_kick(b->dev, (unsigned)(vq - b->dev->q), fd);
+	if (err)
+		return -err;
 	/* Without protocol features a ring starts when its kick fd arrives. */
 	if (!(b->features & (1ull << VHOST_USER_F_PROTOCOL_FEATURES)))
 		vq->enabled = true;
@@ -175,9 +168,13 @@ int backend_handle(struct backend *b, int sock, struct vhost_user_msg *m, uint64
 			return -EINVAL; /* a GET must be answered; we cannot with a bad index */
 		/* Stopping a ring: no more kicks, no more guest memory access through it. */
 		struct vhost_vring_state s = { .index = m->p.state.index, .num = vq->last_avail };
-		replace_fd(&vq->kick_fd, -1);
+		vsock_dev_set_kick(d, m->p.state.index, -1);
 		vq->enabled = false;
 		vq->desc = NULL;
+		/* A restart (SET_VRING_BASE ...) begins afresh: what the old ring's driver did
+		 * wrong, or was owed a call for, does not carry over. */
+		vq->broken = false;
+		vq->need_call = false;
 		/* The driver is resetting or the VM is going away: its sockets die with it. */
 		if (vq != &d->q[VSOCK_Q_EVENT])
 			vsock_dev_drop_conns(d);

@@ -35,12 +35,26 @@ void vsock_dev_drop_conns(struct vsock_dev *d)
 	d->rst_count = 0;
 }
 
+int vsock_dev_set_kick(struct vsock_dev *d, unsigned q, int fd)
+{
+	struct vq *vq = &d->q[q];
+	if (vq->kick_fd >= 0) {
+		if (d->epfd >= 0)
+			epoll_ctl(d->epfd, EPOLL_CTL_DEL, vq->kick_fd, NULL);
+		close(vq->kick_fd);
+	}
+	vq->kick_fd = fd;
+	if (fd < 0 || d->epfd < 0)
+		return 0;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = VSOCK_TAG(VSOCK_TAG_KICK, q) };
+	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
 void vsock_dev_reset(struct vsock_dev *d)
 {
 	vsock_dev_drop_conns(d);
 	for (unsigned i = 0; i < VSOCK_NQUEUES; i++) {
-		if (d->q[i].kick_fd >= 0)
-			close(d->q[i].kick_fd);
+		vsock_dev_set_kick(d, i, -1);
 		if (d->q[i].call_fd >= 0)
 			close(d->q[i].call_fd);
 		vq_init(&d->q[i]);

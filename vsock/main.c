@@ -41,13 +41,27 @@ static void usage(FILE *f)
 	      f);
 }
 
-/* Replaces a stale socket from an earlier run (never any other kind of file), then listens. */
+/* Listens on path, replacing a stale socket from an earlier run (never any other kind of
+ * file). The socket appears under its name only once it listens (bound and listening under
+ * a temporary name, then renamed): whoever sees the path can connect at once. */
 static int listen_path(const char *path)
 {
+	char tmp[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct stat st;
-	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-		unlink(path);
-	int fd = unix_listen(path, 64, true);
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+		errno = EEXIST;
+		return -1;
+	}
+	int n = snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	bool atomic = n > 0 && (size_t)n < sizeof(tmp);
+	unlink(atomic ? tmp : path);
+	int fd = unix_listen(atomic ? tmp : path, 64, true);
+	if (fd >= 0 && atomic && rename(tmp, path) < 0) {
+		int err = errno;
+		unlink(tmp);
+		close(fd);
+		fd = -err;
+	}
 	if (fd < 0)
 		errno = -fd;
 	return fd < 0 ? -1 : fd;
@@ -78,7 +92,7 @@ static void print_stats(const struct vsock_dev *d, const struct backend *b)
 static int on_ctrl(struct backend *b, int sock)
 {
 	struct vhost_user_msg m;
-	int err = vhost_user_recv(sock, &m, VHOST_USER_TO_BACKEND, false);
+	int err = vhost_user_recv(sock, &m, VHOST_USER_TO_BACKEND, false, NULL);
 	if (err == -ECONNRESET)
 		return 0;
 	if (err < 0) {

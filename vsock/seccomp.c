@@ -2,6 +2,8 @@
  * architecture only (any other architecture's calls kill the process too). */
 #include "vsock/seccomp.h"
 
+#include "lib/san.h"
+
 #include <errno.h>
 #include <sys/socket.h>
 
@@ -47,6 +49,10 @@ int vsock_seccomp_install(void)
 	/* At an orderly end it removes its sockets; the launcher does that too. */
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unlink), 0);
+#ifdef BULKHEAD_SANITIZED
+	if (!rc)
+		rc = san_seccomp_allow(ctx); /* a sanitizer build's run time (lib/san.h) */
+#endif
 	if (!rc)
 		rc = seccomp_load(ctx);
 	seccomp_release(ctx);

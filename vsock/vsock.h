@@ -104,6 +104,12 @@ void vsock_dev_drop_conns(struct vsock_dev *d);
 /* That, plus the rings' fds and the memory table: back to the state before SET_OWNER. */
 void vsock_dev_reset(struct vsock_dev *d);
 
+/* Makes fd (or -1: none) ring q's kick eventfd, watched by the device's epoll under
+ * VSOCK_TAG_KICK. The old one is taken out of the epoll set before it is closed: the front end
+ * (and KVM's ioeventfd) still hold that eventfd, so closing our copy alone would leave its
+ * registration alive and firing. Returns 0 or -errno (fd is then not watched, but kept). */
+int vsock_dev_set_kick(struct vsock_dev *d, unsigned q, int fd);
+
 /* Handles every available tx packet, then fills rx, then notifies the guest. */
 void vsock_kick(struct vsock_dev *d);
 

@@ -9,9 +9,10 @@ $(VSOCK_LIB): $(VSOCK_SRCS:%.c=$(OBJ)/%.o)
 	$(AR) rcs $@ $^
 
 # Static: it runs in an empty root (cli/jail.c), with no loader or libraries to find.
-$(BIN)/bulkhead-vsock: $(OBJ)/vsock/main.o $(OBJ)/vsock/seccomp.o $(VSOCK_LIB) $(LIB_A)
+# (Dynamic in a sanitizer build: see SAN in the Makefile.)
+$(BIN)/bulkhead-vsock: $(OBJ)/vsock/main.o $(OBJ)/vsock/seccomp.o $(SAN_OBJ) $(VSOCK_LIB) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -static -o $@ $^ -lseccomp
+	$(CC) $(LDFLAGS) $(STATIC) -o $@ $^ -lseccomp
 
 ALL_TARGETS += $(BIN)/bulkhead-vsock
 

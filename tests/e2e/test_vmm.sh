@@ -1,7 +1,10 @@
 #!/bin/sh
 # End to end: bulkhead-vmm's Linux machine (--machine) seen from inside freestanding test
 # guests on this host's KVM: boot registers and zero page, CPUID and N vCPUs with their APIC
-# IDs, the 8250 byte-exact and its interrupt, i8042 reset and triple-fault statuses.
+# IDs, the 8250 byte-exact and its interrupt, i8042 reset and triple-fault statuses; ring
+# restarts of a virtio-vsock device against bulkhead-vsock (QueueReady 0 -> 1, reset and
+# re-initialisation, reset in mid-stream); --timeout-ms whatever a vCPU waits on (a console
+# nobody reads, a back end that stopped answering).
 . "$(dirname "$0")/lib.sh"
 
 VMM=$BIN/bulkhead-vmm
@@ -11,7 +14,7 @@ if [ ! -e /dev/kvm ]; then
 	skip "bulkhead-vmm machine tests" "no /dev/kvm on this host"
 	plan_done; exit 0
 fi
-for g in zeropage cpus uart reset triple; do
+for g in zeropage cpus uart reset triple flood vsock; do
 	if [ ! -f "$GUESTS/$g.bin" ] || [ ! -x "$VMM" ]; then
 		skip "bulkhead-vmm machine tests" "bulkhead-vmm or $g.bin not built (run make)"
 		plan_done; exit 0
@@ -68,6 +71,93 @@ grep -q 'guest requested a reset (i8042)' "$TMP/err" && ok "reset: one stderr li
 	not_ok "reset: one stderr line says so" "$(cat "$TMP/err")"
 vmm triple
 check_eq "triple fault with the irqchip present still exits 101" 101 "$rc"
+
+# --- virtio-vsock ring restarts, in a real guest, against the real bulkhead-vsock --------------
+# (tests/e2e/test_vsock_restart.sh runs the same driver code without KVM.)
+VS=$BIN/bulkhead-vsock
+PROBE=$BUILD/tests/vsock-restart-probe
+if [ -x "$VS" ] && [ -x "$PROBE" ]; then
+	mkdir -p "$TMP/v"
+	"$VS" --socket "$TMP/vs.sock" --guest-cid 3 --uds-path "$TMP/v/vsock.sock" -v 2> "$TMP/vs.err" &
+	vspid=$!
+	"$PROBE" serve "$TMP/v/vsock.sock" &
+	srvpid=$!
+	i=0; while [ ! -S "$TMP/vs.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	"$VMM" --test-guest "$GUESTS/vsock.bin" --machine --timeout-ms 120000 \
+		--virtio-vsock "$TMP/vs.sock,cid=3" > "$TMP/out" 2> "$TMP/err" < /dev/null &
+	vmmpid=$!
+	# While the guest sits in its idle phase (device reset, every queue notified), the back
+	# end must not spin: less than a quarter of one CPU over a second.
+	i=0; while ! grep -q '^vsock: idle' "$TMP/out" && kill -0 $vmmpid 2> /dev/null && [ $i -lt 1200 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	t0=$(awk '{ print $14 + $15 }' "/proc/$vspid/stat" 2> /dev/null)
+	sleep 1
+	t1=$(awk '{ print $14 + $15 }' "/proc/$vspid/stat" 2> /dev/null)
+	wait $vmmpid; rc=$?
+	expect "vsock: traffic, QueueReady 0 -> 1, reset and reset-while-busy, each followed by traffic" 0
+	check_eq "vsock: every scenario reported" "vsock: basic ok
+vsock: toggle ok
+vsock: reset ok
+vsock: reset-busy ok
+vsock: idle" "$(cat "$TMP/out")"
+	hz=$(getconf CLK_TCK 2> /dev/null || echo 100)
+	if [ -n "$t0" ] && [ -n "$t1" ] && [ $(( (t1 - t0) * 4 )) -lt "$hz" ]; then
+		ok "vsock: back end idle after a reset and notifies ($((t1 - t0)) of $hz ticks)"
+	else
+		not_ok "vsock: back end idle after a reset and notifies" "ticks: ${t0:-?} -> ${t1:-?} of $hz"
+	fi
+	wait $vspid
+	check_eq "vsock: back end ends cleanly with its front end" 0 "$?"
+	grep -o 'requests [0-9]*' "$TMP/vs.err" | grep -qx 'requests 0' &&
+		ok "vsock: no front-end request refused" || not_ok "vsock: no front-end request refused" "$(cat "$TMP/vs.err")"
+	kill $srvpid 2> /dev/null; wait $srvpid 2> /dev/null
+else
+	skip "vsock ring restarts in a guest" "bulkhead-vsock or $PROBE not built (make test)"
+fi
+
+# --- --timeout-ms holds whatever a vCPU waits on ------------------------------------------------
+# A console nobody reads: stdout is a pipe already full (16 pages written, its one reader, this
+# shell, never reads), so the VMM's first console write would block; the guest floods it.
+: > "$TMP/out" # (its output goes to the pipe; nothing to show)
+for mode in test --machine; do
+	m=; [ $mode = --machine ] && m=--machine
+	rm -f "$TMP/fifo"; mkfifo "$TMP/fifo"
+	exec 3<> "$TMP/fifo"
+	dd if=/dev/zero bs=4096 count=16 > "$TMP/fifo" 2> /dev/null
+	timeout -s KILL 60 "$VMM" --test-guest "$GUESTS/flood.bin" $m --timeout-ms 2000 \
+		> "$TMP/fifo" 2> "$TMP/err" < /dev/null 3<&-
+	rc=$?
+	exec 3<&-
+	expect "flood ($mode): --timeout-ms ends a run whose console nobody reads (124)" 124
+done
+# The same with stderr on that full pipe too: the timeout's own line cannot hold up the stop.
+rm -f "$TMP/fifo"; mkfifo "$TMP/fifo"
+exec 3<> "$TMP/fifo"
+dd if=/dev/zero bs=4096 count=16 > "$TMP/fifo" 2> /dev/null
+timeout -s KILL 60 "$VMM" --test-guest "$GUESTS/flood.bin" --timeout-ms 2000 > "$TMP/fifo" 2>&1 \
+	< /dev/null 3<&-
+rc=$?
+exec 3<&-
+: > "$TMP/err"
+expect "flood, stdout and stderr nobody reads: --timeout-ms still ends the run (124)" 124
+# A back end that stops answering at DRIVER_OK (the vCPU waits for SET_FEATURES' ack).
+MUTE=$BUILD/tests/vhost-user-mute
+if [ -x "$MUTE" ]; then
+	"$MUTE" "$TMP/mute.sock" SET_FEATURES > "$TMP/mute.out" &
+	mpid=$!
+	i=0; while [ ! -S "$TMP/mute.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	timeout -s KILL 60 "$VMM" --test-guest "$GUESTS/vsock.bin" --machine --cmdline vsock=init \
+		--virtio-vsock "$TMP/mute.sock,cid=3" --timeout-ms 2000 > "$TMP/out" 2> "$TMP/err" < /dev/null
+	rc=$?
+	expect "a back end silent at DRIVER_OK: --timeout-ms still ends the run (124)" 124
+	check_eq "  ... the back end went silent where asked" "silent at SET_FEATURES" "$(cat "$TMP/mute.out")"
+	grep -q 'back end' "$TMP/err" && not_ok "  ... and the VM's own end blames no back end" "$(cat "$TMP/err")" ||
+		ok "  ... and the VM's own end blames no back end"
+	kill $mpid 2> /dev/null; wait $mpid 2> /dev/null
+else
+	skip "a silent back end and --timeout-ms" "$MUTE not built (make test)"
+fi
 
 # --- Linux-mode refusals: one line each, 125, before any guest runs --------------------------
 "$VMM" --kernel "$TMP/rd" > /dev/null 2> "$TMP/err"

@@ -25,4 +25,4 @@ $(TEST_INITRAMFS): $(INITRAMFS_BASE) $(VSOCK_TOOL) $(LIBDIR)/gen_init_cpio
 
 .PHONY: guest-tools
 guest-tools: $(VSOCK_TOOL) $(AGENT_ATTACK) $(TEST_INITRAMFS)
-test: guest-tools
+test-programs: guest-tools

@@ -1,7 +1,10 @@
 # tests/guests/: freestanding test and probe guests for bulkhead-vmm --test-guest, built as
 # flat binaries into $(LIBDIR)/guests/NAME.bin. A guest is NAME.c (linked with start.S) or
-# NAME.S (self-contained). ABI: vmm/test_guest_abi.h.
-GUEST_NAMES := $(sort $(basename $(notdir $(filter-out tests/guests/start.S,\
+# NAME.S (self-contained). ABI: vmm/test_guest_abi.h. Helpers (GUEST_HELPERS, not guests
+# themselves) are linked into the guests that name them in GUEST_USES_<name>.
+GUEST_HELPERS := tests/guests/start.S tests/guests/vsock_drv.c
+GUEST_USES_vsock := vsock_drv
+GUEST_NAMES := $(sort $(basename $(notdir $(filter-out $(GUEST_HELPERS),\
                  $(wildcard tests/guests/*.c tests/guests/*.S)))))
 GUEST_OBJ   := $(BUILD)/guests
 GUEST_BINS  := $(GUEST_NAMES:%=$(LIBDIR)/guests/%.bin)
@@ -25,7 +28,8 @@ $(GUEST_OBJ)/%.o: tests/guests/%.S | deps
 	$(CC) $(GUEST_CFLAGS) -c -o $@ $<
 
 # C guests get start.o first (its .text.start holds _start); assembly guests stand alone.
-guest_objs = $(if $(wildcard tests/guests/$(1).c),$(GUEST_OBJ)/start.o) $(GUEST_OBJ)/$(1).o
+guest_objs = $(if $(wildcard tests/guests/$(1).c),$(GUEST_OBJ)/start.o) $(GUEST_OBJ)/$(1).o \
+             $(GUEST_USES_$(1):%=$(GUEST_OBJ)/%.o)
 
 .SECONDEXPANSION:
 $(GUEST_OBJ)/%.elf: $$(call guest_objs,$$*) tests/guests/guest.ld

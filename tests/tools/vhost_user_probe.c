@@ -72,21 +72,16 @@ static void on_stop(void *arg)
 	(void)!write(probe_stop_pipe[1], "x", 1);
 }
 
-/* A real VM when KVM is there (so ioeventfd/irqfd are exercised), else RAM and buses only. */
+/* A real VM when KVM is there (so ioeventfd/irqfd are exercised), else RAM, buses and the
+ * stop eventfd only: vm_request_stop() then works exactly as it does with KVM. */
 static int probe_vm(struct vm *vm, int *wired)
 {
 	if (access("/dev/kvm", R_OK | W_OK) == 0 && vm_create(vm, PROBE_MEM, 1, VM_IRQCHIP) == 0) {
 		*wired = 1;
 		return 0;
 	}
-	memset(vm, 0, sizeof(*vm));
-	vm->kvm_fd = vm->vm_fd = vm->stop_fd = -1;
-	bus_init(&vm->pio, "port");
-	bus_init(&vm->mmio, "MMIO");
 	*wired = 0;
-	if (gmem_init(&vm->mem, PROBE_MEM) || gmem_add_region(&vm->mem, 0, 0, PROBE_MEM))
-		return -1;
-	return 0;
+	return vm_create_nokvm(vm, PROBE_MEM);
 }
 
 /* The driver side of virtio-fs initialisation, as Linux's virtio_mmio + virtio_fs do it. */
@@ -104,6 +99,9 @@ static void probe_driver(struct vm *vm)
 	check(strcmp(tag, "work") == 0, "config space tag", tag);
 
 	wr(vm, VIRTIO_MMIO_STATUS, 0);
+	/* Fresh rings (a re-initialisation after a reset starts from index 0 again). */
+	for (unsigned q = 0; q < 2; q++)
+		memset(gmem_ptr(&vm->mem, ring_gpa(q, 0), 0x3000), 0, 0x3000);
 	wr(vm, VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE);
 	wr(vm, VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
 	wr(vm, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
@@ -143,7 +141,7 @@ static void probe_driver(struct vm *vm)
 
 /* One FUSE_INIT through the request queue: proves the back end maps our memfd, reads our
  * rings at the translated addresses, and hears the kick. */
-static void probe_fuse_init(struct vm *vm)
+static void probe_fuse_init(struct vm *vm, uint64_t unique)
 {
 	const uint64_t in_gpa = 0x120000, out_gpa = 0x130000;
 	struct vring_desc *desc = gmem_ptr(&vm->mem, ring_gpa(1, 0), 16 * PROBE_QSIZE);
@@ -161,7 +159,7 @@ static void probe_fuse_init(struct vm *vm)
 
 	in.h.len = sizeof(in);
 	in.h.opcode = FUSE_INIT;
-	in.h.unique = 1;
+	in.h.unique = unique;
 	in.i.major = FUSE_KERNEL_VERSION;
 	in.i.minor = FUSE_KERNEL_MINOR_VERSION;
 	gmem_write(&vm->mem, in_gpa, &in, sizeof(in));
@@ -178,9 +176,11 @@ static void probe_fuse_init(struct vm *vm)
 	gmem_read(&vm->mem, out_gpa, &out, sizeof(out));
 	snprintf(detail, sizeof(detail), "used idx %u, error %d, unique %llu, major %u", used->idx,
 		 out.h.error, (unsigned long long)out.h.unique, out.o.major);
-	check(used->idx == 1 && out.h.error == 0 && out.h.unique == 1 &&
+	check(used->idx == 1 && out.h.error == 0 && out.h.unique == unique &&
 		      out.o.major == FUSE_KERNEL_VERSION,
-	      "FUSE_INIT round trip through the rings", detail);
+	      unique == 1 ? "FUSE_INIT round trip through the rings"
+			  : "after a device reset and re-initialisation: FUSE_INIT again",
+	      detail);
 	printf("# FUSE_INIT answered in %llu ms (virtiofsd says FUSE %u.%u)\n",
 	       (unsigned long long)(now_ms() - t0), out.o.major, out.o.minor);
 }
@@ -226,7 +226,11 @@ int main(int argc, char **argv)
 		return 1;
 
 	probe_driver(&vm);
-	probe_fuse_init(&vm);
+	probe_fuse_init(&vm, 1);
+	/* The driver resets the device (GET_VRING_BASE on both rings) and brings it up again
+	 * (the rings restarted with the same kick and call eventfds), as an unbind/bind does. */
+	probe_driver(&vm);
+	probe_fuse_init(&vm, 2);
 
 	if (victim > 0) {
 		char c;
@@ -241,7 +245,8 @@ int main(int argc, char **argv)
 		uint64_t dt = now_ms() - t0;
 		check(n == 1 && read(probe_stop_pipe[0], &c, 1) == 1,
 		      "killed back end detected by the watcher", "no stop within 10 s");
-		check(vm.stop && vm.stop_status == VMM_EXIT_BACKEND, "VM stop requested with VMM_EXIT_BACKEND",
+		check(vm.stop && vm.stop_status == VMM_EXIT_BACKEND,
+		      "VM stop requested with VMM_EXIT_BACKEND",
 		      "vm.stop not set to VMM_EXIT_BACKEND");
 		printf("# back end death noticed after %llu ms\n", (unsigned long long)dt);
 		/* The guest keeps poking a dead device: a reset needs GET_VRING_BASE, which

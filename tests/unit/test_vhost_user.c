@@ -55,15 +55,15 @@ static void test_u64_round_trip(void **state)
 
 	vhost_user_msg_init(&m, VHOST_USER_SET_FEATURES, 0, 8);
 	m.p.u64 = 0x123456789ull;
-	assert_int_equal(vhost_user_send(sp[0], &m), 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), 0);
+	assert_int_equal(vhost_user_send(sp[0], &m, NULL), 0);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), 0);
 	assert_int_equal(r.hdr.request, VHOST_USER_SET_FEATURES);
 	assert_int_equal(r.p.u64, 0x123456789ull);
 	assert_int_equal(r.nfds, 0);
 
 	/* The back end's reply, seen by the front end. */
 	assert_int_equal(vhost_user_reply(sp[1], &r, &r.p.u64, 8), 0);
-	assert_int_equal(vhost_user_recv(sp[0], &m, VHOST_USER_TO_FRONTEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_recv(sp[0], &m, VHOST_USER_TO_FRONTEND, false, NULL), -EBADMSG);
 }
 
 static void test_get_reply_and_ack(void **state)
@@ -73,20 +73,20 @@ static void test_get_reply_and_ack(void **state)
 	uint64_t v = 7;
 
 	vhost_user_msg_init(&m, VHOST_USER_GET_FEATURES, 0, 0);
-	assert_int_equal(vhost_user_send(sp[0], &m), 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), 0);
+	assert_int_equal(vhost_user_send(sp[0], &m, NULL), 0);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), 0);
 	assert_true(vhost_user_has_reply(r.hdr.request));
 	assert_int_equal(vhost_user_reply(sp[1], &r, &v, 8), 0);
-	assert_int_equal(vhost_user_recv(sp[0], &m, VHOST_USER_TO_FRONTEND, false), 0);
+	assert_int_equal(vhost_user_recv(sp[0], &m, VHOST_USER_TO_FRONTEND, false, NULL), 0);
 	assert_true(m.hdr.flags & VHOST_USER_FLAG_REPLY);
 	assert_int_equal(m.p.u64, 7);
 
 	/* NEED_REPLY on a set: exactly one u64 ack comes back. */
 	vhost_user_msg_init(&m, VHOST_USER_SET_OWNER, VHOST_USER_FLAG_NEED_REPLY, 0);
-	assert_int_equal(vhost_user_send(sp[0], &m), 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), 0);
+	assert_int_equal(vhost_user_send(sp[0], &m, NULL), 0);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), 0);
 	assert_int_equal(vhost_user_reply_ack(sp[1], &r, 0), 0);
-	assert_int_equal(vhost_user_recv(sp[0], &m, VHOST_USER_TO_FRONTEND, true), 0);
+	assert_int_equal(vhost_user_recv(sp[0], &m, VHOST_USER_TO_FRONTEND, true, NULL), 0);
 	assert_int_equal(m.p.u64, 0);
 	/* Without NEED_REPLY no ack is sent. */
 	r.hdr.flags &= ~VHOST_USER_FLAG_NEED_REPLY;
@@ -102,42 +102,42 @@ static void test_sizes_checked(void **state)
 
 	/* vring state is 8 bytes, not 4. */
 	raw(&h, junk, 4);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), -EBADMSG);
 	/* SET_OWNER carries nothing. */
 	h = (struct vhost_user_hdr){ VHOST_USER_SET_OWNER, VHOST_USER_VERSION, 8 };
 	raw(&h, junk, 8);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), -EBADMSG);
 	/* vring addr is 40 bytes. */
 	h = (struct vhost_user_hdr){ VHOST_USER_SET_VRING_ADDR, VHOST_USER_VERSION, 48 };
 	raw(&h, junk, 48);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), -EBADMSG);
 	/* Wrong version, and a reserved flag bit. */
 	h = (struct vhost_user_hdr){ VHOST_USER_GET_FEATURES, 2, 0 };
 	raw(&h, NULL, 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), -EBADMSG);
 	h = (struct vhost_user_hdr){ VHOST_USER_GET_FEATURES, VHOST_USER_VERSION | 0x10, 0 };
 	raw(&h, NULL, 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), -EBADMSG);
 	/* A request with REPLY set is not a request. */
 	h = (struct vhost_user_hdr){ VHOST_USER_GET_FEATURES,
 				     VHOST_USER_VERSION | VHOST_USER_FLAG_REPLY, 0 };
 	raw(&h, NULL, 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), -EBADMSG);
 	/* Config: 12 + size, size within 256, offset + size within 256. */
 	struct vhost_user_config c = { .offset = 0, .size = 4 };
 	h = (struct vhost_user_hdr){ VHOST_USER_GET_CONFIG, VHOST_USER_VERSION, 12 + 4 };
 	raw(&h, &c, 16);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), 0);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), 0);
 	c = (struct vhost_user_config){ .offset = 254, .size = 4 };
 	raw(&h, &c, 16);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), -EBADMSG);
 	c = (struct vhost_user_config){ .offset = 0, .size = 8 };
 	raw(&h, &c, 16);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), -EBADMSG);
 	/* The socket stays in step after each refusal: a good message still decodes. */
 	h = (struct vhost_user_hdr){ VHOST_USER_GET_QUEUE_NUM, VHOST_USER_VERSION, 0 };
 	raw(&h, NULL, 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), 0);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), 0);
 }
 
 static void test_unknown_and_oversized(void **state)
@@ -148,20 +148,22 @@ static void test_unknown_and_oversized(void **state)
 	struct vhost_user_hdr h = { 6 /* SET_LOG_BASE: not ours */, VHOST_USER_VERSION, 8 };
 
 	raw(&h, &v, 8);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EOPNOTSUPP);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL),
+			 -EOPNOTSUPP);
 	h = (struct vhost_user_hdr){ 9999, VHOST_USER_VERSION, 0 };
 	raw(&h, NULL, 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EOPNOTSUPP);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL),
+			 -EOPNOTSUPP);
 	assert_null(vhost_user_request_name(9999));
 	assert_string_equal(vhost_user_request_name(VHOST_USER_SET_MEM_TABLE), "SET_MEM_TABLE");
 	/* A size beyond the fixed maximum is refused before any payload is read. */
 	h = (struct vhost_user_hdr){ VHOST_USER_SET_CONFIG, VHOST_USER_VERSION,
 				     VHOST_USER_MAX_PAYLOAD + 1 };
 	raw(&h, NULL, 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), -EBADMSG);
 	/* And the sender refuses to build one. */
 	vhost_user_msg_init(&r, VHOST_USER_SET_CONFIG, 0, VHOST_USER_MAX_PAYLOAD + 1);
-	assert_int_equal(vhost_user_send(sp[0], &r), -EMSGSIZE);
+	assert_int_equal(vhost_user_send(sp[0], &r, NULL), -EMSGSIZE);
 }
 
 static void test_truncated(void **state)
@@ -173,8 +175,10 @@ static void test_truncated(void **state)
 
 	raw(&h, &half, 4); /* 4 of 8 payload bytes, then the peer goes away */
 	shutdown(sp[0], SHUT_WR);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -ECONNRESET);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -ECONNRESET);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL),
+			 -ECONNRESET);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL),
+			 -ECONNRESET);
 }
 
 static void test_truncated_header(void **state)
@@ -185,7 +189,8 @@ static void test_truncated_header(void **state)
 
 	assert_int_equal(write(sp[0], part, sizeof(part)), sizeof(part));
 	shutdown(sp[0], SHUT_WR);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -ECONNRESET);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL),
+			 -ECONNRESET);
 }
 
 static void test_fd_passing(void **state)
@@ -203,8 +208,8 @@ static void test_fd_passing(void **state)
 	m.p.mem.regions[1] = (struct vhost_user_mem_region){ 0x100000, 4096, 0x7f0000001000, 4096 };
 	m.fds[0] = m.fds[1] = mfd;
 	m.nfds = 2;
-	assert_int_equal(vhost_user_send(sp[0], &m), 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), 0);
+	assert_int_equal(vhost_user_send(sp[0], &m, NULL), 0);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), 0);
 	assert_int_equal(r.nfds, 2);
 	assert_int_equal(r.p.mem.nregions, 2);
 	assert_int_equal(r.p.mem.regions[1].mmap_offset, 4096);
@@ -219,22 +224,22 @@ static void test_fd_passing(void **state)
 
 	/* nregions says 2 but only one fd comes: refused, and the one fd is closed. */
 	m.nfds = 1;
-	assert_int_equal(vhost_user_send(sp[0], &m), 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_send(sp[0], &m, NULL), 0);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), -EBADMSG);
 	assert_int_equal(r.nfds, 0);
 	/* nregions 0 and 9 are both impossible. */
 	m.p.mem.nregions = 0;
 	m.hdr.size = 8;
 	m.nfds = 0;
-	assert_int_equal(vhost_user_send(sp[0], &m), 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_send(sp[0], &m, NULL), 0);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), -EBADMSG);
 	/* A wrapping region is refused. */
 	m.p.mem.nregions = 1;
 	m.hdr.size = 8 + 32;
 	m.p.mem.regions[0] = (struct vhost_user_mem_region){ UINT64_MAX - 10, 4096, 0, 0 };
 	m.nfds = 1;
-	assert_int_equal(vhost_user_send(sp[0], &m), 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_send(sp[0], &m, NULL), 0);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), -EBADMSG);
 	close(mfd);
 }
 
@@ -250,8 +255,8 @@ static void test_surplus_fds_closed(void **state)
 	m.fds[0] = e1;
 	m.fds[1] = e2;
 	m.nfds = 2;
-	assert_int_equal(vhost_user_send(sp[0], &m), 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), 0);
+	assert_int_equal(vhost_user_send(sp[0], &m, NULL), 0);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), 0);
 	assert_int_equal(r.nfds, 1);
 	assert_true(fd_open(r.fds[0]));
 	/* The fd that was dropped was the next number after the kept one (recvmsg installs
@@ -263,18 +268,18 @@ static void test_surplus_fds_closed(void **state)
 	 * (SET_FEATURES) drops any. */
 	m.p.u64 = 1 | VHOST_USER_VRING_NOFD;
 	m.nfds = 1;
-	assert_int_equal(vhost_user_send(sp[0], &m), 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), 0);
+	assert_int_equal(vhost_user_send(sp[0], &m, NULL), 0);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), 0);
 	assert_int_equal(r.nfds, 0);
 	/* KICK without its fd, or with junk bits in the index word: refused. */
 	m.p.u64 = 1;
 	m.nfds = 0;
-	assert_int_equal(vhost_user_send(sp[0], &m), 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_send(sp[0], &m, NULL), 0);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), -EBADMSG);
 	m.p.u64 = 1 | (1ull << 20);
 	m.nfds = 1;
-	assert_int_equal(vhost_user_send(sp[0], &m), 0);
-	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false), -EBADMSG);
+	assert_int_equal(vhost_user_send(sp[0], &m, NULL), 0);
+	assert_int_equal(vhost_user_recv(sp[1], &r, VHOST_USER_TO_BACKEND, false, NULL), -EBADMSG);
 	close(e1);
 	close(e2);
 }
@@ -290,7 +295,7 @@ static void *fake_backend(void *arg)
 	struct vhost_user_msg m;
 	uint64_t v;
 
-	while (vhost_user_recv(s, &m, VHOST_USER_TO_BACKEND, false) == 0) {
+	while (vhost_user_recv(s, &m, VHOST_USER_TO_BACKEND, false, NULL) == 0) {
 		switch (m.hdr.request) {
 		case VHOST_USER_GET_FEATURES:
 			v = 1ull << VHOST_USER_F_PROTOCOL_FEATURES | 1ull << 32;
@@ -331,7 +336,7 @@ static int front_against(enum fake_mode mode, struct vu_front *f)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s), 0);
 	fake_mode = mode;
 	assert_int_equal(pthread_create(&th, NULL, fake_backend, &s[1]), 0);
-	assert_int_equal(vu_front_adopt(f, s[0], "fake", 100), 0);
+	assert_int_equal(vu_front_adopt(f, s[0], "fake", 100, -1), 0);
 	int err = vu_front_handshake(f, 2);
 	vu_front_close(f);
 	pthread_join(th, NULL);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -68,16 +69,16 @@ static uint64_t roundtrip(struct bfx *f, struct vhost_user_msg *m, struct vhost_
 	bool has_reply = vhost_user_has_reply(m->hdr.request);
 	if (!has_reply)
 		m->hdr.flags |= VHOST_USER_FLAG_NEED_REPLY;
-	assert_int_equal(vhost_user_send(f->fe, m), 0);
+	assert_int_equal(vhost_user_send(f->fe, m, NULL), 0);
 	struct vhost_user_msg in;
-	assert_int_equal(vhost_user_recv(f->be, &in, VHOST_USER_TO_BACKEND, false), 0);
+	assert_int_equal(vhost_user_recv(f->be, &in, VHOST_USER_TO_BACKEND, false, NULL), 0);
 	uint64_t status = 0;
 	assert_int_equal(backend_handle(&f->b, f->be, &in, &status), 0);
 	vhost_user_msg_close_fds(&in);
 	if (!has_reply)
 		assert_int_equal(vhost_user_reply_ack(f->be, &in, status), 0);
 	struct vhost_user_msg r;
-	assert_int_equal(vhost_user_recv(f->fe, &r, VHOST_USER_TO_FRONTEND, !has_reply), 0);
+	assert_int_equal(vhost_user_recv(f->fe, &r, VHOST_USER_TO_FRONTEND, !has_reply, NULL), 0);
 	if (reply)
 		*reply = r;
 	return has_reply ? 0 : r.p.u64;
@@ -197,6 +198,87 @@ static void test_setup_sequence(void **state)
 	assert_int_equal(f->b.bad_requests, 0);
 }
 
+/* Events the back end's epoll set reports now, without waiting. */
+static int pending_events(int ep, struct epoll_event *ev)
+{
+	return epoll_wait(ep, ev, 1, 0);
+}
+
+static uint64_t stop_ring(struct bfx *f, unsigned idx)
+{
+	struct vhost_user_msg m, r;
+	vhost_user_msg_init(&m, VHOST_USER_GET_VRING_BASE, 0, sizeof(struct vhost_vring_state));
+	m.p.state.index = idx;
+	roundtrip(f, &m, &r);
+	assert_int_equal(r.p.state.index, idx);
+	return r.p.state.num;
+}
+
+static void start_ring(struct bfx *f, unsigned idx, int kick, int call)
+{
+	uint64_t base = (uint64_t)(uintptr_t)f->mem + idx * 0x4000;
+	assert_int_equal(send_state(f, VHOST_USER_SET_VRING_NUM, idx, 64), 0);
+	assert_int_equal(send_state(f, VHOST_USER_SET_VRING_BASE, idx, 0), 0);
+	assert_int_equal(set_addr(f, idx, base), 0);
+	/* The front end keeps its eventfds (KVM's ioeventfd holds them too): send copies. */
+	assert_int_equal(send_fd(f, VHOST_USER_SET_VRING_KICK, idx, dup(kick)), 0);
+	assert_int_equal(send_fd(f, VHOST_USER_SET_VRING_CALL, idx, dup(call)), 0);
+	assert_int_equal(send_state(f, VHOST_USER_SET_VRING_ENABLE, idx, 1), 0);
+	assert_true(vq_ready(&f->dev.q[idx]));
+}
+
+/* A driver that stops a ring and starts it again (QueueReady 0 -> 1, or a device reset and
+ * re-initialisation) gets the same kick eventfd back from the front end, which never closed
+ * it: the back end must drop its old registration before closing its copy. Otherwise the
+ * new SET_VRING_KICK fails (EEXIST) and a notify in between leaves a stale, forever readable
+ * entry behind (a spinning back end). Then RESET_OWNER: nothing of the rings stays watched. */
+static void test_ring_restart(void **state)
+{
+	struct bfx *f = *state;
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev;
+	assert_true(ep >= 0);
+	f->dev.epfd = ep;
+	int kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC);
+	assert_int_equal(send_u64(f, VHOST_USER_SET_FEATURES, backend_features()), 0);
+	set_mem(f);
+	start_ring(f, 0, kick, call);
+	assert_int_equal(eventfd_write(kick, 1), 0);
+	assert_int_equal(pending_events(ep, &ev), 1);
+	assert_int_equal(ev.data.u64, VSOCK_TAG(VSOCK_TAG_KICK, 0));
+	eventfd_t v;
+	assert_int_equal(eventfd_read(f->dev.q[0].kick_fd, &v), 0);
+
+	for (int round = 0; round < 3; round++) {
+		stop_ring(f, 0);
+		assert_false(vq_ready(&f->dev.q[0]));
+		/* The guest notifies the stopped ring (KVM's ioeventfd still fires). */
+		assert_int_equal(eventfd_write(kick, 1), 0);
+		assert_int_equal(pending_events(ep, &ev), 0);
+		start_ring(f, 0, kick, call);
+		/* The pending notify now reaches the restarted ring, once. */
+		assert_int_equal(pending_events(ep, &ev), 1);
+		assert_int_equal(ev.data.u64, VSOCK_TAG(VSOCK_TAG_KICK, 0));
+		assert_int_equal(eventfd_read(f->dev.q[0].kick_fd, &v), 0);
+		assert_int_equal(pending_events(ep, &ev), 0);
+	}
+	/* A device reset the way QEMU's front end may send it. */
+	struct vhost_user_msg m;
+	vhost_user_msg_init(&m, VHOST_USER_RESET_OWNER, 0, 0);
+	assert_int_equal(roundtrip(f, &m, NULL), 0);
+	assert_int_equal(eventfd_write(kick, 1), 0);
+	assert_int_equal(pending_events(ep, &ev), 0);
+	set_mem(f);
+	start_ring(f, 0, kick, call);
+	assert_int_equal(pending_events(ep, &ev), 1);
+	assert_int_equal(f->b.bad_requests, 0);
+	vsock_dev_reset(&f->dev);
+	f->dev.epfd = -1;
+	close(ep);
+	close(kick);
+	close(call);
+}
+
 static void test_refusals(void **state)
 {
 	struct bfx *f = *state;
@@ -234,6 +316,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_setup_sequence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ring_restart, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,10 +35,14 @@ struct vhost_user_dev {
 
 _Static_assert(sizeof(struct virtio_fs_config) <= VHOST_USER_DEV_CONFIG_MAX, "fs config fits");
 
-/* A back end failed: stop the VM once, say so once, whichever thread noticed first. */
+/* A back end failed: stop the VM once, say so once, whichever thread noticed first. A request
+ * abandoned because the VM is stopping anyway (-ECANCELED) is nobody's failure: the stop keeps
+ * its own status and says nothing here. */
 static void vhost_user_dev_fatal(struct vhost_user_dev *v, const char *why)
 {
 	struct virtio_devs *d = v->set;
+	if (v->front.err == -ECANCELED)
+		return;
 	if (atomic_exchange(&d->stopped, true))
 		return;
 	vmm_log("vhost-user back end %s: %s; session stopped", v->name, why);
@@ -221,9 +225,11 @@ int virtio_vhost_user_add(struct virtio_devs *d, const struct vhost_user_dev_cfg
 	}
 	snprintf(sock_name, sizeof(sock_name), "descriptor %d", cfg->socket_fd);
 	if (cfg->socket_path)
-		err = vu_front_connect(&v->front, cfg->socket_path, v->name, cfg->timeout_ms);
+		err = vu_front_connect(&v->front, cfg->socket_path, v->name, cfg->timeout_ms,
+				       d->vm->stop_fd);
 	else
-		err = vu_front_adopt(&v->front, cfg->socket_fd, v->name, cfg->timeout_ms);
+		err = vu_front_adopt(&v->front, cfg->socket_fd, v->name, cfg->timeout_ms,
+				     d->vm->stop_fd);
 	if (!err)
 		err = vu_front_handshake(&v->front, v->backend_queues);
 	if (!err)

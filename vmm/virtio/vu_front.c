@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -33,23 +32,20 @@ static int vu_front_fail(struct vu_front *f, int err, const char *fmt, ...)
 	return err;
 }
 
-int vu_front_adopt(struct vu_front *f, int sock, const char *name, unsigned timeout_ms)
+int vu_front_adopt(struct vu_front *f, int sock, const char *name, unsigned timeout_ms, int stop_fd)
 {
-	if (!timeout_ms)
-		timeout_ms = VU_FRONT_TIMEOUT_MS;
-	struct timeval tv = { (time_t)(timeout_ms / 1000),
-			      (suseconds_t)(timeout_ms % 1000) * 1000 };
-
+	/* No socket timeouts: a signal would restart them (SO_RCVTIMEO starts over on every
+	 * retry); each request carries its own deadline instead (vu_front_call). */
 	memset(f, 0, sizeof(*f));
 	f->sock = sock;
+	f->timeout_ms = timeout_ms ? timeout_ms : VU_FRONT_TIMEOUT_MS;
+	f->stop_fd = stop_fd;
 	snprintf(f->name, sizeof(f->name), "%s", name);
-	if (setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-	    setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
-		return vu_front_fail(f, -errno, "cannot set socket timeouts: %s", strerror(errno));
 	return 0;
 }
 
-int vu_front_connect(struct vu_front *f, const char *path, const char *name, unsigned timeout_ms)
+int vu_front_connect(struct vu_front *f, const char *path, const char *name, unsigned timeout_ms,
+		     int stop_fd)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd, err;
@@ -68,10 +64,7 @@ int vu_front_connect(struct vu_front *f, const char *path, const char *name, uns
 		close(fd);
 		return vu_front_fail(f, err, "cannot connect to %s: %s", path, strerror(-err));
 	}
-	err = vu_front_adopt(f, fd, name, timeout_ms);
-	if (err)
-		close(fd);
-	return err;
+	return vu_front_adopt(f, fd, name, timeout_ms, stop_fd);
 }
 
 void vu_front_close(struct vu_front *f)
@@ -88,6 +81,8 @@ static int vu_front_call(struct vu_front *f, struct vhost_user_msg *m, struct vh
 	const char *name = vhost_user_request_name(m->hdr.request);
 	bool own_reply = vhost_user_has_reply(m->hdr.request);
 	bool ack = !own_reply && (f->protocol_features & (1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK));
+	/* One deadline for the request and its reply, and the VM's stop beside it. */
+	struct vhost_user_wait w = vhost_user_wait_for(f->timeout_ms, f->stop_fd);
 	struct vhost_user_msg tmp;
 	int err;
 
@@ -97,17 +92,21 @@ static int vu_front_call(struct vu_front *f, struct vhost_user_msg *m, struct vh
 		reply = &tmp;
 	if (ack)
 		m->hdr.flags |= VHOST_USER_FLAG_NEED_REPLY;
-	err = vhost_user_send(f->sock, m);
+	err = vhost_user_send(f->sock, m, &w);
 	if (err)
 		return vu_front_fail(f, err, "%s: send failed: %s", name,
-				     err == -EPIPE ? "back end closed its socket" : strerror(-err));
+				     err == -EPIPE	 ? "back end closed its socket"
+				     : err == -ETIMEDOUT ? "back end does not read"
+				     : err == -ECANCELED ? "the VM is stopping"
+							 : strerror(-err));
 	if (!own_reply && !ack)
 		return 0;
-	err = vhost_user_recv(f->sock, reply, VHOST_USER_TO_FRONTEND, ack);
+	err = vhost_user_recv(f->sock, reply, VHOST_USER_TO_FRONTEND, ack, &w);
 	if (err)
 		return vu_front_fail(f, err, "%s: %s", name,
 				     err == -ECONNRESET	 ? "back end closed its socket"
 				     : err == -ETIMEDOUT ? "no reply in time"
+				     : err == -ECANCELED ? "the VM is stopping"
 				     : err == -EBADMSG || err == -EOPNOTSUPP ? "malformed reply"
 									     : strerror(-err));
 	/* Replies carry no fds in anything we ask for; vhost_user_recv already closed any. */

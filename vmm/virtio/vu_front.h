@@ -13,6 +13,8 @@
 struct vu_front {
 	int sock;
 	char name[48];		    /* for messages: "virtiofsd", "bulkhead-vsock" */
+	unsigned timeout_ms;	    /* per request, its reply included */
+	int stop_fd;		    /* readable: the VM is stopping, every wait gives up (-1) */
 	uint64_t backend_features;  /* GET_FEATURES */
 	uint64_t protocol_features; /* negotiated (what we asked & it offered) */
 	uint32_t backend_queues;    /* GET_QUEUE_NUM when MQ, else 0 (unknown) */
@@ -20,10 +22,14 @@ struct vu_front {
 	char why[128];		    /* that failure in words: "SET_MEM_TABLE: refused (ack 1)" */
 };
 
-/* Connects to a listening back end at path (or adopts a connected fd: vu_front_adopt),
- * with send/receive timeouts of timeout_ms (0: VU_FRONT_TIMEOUT_MS). Returns 0 or -errno. */
-int vu_front_connect(struct vu_front *f, const char *path, const char *name, unsigned timeout_ms);
-int vu_front_adopt(struct vu_front *f, int sock, const char *name, unsigned timeout_ms);
+/* Connects to a listening back end at path (or adopts a connected fd: vu_front_adopt); each
+ * request and its reply must be through within timeout_ms (0: VU_FRONT_TIMEOUT_MS), however
+ * often the calling thread is interrupted, and give up at once (-ECANCELED) when stop_fd (an
+ * eventfd that is written once, the VM's stop_fd; -1: none) is readable. Returns 0 or -errno. */
+int vu_front_connect(struct vu_front *f, const char *path, const char *name, unsigned timeout_ms,
+		     int stop_fd);
+int vu_front_adopt(struct vu_front *f, int sock, const char *name, unsigned timeout_ms,
+		   int stop_fd);
 void vu_front_close(struct vu_front *f);
 
 /* GET_FEATURES, GET/SET_PROTOCOL_FEATURES (REPLY_ACK required; MQ when offered), SET_OWNER,

@@ -1,0 +1,16 @@
+/* lib/san.h: what a sanitizer build (make SAN=..., which defines BULKHEAD_SANITIZED) needs in
+ * the programs that lock themselves down with seccomp (bulkhead-vmm, bulkhead-vsock): the
+ * sanitizer runtime's own system calls in their allow-lists, and run-time defaults (lib/san.c,
+ * linked into those two only in that build). A normal build uses none of it. */
+#ifndef BULKHEAD_LIB_SAN_H
+#define BULKHEAD_LIB_SAN_H
+
+#ifdef BULKHEAD_SANITIZED
+#include <seccomp.h>
+
+/* Adds to an allow-list what libasan and libubsan call after start-up, each with its reason
+ * (lib/san.c). For every thread role: the runtime runs on all of them. Returns 0 or -errno. */
+int san_seccomp_allow(scmp_filter_ctx ctx);
+#endif
+
+#endif

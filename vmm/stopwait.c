@@ -1,0 +1,55 @@
+/* vmm/stopwait.c: waits that end with the VM (see stopwait.h). The stop eventfd is written
+ * once and never read, so it stays readable from the stop request on. */
+#include "vmm/stopwait.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <unistd.h>
+
+int stopwait_fd(struct vm *vm, int fd, short events)
+{
+	for (;;) {
+		struct pollfd p[2] = { { .fd = fd, .events = events },
+				       { .fd = vm ? vm->stop_fd : -1, .events = POLLIN } };
+		int timeout = -1;
+		if (vm && atomic_load(&vm->stop)) {
+			/* Stopping: only the grace remains, measured from the request itself so
+			 * that many waits in a row cannot add up. */
+			uint64_t end = atomic_load(&vm->stop_ns) + STOPWAIT_GRACE_MS * 1000000ull;
+			uint64_t now = vm_now_ns();
+			timeout = now >= end ? 0 : (int)((end - now + 999999) / 1000000);
+			p[1].fd = -1;
+		}
+		int n = poll(p, 2, timeout);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue; /* a kick: the loop recomputes what is left */
+			return -errno;
+		}
+		if (p[0].revents)
+			return 1;
+		if (n == 0)
+			return 0;
+		/* The stop eventfd became readable: go round once more, now with the grace. */
+	}
+}
+
+size_t stopwait_write(struct vm *vm, int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		if (stopwait_fd(vm, fd, POLLOUT) <= 0)
+			break;
+		size_t chunk = len - done < PIPE_BUF ? len - done : PIPE_BUF;
+		ssize_t n = write(fd, p + done, chunk);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			break; /* the reader is gone */
+		done += (size_t)n;
+	}
+	return done;
+}
