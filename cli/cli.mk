@@ -4,6 +4,6 @@ CLI_BIN  := $(BIN)/bulkhead
 
 $(CLI_BIN): $(CLI_SRCS:%.c=$(OBJ)/%.o) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lz -lcrypto -ljansson -lhttp_parser
+	$(CC) $(LDFLAGS) -o $@ $^ -lz -lcrypto -ljansson -lhttp_parser -lseccomp
 
 ALL_TARGETS += $(CLI_BIN)

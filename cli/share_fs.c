@@ -144,6 +144,10 @@ static void child(const struct share_fs *fs, int lfd, int diag_fd, int ready_w, 
 	if ((lfd != 3 && dup2(lfd, 3) < 0) || fcntl(3, F_SETFD, 0) < 0)
 		child_fail(status_w, "set up descriptors");
 	close_range(4, ~0U, CLOSE_RANGE_CLOEXEC);
+	/* Last: the guest may not leave set-user-ID programs on the host through the share. */
+	errno = -share_fs_forbid_setid();
+	if (errno)
+		child_fail(status_w, "seccomp filter for file modes");
 	char source[PATH_MAX + 16];
 	snprintf(source, sizeof(source), "source=%s", fs->dir);
 	/* cache=auto: the host side may change while the session runs (a developer

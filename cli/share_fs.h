@@ -29,6 +29,10 @@ int share_fs_parse(const char *spec, struct share_fs *fs, char *err, size_t errl
 int share_fs_start(struct share_fs *fs, const struct rundir *rd, int diag_fd, char *err,
 		   size_t errlen);
 
+/* share_fs_modes.c: in virtiofsd's process before its exec, a seccomp filter that refuses
+ * (EPERM) every mode with the set-user-ID or set-group-ID bit. 0 or -errno. */
+int share_fs_forbid_setid(void);
+
 /* Stops virtiofsd and everything it started; safe to call twice. */
 void share_fs_stop(struct share_fs *fs);
 

@@ -127,6 +127,21 @@ else
 	not_ok "no VM is left after virtiofsd died" "pid '$vm'"
 fi
 
+# The guest's root may not leave set-user-ID or set-group-ID programs on the host: virtiofsd
+# writes as the share's owner, and such a file would run as that owner for anyone.
+mkdir -p "$TMP/setid"
+run_capture run --work "$TMP/setid" -- sh -c '
+	echo x > f; cp /bin/busybox /tmp/s; chmod 6755 /tmp/s
+	chmod 4755 f 2> /dev/null; echo "suid=$?"
+	chmod g+s f 2> /dev/null; echo "sgid=$?"
+	cp -p /tmp/s /work/copied 2> /dev/null; echo "create=$?"
+	mkdir -m 2775 d 2> /dev/null; echo "mkdir=$?"
+	chmod 700 f; echo "plain=$?"'
+check_eq "the guest cannot set the set-user-ID or set-group-ID bit in its share" \
+	"suid=1 sgid=1 create=1 mkdir=1 plain=0" "$(tr '\n' ' ' < "$TMP/out" | sed 's/ $//')"
+check_eq "... and the host holds no such file" "" "$(find "$TMP/setid" -perm /6000)"
+check_eq "... while ordinary modes still work" "700" "$(stat -c %a "$TMP/setid/f")"
+
 one_line_125() { # NAME ARGS...
 	name=$1; shift
 	run_capture "$@"
