@@ -1,5 +1,6 @@
 /* cli/session.c: watch a running guest — relay its framed stdout/stderr, keep
  * console noise apart, enforce --timeout, and turn the outcome into our exit code. */
+#include "cli/out.h"
 #include "cli/run.h"
 #include "lib/console_frame.h"
 
@@ -19,10 +20,14 @@
 
 #define TAIL_MAX 4096
 
+/* --console FILE keeps at most this much of the console: a guest's flood ends there. */
+#define CONSOLE_FILE_MAX (64ull << 20)
+
 struct watch {
 	const struct run_opts *o;
 	const char *engine;			  /* for messages: "qemu", "bulkhead-vmm" */
 	int console_file;			  /* --console FILE, or -1 */
+	unsigned long long console_bytes;	  /* written to it so far */
 	char guest_error[CFRAME_MAX_PAYLOAD + 1]; /* from init's error frame */
 	char tail[TAIL_MAX];			  /* last console noise, for "why did it stop" */
 	size_t tail_len;
@@ -60,13 +65,30 @@ static void keep_tail(char *tail, size_t *tail_len, size_t max, const uint8_t *b
 	*tail_len += len;
 }
 
+/* Console text for --console FILE, up to its bound, and then one line saying so. */
+static void keep_console(struct watch *w, const void *buf, size_t len)
+{
+	static const char cut[] = "\n[bulkhead: console output beyond 64 MiB not kept]\n";
+	if (w->console_file < 0 || w->console_bytes >= CONSOLE_FILE_MAX)
+		return;
+	if (len > CONSOLE_FILE_MAX - w->console_bytes) {
+		len = (size_t)(CONSOLE_FILE_MAX - w->console_bytes);
+		write_all(w->console_file, buf, len);
+		write_all(w->console_file, cut, sizeof(cut) - 1);
+		w->console_bytes = CONSOLE_FILE_MAX;
+		return;
+	}
+	write_all(w->console_file, buf, len);
+	w->console_bytes += len;
+}
+
 static void on_noise(void *ctx, const uint8_t *buf, size_t len)
 {
 	struct watch *w = ctx;
-	if (w->console_file >= 0)
-		write_all(w->console_file, buf, len);
+	keep_console(w, buf, len);
+	/* -v: as much as our stderr takes now; a reader that stopped loses noise, not time. */
 	if (w->o->verbose)
-		write_all(2, buf, len);
+		out_try(2, buf, len);
 	keep_tail(w->tail, &w->tail_len, sizeof(w->tail), buf, len);
 }
 
@@ -92,10 +114,9 @@ static void read_diag(struct watch *w, int fd, bool *open_)
 		*open_ = n < 0 && errno == EINTR;
 		return;
 	}
-	if (w->console_file >= 0)
-		write_all(w->console_file, buf, (size_t)n);
+	keep_console(w, buf, (size_t)n);
 	if (w->o->verbose)
-		write_all(2, buf, (size_t)n);
+		out_try(2, buf, (size_t)n);
 	/* Keep the last non-empty line: QEMU's errors are one line each. */
 	size_t dl = strlen(w->diag);
 	keep_tail(w->diag, &dl, sizeof(w->diag) - 1, (const uint8_t *)buf, (size_t)n);
@@ -213,6 +234,7 @@ int session_watch(const struct run_opts *o, struct guest *g)
 		.engine = g->engine_label,
 		.console_file = -1,
 	};
+	out_unblock();
 	struct cframe_parser *parser = malloc(sizeof(*parser));
 	if (!parser) {
 		kill(g->pid, SIGKILL);

@@ -1,6 +1,7 @@
 /* cli/session_cmds.c: commands on a session started with `bulkhead start`:
  * `bulkhead exec ID -- CMD` (one more command in the same VM) and `bulkhead stop ID`. */
 #include "cli/exec_client.h"
+#include "cli/out.h"
 #include "cli/proc.h"
 #include "cli/rundir.h"
 #include "cli/run.h"
@@ -31,6 +32,7 @@ static const char exec_usage[] =
 /* Relays one exec until it ends; returns our exit code. */
 static int relay(struct exec_client *c, bool tty)
 {
+	out_unblock();
 	int sfd = proc_signalfd();
 	int interrupts = 0, rc = 0;
 	while (rc == 0) {

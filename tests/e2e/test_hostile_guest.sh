@@ -88,6 +88,25 @@ kill "$reader" 2> /dev/null
 wait "$reader" 2> /dev/null
 expect "a flood into a stdout nobody reads: --timeout still ends the session" 124 "timed out after 4 s"
 
+# Our stderr is a pipe nobody reads, and the guest fills it: with its own stderr, or with
+# console noise that -v copies there. Neither may hold the session, or its teardown.
+stalled_stderr() { # NAME BULKHEAD-ARGS...
+	name=$1
+	shift
+	sleep 300 < "$TMP/fifo" &
+	reader=$!
+	timeout -s KILL "$WATCHDOG" "$BUILD/tests/reap-check" "$BULKHEAD" "$@" > "$TMP/out" \
+		2> "$TMP/fifo" < /dev/null
+	rc=$?
+	kill "$reader" 2> /dev/null
+	wait "$reader" 2> /dev/null
+	check_eq "$name" "124 " "$rc $(grep '^left:' "$TMP/out")"
+}
+stalled_stderr "64 KiB of the guest's stderr into a stderr nobody reads: --timeout holds, nothing left" \
+	run --timeout 4 -- sh -c 'head -c 200000 /dev/zero >&2; sleep 100'
+stalled_stderr "a console flood with -v into a stderr nobody reads: --timeout holds, nothing left" \
+	run -v --timeout 4 -- sh -c 'tr "\0" A < /dev/zero > /dev/ttyS0'
+
 wd run --timeout 30 --work "$TMP/w" -- /work/agent-attack oversize
 expect "an oversized frame length ends the session at once with a clear error" 125 \
 	"malformed frame from the guest"
@@ -139,6 +158,25 @@ if [ -n "$id" ]; then
 	else
 		bg_wait; not_ok "bulkhead exec with half a frame" "the attack never started"
 	fi
+	# A bulkhead exec whose stderr nobody reads, filled by the guest: SIGTERM still ends it.
+	sleep 300 < "$TMP/fifo" &
+	reader=$!
+	"$BULKHEAD" exec "$id" -- sh -c 'head -c 200000 /dev/zero >&2; touch /work/filled; sleep 100' \
+		> /dev/null 2> "$TMP/fifo" < /dev/null &
+	pid=$!
+	( sleep "$WATCHDOG"; kill -KILL "$pid" 2> /dev/null ) &
+	dog=$!
+	mark=filled
+	if wait_attacked; then
+		sleep 1
+		kill -TERM "$pid"
+		bg_wait
+		check_eq "a bulkhead exec whose stderr nobody reads: SIGTERM still ends it" 143 "$rc"
+	else
+		bg_wait; not_ok "bulkhead exec with a full stderr" "the command never filled it"
+	fi
+	kill "$reader" 2> /dev/null
+	wait "$reader" 2> /dev/null
 	bg_session exec "$id" -- /work/agent-attack half
 	if wait_attacked; then
 		timeout -s KILL "$WATCHDOG" "$BULKHEAD" stop "$id" 2> "$TMP/stop.err"
