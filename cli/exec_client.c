@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+enum { ESC_LINE_START, ESC_MID_LINE, ESC_TILDE };
+
 static long now_ms(void)
 {
 	struct timespec ts;
@@ -42,6 +44,8 @@ int exec_client_open(struct exec_client *c, const char *uds, unsigned port, int 
 	c->wout_fd = -1;
 	c->wout_off = 0;
 	c->reply_len = 0;
+	c->esc_state = ESC_LINE_START;
+	c->escaped = false;
 	c->error[0] = '\0';
 	agent_reader_init(&c->rd, AGENT_MAX_PAYLOAD);
 	/* The EXEC frame is ready from the start and leaves once the guest answered. */
@@ -269,17 +273,48 @@ static int send_pending(struct exec_client *c)
 	return 0;
 }
 
+/* Takes "~." (at a line's start) out of what we read, in place; a held "~" goes out with
+ * the next byte. buf has room for one byte more than n. Returns the bytes to send. */
+static size_t escapes(struct exec_client *c, uint8_t *buf, size_t n)
+{
+	static uint8_t in[AGENT_MAX_PAYLOAD];
+	size_t k = 0;
+	memcpy(in, buf, n);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t b = in[i];
+		if (c->esc_state == ESC_TILDE) {
+			if (b == '.') {
+				c->escaped = true;
+				return k;
+			}
+			buf[k++] = '~';
+			c->esc_state = ESC_MID_LINE;
+			if (b == '~')
+				continue;
+		} else if (c->esc_state == ESC_LINE_START && b == '~') {
+			c->esc_state = ESC_TILDE;
+			continue;
+		}
+		buf[k++] = b;
+		c->esc_state = b == '\r' || b == '\n' ? ESC_LINE_START : ESC_MID_LINE;
+	}
+	return k;
+}
+
 static void read_stdin(struct exec_client *c)
 {
-	ssize_t r = read(c->in_fd, c->ibuf, AGENT_MAX_PAYLOAD);
+	/* One byte of room for a held "~". */
+	ssize_t r = read(c->in_fd, c->ibuf, AGENT_MAX_PAYLOAD - 1);
 	if (r < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (r <= 0) {
 		c->in_fd = -1; /* our stdin ended: tell the guest command */
 		queue(c, AGENT_STDIN, NULL, 0);
-	} else {
-		queue(c, AGENT_STDIN, c->ibuf, (size_t)r);
+		return;
 	}
+	size_t n = c->escapes ? escapes(c, c->ibuf, (size_t)r) : (size_t)r;
+	if (n)
+		queue(c, AGENT_STDIN, c->ibuf, n);
 }
 
 int exec_client_handle(struct exec_client *c, const struct pollfd *pfd, int n)
@@ -303,7 +338,7 @@ int exec_client_handle(struct exec_client *c, const struct pollfd *pfd, int n)
 		return rc;
 	if (c->pi_in >= 0 && c->pi_in < n && pfd[c->pi_in].revents && !c->olen && c->in_fd >= 0)
 		read_stdin(c);
-	return 0;
+	return c->escaped ? 2 : 0;
 }
 
 void exec_client_close(struct exec_client *c)

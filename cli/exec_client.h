@@ -49,7 +49,12 @@ struct exec_client {
 	size_t wout_off; /* bytes of the current output frame already written */
 	int wout_fd;	 /* -1: none pending */
 	bool out_broken, err_broken;
-	bool done; /* EXIT or ERROR received */
+	/* -it: "~." at the start of a line stops the session (as in ssh; "~~" sends one "~"),
+	 * since every other key, Ctrl-C included, belongs to the guest's terminal. */
+	bool escapes;
+	int esc_state; /* ESC_* in exec_client.c */
+	bool escaped;  /* "~." was typed */
+	bool done;     /* EXIT or ERROR received */
 	struct agent_exit exit;
 	char error[256];		 /* ERROR text from the agent, or our own failure */
 	uint8_t ibuf[AGENT_MAX_PAYLOAD]; /* a read from our stdin */
@@ -70,7 +75,8 @@ int exec_client_pollfds(struct exec_client *c, struct pollfd *pfd);
  * deadline), or -1 for none. */
 int exec_client_timeout_ms(const struct exec_client *c);
 /* Handles those pollfds' events (and the deadline). Returns 0 to go on, 1 when the
- * exec is over (c->exit or c->error), -1 on a failure (c->error). */
+ * exec is over (c->exit or c->error), 2 when our user typed the escape ("~."), -1 on a
+ * failure (c->error). */
 int exec_client_handle(struct exec_client *c, const struct pollfd *pfd, int n);
 
 void exec_client_signal(struct exec_client *c, int sig);

@@ -22,7 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -33,13 +36,15 @@
 #define CPUS_MAX    32
 
 static const char usage[] =
-	"usage: bulkhead run [OPTIONS] [--] CMD [ARG...]\n"
-	"Runs CMD in a fresh microVM; its stdout/stderr become ours, its exit code ours.\n"
+	"usage: bulkhead %s [OPTIONS]%s\n"
+	"%s\n"
 	"\n"
 	"  --engine auto|kvm|qemu  which VMM runs the guest (default auto: see 'bulkhead doctor')\n"
 	"  --mem MIB               guest memory, %d..%d (default 256)\n"
 	"  --cpus N                vCPUs, 1..%d (default 1)\n"
 	"  --timeout S             stop the VM after S seconds (exit 124)\n"
+	"  --boot-timeout S        the guest must be up within S seconds, else the session\n"
+	"                          fails (exit 125; default %d)\n"
 	"  --work DIR[:ro]         share DIR with the guest at /work (CMD starts there);\n"
 	"                          :ro makes it read-only, enforced on the host\n"
 	"  --scope FILE            the session's network scope: broker rules (JSON); without\n"
@@ -100,6 +105,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		OPT_MEM,
 		OPT_CPUS,
 		OPT_TIMEOUT,
+		OPT_BOOT_TIMEOUT,
 		OPT_KERNEL,
 		OPT_INITRD,
 		OPT_CONSOLE,
@@ -120,6 +126,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 		{ "mem", required_argument, NULL, OPT_MEM },
 		{ "cpus", required_argument, NULL, OPT_CPUS },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "boot-timeout", required_argument, NULL, OPT_BOOT_TIMEOUT },
 		{ "kernel", required_argument, NULL, OPT_KERNEL },
 		{ "initrd", required_argument, NULL, OPT_INITRD },
 		{ "console", required_argument, NULL, OPT_CONSOLE },
@@ -167,6 +174,11 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 			if (errno || end == optarg || *end || !(o->timeout_s > 0) ||
 			    o->timeout_s > 1e7)
 				return bad("--timeout '%s': expected seconds > 0", optarg);
+			break;
+		case OPT_BOOT_TIMEOUT:
+			if (parse_uint(optarg, 1, 86400, &o->boot_timeout_s) < 0)
+				return bad("--boot-timeout '%s': expected seconds, 1 to 86400",
+					   optarg);
 			break;
 		case OPT_KERNEL:
 			o->kernel = optarg;
@@ -231,7 +243,18 @@ static int parse_opts(int argc, char **argv, struct run_opts *o, bool detached)
 			o->tty = true;
 			break;
 		case 'h':
-			printf(usage, MEM_MIN_MIB, MEM_MAX_MIB, CPUS_MAX, JAIL_UID_FIRST);
+			printf(usage, detached ? "start" : "run",
+			       detached ? "" : " [--] CMD [ARG...]",
+			       detached ? "Starts a session in a fresh microVM and prints its id; "
+					  "run "
+					  "commands in it with\n'bulkhead exec ID -- CMD', stop it "
+					  "with "
+					  "'bulkhead stop ID'."
+					: "Runs CMD in a fresh microVM; its stdout/stderr become "
+					  "ours, "
+					  "its exit code ours.",
+			       MEM_MIN_MIB, MEM_MAX_MIB, CPUS_MAX, BOOT_TIMEOUT_DEFAULT_S,
+			       JAIL_UID_FIRST);
 			return 0;
 		case ':':
 			return bad("option '%s' needs a value", argv[optind - 1]);
@@ -578,21 +601,55 @@ int cmd_start(int argc, char **argv)
 		fprintf(stderr, "bulkhead: pipe: %s\n", strerror(errno));
 		return EXIT_BULKHEAD;
 	}
+	/* Until the guest is ready, interrupting us stops the session: nothing may be left
+	 * running that nobody has the id of. */
+	int sfd = proc_signalfd();
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "bulkhead: fork: %s\n", strerror(errno));
 		return EXIT_BULKHEAD;
 	}
 	if (pid == 0) {
-		/* The session's supervisor: detached from our terminal and session. */
+		/* The session's supervisor: detached from our terminal and session, and stopped
+		 * if we die before it is ready (notify_started clears that). */
 		close(p[0]);
+		close(sfd);
 		setsid();
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(EXIT_BULKHEAD);
 		_exit(session_main(&o, p[1]));
 	}
 	close(p[1]);
 	char id[64];
-	ssize_t n = read(p[0], id, sizeof(id) - 1);
+	ssize_t n = -1;
+	for (;;) {
+		struct pollfd pfd[2] = { { .fd = p[0], .events = POLLIN },
+					 { .fd = sfd, .events = POLLIN } };
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents) {
+			struct signalfd_siginfo si;
+			int sig = read(sfd, &si, sizeof(si)) == sizeof(si) ? (int)si.ssi_signo
+									   : SIGTERM;
+			if (sig == SIGWINCH)
+				continue;
+			kill(pid, SIGTERM);
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			fprintf(stderr,
+				"bulkhead: %s; the session was stopped before it was ready\n",
+				strsignal(sig));
+			return 128 + sig;
+		}
+		if (pfd[0].revents) {
+			n = read(p[0], id, sizeof(id) - 1);
+			break;
+		}
+	}
 	close(p[0]);
+	close(sfd);
 	if (n <= 0) {
 		/* It failed before the guest was ready and said why on stderr. */
 		int st;

@@ -17,12 +17,17 @@
 #define EXIT_BULKHEAD 125 /* bulkhead itself failed; one line on stderr says why */
 
 #define RUN_MAX_ENV 64
+/* Time from the engine's start to the guest's call home (--boot-timeout). Under TCG a
+ * session is up in about a second; this is for loaded or slow hosts, and ends a guest that
+ * never calls. */
+#define BOOT_TIMEOUT_DEFAULT_S 60
 
 struct run_opts {
 	enum engine_kind engine;
 	unsigned mem_mib;
 	unsigned cpus;
-	double timeout_s; /* 0: none */
+	double timeout_s;	 /* 0: none */
+	unsigned boot_timeout_s; /* --boot-timeout: the guest must be ready by then */
 	const char *kernel, *initrd;
 	const char *console_path; /* --console FILE: the whole serial console */
 	const char *ram_file;	  /* --ram-file FILE: guest RAM kept in FILE (qemu engine) */
@@ -90,6 +95,7 @@ struct agent_link {
 	int notify_fd;
 	const char *session_id;
 	/* state */
+	long boot_deadline;	  /* CLOCK_MONOTONIC ms by which the guest must call home */
 	int ready_fd;		  /* the guest's ready connection: the session's lifeline */
 	bool ready;		  /* ... and it said READY */
 	long ready_deadline;	  /* CLOCK_MONOTONIC ms by which READY must have arrived */
@@ -102,6 +108,8 @@ struct agent_link {
 /* session_agent.c */
 #define AGENT_LINK_POLLFDS (1 + EXEC_CLIENT_POLLFDS)
 int agent_link_pollfds(struct agent_link *a, struct pollfd *pfd);
+/* The engine has started: the guest must call home within boot_s seconds. */
+void agent_link_arm(struct agent_link *a, unsigned boot_s);
 /* Milliseconds until agent_link_handle must run even without an event, or -1. */
 int agent_link_timeout_ms(const struct agent_link *a);
 /* 0: go on; 1: the main command is over (see a->exec); -1: failed (a->error). */

@@ -253,6 +253,8 @@ int session_watch(const struct run_opts *o, struct guest *g)
 	}
 
 	int sfd = g->signal_fd;
+	if (g->agent)
+		agent_link_arm(g->agent, o->boot_timeout_s);
 	int tfd = o->timeout_s > 0 ? arm_timeout(o->timeout_s) : -1;
 
 	enum { P_CONSOLE, P_DIAG, P_SIGNAL, P_TIMER, P_BACKENDS };
@@ -348,7 +350,11 @@ int session_watch(const struct run_opts *o, struct guest *g)
 		read_diag(&w, g->diag_fd, &diag_open);
 	int code;
 	struct exec_client *ex = g->agent ? g->agent->exec : NULL;
-	if (agent_rc == 1 && ex->error[0]) {
+	if (agent_rc == 2) {
+		fprintf(stderr,
+			"\r\nbulkhead: stopped from the terminal (~.); the VM was stopped\n");
+		code = 128 + SIGINT;
+	} else if (agent_rc == 1 && ex->error[0]) {
 		fprintf(stderr, "bulkhead: guest: %s\n", ex->error);
 		code = EXIT_BULKHEAD;
 	} else if (agent_rc == 1) {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,12 +35,23 @@ int agent_link_pollfds(struct agent_link *a, struct pollfd *pfd)
 	return n;
 }
 
+void agent_link_arm(struct agent_link *a, unsigned boot_s)
+{
+	a->boot_deadline = now_ms() + 1000L * (boot_s ? boot_s : BOOT_TIMEOUT_DEFAULT_S);
+}
+
+static int until(long deadline)
+{
+	long left = deadline - now_ms();
+	return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+}
+
 int agent_link_timeout_ms(const struct agent_link *a)
 {
-	if (a->ready_fd >= 0 && !a->ready) {
-		long left = a->ready_deadline - now_ms();
-		return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
-	}
+	if (a->ready_fd < 0)
+		return a->boot_deadline ? until(a->boot_deadline) : -1;
+	if (!a->ready)
+		return until(a->ready_deadline);
 	return a->exec ? exec_client_timeout_ms(a->exec) : -1;
 }
 
@@ -60,6 +72,7 @@ static int start_exec(struct agent_link *a)
 	a->exec->in_fd = a->in_fd;
 	a->exec->out_fd = 1;
 	a->exec->err_fd = 2;
+	a->exec->escapes = (a->flags & AGENT_EXEC_TTY) && a->in_fd >= 0;
 	if (exec_client_open(a->exec, a->uds, AGENT_PORT, AGENT_HANDSHAKE_MS, a->flags, a->rows,
 			     a->cols, a->cwd, a->argv, a->env) < 0)
 		return fail(a, "cannot reach the guest's exec agent", a->exec->error);
@@ -69,6 +82,9 @@ static int start_exec(struct agent_link *a)
 /* A detached session is ready: tell `bulkhead start` our id, then leave its terminal. */
 static void notify_started(struct agent_link *a)
 {
+	/* From here on the session outlives `bulkhead start` (cmd_start set it to die with it
+	 * until now, so that an interrupted start leaves nothing running). */
+	prctl(PR_SET_PDEATHSIG, 0);
 	dprintf(a->notify_fd, "%s\n", a->session_id);
 	close(a->notify_fd);
 	a->notify_fd = -1;
@@ -107,6 +123,9 @@ static int on_ready_bytes(struct agent_link *a)
 int agent_link_handle(struct agent_link *a, const struct pollfd *pfd, int n)
 {
 	if (a->ready_fd < 0) {
+		if (a->boot_deadline && now_ms() >= a->boot_deadline)
+			return fail(a, "guest agent",
+				    "the guest did not call home in time (see --boot-timeout)");
 		if (!pfd[0].revents)
 			return 0;
 		int fd = accept4(a->ready_lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);

@@ -66,6 +66,11 @@ static int relay(struct exec_client *c, bool tty)
 		rc = exec_client_handle(c, pfd, n);
 	}
 	close(sfd);
+	if (rc == 2) {
+		fprintf(stderr, "\r\nbulkhead: stopped from the terminal (~.); the command was "
+				"stopped\n");
+		return 128 + SIGINT;
+	}
 	if (rc < 0 || c->error[0]) {
 		fprintf(stderr, "bulkhead: %s%s\n", rc < 0 ? "" : "guest: ", c->error);
 		return EXIT_BULKHEAD;
@@ -157,6 +162,7 @@ int cmd_exec(int argc, char **argv)
 	c->in_fd = interactive ? 0 : -1;
 	c->out_fd = 1;
 	c->err_fd = 2;
+	c->escapes = tty && interactive;
 	struct winsize ws = { 0 };
 	if (tty)
 		ioctl(0, TIOCGWINSZ, &ws);

@@ -115,6 +115,34 @@ wd run --timeout 30 --work "$TMP/w" -- /work/agent-attack lifeline
 expect "a byte on the session's lifeline ends the session with a clear error" 125 \
 	"control connection closed"
 
+# --- a guest that never calls home ------------------------------------------------------------
+SILENT=$BUILD/tests/guest-tools/initramfs-silent.cpio
+wd run --boot-timeout 4 --initrd "$SILENT" -- true
+expect "a guest that never calls home: --boot-timeout ends bulkhead run" 125 "did not call home"
+wd start --boot-timeout 4 --initrd "$SILENT"
+expect "... and bulkhead start, with nothing left" 125 "did not call home"
+check_eq "... no run directory left" "" "$(ls -A "$BULKHEAD_RUNDIR" 2> /dev/null)"
+# Interrupted before the guest is ready, `bulkhead start` stops the session it began: nobody
+# would have its id. The same when it is killed outright.
+for how in INT KILL; do
+	"$BULKHEAD" start --initrd "$SILENT" > "$TMP/out" 2> "$TMP/err" < /dev/null &
+	pid=$!
+	i=0
+	while [ -z "$(ls -A "$BULKHEAD_RUNDIR" 2> /dev/null)" ] && [ $i -lt 100 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	sleep 1
+	kill -$how "$pid"
+	wait "$pid"
+	rc=$?
+	i=0
+	while [ -n "$(ls -A "$BULKHEAD_RUNDIR" 2> /dev/null)" ] && [ $i -lt 300 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	check_eq "SIG$how to bulkhead start before the guest is ready stops the session" \
+		"$([ $how = INT ] && echo 130 || echo 137) " "$rc $(ls -A "$BULKHEAD_RUNDIR" 2> /dev/null)"
+done
+
 # --- the scope's expiry and the policy's session lifetime ---------------------------------
 soon=$(date -u -d '+6 seconds' +%Y-%m-%dT%H:%M:%SZ)
 printf '{ "allow": [], "expires_at": "%s" }\n' "$soon" > "$TMP/scope.json"
@@ -144,6 +172,19 @@ if wait_attacked; then
 	expect "half a frame: a second Ctrl-C still stops the session" 130 "Interrupt"
 else
 	bg_wait; not_ok "half a frame, then Ctrl-C twice" "the attack never started: $(cat "$TMP/err")"
+fi
+
+# -it: every key, Ctrl-C included, is the guest's; "~." at the start of a line is ours.
+if command -v script > /dev/null; then
+	(sleep 5; printf '\003\003\r~~x\r'; sleep 1; printf '~.') |
+		timeout -s KILL "$WATCHDOG" script -qec \
+			"$BULKHEAD run -it -- sh -c 'trap \"\" INT; cat'" /dev/null > "$TMP/out" 2>&1
+	rc=$?
+	check_eq "-it with a guest that ignores Ctrl-C: ~. still stops the session" 130 "$rc"
+	grep -q 'stopped from the terminal' "$TMP/out" && grep -q '^~x' "$TMP/out" &&
+		ok "... saying so, and ~~ sent one ~" || not_ok "... saying so, and ~~ sent one ~" "$(cat "$TMP/out")"
+else
+	skip "-it and the ~. escape" "no script(1) (package util-linux)"
 fi
 
 # --- a detached session: bulkhead exec and bulkhead stop ------------------------------------

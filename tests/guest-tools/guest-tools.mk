@@ -23,6 +23,16 @@ $(TEST_INITRAMFS): $(INITRAMFS_BASE) $(VSOCK_TOOL) $(LIBDIR)/gen_init_cpio
 	@rm -f $@.list $@.extra
 	@mv $@.tmp $@
 
+# A guest that never calls home: the base initramfs with /init replaced by a shell script.
+SILENT_INITRAMFS := $(GUEST_TOOLS_DIR)/initramfs-silent.cpio
+$(SILENT_INITRAMFS): $(INITRAMFS_BASE) tests/guest-tools/silent-init.sh $(LIBDIR)/gen_init_cpio
+	@mkdir -p $(@D)
+	printf 'file /init %s 0755 0 0\n' $(abspath tests/guest-tools/silent-init.sh) > $@.list
+	$(LIBDIR)/gen_init_cpio -t 0 $@.list > $@.extra
+	cat $(INITRAMFS_BASE) $@.extra > $@.tmp
+	@rm -f $@.list $@.extra
+	@mv $@.tmp $@
+
 .PHONY: guest-tools
-guest-tools: $(VSOCK_TOOL) $(AGENT_ATTACK) $(TEST_INITRAMFS)
+guest-tools: $(VSOCK_TOOL) $(AGENT_ATTACK) $(TEST_INITRAMFS) $(SILENT_INITRAMFS)
 test-programs: guest-tools
