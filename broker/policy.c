@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -12,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -473,6 +476,34 @@ static int under(const char *a, const char *b)
 	return !strncmp(a, b, n) && (a[n] == '\0' || a[n] == '/');
 }
 
+/* True when directory A is B or lies below it, judged by device and inode while walking up
+ * from A: a bind mount of B elsewhere is still B, whatever its path says. */
+static int under_inode(const char *a, const char *b)
+{
+	struct stat sb, cur;
+	int fd, up, depth, hit = 0;
+
+	if (stat(b, &sb) < 0 || (fd = open(a, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return 0;
+	for (depth = 0; depth < 4096 && !hit; depth++) {
+		struct stat parent;
+
+		if (fstat(fd, &cur) < 0)
+			break;
+		hit = cur.st_dev == sb.st_dev && cur.st_ino == sb.st_ino;
+		up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = up;
+		/* The root is its own parent. */
+		if (fd < 0 || fstat(fd, &parent) < 0 ||
+		    (parent.st_dev == cur.st_dev && parent.st_ino == cur.st_ino))
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	return hit;
+}
+
 const char *policy_share_denied(const struct policy *p, const char *path, const char *home)
 {
 	char full[PATH_MAX], real[PATH_MAX];
@@ -492,7 +523,7 @@ const char *policy_share_denied(const struct policy *p, const char *path, const 
 		n = strlen(full);
 		while (n > 1 && full[n - 1] == '/')
 			full[--n] = '\0';
-		if (under(path, full) || under(full, path))
+		if (under(path, full) || under(full, path) || under_inode(path, full))
 			return d;
 	}
 	return NULL;

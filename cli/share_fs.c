@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <grp.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -28,6 +30,41 @@
 #include <unistd.h>
 
 #define VIRTIOFSD "/usr/lib/qemu/virtiofsd"
+
+/* The first mount point strictly below dir (in buf), or NULL. mountinfo escapes space, tab,
+ * newline and backslash as \ooo, so below a dir whose name holds one nothing matches here;
+ * the child's non-recursive bind mount then refuses such a share instead. */
+static const char *mount_below(const char *dir, char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[PATH_MAX * 2];
+	const char *hit = NULL;
+	size_t n = strlen(dir);
+	if (!f)
+		return NULL;
+	while (!hit && fgets(line, sizeof(line), f)) {
+		char *p = line;
+		for (int field = 0; field < 4 && p; field++)
+			p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL;
+		if (!p)
+			continue;
+		p[strcspn(p, " ")] = '\0';
+		if (strncmp(p, dir, n) == 0 && (n == 1 || p[n] == '/') && p[n == 1 ? 1 : n + 1]) {
+			snprintf(buf, len, "%s", p);
+			hit = buf;
+		}
+	}
+	fclose(f);
+	return hit;
+}
+
+int share_fs_open(const char *path)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_NO_SYMLINKS };
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	return fd < 0 ? -errno : fd;
+}
 
 int share_fs_parse(const char *spec, struct share_fs *fs, char *err, size_t errlen)
 {
@@ -43,15 +80,35 @@ int share_fs_parse(const char *spec, struct share_fs *fs, char *err, size_t errl
 		fs->ro = path[len - 2] == 'r' && path[len - 1] == 'o';
 		path[len - 3] = '\0';
 	}
-	if (!realpath(path, fs->dir)) {
-		snprintf(err, errlen, "--work %s: %s", path, strerror(errno));
+	/* No symbolic link on the way: what is shared is the directory named, not one a guest
+	 * of an earlier session could have redirected by planting a link in its share. */
+	int fd = share_fs_open(path);
+	if (fd == -ELOOP) {
+		char real[PATH_MAX];
+		snprintf(err, errlen,
+			 "--work %s: the path goes through a symbolic link; name the directory "
+			 "itself%s%s",
+			 path, realpath(path, real) ? ": " : "", realpath(path, real) ? real : "");
 		return -1;
 	}
+	if (fd < 0) {
+		snprintf(err, errlen, "--work %s: %s", path,
+			 fd == -ENOTDIR ? "not a directory" : strerror(-fd));
+		return -1;
+	}
+	char self[32];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(self, fs->dir, sizeof(fs->dir) - 1);
 	struct stat st;
-	if (stat(fs->dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "--work %s: not a directory", path);
+	if (n <= 0 || (size_t)n >= sizeof(fs->dir) - 1 || fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "--work %s: cannot tell where it is", path);
+		close(fd);
 		return -1;
 	}
+	fs->dir[n] = '\0';
+	close(fd);
+	fs->dev = st.st_dev;
+	fs->ino = st.st_ino;
 	/* As root, write as the directory's owner; otherwise we can only be ourselves. */
 	fs->owner = geteuid() == 0 ? st.st_uid : geteuid();
 	fs->owner_gid = geteuid() == 0 ? st.st_gid : getegid();
@@ -130,14 +187,22 @@ static void child(const struct share_fs *fs, int lfd, int diag_fd, int ready_w, 
 	}
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		child_fail(status_w, "make mounts private");
-	if (fs->ro) {
-		/* Non-recursive: mounts below the share stay hidden, which is what we want. */
-		if (mount(fs->dir, fs->dir, NULL, MS_BIND, NULL) < 0)
-			child_fail(status_w, "bind-mount the share");
-		if (mount(NULL, fs->dir, NULL,
-			  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
-			child_fail(status_w, "make the share read-only");
+	/* Still the directory the launcher checked (the policy judged it): nothing swapped a
+	 * link in since. */
+	int fd = share_fs_open(fs->dir);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != fs->dev || st.st_ino != fs->ino) {
+		errno = fd == -ELOOP ? ELOOP : ESTALE;
+		child_fail(status_w, "the share changed while the session started");
 	}
+	close(fd);
+	/* Non-recursive: mounts below the share stay hidden, which is what we want (a mount
+	 * of a path the policy forbids could otherwise sit inside a share it allows). */
+	if (mount(fs->dir, fs->dir, NULL, MS_BIND, NULL) < 0)
+		child_fail(status_w, "bind-mount the share");
+	if (fs->ro && mount(NULL, fs->dir, NULL,
+			    MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		child_fail(status_w, "make the share read-only");
 	/* fd 3 is the listening socket (--fd=3); everything above closes on exec,
 	 * the status pipe included, so its EOF tells the parent virtiofsd started.
 	 * lfd is the lowest descriptor opened here and status_w is above it. */
@@ -174,6 +239,16 @@ int share_fs_start(struct share_fs *fs, const struct rundir *rd, int diag_fd, ch
 	if (access(VIRTIOFSD, X_OK) < 0) {
 		snprintf(err, errlen, "%s not found: run 'make deps' (package qemu-system-common)",
 			 VIRTIOFSD);
+		return -1;
+	}
+	/* What is mounted below a share stays outside it (virtiofsd gets the directory alone,
+	 * not the tree): refuse plainly rather than share less than asked. */
+	char below[PATH_MAX];
+	if (mount_below(fs->dir, below, sizeof(below))) {
+		snprintf(err, errlen,
+			 "--work %.200s: %.200s is a mount point inside it; share a directory with "
+			 "nothing mounted below it",
+			 fs->dir, below);
 		return -1;
 	}
 	if (rundir_file(rd, "fs.sock", 1, fs->sock, sizeof(fs->sock)) < 0) {

@@ -16,18 +16,24 @@ struct share_fs {
 	char sock[108];	    /* vhost-user socket the engine connects to */
 	char dir[PATH_MAX]; /* the shared directory, resolved */
 	bool ro;
+	dev_t dev; /* the directory as share_fs_parse found it */
+	ino_t ino;
 	uid_t owner; /* host uid the guest's root writes as */
 	gid_t owner_gid;
 };
 
-/* Parses "DIR" or "DIR:ro" / "DIR:rw" into the directory and the mode.
- * Returns 0, or -1 with a one-line reason. */
+/* Parses "DIR" or "DIR:ro" / "DIR:rw" into the directory and the mode. DIR may not go
+ * through a symbolic link. Returns 0, or -1 with a one-line reason. */
 int share_fs_parse(const char *spec, struct share_fs *fs, char *err, size_t errlen);
 
 /* Starts virtiofsd for fs->dir with its socket in rd. diag_fd receives its
  * stderr. Returns 0, or -1 with a one-line reason in err. */
 int share_fs_start(struct share_fs *fs, const struct rundir *rd, int diag_fd, char *err,
 		   size_t errlen);
+
+/* Opens directory PATH (O_PATH) if no component of it is a symbolic link: the fd, -ELOOP
+ * when one is, or -errno. */
+int share_fs_open(const char *path);
 
 /* share_fs_modes.c: in virtiofsd's process before its exec, a seccomp filter that refuses
  * (EPERM) every mode with the set-user-ID or set-group-ID bit. 0 or -errno. */

@@ -127,6 +127,23 @@ else
 	skip "the broker refuses other spellings of denied hosts" "python3 is missing"
 fi
 
+# deny_share_paths judges the directory, not its name: a bind mount of a forbidden
+# directory elsewhere is still forbidden.
+if [ "$(id -u)" -eq 0 ]; then
+	mkdir -p "$TMP/forbidden/inner" "$TMP/alias"
+	printf '{ "deny_share_paths": ["%s"] }\n' "$TMP/forbidden" > "$TMP/share-policy.json"
+	mount --bind "$TMP/forbidden" "$TMP/alias"
+	"$BULKHEAD" run --policy "$TMP/share-policy.json" --work "$TMP/alias/inner:ro" -- true \
+		> /dev/null 2> "$TMP/err" < /dev/null
+	rc=$?
+	umount "$TMP/alias"
+	if [ $rc = 125 ] && grep -q "deny_share_paths" "$TMP/err"; then
+		ok "a bind mount of a forbidden share path is still forbidden"
+	else
+		not_ok "a bind mount of a forbidden share path is still forbidden" "rc=$rc" "$(cat "$TMP/err")"
+	fi
+fi
+
 printf '{ "deny_hosts": [ "a.example" ], }\n' > "$TMP/broken.json"
 "$BULKHEAD" run --policy "$TMP/broken.json" -- true > /dev/null 2> "$TMP/err"
 rc=$?

@@ -142,6 +142,31 @@ check_eq "the guest cannot set the set-user-ID or set-group-ID bit in its share"
 check_eq "... and the host holds no such file" "" "$(find "$TMP/setid" -perm /6000)"
 check_eq "... while ordinary modes still work" "700" "$(stat -c %a "$TMP/setid/f")"
 
+# A share's path may not go through a symbolic link: a guest that planted one in its share
+# cannot redirect a later session that shares a directory below it.
+mkdir -p "$TMP/job/out" "$TMP/elsewhere" && echo private > "$TMP/elsewhere/f"
+run_capture run --work "$TMP/job" -- sh -c 'rm -r /work/out && ln -s '"$TMP/elsewhere"' /work/out'
+run_capture run --work "$TMP/job/out" -- sh -c 'cat /work/f; echo planted > /work/g'
+if [ "$rc" = 125 ] && grep -q "symbolic link" "$TMP/err" && [ ! -e "$TMP/elsewhere/g" ]; then
+	ok "a --work path through a link a guest planted is refused, naming why"
+else
+	not_ok "a --work path through a planted link is refused" "rc=$rc" "$(cat "$TMP/err" "$TMP/out")"
+fi
+
+# Nothing mounted below a share is shared with it, rw as ro (a forbidden directory mounted
+# inside an allowed share would otherwise reach the guest): such a share is refused.
+if [ "$(id -u)" -eq 0 ]; then
+	mkdir -p "$TMP/mshare/sub" "$TMP/mounted" && echo under > "$TMP/mounted/f"
+	mount --bind "$TMP/mounted" "$TMP/mshare/sub"
+	run_capture run --work "$TMP/mshare" -- sh -c 'ls -A /work/sub; echo done'
+	umount "$TMP/mshare/sub"
+	if [ "$rc" = 125 ] && grep -q "is a mount point inside it" "$TMP/err" && [ ! -s "$TMP/out" ]; then
+		ok "a share with a mount below it is refused, naming the mount"
+	else
+		not_ok "a share with a mount below it is refused" "rc=$rc" "$(cat "$TMP/err" "$TMP/out")"
+	fi
+fi
+
 one_line_125() { # NAME ARGS...
 	name=$1; shift
 	run_capture "$@"
