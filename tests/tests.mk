@@ -39,7 +39,7 @@ FUZZ_LIBS_fuzz_response := $(FUZZ_LIBS_fuzz_proxy_head)
 .SECONDEXPANSION:
 $(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_DEPS_$$*) | deps
 	@mkdir -p $(@D)
-	clang -std=c11 -D_GNU_SOURCE -I. $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
+	clang -std=c11 -D_GNU_SOURCE -I. $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ $^ -lz $(FUZZ_LIBS_$*)
 
 .PHONY: unit-tests fuzz test-programs test-san
