@@ -5,7 +5,7 @@
 #include "cli/broker_cmds.h"
 #include "cli/rundir.h"
 #include "lib/unix_listen.h"
-#include "cli/run.h"
+#include "cli/exit_codes.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,9 +3,10 @@
  * byte) and kernel (first byte to "Run /init as init process"), plus bulkhead-vmm's own
  * boot-timer line when init gets to write it (vmm/boot_timer_abi.h). */
 #include "cli/bench.h"
-#include "cli/doctor.h"
 #include "cli/paths.h"
-#include "cli/run.h"
+#include "cli/engine.h"
+#include "cli/exit_codes.h"
+#include "cli/kvm_probe.h"
 #include "lib/boot_args.h"
 #include "vmm/boot_timer_abi.h"
 
@@ -89,7 +90,7 @@ static int bench_one(const struct launch *tmpl, const struct engine_choice *c, u
 		     char *err, size_t errlen)
 {
 	struct launch l = *tmpl;
-	struct guest g;
+	struct vm_proc g;
 	int diag[2];
 	char con_tail[BENCH_TAIL], diag_tail[BENCH_TAIL];
 	size_t con_len = 0, diag_len = 0;
@@ -104,8 +105,7 @@ static int bench_one(const struct launch *tmpl, const struct engine_choice *c, u
 	}
 	l.diag_w = diag[1];
 	uint64_t t0 = now_ns();
-	int started = c->kind == ENGINE_KVM ? kvm_start(&l, c, &g, err, errlen)
-					    : qemu_start(&l, c, &g, err, errlen);
+	int started = c->ops->start(&l, c, &g, err, errlen);
 	close(diag[1]);
 	if (started < 0) {
 		close(diag[0]);
@@ -267,7 +267,7 @@ static int bench_boot(int argc, char **argv)
 		return EXIT_BULKHEAD;
 	}
 	struct kvm_caps caps;
-	doctor_probe_kvm(true, &caps);
+	kvm_probe(true, &caps);
 	bool emulated = caps.kernel_native == PROBE_NO;
 
 	char kernel[PATH_MAX], initrd[PATH_MAX], cmdline[BOOT_ARGS_CMDLINE_MAX];
@@ -275,7 +275,7 @@ static int bench_boot(int argc, char **argv)
 	/* The base image: this measures the engine and the kernel, not the size of the tools. */
 	paths_join(initrd, sizeof(initrd), paths_libdir(), "initramfs-base.cpio");
 	/* Not quiet: the console's "Run /init" line is the end mark for every engine. */
-	if (run_kernel_cmdline(&c, false, NULL, cmdline, sizeof(cmdline)) < 0)
+	if (engine_cmdline(&c, false, NULL, false, cmdline, sizeof(cmdline)) < 0)
 		return EXIT_BULKHEAD;
 	struct launch l = { .kernel = kernel,
 			    .initrd = initrd,

@@ -5,7 +5,9 @@
 #include "cli/broker_dev.h"
 #include "cli/paths.h"
 #include "cli/rundir.h"
-#include "cli/run.h"
+#include "cli/exit_codes.h"
+
+#include <stdbool.h>
 
 #include <errno.h>
 #include <limits.h>

@@ -1,6 +1,9 @@
-/* cli/engine.c: pick the engine for a session from what this host's KVM can do. */
+/* cli/engine.c: pick the engine for a session from what this host's KVM can do, and the
+ * kernel command line every guest starts with. */
 #include "cli/engine.h"
-#include "cli/doctor.h"
+#include "cli/kvm_probe.h"
+#include "cli/paths.h"
+#include "lib/boot_args.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -47,13 +50,14 @@ const char *engine_qemu_path(void)
 static int engine_choose_kvm(const struct kvm_caps *caps, bool force, struct engine_choice *out)
 {
 	out->kind = ENGINE_KVM;
+	out->ops = &engine_kvm_ops;
 	out->kvm_emulated = caps->kernel_native == PROBE_NO;
 	if (!caps->usable) {
 		snprintf(out->why, sizeof(out->why), "KVM not usable (%.150s); use --engine qemu",
 			 caps->why[0] ? caps->why : "unknown");
 		return -1;
 	}
-	if (!doctor_kvm_runs_linux(caps) && !force) {
+	if (!kvm_runs_linux(caps) && !force) {
 		snprintf(out->why, sizeof(out->why),
 			 "this host's KVM cannot run a Linux guest's user space (%s; see 'bulkhead "
 			 "doctor'); use --engine qemu",
@@ -63,9 +67,9 @@ static int engine_choose_kvm(const struct kvm_caps *caps, bool force, struct eng
 		return -1;
 	}
 	snprintf(out->why, sizeof(out->why), "kvm (bulkhead-vmm)%s",
-		 doctor_kvm_runs_linux(caps) ? ""
-					     : " forced by " ENGINE_KVM_FORCE_ENV
-					       " on a host whose KVM cannot run guest user space");
+		 kvm_runs_linux(caps) ? ""
+				      : " forced by " ENGINE_KVM_FORCE_ENV
+					" on a host whose KVM cannot run guest user space");
 	return 0;
 }
 
@@ -77,32 +81,32 @@ int engine_choose(enum engine_kind requested, struct engine_choice *out)
 		bool force = f && strcmp(f, "1") == 0;
 		struct kvm_caps caps;
 		/* The timing probe tells whether the emulation quirks are needed. */
-		doctor_probe_kvm(true, &caps);
+		kvm_probe(true, &caps);
 		return engine_choose_kvm(&caps, force, out);
 	}
 
 	struct kvm_caps caps;
 	if (requested == ENGINE_AUTO) {
-		doctor_probe_kvm(false, &caps);
-		if (doctor_kvm_runs_linux(&caps)) {
+		kvm_probe(false, &caps);
+		if (kvm_runs_linux(&caps)) {
 			/* Native enough for user space; time the kernel mode only if needed. */
-			doctor_probe_kvm(true, &caps);
-			if (doctor_kvm_runs_linux(&caps) &&
-			    engine_choose_kvm(&caps, false, out) == 0)
+			kvm_probe(true, &caps);
+			if (kvm_runs_linux(&caps) && engine_choose_kvm(&caps, false, out) == 0)
 				return 0;
 		}
 	} else {
-		doctor_probe_kvm(false, &caps);
+		kvm_probe(false, &caps);
 	}
 	memset(out, 0, sizeof(*out));
 	/* QEMU; the probe only decides its accelerator. */
 	out->kind = ENGINE_QEMU;
+	out->ops = &engine_qemu_ops;
 	if (!engine_qemu_path()) {
 		snprintf(out->why, sizeof(out->why),
 			 "qemu-system-x86_64 not found: run 'make deps' (package qemu-system-x86)");
 		return -1;
 	}
-	out->qemu_accel_kvm = doctor_kvm_runs_linux(&caps);
+	out->qemu_accel_kvm = kvm_runs_linux(&caps);
 	if (out->qemu_accel_kvm)
 		snprintf(out->why, sizeof(out->why), "qemu with KVM");
 	else if (!caps.usable)
@@ -115,4 +119,27 @@ int engine_choose(enum engine_kind requested, struct engine_choice *out)
 				 ? "ring-3 syscalls are broken"
 				 : (caps.why[0] ? caps.why : "probe failed"));
 	return 0;
+}
+
+int engine_vmm_path(char *buf, size_t len)
+{
+	return paths_join(buf, len, paths_bindir(), "bulkhead-vmm");
+}
+
+int engine_cmdline(const struct engine_choice *c, bool quiet, const char *work_mode, bool broker,
+		   char *buf, size_t len)
+{
+	/* panic=-1 and the engine's reboot method make every end of the guest the engine's
+	 * exit. Hosts that emulate guest kernel mode need the quirks of ENVIRONMENT.md (QEMU's
+	 * TCG has no such gaps). */
+	int n = snprintf(buf, len,
+			 "console=ttyS0 8250.nr_uarts=1 panic=-1 reboot=%s rdinit=/init "
+			 "tsc=reliable no_timer_check%s%s%s%s%s",
+			 c->ops->reboot,
+			 c->kind == ENGINE_KVM && c->kvm_emulated
+				 ? " noxsave clearcpuid=smap,smep,pku,umip,popcnt"
+				 : "",
+			 quiet ? " quiet" : "", work_mode ? " " BOOT_ARGS_WORK : "",
+			 work_mode ? work_mode : "", broker ? " " BOOT_ARGS_BROKER "1" : "");
+	return n < 0 || (size_t)n >= len ? -1 : 0;
 }

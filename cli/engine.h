@@ -1,8 +1,11 @@
-/* cli/engine.h: which engine runs a session (bulkhead-vmm on KVM, or QEMU microvm). */
+/* cli/engine.h: the engines that run a session's VM behind one table of operations
+ * (bulkhead-vmm on KVM, QEMU microvm), and the choice between them. */
 #ifndef BULKHEAD_CLI_ENGINE_H
 #define BULKHEAD_CLI_ENGINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
 
 enum engine_kind {
 	ENGINE_AUTO,
@@ -10,11 +13,46 @@ enum engine_kind {
 	ENGINE_QEMU, /* qemu-system-x86_64 -M microvm */
 };
 
+/* Everything an engine needs to start a guest. */
+struct jail_ids;
+struct launch {
+	const char *kernel, *initrd, *cmdline;
+	unsigned mem_mib, cpus;
+	const char *ram_file;  /* guest RAM in this (new) file, kept afterwards; NULL: a memfd */
+	struct jail_ids *jail; /* the session's jail (jail/jail.h); NULL: --no-jail */
+	bool verbose;
+	const char *fs_sock;	/* vhost-user-fs socket for the share, NULL if no share */
+	int diag_w;		/* write end for the engine's stderr */
+	const char *vsock_sock; /* vhost-user-vsock socket, NULL if no vsock */
+	unsigned guest_cid;
+};
+
+/* A started VM process. */
+struct vm_proc {
+	pid_t pid;
+	int console_fd;	   /* the guest's serial console, read side */
+	const char *label; /* for messages: "qemu", "bulkhead-vmm" */
+};
+
+struct engine_choice;
+struct engine_ops {
+	const char *name;
+	/* The kernel's reboot= method: how a guest's power-off becomes the engine's exit. */
+	const char *reboot;
+	/* Starts the VM. Returns 0, or -1 with a one-line reason in err. */
+	int (*start)(const struct launch *l, const struct engine_choice *c, struct vm_proc *vm,
+		     char *err, size_t errlen);
+};
+
+extern const struct engine_ops engine_kvm_ops;	/* engine_kvm.c */
+extern const struct engine_ops engine_qemu_ops; /* engine_qemu.c */
+
 struct engine_choice {
 	enum engine_kind kind; /* never ENGINE_AUTO after engine_choose() */
-	bool qemu_accel_kvm;   /* QEMU engine: -accel kvm (else TCG) */
-	bool kvm_emulated;     /* kvm engine: this host emulates guest kernel mode (quirks) */
-	char why[256];	       /* one line: why this engine */
+	const struct engine_ops *ops;
+	bool qemu_accel_kvm; /* QEMU engine: -accel kvm (else TCG) */
+	bool kvm_emulated;   /* kvm engine: this host emulates guest kernel mode (quirks) */
+	char why[256];	     /* one line: why this engine */
 };
 
 /* Parses "auto" | "kvm" | "qemu"; returns -1 on anything else. */
@@ -31,5 +69,14 @@ int engine_choose(enum engine_kind requested, struct engine_choice *out);
 
 /* Path of qemu-system-x86_64 (or $BULKHEAD_QEMU), NULL when not installed. */
 const char *engine_qemu_path(void);
+/* Path of bulkhead-vmm next to this executable; 0 or -1 when too long. */
+int engine_vmm_path(char *buf, size_t len);
+
+/* The kernel parameters every guest starts with, for engine c: console, reboot and panic
+ * handling, quirks for hosts that emulate guest kernel mode, quiet unless asked, the work
+ * share's mode ("rw", "ro" or NULL) and whether a broker serves the session. The one place
+ * they come from. Returns 0, or -1 if they do not fit in len. */
+int engine_cmdline(const struct engine_choice *c, bool quiet, const char *work_mode, bool broker,
+		   char *buf, size_t len);
 
 #endif

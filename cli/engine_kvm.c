@@ -5,7 +5,7 @@
 #include "cli/jail.h"
 #include "cli/jail_san.h"
 #include "lib/unix_listen.h"
-#include "cli/run.h"
+#include "cli/engine.h"
 #include "cli/share_fs.h"
 
 #include <errno.h>
@@ -17,13 +17,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-int kvm_vmm_path(char *buf, size_t len)
-{
-	return paths_join(buf, len, paths_bindir(), "bulkhead-vmm");
-}
-
-int kvm_start(const struct launch *l, const struct engine_choice *c, struct guest *g, char *err,
-	      size_t errlen)
+static int kvm_start(const struct launch *l, const struct engine_choice *c, struct vm_proc *vm,
+		     char *err, size_t errlen)
 {
 	char vmm[PATH_MAX];
 	(void)c;
@@ -32,7 +27,7 @@ int kvm_start(const struct launch *l, const struct engine_choice *c, struct gues
 		snprintf(err, errlen, "--ram-file works with the qemu engine only (--engine qemu)");
 		return -1;
 	}
-	if (kvm_vmm_path(vmm, sizeof(vmm)) || access(vmm, X_OK) < 0) {
+	if (engine_vmm_path(vmm, sizeof(vmm)) || access(vmm, X_OK) < 0) {
 		snprintf(err, errlen, "bulkhead-vmm not found next to bulkhead (%s): run 'make'",
 			 vmm);
 		return -1;
@@ -115,9 +110,12 @@ int kvm_start(const struct launch *l, const struct engine_choice *c, struct gues
 	};
 	struct jail_san san; /* a sanitizer build's loader and libraries; else nothing */
 	(void)jail_san_extend(&san, &spec); /* no mounts of its own: cannot fail */
-	rc = engine_spawn(&a, "bulkhead-vmm", l->diag_w, l->verbose, l->jail ? &spec : NULL, g, err,
-			  errlen);
+	rc = engine_spawn(&a, "bulkhead-vmm", l->diag_w, l->verbose, l->jail ? &spec : NULL, vm,
+			  err, errlen);
 	for (size_t i = 0; i < nfds; i++)
 		close(fds[i]);
 	return rc;
 }
+
+/* reboot=k: bulkhead-vmm's i8042 reset is the guest's clean exit. */
+const struct engine_ops engine_kvm_ops = { .name = "kvm", .reboot = "k", .start = kvm_start };

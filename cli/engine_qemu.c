@@ -3,7 +3,7 @@
 #include "cli/engine_spawn.h"
 #include "cli/jail.h"
 #include "lib/unix_listen.h"
-#include "cli/run.h"
+#include "cli/engine.h"
 #include "cli/share_fs.h"
 
 #include <errno.h>
@@ -125,8 +125,8 @@ static void qemu_jail_done(struct qemu_jail *j)
 	j->nfds = 0;
 }
 
-int qemu_start(const struct launch *l, const struct engine_choice *c, struct guest *g, char *err,
-	       size_t errlen)
+static int qemu_start(const struct launch *l, const struct engine_choice *c, struct vm_proc *vm,
+		      char *err, size_t errlen)
 {
 	const char *qemu = engine_qemu_path();
 	if (!qemu) {
@@ -218,8 +218,11 @@ int qemu_start(const struct launch *l, const struct engine_choice *c, struct gue
 		engine_arg(&a, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
 			       "resourcecontrol=deny");
 	}
-	int rc = engine_spawn(&a, "qemu", l->diag_w, l->verbose, l->jail ? &j.spec : NULL, g, err,
+	int rc = engine_spawn(&a, "qemu", l->diag_w, l->verbose, l->jail ? &j.spec : NULL, vm, err,
 			      errlen);
 	qemu_jail_done(&j);
 	return rc;
 }
+
+/* reboot=t: microvm has no i8042; -no-reboot turns the guest's triple fault into an exit. */
+const struct engine_ops engine_qemu_ops = { .name = "qemu", .reboot = "t", .start = qemu_start };

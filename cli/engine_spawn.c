@@ -61,7 +61,7 @@ static void child_exec(char *const args[], int out, int diag)
 }
 
 int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verbose,
-		 const struct jail_spec *jail, struct guest *g, char *err, size_t errlen)
+		 const struct jail_spec *jail, struct vm_proc *vm, char *err, size_t errlen)
 {
 	if (a->overflow) {
 		snprintf(err, errlen, "internal error: %s arguments do not fit", label);
@@ -93,9 +93,9 @@ int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verb
 		close(con[0]);
 		goto fail_errno;
 	}
-	g->pid = pid;
-	g->console_fd = con[0];
-	g->engine_label = label;
+	vm->pid = pid;
+	vm->console_fd = con[0];
+	vm->label = label;
 	return 0;
 fail_errno:
 	snprintf(err, errlen, "cannot start %s: %s", label, strerror(errno));

@@ -3,7 +3,7 @@
 #ifndef BULKHEAD_CLI_ENGINE_SPAWN_H
 #define BULKHEAD_CLI_ENGINE_SPAWN_H
 
-#include "cli/run.h"
+#include "cli/engine.h"
 
 #include <limits.h>
 #include <stddef.h>
@@ -23,11 +23,11 @@ void engine_argf(struct engine_argv *a, const char *fmt, ...) __attribute__((for
 
 /* Starts a->v (NULL-terminated here) in its own process group, killed with us,
  * with stdin on /dev/null, stdout (the serial console) on a new pipe that
- * becomes g->console_fd, and stderr on diag_w; in JAIL (its out and diag descriptors are
+ * becomes vm->console_fd, and stderr on diag_w; in JAIL (its out and diag descriptors are
  * set here) unless it is NULL (--no-jail). With verbose, prints the exact command,
  * shell-quoted (bench/ re-runs it). Returns 0, or -1 with err set. */
 struct jail_spec;
 int engine_spawn(struct engine_argv *a, const char *label, int diag_w, bool verbose,
-		 const struct jail_spec *jail, struct guest *g, char *err, size_t errlen);
+		 const struct jail_spec *jail, struct vm_proc *vm, char *err, size_t errlen);
 
 #endif

@@ -2,7 +2,8 @@
 #include "cli/bench.h"
 #include "cli/broker_cmds.h"
 #include "cli/doctor.h"
-#include "cli/run.h"
+#include "cli/exit_codes.h"
+#include "cli/session_cmds.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -28,7 +29,8 @@ static const struct command commands[] = {
 	{ "broker", cmd_broker,
 	  "broker [--control PATH] [OPTS]  a shared credential broker sessions register with" },
 	{ "policy", cmd_policy,
-	  "policy check FILE... | explain  validate policies and scopes; how a request is decided" },
+	  "policy check FILE... | explain  validate policies and scopes; how a request is "
+	  "decided" },
 	{ "approvals", cmd_approvals,
 	  "approvals list|show|approve|deny  requests held for a person's decision" },
 	{ "audit", cmd_audit, "audit verify FILE               check the audit log's hash chain" },

@@ -1,7 +1,7 @@
 /* cli/session_agent.c: the agent side of a session — wait for the guest's
  * "ready", start the main command through the exec agent, relay it. Nothing here
  * blocks on the guest: the ready frame is parsed as it arrives, within a deadline. */
-#include "cli/run.h"
+#include "cli/session.h"
 
 #include <errno.h>
 #include <fcntl.h>

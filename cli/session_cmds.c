@@ -4,7 +4,8 @@
 #include "cli/out.h"
 #include "cli/proc.h"
 #include "cli/rundir.h"
-#include "cli/run.h"
+#include "cli/plan.h"
+#include "cli/session_cmds.h"
 
 #include <errno.h>
 #include <getopt.h>

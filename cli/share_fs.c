@@ -66,33 +66,25 @@ int share_fs_open(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
-int share_fs_parse(const char *spec, struct share_fs *fs, char *err, size_t errlen)
+int share_fs_resolve(const char *dir, bool ro, const char *label, struct share_fs *fs, char *err,
+		     size_t errlen)
 {
 	memset(fs, 0, sizeof(*fs));
-	char path[PATH_MAX];
-	size_t len = strlen(spec);
-	if (len >= sizeof(path)) {
-		snprintf(err, errlen, "--work: path too long");
-		return -1;
-	}
-	memcpy(path, spec, len + 1);
-	if (len > 3 && (strcmp(path + len - 3, ":ro") == 0 || strcmp(path + len - 3, ":rw") == 0)) {
-		fs->ro = path[len - 2] == 'r' && path[len - 1] == 'o';
-		path[len - 3] = '\0';
-	}
+	fs->ro = ro;
 	/* No symbolic link on the way: what is shared is the directory named, not one a guest
 	 * of an earlier session could have redirected by planting a link in its share. */
-	int fd = share_fs_open(path);
+	int fd = share_fs_open(dir);
 	if (fd == -ELOOP) {
 		char real[PATH_MAX];
+		bool known = realpath(dir, real) != NULL;
 		snprintf(err, errlen,
-			 "--work %s: the path goes through a symbolic link; name the directory "
+			 "%s %s: the path goes through a symbolic link; name the directory "
 			 "itself%s%s",
-			 path, realpath(path, real) ? ": " : "", realpath(path, real) ? real : "");
+			 label, dir, known ? ": " : "", known ? real : "");
 		return -1;
 	}
 	if (fd < 0) {
-		snprintf(err, errlen, "--work %s: %s", path,
+		snprintf(err, errlen, "%s %s: %s", label, dir,
 			 fd == -ENOTDIR ? "not a directory" : strerror(-fd));
 		return -1;
 	}
@@ -101,7 +93,7 @@ int share_fs_parse(const char *spec, struct share_fs *fs, char *err, size_t errl
 	ssize_t n = readlink(self, fs->dir, sizeof(fs->dir) - 1);
 	struct stat st;
 	if (n <= 0 || (size_t)n >= sizeof(fs->dir) - 1 || fstat(fd, &st) < 0) {
-		snprintf(err, errlen, "--work %s: cannot tell where it is", path);
+		snprintf(err, errlen, "%s %s: cannot tell where it is", label, dir);
 		close(fd);
 		return -1;
 	}
@@ -113,6 +105,24 @@ int share_fs_parse(const char *spec, struct share_fs *fs, char *err, size_t errl
 	fs->owner = geteuid() == 0 ? st.st_uid : geteuid();
 	fs->owner_gid = geteuid() == 0 ? st.st_gid : getegid();
 	return 0;
+}
+
+int share_fs_parse(const char *spec, struct share_fs *fs, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	size_t len = strlen(spec);
+	bool ro = false;
+	if (len >= sizeof(path)) {
+		memset(fs, 0, sizeof(*fs));
+		snprintf(err, errlen, "--work: path too long");
+		return -1;
+	}
+	memcpy(path, spec, len + 1);
+	if (len > 3 && (strcmp(path + len - 3, ":ro") == 0 || strcmp(path + len - 3, ":rw") == 0)) {
+		ro = path[len - 2] == 'r' && path[len - 1] == 'o';
+		path[len - 3] = '\0';
+	}
+	return share_fs_resolve(path, ro, "--work", fs, err, errlen);
 }
 
 static int write_file(const char *path, const char *text)

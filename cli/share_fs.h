@@ -22,9 +22,14 @@ struct share_fs {
 	gid_t owner_gid;
 };
 
-/* Parses "DIR" or "DIR:ro" / "DIR:rw" into the directory and the mode. DIR may not go
- * through a symbolic link. Returns 0, or -1 with a one-line reason. */
+/* Parses "DIR" or "DIR:ro" / "DIR:rw" (--work) into the directory and the mode, as
+ * share_fs_resolve. Returns 0, or -1 with a one-line reason. */
 int share_fs_parse(const char *spec, struct share_fs *fs, char *err, size_t errlen);
+/* Opens directory DIR (which may not go through a symbolic link) and fills fs with where it
+ * is, its identity and owner, and the mode RO. LABEL starts error messages ("--work").
+ * Returns 0, or -1 with a one-line reason. */
+int share_fs_resolve(const char *dir, bool ro, const char *label, struct share_fs *fs, char *err,
+		     size_t errlen);
 
 /* Starts virtiofsd for fs->dir with its socket in rd. diag_fd receives its
  * stderr. Returns 0, or -1 with a one-line reason in err. */

@@ -1,0 +1,136 @@
+/* cli/plan.c: a request resolved into a session's plan (see plan.h), step by step: the
+ * guest's files, the work share, the scope's grants, the global policy, the session's end,
+ * the engine and the kernel command line. */
+#include "cli/plan.h"
+#include "cli/cgroup.h"
+#include "cli/paths.h"
+
+#include "broker/rules.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Accepts an ELF vmlinux or a bzImage; anything else is a clear error. */
+static int check_kernel(const char *path, char *err, size_t errlen)
+{
+	unsigned char hdr[0x210];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "kernel %s: %s (run 'make' or pass --kernel)", path,
+			 strerror(errno));
+		return -1;
+	}
+	ssize_t n = read(fd, hdr, sizeof(hdr));
+	close(fd);
+	bool elf = n >= 4 && memcmp(hdr, "\177ELF", 4) == 0;
+	bool bz = n >= 0x206 && memcmp(hdr + 0x202, "HdrS", 4) == 0;
+	if (!elf && !bz) {
+		snprintf(err, errlen, "kernel %s: not an ELF vmlinux or a bzImage", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* The guest's kernel and initramfs: as asked, or ours. The ELF vmlinux boots faster than the
+ * bzImage (no decompression): QEMU enters it through its PVH note, bulkhead-vmm directly. */
+static int plan_files(struct session_plan *p, char *err, size_t errlen)
+{
+	const struct session_request *r = &p->req;
+	if (r->kernel)
+		snprintf(p->kernel, sizeof(p->kernel), "%s", r->kernel);
+	else
+		paths_join(p->kernel, sizeof(p->kernel), paths_libdir(), "vmlinux");
+	if (r->initrd)
+		snprintf(p->initrd, sizeof(p->initrd), "%s", r->initrd);
+	else
+		paths_join(p->initrd, sizeof(p->initrd), paths_libdir(), "initramfs.cpio");
+	if (check_kernel(p->kernel, err, errlen) < 0)
+		return -1;
+	if (access(p->initrd, R_OK) < 0) {
+		snprintf(err, errlen, "initrd %s: %s (run 'make' or pass --initrd)", p->initrd,
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The scope file, its grants, and the global policy over everything asked so far. */
+static int plan_rules(struct session_plan *p, char *err, size_t errlen)
+{
+	struct rules scope;
+	char why[512];
+	int rc = 0;
+	memset(&scope, 0, sizeof(scope));
+	if (p->req.broker.scope && rules_load_file(&scope, p->req.broker.scope, why, sizeof(why))) {
+		snprintf(err, errlen, "--scope %s", why); /* why names the file */
+		return -1;
+	}
+	if (p->req.broker.scope)
+		rc = plan_scope(p, &scope, err, errlen);
+	if (!rc)
+		rc = plan_policy(p, &scope, err, errlen);
+	rules_free(&scope); /* the broker reads its own copy */
+	return rc;
+}
+
+/* The earlier of the timeout (or the policy's lifetime) and the scope's expiry. */
+static int plan_end(struct session_plan *p, char *err, size_t errlen)
+{
+	if (!p->expires_at)
+		return 0;
+	double left = difftime((time_t)p->expires_at, time(NULL));
+	if (left <= 0) {
+		snprintf(err, errlen, "--scope %s: expired at %s", p->req.broker.scope, p->expiry);
+		return -1;
+	}
+	if (p->timeout_s == 0 || p->timeout_s > left) {
+		p->timeout_s = left;
+		p->end_kind = END_EXPIRY;
+	}
+	return 0;
+}
+
+int plan_resolve(const struct session_request *req, struct session_plan *p, char *err,
+		 size_t errlen)
+{
+	memset(p, 0, sizeof(*p));
+	p->req = *req;
+	const struct session_request *r = &p->req;
+	if (r->tty && r->interactive && !isatty(0)) {
+		snprintf(err, errlen, "-it needs a terminal on stdin (use -i alone for a pipe)");
+		return -1;
+	}
+	if (plan_files(p, err, errlen) < 0)
+		return -1;
+	if (r->work) {
+		if (share_fs_parse(r->work, &p->share, err, errlen) < 0)
+			return -1;
+		p->share_origin = SHARE_ASKED;
+	}
+	p->timeout_s = r->timeout_s;
+	p->end_kind = END_TIMEOUT;
+	if (plan_rules(p, err, errlen) < 0 || plan_end(p, err, errlen) < 0)
+		return -1;
+	p->guest_cwd = p->share_origin != SHARE_NONE ? "/work" : "/";
+	p->boot_timeout_s = r->boot_timeout_s ? r->boot_timeout_s : BOOT_TIMEOUT_DEFAULT_S;
+	p->mem_limit_bytes =
+		(unsigned long long)(r->mem_limit_mib ? r->mem_limit_mib
+						      : r->mem_mib + CGROUP_OVERHEAD_MIB)
+		<< 20;
+	if (engine_choose(r->engine, &p->engine) < 0) {
+		snprintf(err, errlen, "engine %s: %s", engine_name(r->engine), p->engine.why);
+		return -1;
+	}
+	/* With a broker, init installs its session CA before any command runs. */
+	const char *mode = p->share_origin == SHARE_NONE ? NULL : p->share.ro ? "ro" : "rw";
+	if (engine_cmdline(&p->engine, !r->verbose && !r->console_path, mode,
+			   r->broker.scope != NULL, p->cmdline, sizeof(p->cmdline)) < 0) {
+		snprintf(err, errlen, "internal error: kernel command line too long");
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,101 @@
+/* cli/plan.h: a session, decided before anything starts.
+ *
+ * What was asked (struct session_request: from `run`/`start` options, cli/session_opts.c;
+ * an API or an OCI bundle may fill one the same way) is resolved once into a plan (struct
+ * session_plan): every default filled in, the work share opened and judged once, the scope's
+ * grants and the global policy applied, the engine chosen and the kernel command line
+ * written. Everything that starts, watches and stops the session reads the plan; nothing
+ * downstream parses an option again. */
+#ifndef BULKHEAD_CLI_PLAN_H
+#define BULKHEAD_CLI_PLAN_H
+
+#include "cli/broker_dev.h"
+#include "cli/engine.h"
+#include "cli/exit_codes.h"
+#include "cli/share_fs.h"
+#include "lib/boot_args.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define RUN_MAX_ENV 64
+/* Time from the engine's start to the guest's call home (--boot-timeout). Under TCG a
+ * session is up in about a second; this is for loaded or slow hosts, and ends a guest that
+ * never calls. */
+#define BOOT_TIMEOUT_DEFAULT_S 60
+#define MEM_DEFAULT_MIB	       256
+
+/* What was asked. Strings are the caller's and must outlive the session. */
+struct session_request {
+	enum engine_kind engine;
+	unsigned mem_mib, cpus;
+	double timeout_s;	 /* 0: none */
+	unsigned boot_timeout_s; /* 0: BOOT_TIMEOUT_DEFAULT_S */
+	const char *kernel, *initrd;
+	const char *console_path;   /* --console FILE: the whole serial console */
+	const char *ram_file;	    /* --ram-file FILE: guest RAM kept in FILE (qemu engine) */
+	const char *policy;	    /* --policy FILE; NULL: the default when it exists */
+	bool no_jail;		    /* --no-jail: back ends without the jail */
+	const char *jail_uid;	    /* --jail-uid UID[:GID]; NULL: a free one */
+	unsigned mem_limit_mib;	    /* --mem-limit; 0: guest RAM + CGROUP_OVERHEAD_MIB */
+	const char *work;	    /* --work DIR[:ro|:rw], NULL for none */
+	struct broker_opts broker;  /* --scope, --vault, --ca-file, --audit, --broker */
+	bool verbose;		    /* -v: the serial console on stderr too */
+	bool interactive;	    /* -i: forward our stdin */
+	bool tty;		    /* -t: a pseudo-terminal in the guest */
+	char **argv;		    /* the main command, NULL-terminated; NULL: detached */
+	char *env[RUN_MAX_ENV + 1]; /* -e KEY=VALUE, NULL-terminated */
+	size_t nenv;
+};
+#define SESSION_REQUEST_INIT                                                                       \
+	{                                                                                          \
+		.engine = ENGINE_AUTO, .mem_mib = MEM_DEFAULT_MIB, .cpus = 1                       \
+	}
+
+/* Where the session's work share comes from. */
+enum share_origin {
+	SHARE_NONE,
+	SHARE_ASKED,   /* --work */
+	SHARE_GRANTED, /* the scope's "work" (which --work may repeat or narrow) */
+};
+
+/* Why the session may end by itself. */
+enum plan_end {
+	END_TIMEOUT, /* --timeout or the policy's session lifetime */
+	END_EXPIRY,  /* the scope's expires_at */
+};
+
+struct session_plan {
+	struct session_request req; /* as asked, with the policy's default path filled in */
+	char kernel[PATH_MAX], initrd[PATH_MAX];
+	enum share_origin share_origin;
+	struct share_fs share;	/* the work share (SHARE_NONE: unused) */
+	const char *guest_cwd;	/* where commands start: "/work" with a share, else "/" */
+	double timeout_s;	/* the session's end at the latest, 0: none */
+	enum plan_end end_kind; /* ... and what sets it */
+	long long expires_at;	/* the scope's expiry, Unix seconds (0: none) */
+	char expiry[32];	/* ... as UTC text */
+	unsigned boot_timeout_s;
+	unsigned long long mem_limit_bytes; /* the session's cgroup memory limit */
+	struct engine_choice engine;
+	char cmdline[BOOT_ARGS_CMDLINE_MAX];
+};
+
+/* Resolves req into p. Returns 0, or -1 with one line in err (nothing was started). */
+int plan_resolve(const struct session_request *req, struct session_plan *p, char *err,
+		 size_t errlen);
+
+/* plan_scope.c: the scope's work share and expiry (before the policy; p->req.work and the
+ * scope file as asked). 0 or -1 with err. */
+struct rules;
+int plan_scope(struct session_plan *p, const struct rules *scope, char *err, size_t errlen);
+/* plan_policy.c: the global policy over the plan: its share, limits, scope and lifetime.
+ * 0 or -1 with err. */
+int plan_policy(struct session_plan *p, const struct rules *scope, char *err, size_t errlen);
+
+/* session_opts.c: `run` and `start` options into a request. Returns -1 when parsed (go on),
+ * else the exit code (0 after --help, EXIT_BULKHEAD after a usage error, said on stderr). */
+int session_opts_parse(int argc, char **argv, bool detached, struct session_request *req);
+
+#endif

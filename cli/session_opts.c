@@ -1,0 +1,258 @@
+/* cli/session_opts.c: the options of `bulkhead run` and `bulkhead start`, parsed once into a
+ * session request (cli/plan.h). Usage errors are one line on stderr and EXIT_BULKHEAD. */
+#include "cli/plan.h"
+#include "cli/jail.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MEM_MIN_MIB 64
+#define MEM_MAX_MIB (64 * 1024)
+#define CPUS_MAX    32
+
+static const char usage[] =
+	"usage: bulkhead %s [OPTIONS]%s\n"
+	"%s\n"
+	"\n"
+	"  --engine auto|kvm|qemu  which VMM runs the guest (default auto: see 'bulkhead doctor')\n"
+	"  --mem MIB               guest memory, %d..%d (default 256)\n"
+	"  --cpus N                vCPUs, 1..%d (default 1)\n"
+	"  --timeout S             stop the VM after S seconds (exit 124)\n"
+	"  --boot-timeout S        the guest must be up within S seconds, else the session\n"
+	"                          fails (exit 125; default %d)\n"
+	"  --work DIR[:ro]         share DIR with the guest at /work (CMD starts there);\n"
+	"                          :ro makes it read-only, enforced on the host\n"
+	"  --scope FILE            the session's network scope: broker rules (JSON); without\n"
+	"                          it the guest reaches nothing\n"
+	"  --vault FILE            secrets for the scope's rules (see 'bulkhead vault')\n"
+	"  --ca-file FILE          trust only this CA for the broker's upstream TLS\n"
+	"  --audit FILE            the broker's audit log (default: one per session under\n"
+	"                          ~/.local/state/bulkhead/audit/; 'bulkhead audit verify')\n"
+	"  --policy FILE           the global policy (default /etc/bulkhead/policy.json when it\n"
+	"                          exists): what no session may do, limits, approval rules\n"
+	"  --broker SOCK           register with a shared broker ('bulkhead broker') at its\n"
+	"                          control socket SOCK instead of starting a private one\n"
+	"                          (default: $BULKHEAD_BROKER when set)\n"
+	"  -e, --env KEY=VALUE     set an environment variable for CMD (not for secrets)\n"
+	"  -i, --interactive       forward our stdin to CMD (else CMD reads /dev/null)\n"
+	"  -t, --tty               run CMD on a pseudo-terminal (with -i: an interactive shell)\n"
+	"  --kernel PATH           guest kernel: ELF vmlinux or bzImage\n"
+	"  --initrd PATH           guest initramfs\n"
+	"  --console FILE          write the guest's whole serial console to FILE\n"
+	"  -v, --verbose           show the guest's serial console on stderr\n"
+	"  --mem-limit MIB         host memory the whole session may use: guest RAM, VMM and\n"
+	"                          back ends (default: --mem + 512); over it, it ends\n"
+	"  --no-jail               start the VM and its back ends unjailed (debugging only; a\n"
+	"                          global policy may forbid it)\n"
+	"  --jail-uid UID[:GID]    as root: the ids the jailed VM and back ends run as\n"
+	"                          (default: a free one of the session's own, from %u)\n"
+	"  --ram-file FILE         back guest RAM with FILE (new; qemu engine) and keep it\n"
+	"                          after the session: what the guest held, for inspection\n"
+	"\n"
+	"Exit codes: CMD's own; 128+N if CMD died by signal N; 124 timeout; 125 bulkhead failed.\n";
+
+static const char run_what[] =
+	"Runs CMD in a fresh microVM; its stdout/stderr become ours, its exit code ours.";
+static const char start_what[] =
+	"Starts a session in a fresh microVM and prints its id; run commands in it with\n"
+	"'bulkhead exec ID -- CMD', stop it with 'bulkhead stop ID'.";
+
+__attribute__((format(printf, 1, 2))) static int bad(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "bulkhead run: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, " (see 'bulkhead run --help')\n");
+	va_end(ap);
+	return EXIT_BULKHEAD;
+}
+
+static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+int session_opts_parse(int argc, char **argv, bool detached, struct session_request *o)
+{
+	enum {
+		OPT_ENGINE = 256,
+		OPT_MEM,
+		OPT_CPUS,
+		OPT_TIMEOUT,
+		OPT_BOOT_TIMEOUT,
+		OPT_KERNEL,
+		OPT_INITRD,
+		OPT_CONSOLE,
+		OPT_WORK,
+		OPT_SCOPE,
+		OPT_VAULT,
+		OPT_CA_FILE,
+		OPT_AUDIT,
+		OPT_BROKER,
+		OPT_RAM_FILE,
+		OPT_POLICY,
+		OPT_NO_JAIL,
+		OPT_JAIL_UID,
+		OPT_MEM_LIMIT
+	};
+	static const struct option longopts[] = {
+		{ "engine", required_argument, NULL, OPT_ENGINE },
+		{ "mem", required_argument, NULL, OPT_MEM },
+		{ "cpus", required_argument, NULL, OPT_CPUS },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "boot-timeout", required_argument, NULL, OPT_BOOT_TIMEOUT },
+		{ "kernel", required_argument, NULL, OPT_KERNEL },
+		{ "initrd", required_argument, NULL, OPT_INITRD },
+		{ "console", required_argument, NULL, OPT_CONSOLE },
+		{ "work", required_argument, NULL, OPT_WORK },
+		{ "scope", required_argument, NULL, OPT_SCOPE },
+		{ "vault", required_argument, NULL, OPT_VAULT },
+		{ "ca-file", required_argument, NULL, OPT_CA_FILE },
+		{ "audit", required_argument, NULL, OPT_AUDIT },
+		{ "broker", required_argument, NULL, OPT_BROKER },
+		{ "ram-file", required_argument, NULL, OPT_RAM_FILE },
+		{ "policy", required_argument, NULL, OPT_POLICY },
+		{ "no-jail", no_argument, NULL, OPT_NO_JAIL },
+		{ "jail-uid", required_argument, NULL, OPT_JAIL_UID },
+		{ "mem-limit", required_argument, NULL, OPT_MEM_LIMIT },
+		{ "env", required_argument, NULL, 'e' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "interactive", no_argument, NULL, 'i' },
+		{ "tty", no_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	char *end;
+	int c;
+	opterr = 0;
+	optind = 1;
+	/* '+': stop at the first non-option, which starts the guest command. */
+	while ((c = getopt_long(argc, argv, "+e:vhit", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_ENGINE:
+			if (engine_parse(optarg, &o->engine) < 0)
+				return bad("--engine '%s': expected auto, kvm or qemu", optarg);
+			break;
+		case OPT_MEM:
+			if (parse_uint(optarg, MEM_MIN_MIB, MEM_MAX_MIB, &o->mem_mib) < 0)
+				return bad("--mem '%s': expected MiB between %d and %d", optarg,
+					   MEM_MIN_MIB, MEM_MAX_MIB);
+			break;
+		case OPT_CPUS:
+			if (parse_uint(optarg, 1, CPUS_MAX, &o->cpus) < 0)
+				return bad("--cpus '%s': expected 1 to %d", optarg, CPUS_MAX);
+			break;
+		case OPT_TIMEOUT:
+			errno = 0;
+			o->timeout_s = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(o->timeout_s > 0) ||
+			    o->timeout_s > 1e7)
+				return bad("--timeout '%s': expected seconds > 0", optarg);
+			break;
+		case OPT_BOOT_TIMEOUT:
+			if (parse_uint(optarg, 1, 86400, &o->boot_timeout_s) < 0)
+				return bad("--boot-timeout '%s': expected seconds, 1 to 86400",
+					   optarg);
+			break;
+		case OPT_KERNEL:
+			o->kernel = optarg;
+			break;
+		case OPT_INITRD:
+			o->initrd = optarg;
+			break;
+		case OPT_CONSOLE:
+			o->console_path = optarg;
+			break;
+		case OPT_SCOPE:
+			o->broker.scope = optarg;
+			break;
+		case OPT_VAULT:
+			o->broker.vault = optarg;
+			break;
+		case OPT_CA_FILE:
+			o->broker.ca_file = optarg;
+			break;
+		case OPT_AUDIT:
+			o->broker.audit = optarg;
+			break;
+		case OPT_BROKER:
+			o->broker.shared = optarg;
+			break;
+		case OPT_POLICY:
+			o->policy = optarg;
+			break;
+		case OPT_NO_JAIL:
+			o->no_jail = true;
+			break;
+		case OPT_JAIL_UID:
+			o->jail_uid = optarg;
+			break;
+		case OPT_MEM_LIMIT:
+			if (parse_uint(optarg, 64, 1 << 22, &o->mem_limit_mib) < 0)
+				return bad("--mem-limit '%s': expected MiB, 64 or more", optarg);
+			break;
+		case OPT_RAM_FILE:
+			if (!*optarg || strchr(optarg, ','))
+				return bad("--ram-file '%s': expected a path without commas",
+					   optarg);
+			o->ram_file = optarg;
+			break;
+		case OPT_WORK:
+			o->work = optarg;
+			break;
+		case 'e':
+			if (!strchr(optarg, '=') || optarg[0] == '=')
+				return bad("--env '%s': expected KEY=VALUE", optarg);
+			if (o->nenv == RUN_MAX_ENV)
+				return bad("--env: more than %d variables", RUN_MAX_ENV);
+			o->env[o->nenv++] = optarg;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'i':
+			o->interactive = true;
+			break;
+		case 't':
+			o->tty = true;
+			break;
+		case 'h':
+			printf(usage, detached ? "start" : "run",
+			       detached ? "" : " [--] CMD [ARG...]",
+			       detached ? start_what : run_what, MEM_MIN_MIB, MEM_MAX_MIB, CPUS_MAX,
+			       BOOT_TIMEOUT_DEFAULT_S, JAIL_UID_FIRST);
+			return 0;
+		case ':':
+			return bad("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return bad("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (o->no_jail && o->jail_uid)
+		return bad("--jail-uid and --no-jail do not go together");
+	if (!o->broker.shared && getenv("BULKHEAD_BROKER") && *getenv("BULKHEAD_BROKER"))
+		o->broker.shared = getenv("BULKHEAD_BROKER");
+	if (o->broker.shared && !o->broker.scope)
+		o->broker.shared = NULL; /* no scope: no way out, so nothing to register */
+	if (o->broker.shared && (o->broker.vault || o->broker.ca_file || o->broker.audit))
+		return bad("--vault, --ca-file and --audit belong to the shared broker "
+			   "(bulkhead broker) when --broker or BULKHEAD_BROKER is given");
+	if (optind >= argc)
+		return detached ? -1 : bad("no command given");
+	if (detached)
+		return bad(
+			"bulkhead start takes no command; run one with 'bulkhead exec ID -- CMD'");
+	o->argv = argv + optind;
+	return -1; /* parsed; go on */
+}
