@@ -1,8 +1,14 @@
-# cli/: the `bulkhead` command.
-CLI_SRCS := $(wildcard cli/*.c)
+# cli/: the `bulkhead` command. Its pieces build into one library (everything but main.c)
+# that the command and the unit tests link.
+CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
+CLI_LIB  := $(OBJ)/libcli.a
 CLI_BIN  := $(BIN)/bulkhead
 
-$(CLI_BIN): $(CLI_SRCS:%.c=$(OBJ)/%.o) $(BROKER_LIB) $(LIB_A)
+$(CLI_LIB): $(CLI_SRCS:%.c=$(OBJ)/%.o)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+
+$(CLI_BIN): $(OBJ)/cli/main.o $(CLI_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lz -lcrypto -ljansson -lhttp_parser -lseccomp
 

@@ -79,7 +79,18 @@ static int relay(struct exec_client *c, bool tty)
 	return c->exit.signal ? 128 + c->exit.signal : c->exit.code;
 }
 
-int cmd_exec(int argc, char **argv)
+/* What `bulkhead exec` was asked. */
+struct exec_request {
+	bool interactive, tty;
+	char *env[RUN_MAX_ENV + 1];
+	size_t nenv;
+	const char *cwd; /* NULL: where the session's commands start */
+	const char *id;
+	char **argv;
+};
+
+/* -1 when parsed (go on), else the exit code (0 after --help). */
+static int exec_opts(int argc, char **argv, struct exec_request *q)
 {
 	static const struct option longopts[] = {
 		{ "interactive", no_argument, NULL, 'i' },
@@ -89,35 +100,31 @@ int cmd_exec(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	bool interactive = false, tty = false;
-	char *env[RUN_MAX_ENV + 1];
-	size_t nenv = 0;
-	const char *cwd = NULL;
 	int ch;
 	opterr = 0;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "+ite:w:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'i':
-			interactive = true;
+			q->interactive = true;
 			break;
 		case 't':
-			tty = true;
+			q->tty = true;
 			break;
 		case 'e':
-			if (!strchr(optarg, '=') || optarg[0] == '=' || nenv == RUN_MAX_ENV) {
+			if (!strchr(optarg, '=') || optarg[0] == '=' || q->nenv == RUN_MAX_ENV) {
 				fprintf(stderr, "bulkhead exec: -e '%s': expected KEY=VALUE\n",
 					optarg);
 				return EXIT_BULKHEAD;
 			}
-			env[nenv++] = optarg;
+			q->env[q->nenv++] = optarg;
 			break;
 		case 'w':
 			if (optarg[0] != '/') {
 				fprintf(stderr, "bulkhead exec: -w needs an absolute path\n");
 				return EXIT_BULKHEAD;
 			}
-			cwd = optarg;
+			q->cwd = optarg;
 			break;
 		case 'h':
 			fputs(exec_usage, stdout);
@@ -129,24 +136,37 @@ int cmd_exec(int argc, char **argv)
 			return EXIT_BULKHEAD;
 		}
 	}
-	env[nenv] = NULL;
+	q->env[q->nenv] = NULL;
 	if (optind < argc && strcmp(argv[optind], "--") == 0)
 		optind++;
 	if (argc - optind < 2) {
 		fprintf(stderr, "bulkhead exec: need a session id and a command (see --help)\n");
 		return EXIT_BULKHEAD;
 	}
-	const char *id = argv[optind++];
+	q->id = argv[optind++];
 	if (strcmp(argv[optind], "--") == 0 && ++optind == argc) {
 		fprintf(stderr, "bulkhead exec: no command given\n");
 		return EXIT_BULKHEAD;
 	}
-	if (tty && interactive && !isatty(0)) {
+	q->argv = argv + optind;
+	if (q->tty && q->interactive && !isatty(0)) {
 		fprintf(stderr,
 			"bulkhead: -it needs a terminal on stdin (use -i alone for a pipe)\n");
 		return EXIT_BULKHEAD;
 	}
+	return -1;
+}
 
+int cmd_exec(int argc, char **argv)
+{
+	static struct exec_request q;
+	memset(&q, 0, sizeof(q));
+	int rc = exec_opts(argc, argv, &q);
+	if (rc >= 0)
+		return rc;
+	bool interactive = q.interactive, tty = q.tty;
+	const char *id = q.id, *cwd = q.cwd;
+	char **env = q.env;
 	struct rundir rd;
 	char err[320], uds[PATH_MAX], dflt[PATH_MAX];
 	if (rundir_open(&rd, id, err, sizeof(err)) < 0 ||
@@ -170,7 +190,7 @@ int cmd_exec(int argc, char **argv)
 	uint32_t flags = (tty ? AGENT_EXEC_TTY : 0) | (interactive ? AGENT_EXEC_STDIN : 0);
 	int code = EXIT_BULKHEAD;
 	if (exec_client_open(c, uds, AGENT_PORT, EXEC_CONNECT_MS, flags, ws.ws_row, ws.ws_col, cwd,
-			     argv + optind, env) < 0) {
+			     q.argv, env) < 0) {
 		fprintf(stderr, "bulkhead: session %s: %s\n", id, c->error);
 	} else {
 		struct termios saved;

@@ -61,13 +61,15 @@ static const char start_what[] =
 	"Starts a session in a fresh microVM and prints its id; run commands in it with\n"
 	"'bulkhead exec ID -- CMD', stop it with 'bulkhead stop ID'.";
 
+static const char *command = "run"; /* or "start": for messages */
+
 __attribute__((format(printf, 1, 2))) static int bad(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "bulkhead run: ");
+	fprintf(stderr, "bulkhead %s: ", command);
 	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, " (see 'bulkhead run --help')\n");
+	fprintf(stderr, " (see 'bulkhead %s --help')\n", command);
 	va_end(ap);
 	return EXIT_BULKHEAD;
 }
@@ -83,140 +85,168 @@ static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 	return 0;
 }
 
+enum {
+	OPT_ENGINE = 256,
+	OPT_MEM,
+	OPT_CPUS,
+	OPT_TIMEOUT,
+	OPT_BOOT_TIMEOUT,
+	OPT_KERNEL,
+	OPT_INITRD,
+	OPT_CONSOLE,
+	OPT_WORK,
+	OPT_SCOPE,
+	OPT_VAULT,
+	OPT_CA_FILE,
+	OPT_AUDIT,
+	OPT_BROKER,
+	OPT_RAM_FILE,
+	OPT_POLICY,
+	OPT_NO_JAIL,
+	OPT_JAIL_UID,
+	OPT_MEM_LIMIT
+};
+
+static const struct option longopts[] = {
+	{ "engine", required_argument, NULL, OPT_ENGINE },
+	{ "mem", required_argument, NULL, OPT_MEM },
+	{ "cpus", required_argument, NULL, OPT_CPUS },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "boot-timeout", required_argument, NULL, OPT_BOOT_TIMEOUT },
+	{ "kernel", required_argument, NULL, OPT_KERNEL },
+	{ "initrd", required_argument, NULL, OPT_INITRD },
+	{ "console", required_argument, NULL, OPT_CONSOLE },
+	{ "work", required_argument, NULL, OPT_WORK },
+	{ "scope", required_argument, NULL, OPT_SCOPE },
+	{ "vault", required_argument, NULL, OPT_VAULT },
+	{ "ca-file", required_argument, NULL, OPT_CA_FILE },
+	{ "audit", required_argument, NULL, OPT_AUDIT },
+	{ "broker", required_argument, NULL, OPT_BROKER },
+	{ "ram-file", required_argument, NULL, OPT_RAM_FILE },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "no-jail", no_argument, NULL, OPT_NO_JAIL },
+	{ "jail-uid", required_argument, NULL, OPT_JAIL_UID },
+	{ "mem-limit", required_argument, NULL, OPT_MEM_LIMIT },
+	{ "env", required_argument, NULL, 'e' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "interactive", no_argument, NULL, 'i' },
+	{ "tty", no_argument, NULL, 't' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* Options whose value is kept as it is: where in the request it goes. */
+static const char **text_option(int c, struct session_request *o)
+{
+	switch (c) {
+	case OPT_KERNEL:
+		return &o->kernel;
+	case OPT_INITRD:
+		return &o->initrd;
+	case OPT_CONSOLE:
+		return &o->console_path;
+	case OPT_WORK:
+		return &o->work;
+	case OPT_SCOPE:
+		return &o->broker.scope;
+	case OPT_VAULT:
+		return &o->broker.vault;
+	case OPT_CA_FILE:
+		return &o->broker.ca_file;
+	case OPT_AUDIT:
+		return &o->broker.audit;
+	case OPT_BROKER:
+		return &o->broker.shared;
+	case OPT_POLICY:
+		return &o->policy;
+	case OPT_JAIL_UID:
+		return &o->jail_uid;
+	}
+	return NULL;
+}
+
+/* Options with a value to check. -1 when taken, else the exit code (a usage error). */
+static int value_option(int c, char *arg, struct session_request *o)
+{
+	char *end;
+	switch (c) {
+	case OPT_ENGINE:
+		if (engine_parse(arg, &o->engine) < 0)
+			return bad("--engine '%s': expected auto, kvm or qemu", arg);
+		return -1;
+	case OPT_MEM:
+		if (parse_uint(arg, MEM_MIN_MIB, MEM_MAX_MIB, &o->mem_mib) < 0)
+			return bad("--mem '%s': expected MiB between %d and %d", arg, MEM_MIN_MIB,
+				   MEM_MAX_MIB);
+		return -1;
+	case OPT_CPUS:
+		if (parse_uint(arg, 1, CPUS_MAX, &o->cpus) < 0)
+			return bad("--cpus '%s': expected 1 to %d", arg, CPUS_MAX);
+		return -1;
+	case OPT_TIMEOUT:
+		errno = 0;
+		o->timeout_s = strtod(arg, &end);
+		if (errno || end == arg || *end || !(o->timeout_s > 0) || o->timeout_s > 1e7)
+			return bad("--timeout '%s': expected seconds > 0", arg);
+		return -1;
+	case OPT_BOOT_TIMEOUT:
+		if (parse_uint(arg, 1, 86400, &o->boot_timeout_s) < 0)
+			return bad("--boot-timeout '%s': expected seconds, 1 to 86400", arg);
+		return -1;
+	case OPT_MEM_LIMIT:
+		if (parse_uint(arg, 64, 1 << 22, &o->mem_limit_mib) < 0)
+			return bad("--mem-limit '%s': expected MiB, 64 or more", arg);
+		return -1;
+	case OPT_RAM_FILE:
+		if (!*arg || strchr(arg, ','))
+			return bad("--ram-file '%s': expected a path without commas", arg);
+		o->ram_file = arg;
+		return -1;
+	case 'e':
+		if (!strchr(arg, '=') || arg[0] == '=')
+			return bad("--env '%s': expected KEY=VALUE", arg);
+		if (o->nenv == RUN_MAX_ENV)
+			return bad("--env: more than %d variables", RUN_MAX_ENV);
+		o->env[o->nenv++] = arg;
+		return -1;
+	}
+	return bad("unknown option");
+}
+
+/* What no single option can say: combinations, the environment, the command. */
+static int check_request(int argc, char **argv, bool detached, struct session_request *o)
+{
+	if (o->no_jail && o->jail_uid)
+		return bad("--jail-uid and --no-jail do not go together");
+	if (!o->broker.shared && getenv("BULKHEAD_BROKER") && *getenv("BULKHEAD_BROKER"))
+		o->broker.shared = getenv("BULKHEAD_BROKER");
+	if (o->broker.shared && !o->broker.scope)
+		o->broker.shared = NULL; /* no scope: no way out, so nothing to register */
+	if (o->broker.shared && (o->broker.vault || o->broker.ca_file || o->broker.audit))
+		return bad("--vault, --ca-file and --audit belong to the shared broker "
+			   "(bulkhead broker) when --broker or BULKHEAD_BROKER is given");
+	if (optind >= argc)
+		return detached ? -1 : bad("no command given");
+	if (detached)
+		return bad(
+			"bulkhead start takes no command; run one with 'bulkhead exec ID -- CMD'");
+	o->argv = argv + optind;
+	return -1; /* parsed; go on */
+}
+
 int session_opts_parse(int argc, char **argv, bool detached, struct session_request *o)
 {
-	enum {
-		OPT_ENGINE = 256,
-		OPT_MEM,
-		OPT_CPUS,
-		OPT_TIMEOUT,
-		OPT_BOOT_TIMEOUT,
-		OPT_KERNEL,
-		OPT_INITRD,
-		OPT_CONSOLE,
-		OPT_WORK,
-		OPT_SCOPE,
-		OPT_VAULT,
-		OPT_CA_FILE,
-		OPT_AUDIT,
-		OPT_BROKER,
-		OPT_RAM_FILE,
-		OPT_POLICY,
-		OPT_NO_JAIL,
-		OPT_JAIL_UID,
-		OPT_MEM_LIMIT
-	};
-	static const struct option longopts[] = {
-		{ "engine", required_argument, NULL, OPT_ENGINE },
-		{ "mem", required_argument, NULL, OPT_MEM },
-		{ "cpus", required_argument, NULL, OPT_CPUS },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "boot-timeout", required_argument, NULL, OPT_BOOT_TIMEOUT },
-		{ "kernel", required_argument, NULL, OPT_KERNEL },
-		{ "initrd", required_argument, NULL, OPT_INITRD },
-		{ "console", required_argument, NULL, OPT_CONSOLE },
-		{ "work", required_argument, NULL, OPT_WORK },
-		{ "scope", required_argument, NULL, OPT_SCOPE },
-		{ "vault", required_argument, NULL, OPT_VAULT },
-		{ "ca-file", required_argument, NULL, OPT_CA_FILE },
-		{ "audit", required_argument, NULL, OPT_AUDIT },
-		{ "broker", required_argument, NULL, OPT_BROKER },
-		{ "ram-file", required_argument, NULL, OPT_RAM_FILE },
-		{ "policy", required_argument, NULL, OPT_POLICY },
-		{ "no-jail", no_argument, NULL, OPT_NO_JAIL },
-		{ "jail-uid", required_argument, NULL, OPT_JAIL_UID },
-		{ "mem-limit", required_argument, NULL, OPT_MEM_LIMIT },
-		{ "env", required_argument, NULL, 'e' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "interactive", no_argument, NULL, 'i' },
-		{ "tty", no_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	char *end;
 	int c;
+	command = detached ? "start" : "run";
 	opterr = 0;
 	optind = 1;
 	/* '+': stop at the first non-option, which starts the guest command. */
 	while ((c = getopt_long(argc, argv, "+e:vhit", longopts, NULL)) != -1) {
+		const char **text = text_option(c, o);
+		int rc;
 		switch (c) {
-		case OPT_ENGINE:
-			if (engine_parse(optarg, &o->engine) < 0)
-				return bad("--engine '%s': expected auto, kvm or qemu", optarg);
-			break;
-		case OPT_MEM:
-			if (parse_uint(optarg, MEM_MIN_MIB, MEM_MAX_MIB, &o->mem_mib) < 0)
-				return bad("--mem '%s': expected MiB between %d and %d", optarg,
-					   MEM_MIN_MIB, MEM_MAX_MIB);
-			break;
-		case OPT_CPUS:
-			if (parse_uint(optarg, 1, CPUS_MAX, &o->cpus) < 0)
-				return bad("--cpus '%s': expected 1 to %d", optarg, CPUS_MAX);
-			break;
-		case OPT_TIMEOUT:
-			errno = 0;
-			o->timeout_s = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(o->timeout_s > 0) ||
-			    o->timeout_s > 1e7)
-				return bad("--timeout '%s': expected seconds > 0", optarg);
-			break;
-		case OPT_BOOT_TIMEOUT:
-			if (parse_uint(optarg, 1, 86400, &o->boot_timeout_s) < 0)
-				return bad("--boot-timeout '%s': expected seconds, 1 to 86400",
-					   optarg);
-			break;
-		case OPT_KERNEL:
-			o->kernel = optarg;
-			break;
-		case OPT_INITRD:
-			o->initrd = optarg;
-			break;
-		case OPT_CONSOLE:
-			o->console_path = optarg;
-			break;
-		case OPT_SCOPE:
-			o->broker.scope = optarg;
-			break;
-		case OPT_VAULT:
-			o->broker.vault = optarg;
-			break;
-		case OPT_CA_FILE:
-			o->broker.ca_file = optarg;
-			break;
-		case OPT_AUDIT:
-			o->broker.audit = optarg;
-			break;
-		case OPT_BROKER:
-			o->broker.shared = optarg;
-			break;
-		case OPT_POLICY:
-			o->policy = optarg;
-			break;
 		case OPT_NO_JAIL:
 			o->no_jail = true;
-			break;
-		case OPT_JAIL_UID:
-			o->jail_uid = optarg;
-			break;
-		case OPT_MEM_LIMIT:
-			if (parse_uint(optarg, 64, 1 << 22, &o->mem_limit_mib) < 0)
-				return bad("--mem-limit '%s': expected MiB, 64 or more", optarg);
-			break;
-		case OPT_RAM_FILE:
-			if (!*optarg || strchr(optarg, ','))
-				return bad("--ram-file '%s': expected a path without commas",
-					   optarg);
-			o->ram_file = optarg;
-			break;
-		case OPT_WORK:
-			o->work = optarg;
-			break;
-		case 'e':
-			if (!strchr(optarg, '=') || optarg[0] == '=')
-				return bad("--env '%s': expected KEY=VALUE", optarg);
-			if (o->nenv == RUN_MAX_ENV)
-				return bad("--env: more than %d variables", RUN_MAX_ENV);
-			o->env[o->nenv++] = optarg;
 			break;
 		case 'v':
 			o->verbose = true;
@@ -235,24 +265,16 @@ int session_opts_parse(int argc, char **argv, bool detached, struct session_requ
 			return 0;
 		case ':':
 			return bad("option '%s' needs a value", argv[optind - 1]);
-		default:
+		case '?':
 			return bad("unknown option '%s'", argv[optind - 1]);
+		default:
+			if (text) {
+				*text = optarg;
+				break;
+			}
+			if ((rc = value_option(c, optarg, o)) >= 0)
+				return rc;
 		}
 	}
-	if (o->no_jail && o->jail_uid)
-		return bad("--jail-uid and --no-jail do not go together");
-	if (!o->broker.shared && getenv("BULKHEAD_BROKER") && *getenv("BULKHEAD_BROKER"))
-		o->broker.shared = getenv("BULKHEAD_BROKER");
-	if (o->broker.shared && !o->broker.scope)
-		o->broker.shared = NULL; /* no scope: no way out, so nothing to register */
-	if (o->broker.shared && (o->broker.vault || o->broker.ca_file || o->broker.audit))
-		return bad("--vault, --ca-file and --audit belong to the shared broker "
-			   "(bulkhead broker) when --broker or BULKHEAD_BROKER is given");
-	if (optind >= argc)
-		return detached ? -1 : bad("no command given");
-	if (detached)
-		return bad(
-			"bulkhead start takes no command; run one with 'bulkhead exec ID -- CMD'");
-	o->argv = argv + optind;
-	return -1; /* parsed; go on */
+	return check_request(argc, argv, detached, o);
 }
