@@ -130,7 +130,7 @@ int engine_cmdline(const struct engine_choice *c, bool quiet, const char *work_m
 		   char *buf, size_t len)
 {
 	/* panic=-1 and the engine's reboot method make every end of the guest the engine's
-	 * exit. Hosts that emulate guest kernel mode need the quirks of ENVIRONMENT.md (QEMU's
+	 * exit. Hosts that emulate guest kernel mode need the quirks of docs/HOSTS.md (QEMU's
 	 * TCG has no such gaps). */
 	int n = snprintf(buf, len,
 			 "console=ttyS0 8250.nr_uarts=1 panic=-1 reboot=%s rdinit=/init "

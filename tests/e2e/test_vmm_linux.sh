@@ -35,7 +35,7 @@ grep -q "bulkhead doctor.*--engine qemu" "$TMP/err" && [ "$(wc -l < "$TMP/err")"
 	ok "  ... with one line naming 'bulkhead doctor' and '--engine qemu'" ||
 	not_ok "  ... with one line naming 'bulkhead doctor' and '--engine qemu'" "$(cat "$TMP/err")"
 
-# The boot itself, forced: kernel to /init, then init's first syscall kills it (ENVIRONMENT.md).
+# The boot itself, forced: kernel to /init, then init's first syscall kills it (docs/HOSTS.md).
 mkdir -p "$TMP/work"
 export BULKHEAD_RUNDIR="$TMP/run"
 BULKHEAD_KVM_FORCE=1 "$BULKHEAD" run --engine kvm --initrd "$LIBDIR/initramfs-base.cpio" -v --work "$TMP/work" --console "$TMP/console" --timeout 600 -- true \

@@ -25,7 +25,7 @@ vpid=$!
 i=0
 while [ ! -S "$TMP/fs.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 
-# Emulating hosts need the kernel parameters bulkhead adds for them (ENVIRONMENT.md).
+# Emulating hosts need the kernel parameters bulkhead adds for them (docs/HOSTS.md).
 quirks=""
 "$BULKHEAD" doctor 2>/dev/null | grep -q '^guest kernel mode: emulated' &&
 	quirks="noxsave clearcpuid=smap,smep,pku,umip,popcnt"

@@ -1,0 +1,39 @@
+#!/bin/sh
+# The documents stay true to the tree: every file or folder path and every function the
+# architecture, the threat model and the READMEs name in `backticks` exists. A path counts
+# when it has a folder and an extension or ends in /; a function when written name() .
+. "$(dirname "$0")/lib.sh"
+cd "$(dirname "$0")/../.."
+docs="docs/ARCHITECTURE.md docs/THREAT-MODEL.md README.md vmm/README.md vsock/README.md broker/README.md"
+for doc in $docs; do
+	[ -f "$doc" ] || continue
+	missing=""
+	# Paths: `dir/file.ext` or `dir/` (also inside longer backticked text), relative to the
+	# top or to one of its folders (a folder's own table names its files so); bare file
+	# names: some file of the tree has that name.
+	for p in $(grep -o '`[^`]*`' "$doc" | tr -d '`' | tr ' ,()' '\n\n\n\n' |
+		grep -E '^[A-Za-z0-9_./-]+(\.(c|h|sh|mk|md|S|ld|py|config|txt)|/)$' |
+		grep -v '^/' | grep -v '^build' | grep -v '^~' | grep -v '^\.' | sort -u); do
+		case $p in
+		*/*)
+			found=
+			for top in . cli jail lib broker vsock vmm guest tests; do
+				[ -e "$top/$p" ] && found=1
+			done
+			[ -n "$found" ] || missing="$missing $p"
+			;;
+		*) git ls-files | grep -qE "(^|/)$p\$" || missing="$missing $p" ;;
+		esac
+	done
+	# Functions: `name()` must be defined somewhere in the sources.
+	for f in $(grep -o '`[a-z_][a-z0-9_]*()`' "$doc" | tr -d '`()' | sort -u); do
+		grep -rqE "^[a-z].*[ *]$f\(" --include='*.c' --include='*.h' \
+			cli jail lib broker vsock vmm guest tests 2> /dev/null || missing="$missing $f()"
+	done
+	if [ -z "$missing" ]; then
+		ok "$doc names only files and functions that exist"
+	else
+		not_ok "$doc names files or functions that do not exist" "$missing"
+	fi
+done
+plan_done
