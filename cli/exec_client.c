@@ -94,6 +94,11 @@ static void queue_control(struct exec_client *c)
 	}
 }
 
+int exec_client_status(const struct exec_client *c)
+{
+	return c->exit.signal ? 128 + c->exit.signal : c->exit.code;
+}
+
 void exec_client_signal(struct exec_client *c, int sig)
 {
 	if (sig < 1 || sig > AGENT_SIG_MAX)

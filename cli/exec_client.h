@@ -79,6 +79,9 @@ int exec_client_timeout_ms(const struct exec_client *c);
  * failure (c->error). */
 int exec_client_handle(struct exec_client *c, const struct pollfd *pfd, int n);
 
+/* The command's status as a shell reports it: its exit code, or 128+N for signal N. */
+int exec_client_status(const struct exec_client *c);
+
 void exec_client_signal(struct exec_client *c, int sig);
 void exec_client_winsize(struct exec_client *c, uint16_t rows, uint16_t cols);
 void exec_client_close(struct exec_client *c);

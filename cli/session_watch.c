@@ -234,7 +234,7 @@ static int exit_code(struct watch *w)
 		return EXIT_BULKHEAD;
 	}
 	if (w->agent_rc == 1)
-		return ex->exit.signal ? 128 + ex->exit.signal : ex->exit.code;
+		return exec_client_status(ex);
 	if (w->agent_rc < 0 && !console_panic_line(&w->con)) {
 		fprintf(stderr, "bulkhead: %s\n", s->link.error);
 		return EXIT_BULKHEAD;
