@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "broker/hostname.h"
+#include "lib/json_strict.h"
 #include "lib/json_where.h"
 
 /* A failure at a path; turned into "line L, column C: PATH: message" at the end. */
@@ -139,26 +140,16 @@ static int uint_field(json_t *o, const char *key, const char *path, unsigned lon
 	return 0;
 }
 
+/* The unknown key is named by its own path, so the error points at its line and column. */
 static int only_keys(json_t *o, const char *const *keys, const char *where, struct where *w)
 {
-	const char *k;
-	json_t *v;
+	const char *k = json_strict_unknown(o, keys);
+	char path[128];
 
-	json_object_foreach(o, k, v)
-	{
-		size_t i;
-
-		(void)v;
-		for (i = 0; keys[i] && strcmp(keys[i], k); i++)
-			;
-		if (!keys[i]) {
-			char path[128];
-
-			snprintf(path, sizeof(path), "%s%s%s", where, *where ? "." : "", k);
-			return bad(w, path, "unknown key \"%s\"", k);
-		}
-	}
-	return 0;
+	if (!k)
+		return 0;
+	snprintf(path, sizeof(path), "%s%s%s", where, *where ? "." : "", k);
+	return bad(w, path, "unknown key \"%s\"", k);
 }
 
 static int method_ok(const char *m)

@@ -5,6 +5,7 @@
 
 #include "broker/hostname.h"
 #include "lib/errbuf.h"
+#include "lib/json_strict.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -28,21 +29,9 @@ int rules_default_port(enum rules_scheme s)
 int rules_check_keys(json_t *o, const char *const *allowed, const char *where, char *err,
 		     size_t errlen)
 {
-	const char *k;
-	json_t *v;
+	const char *k = json_strict_unknown(o, allowed);
 
-	json_object_foreach(o, k, v)
-	{
-		size_t i;
-
-		(void)v;
-		for (i = 0; allowed[i]; i++)
-			if (!strcmp(allowed[i], k))
-				break;
-		if (!allowed[i])
-			return errbuf_fail(err, errlen, -1, "%s: unknown key \"%s\"", where, k);
-	}
-	return 0;
+	return k ? errbuf_fail(err, errlen, -1, "%s: unknown key \"%s\"", where, k) : 0;
 }
 
 static int token_char(int c)

@@ -24,13 +24,13 @@ FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c v
 FUZZ_DEPS_fuzz_vu_front := vmm/virtio/vu_front.c vmm/virtio/vhost_user_dev.c vmm/virtio/mmio.c \
                            vmm/bus.c vmm/gmem.c vmm/vm.c vmm/x86/vm_arch.c lib/vhost_user.c
 FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/control.c broker/session.c,$(BROKER_SRCS)) \
-                             lib/json_where.c lib/errbuf.c lib/io.c
+                             lib/json_where.c lib/json_strict.c lib/errbuf.c lib/io.c
 FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lssl -lcrypto -ljansson -lpthread
 # The loaders of the two policy layers: the global policy and a session's scope.
-FUZZ_DEPS_fuzz_policy := broker/policy.c broker/hostname.c lib/json_where.c
+FUZZ_DEPS_fuzz_policy := broker/policy.c broker/hostname.c lib/json_where.c lib/json_strict.c
 FUZZ_LIBS_fuzz_policy := -ljansson
 FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/hostname.c broker/policy.c \
-                        broker/decide.c lib/json_where.c lib/errbuf.c
+                        broker/decide.c lib/json_where.c lib/json_strict.c lib/errbuf.c
 FUZZ_LIBS_fuzz_scope := -ljansson -lcrypto
 FUZZ_DEPS_fuzz_response := $(FUZZ_DEPS_fuzz_proxy_head)
 FUZZ_LIBS_fuzz_response := $(FUZZ_LIBS_fuzz_proxy_head)
