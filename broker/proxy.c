@@ -216,7 +216,7 @@ static int rq_headers(http_parser *p)
 	struct conn *c = CONN(p);
 	const struct rules_secret *inj[DECIDE_MAX_INJECT];
 	struct rules_req q;
-	struct sb o = { 0 };
+	struct secbuf o = { 0 };
 	char path[PROXY_MAX_URL + 1], scheme[8];
 	const char *url = c->req.arena + c->req.url_off, *query = "";
 	size_t i, n_inj = 0, qlen = 0, host_hdr = SIZE_MAX;
@@ -288,7 +288,7 @@ static int rq_headers(http_parser *p)
 	c->q.path = c->q_path;
 	body_plan(c, n_inj);
 	if (build_head(c, &q, query, qlen, inj, n_inj, &o)) {
-		sb_wipe(&o);
+		secbuf_wipe(&o);
 		set_err(c, 502, "cannot build the upstream request");
 		return -1;
 	}
@@ -541,7 +541,7 @@ out:
 	tlsup_close(c->cl_ssl);
 	free(c->up_head);
 	secrets_wipe(c);
-	sb_wipe(&c->body_buf);
+	secbuf_wipe(&c->body_buf);
 	hold_end(c);
 	scrub_free(&c->scrub);
 	OPENSSL_cleanse(c, sizeof(*c));

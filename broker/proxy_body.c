@@ -78,7 +78,7 @@ static int body_out(struct conn *c, const char *b, size_t n)
 					: "with its secrets replaced");
 			return -1;
 		}
-		sb_add(&c->body_buf, b, n);
+		secbuf_add(&c->body_buf, b, n);
 		if (c->body_buf.oom) {
 			set_err(c, 503, "out of memory for the request body");
 			return -1;
@@ -102,7 +102,7 @@ int body_feed(struct conn *c, const char *at, size_t len, int final)
 {
 	do {
 		size_t take = sizeof(c->carry) - c->carry_n, n, cut;
-		struct sb o = { 0 };
+		struct secbuf o = { 0 };
 		int rc;
 
 		if (take > len)
@@ -120,7 +120,7 @@ int body_feed(struct conn *c, const char *at, size_t len, int final)
 		}
 		if (!rc)
 			rc = body_out(c, o.b, o.n);
-		sb_wipe(&o);
+		secbuf_wipe(&o);
 		if (rc)
 			return -1;
 		memmove(c->carry, c->carry + cut, n - cut);

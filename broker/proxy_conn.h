@@ -20,6 +20,7 @@
 #include "broker/reqcheck.h"
 #include "broker/rules.h"
 #include "broker/scrub.h"
+#include "broker/secbuf.h"
 
 /* One message head: the URL or status text and the headers, in one bounded arena. */
 struct head {
@@ -37,13 +38,6 @@ struct secret_slot {
 	uint8_t *val;
 	size_t len;
 	int state; /* 0 not loaded, 1 loaded, -1 unavailable */
-};
-
-/* A growing byte string that may hold secrets: old buffers are wiped when it grows. */
-struct sb {
-	char *b;
-	size_t n, cap;
-	int oom;
 };
 
 struct conn {
@@ -90,7 +84,7 @@ struct conn {
 	int body_mode;		 /* BODY_*: how the body travels upstream (proxy_body.c) */
 	char carry[16384 + 128]; /* body bytes waiting for the rest of a placeholder */
 	size_t carry_n;
-	struct sb body_buf; /* BODY_BUFFER: the whole body, placeholders replaced */
+	struct secbuf body_buf; /* BODY_BUFFER: the whole body, placeholders replaced */
 	/* What decided the current request (decide.h), for the audit log. */
 	const char *layer;
 	char secret_name[DECIDE_MAX_INJECT * (RULES_NAME_MAX + 1)]; /* all, joined by "," */
@@ -144,14 +138,11 @@ int head_done(struct head *h);
 int upstream_open(struct conn *c);
 const struct secret_slot *secret_get(struct conn *c, const struct rules_secret *s);
 void secrets_wipe(struct conn *c);
-void sb_add(struct sb *s, const void *p, size_t n);
-void sb_str(struct sb *s, const char *str);
-void sb_wipe(struct sb *s);
 int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_t len,
-		 struct sb *out, int mode);
+		 struct secbuf *out, int mode);
 int path_ok(const char *p, size_t len);
 int build_head(struct conn *c, const struct rules_req *q, const char *query, size_t qlen,
-	       const struct rules_secret **inj, size_t n_inj, struct sb *o);
+	       const struct rules_secret **inj, size_t n_inj, struct secbuf *o);
 int relay_response(struct conn *c);
 /* proxy_target.c: where a request goes, as the guest named it. */
 int proxy_target(struct conn *c, const char *url, char scheme[8], int *port,

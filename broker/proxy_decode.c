@@ -20,7 +20,7 @@ struct proxy_decode {
 	uint8_t first0; /* deflate: the first byte, kept until the second tells the format */
 	int have0;
 	size_t decoded;
-	struct sb out; /* everything for the guest, released at the end of the message */
+	struct secbuf out; /* everything for the guest, released at the end of the message */
 };
 
 /* Splits a coding list ("gzip, chunked") and calls FN on each name; returns FN's first
@@ -226,7 +226,7 @@ int decode_finish(struct conn *c)
 
 int decode_defer(struct conn *c, const void *b, size_t n)
 {
-	sb_add(&c->dec->out, b, n);
+	secbuf_add(&c->dec->out, b, n);
 	return c->dec->out.oom ? -ENOMEM : 0;
 }
 
@@ -243,7 +243,7 @@ void decode_free(struct conn *c)
 		return;
 	if (c->dec->started)
 		inflateEnd(&c->dec->z);
-	sb_wipe(&c->dec->out);
+	secbuf_wipe(&c->dec->out);
 	free(c->dec);
 	c->dec = NULL;
 }

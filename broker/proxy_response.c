@@ -130,10 +130,10 @@ static int head_ok(const struct head *h)
 	return 1;
 }
 
-static int sb_put(void *arg, const uint8_t *b, size_t n)
+static int put_secbuf(void *arg, const uint8_t *b, size_t n)
 {
-	sb_add(arg, b, n);
-	return ((struct sb *)arg)->oom ? -ENOMEM : 0;
+	secbuf_add(arg, b, n);
+	return ((struct secbuf *)arg)->oom ? -ENOMEM : 0;
 }
 
 /* One header field of the response, scrubbed. A field whose name holds a secret is dropped:
@@ -141,19 +141,19 @@ static int sb_put(void *arg, const uint8_t *b, size_t n)
 static int put_field(struct conn *c, size_t i)
 {
 	size_t before = c->scrub.replaced;
-	struct sb name = { 0 };
+	struct secbuf name = { 0 };
 	int rc;
 
 	rc = scrub_feed(&c->scrub, (const uint8_t *)c->resp.arena + c->resp.h[i].name_off,
-			c->resp.h[i].name_len, sb_put, &name) ||
-	     scrub_flush(&c->scrub, sb_put, &name);
+			c->resp.h[i].name_len, put_secbuf, &name) ||
+	     scrub_flush(&c->scrub, put_secbuf, &name);
 	if (!rc && c->scrub.replaced == before)
 		rc = obuf_put(c, (const uint8_t *)name.b, name.n) ||
 		     obuf_put(c, (const uint8_t *)": ", 2) ||
 		     scrub_feed(&c->scrub, (const uint8_t *)hdr_val(&c->resp, i),
 				c->resp.h[i].val_len, obuf_put, c) ||
 		     scrub_flush(&c->scrub, obuf_put, c) || obuf_put(c, (const uint8_t *)"\r\n", 2);
-	sb_wipe(&name);
+	secbuf_wipe(&name);
 	return rc ? -1 : 0;
 }
 

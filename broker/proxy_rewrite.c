@@ -48,44 +48,6 @@ void secrets_wipe(struct conn *c)
 
 /* --- request decision and rewriting ---------------------------------------------------------- */
 
-void sb_add(struct sb *s, const void *p, size_t n)
-{
-	if (s->oom)
-		return;
-	if (s->n + n + 1 > s->cap) {
-		size_t cap = (s->n + n + 1) * 2;
-		char *b = malloc(cap);
-
-		if (!b) {
-			s->oom = 1;
-			return;
-		}
-		if (s->b) {
-			memcpy(b, s->b, s->n);
-			OPENSSL_cleanse(s->b, s->cap);
-			free(s->b);
-		}
-		s->b = b;
-		s->cap = cap;
-	}
-	memcpy(s->b + s->n, p, n);
-	s->n += n;
-	s->b[s->n] = 0;
-}
-
-void sb_str(struct sb *s, const char *str)
-{
-	sb_add(s, str, strlen(str));
-}
-
-void sb_wipe(struct sb *s)
-{
-	if (s->b)
-		OPENSSL_cleanse(s->b, s->cap);
-	free(s->b);
-	memset(s, 0, sizeof(*s));
-}
-
 static size_t name_run(const char *t, size_t len)
 {
 	size_t i = 0;
@@ -100,7 +62,7 @@ static size_t name_run(const char *t, size_t len)
  * it is in a body (PH_BODY). A placeholder for a secret whose destinations do not
  * include this request blocks the whole request: that is the tripwire. */
 int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_t len,
-		 struct sb *out, int mode)
+		 struct secbuf *out, int mode)
 {
 	while (len) {
 		const char *at = memmem(t, len, RULES_PLACEHOLDER, RULES_PLACEHOLDER_N);
@@ -110,11 +72,11 @@ int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_
 
 		if (!at) {
 			if (out)
-				sb_add(out, t, len);
+				secbuf_add(out, t, len);
 			return 0;
 		}
 		if (out)
-			sb_add(out, t, (size_t)(at - t));
+			secbuf_add(out, t, (size_t)(at - t));
 		len -= (size_t)(at - t) + RULES_PLACEHOLDER_N;
 		t = at + RULES_PLACEHOLDER_N;
 		nl = name_run(t, len);
@@ -139,7 +101,7 @@ int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_
 
 				if (!e)
 					return -1;
-				sb_str(out, e);
+				secbuf_str(out, e);
 				OPENSSL_cleanse(e, strlen(e));
 				free(e);
 			} else {
@@ -151,7 +113,7 @@ int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_
 							s->name);
 						return -1;
 					}
-				sb_add(out, sl->val, sl->len);
+				secbuf_add(out, sl->val, sl->len);
 			}
 		}
 		t += nl;
@@ -203,7 +165,7 @@ static int is_injected_field(const struct conn *c, const struct rules_secret **i
 /* Builds the request for the upstream: origin-form target with placeholders replaced and the
  * query credential injected, filtered headers, injected headers, the body's framing. */
 int build_head(struct conn *c, const struct rules_req *q, const char *query, size_t qlen,
-	       const struct rules_secret **inj, size_t n_inj, struct sb *o)
+	       const struct rules_secret **inj, size_t n_inj, struct secbuf *o)
 {
 	static const char *const drop[] = { "host",
 					    "proxy-authorization",
@@ -222,8 +184,8 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 	size_t i, j, k;
 	int first = 1, v6;
 
-	sb_str(o, c->method);
-	sb_str(o, " ");
+	secbuf_str(o, c->method);
+	secbuf_str(o, " ");
 	if (placeholders(c, q, q->path, strlen(q->path), o, PH_URL))
 		return -1;
 	/* Query: the guest's parameters minus any named like an injected one, then ours. */
@@ -243,7 +205,7 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 			    !memcmp(inj[k]->field, query + i, kl))
 				dropped = 1;
 		if (pl && !dropped) {
-			sb_str(o, first ? "?" : "&");
+			secbuf_str(o, first ? "?" : "&");
 			first = 0;
 			if (placeholders(c, q, query + i, pl, o, PH_URL))
 				return -1;
@@ -264,11 +226,11 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 		r = rules_render(inj[k], sl->val, sl->len);
 		if (!r)
 			return -1;
-		sb_str(o, first ? "?" : "&");
+		secbuf_str(o, first ? "?" : "&");
 		first = 0;
-		sb_str(o, inj[k]->field);
-		sb_str(o, "=");
-		sb_str(o, r);
+		secbuf_str(o, inj[k]->field);
+		secbuf_str(o, "=");
+		secbuf_str(o, r);
 		OPENSSL_cleanse(r, strlen(r));
 		free(r);
 	}
@@ -280,17 +242,17 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 	else
 		snprintf(line, sizeof(line), " HTTP/1.1\r\nHost: %s%s%s\r\n", v6 ? "[" : "",
 			 c->dest->host, v6 ? "]" : "");
-	sb_str(o, line);
+	secbuf_str(o, line);
 	for (i = 0; i < c->req.n; i++) {
 		for (j = 0; drop[j] && !hdr_is(&c->req, i, drop[j]); j++)
 			;
 		if (drop[j] || is_injected_field(c, inj, n_inj, i))
 			continue;
-		sb_add(o, c->req.arena + c->req.h[i].name_off, c->req.h[i].name_len);
-		sb_str(o, ": ");
+		secbuf_add(o, c->req.arena + c->req.h[i].name_off, c->req.h[i].name_len);
+		secbuf_str(o, ": ");
 		if (placeholders(c, q, hdr_val(&c->req, i), c->req.h[i].val_len, o, PH_HEADER))
 			return -1;
-		sb_str(o, "\r\n");
+		secbuf_str(o, "\r\n");
 	}
 	for (k = 0; k < n_inj; k++) {
 		const struct secret_slot *sl;
@@ -308,25 +270,25 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 			set_err(c, 502, "secret %s cannot travel in a header", inj[k]->name);
 			return -1;
 		}
-		sb_str(o, inj[k]->field);
-		sb_str(o, ": ");
-		sb_str(o, r);
-		sb_str(o, "\r\n");
+		secbuf_str(o, inj[k]->field);
+		secbuf_str(o, ": ");
+		secbuf_str(o, r);
+		secbuf_str(o, "\r\n");
 		OPENSSL_cleanse(r, strlen(r));
 		free(r);
 	}
 	/* Only bytes the scrubber can read come back: no compression (proxy_response.c decodes
 	 * or refuses what an upstream sends anyway). */
-	sb_str(o, "Accept-Encoding: identity\r\n");
+	secbuf_str(o, "Accept-Encoding: identity\r\n");
 	/* A held body's length is known only at its end (body_finish). */
 	if (c->body_mode == BODY_CHUNKED)
-		sb_str(o, "Transfer-Encoding: chunked\r\n");
+		secbuf_str(o, "Transfer-Encoding: chunked\r\n");
 	else if (c->body_mode == BODY_STREAM) {
 		snprintf(line, sizeof(line), "Content-Length: %llu\r\n",
 			 (unsigned long long)c->rq.content_length);
-		sb_str(o, line);
+		secbuf_str(o, line);
 	}
 	if (c->body_mode != BODY_BUFFER)
-		sb_str(o, "\r\n");
+		secbuf_str(o, "\r\n");
 	return o->oom ? -1 : 0;
 }
