@@ -298,7 +298,7 @@ int main(int argc, char **argv)
 	common.connect_timeout_ms = 5000;
 	signal(SIGPIPE, SIG_IGN);
 	/* Everything is loaded: lock down before the first guest byte or control request. */
-	int hrc = broker_harden();
+	int hrc = harden_lock_down();
 	if (hrc) {
 		fprintf(stderr, "bulkhead-broker: lock-down (seccomp): %s\n", strerror(-hrc));
 		return 1;
