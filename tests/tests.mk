@@ -9,6 +9,9 @@ $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(VMM_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(
 # The VMM's allow-lists with each thread role's work (and a sanitizer build's run time).
 $(BUILD)/tests/test_vmm_seccomp: $(OBJ)/vmm/seccomp.o $(SAN_OBJ)
 $(BUILD)/tests/test_vmm_seccomp: UNIT_LIBS += -lseccomp
+# bulkhead-vsock's allow-list with its loop's work (and a sanitizer build's run time).
+$(BUILD)/tests/test_vsock_seccomp: $(OBJ)/vsock/seccomp.o $(SAN_OBJ)
+$(BUILD)/tests/test_vsock_seccomp: UNIT_LIBS += -lseccomp
 
 # Fuzzers need clang; they are built and run briefly by `make test` as one suite.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
