@@ -3,6 +3,7 @@
 #include "lib/io.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -57,13 +58,15 @@ int io_writev_full(int fd, const struct iovec *iov_in, int cnt)
 	return 0;
 }
 
-ssize_t io_read_full(int fd, void *buf, size_t len)
+/* read, or pread from OFF when AT is set, until LEN bytes or the end of the file. */
+static ssize_t read_loop(int fd, void *buf, size_t len, bool at, off_t off)
 {
 	char *p = buf;
 	size_t got = 0;
 
 	while (got < len) {
-		ssize_t n = read(fd, p + got, len - got);
+		ssize_t n = at ? pread(fd, p + got, len - got, off + (off_t)got)
+			       : read(fd, p + got, len - got);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -76,21 +79,12 @@ ssize_t io_read_full(int fd, void *buf, size_t len)
 	return (ssize_t)got;
 }
 
+ssize_t io_read_full(int fd, void *buf, size_t len)
+{
+	return read_loop(fd, buf, len, false, 0);
+}
+
 ssize_t io_pread_full(int fd, void *buf, size_t len, off_t off)
 {
-	char *p = buf;
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = pread(fd, p + got, len - got, off + (off_t)got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
+	return read_loop(fd, buf, len, true, off);
 }
