@@ -341,6 +341,11 @@ int exec_client_handle(struct exec_client *c, const struct pollfd *pfd, int n)
 	return c->escaped ? 2 : 0;
 }
 
+int exec_client_status(const struct exec_client *c)
+{
+	return c->exit.signal ? 128 + c->exit.signal : c->exit.code;
+}
+
 void exec_client_close(struct exec_client *c)
 {
 	if (c->sock >= 0)

@@ -79,6 +79,10 @@ int exec_client_timeout_ms(const struct exec_client *c);
  * failure (c->error). */
 int exec_client_handle(struct exec_client *c, const struct pollfd *pfd, int n);
 
+/* The command's end as an exit status, like a shell's: its code, or 128 + the signal that
+ * killed it. Only once exec_client_handle returned 1 without c->error. */
+int exec_client_status(const struct exec_client *c);
+
 void exec_client_signal(struct exec_client *c, int sig);
 void exec_client_winsize(struct exec_client *c, uint16_t rows, uint16_t cols);
 void exec_client_close(struct exec_client *c);

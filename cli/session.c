@@ -358,7 +358,7 @@ int session_watch(const struct run_opts *o, struct guest *g)
 		fprintf(stderr, "bulkhead: guest: %s\n", ex->error);
 		code = EXIT_BULKHEAD;
 	} else if (agent_rc == 1) {
-		code = ex->exit.signal ? 128 + ex->exit.signal : ex->exit.code;
+		code = exec_client_status(ex);
 	} else if (agent_rc < 0 && !panic_line(&w)) {
 		fprintf(stderr, "bulkhead: %s\n", g->agent->error);
 		code = EXIT_BULKHEAD;

@@ -75,7 +75,7 @@ static int relay(struct exec_client *c, bool tty)
 		fprintf(stderr, "bulkhead: %s%s\n", rc < 0 ? "" : "guest: ", c->error);
 		return EXIT_BULKHEAD;
 	}
-	return c->exit.signal ? 128 + c->exit.signal : c->exit.code;
+	return exec_client_status(c);
 }
 
 int cmd_exec(int argc, char **argv)
