@@ -4,27 +4,9 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
-
-int io_write_full(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 int io_writev_full(int fd, const struct iovec *iov_in, int cnt)
 {
@@ -87,4 +69,11 @@ ssize_t io_read_full(int fd, void *buf, size_t len)
 ssize_t io_pread_full(int fd, void *buf, size_t len, off_t off)
 {
 	return read_loop(fd, buf, len, true, off);
+}
+
+int io_write_full(int fd, const void *buf, size_t len)
+{
+	struct iovec iov = { (void *)(uintptr_t)buf, len };
+
+	return io_writev_full(fd, &iov, 1);
 }
