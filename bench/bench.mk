@@ -29,7 +29,7 @@ bench: bench-vmm
 .PHONY: bench-vmm
 # bench/broker-overhead.sh: what the credential broker adds per request, against the same HTTPS
 # upstream reached directly in the same run.
-$(BUILD)/bench/http-load: $(OBJ)/bench/http_load.o
+$(BUILD)/bench/http-load: $(OBJ)/bench/http_load_main.o $(OBJ)/bench/http_load.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto -lpthread
 bench-broker: $(BUILD)/bench/http-load $(BIN)/bulkhead-broker $(BUILD)/tests/https-echo

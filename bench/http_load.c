@@ -1,14 +1,11 @@
-/* bench/http_load.c: http-load, a keep-alive HTTP/1.1 GET load generator for the broker benchmark —
- * straight to an HTTPS upstream (verified TLS) or as a guest would, through the broker's Unix
- * socket with absolute-form requests. Prints latency percentiles and requests/s; any response that
- * is not 200 with the expected body ends the run with a non-zero exit. */
+/* bench/http_load.c: http-load's connections — one thread each: connect (to the broker's Unix
+ * socket, or verified TLS straight to the upstream), send the request, read and check the
+ * response, record its latency. The options, the run and the report are http_load_main.c. */
 #include <errno.h>
-#include <getopt.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -26,48 +23,16 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#define LOAD_BODY_KEEP	  65536 /* body bytes kept per response for --expect */
-#define LOAD_IO_TIMEOUT_S 15	/* a stalled server fails the run instead of hanging it */
+#include "bench/http_load.h"
 
-/* What every connection does; set once in main(). */
-static struct {
-	const char *sock; /* --proxy-unix: the broker's socket */
-	char host[256];	  /* --direct: where to connect, the name TLS verifies */
-	char port[8];
-	SSL_CTX *tls;	/* --direct only */
-	char req[1200]; /* the request, identical every time */
-	size_t req_len;
-	const char *expect; /* --expect: the body must contain this */
-	long body_len;	    /* --body-length, or learnt from the first response (-1: not yet) */
-	long total;	    /* -n: measured requests over all connections */
-	double seconds;	    /* -d: or for this long */
-	int warmup;	    /* -w: requests per connection before measuring */
-} L = { .body_len = -1 };
+struct load_cfg L = { .body_len = -1 };
+_Atomic long load_body_len_seen = -1;
+atomic_long load_tickets;
+atomic_int load_failed;
+pthread_barrier_t load_warm;
+uint64_t load_deadline_ns;
 
-static _Atomic long body_len_seen = -1;
-static atomic_long tickets;    /* -n: measured requests still to hand out */
-static atomic_int failed;      /* one connection failed: the others stop */
-static pthread_barrier_t warm; /* twice: all connections warmed up; the clock has started */
-static uint64_t deadline_ns;
-
-struct worker {
-	pthread_t t;
-	int fd;
-	SSL *ssl;
-	uint64_t *lat; /* ns per measured request */
-	size_t n, cap;
-	unsigned long reconnects; /* the server closed a kept-alive connection */
-	unsigned long served;	  /* responses on the current connection */
-	uint64_t end_ns;
-	char err[512];
-	/* the response being read */
-	http_parser p;
-	int done;
-	size_t body_n;
-	char body[LOAD_BODY_KEEP];
-};
-
-static uint64_t now_ns(void)
+uint64_t load_now_ns(void)
 {
 	struct timespec t;
 
@@ -292,8 +257,8 @@ static int check_response(struct worker *w)
 		long none = -1;
 
 		/* The first response anywhere sets the length all others must have. */
-		atomic_compare_exchange_strong(&body_len_seen, &none, (long)w->body_n);
-		want = atomic_load(&body_len_seen);
+		atomic_compare_exchange_strong(&load_body_len_seen, &none, (long)w->body_n);
+		want = atomic_load(&load_body_len_seen);
 	}
 	if ((long)w->body_n != want) {
 		set_err(w, "body of %zu bytes (want %ld)", w->body_n, want);
@@ -355,279 +320,32 @@ static int record(struct worker *w, uint64_t ns)
 	return 0;
 }
 
-static void *work(void *arg)
+void *load_work(void *arg)
 {
 	struct worker *w = arg;
 	int i;
 
-	for (i = 0; i < L.warmup && !atomic_load(&failed); i++)
+	for (i = 0; i < L.warmup && !atomic_load(&load_failed); i++)
 		if (request(w)) {
-			atomic_store(&failed, 1);
+			atomic_store(&load_failed, 1);
 			break;
 		}
 	w->reconnects = 0; /* only those in the measured part count */
-	pthread_barrier_wait(&warm);
-	pthread_barrier_wait(&warm); /* main() has set the clock and the deadline */
-	while (!atomic_load(&failed)) {
+	pthread_barrier_wait(&load_warm);
+	pthread_barrier_wait(&load_warm); /* main() has set the clock and the deadline */
+	while (!atomic_load(&load_failed)) {
 		uint64_t s;
 
-		if (L.total ? atomic_fetch_sub(&tickets, 1) <= 0 : now_ns() >= deadline_ns)
+		if (L.total ? atomic_fetch_sub(&load_tickets, 1) <= 0
+			    : load_now_ns() >= load_deadline_ns)
 			break;
-		s = now_ns();
-		if (request(w) || record(w, now_ns() - s)) {
-			atomic_store(&failed, 1);
+		s = load_now_ns();
+		if (request(w) || record(w, load_now_ns() - s)) {
+			atomic_store(&load_failed, 1);
 			break;
 		}
 	}
-	w->end_ns = now_ns();
+	w->end_ns = load_now_ns();
 	conn_close(w);
 	return NULL;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest rank: the smallest value with at least P of all at or below it. */
-static double pct_ms(const uint64_t *v, size_t n, double p)
-{
-	size_t r = (size_t)(p * (double)n + 0.999999);
-
-	return (double)v[r ? r - 1 : 0] / 1e6;
-}
-
-/* URL: scheme://host[:port][/path]; fills host, port, the path (origin form). */
-static int parse_url(const char *url, const char *scheme, char *host, size_t hl, char *port,
-		     size_t pl, const char **path)
-{
-	const char *h, *e, *c;
-	size_t sl = strlen(scheme);
-
-	if (strncmp(url, scheme, sl) || strncmp(url + sl, "://", 3))
-		return -1;
-	h = url + sl + 3;
-	e = h + strcspn(h, "/");
-	c = memchr(h, ':', (size_t)(e - h));
-	if ((size_t)((c ? c : e) - h) >= hl || c == h || e == h)
-		return -1;
-	snprintf(host, hl, "%.*s", (int)((c ? c : e) - h), h);
-	if (c) {
-		if ((size_t)(e - c - 1) >= pl || e == c + 1)
-			return -1;
-		snprintf(port, pl, "%.*s", (int)(e - c - 1), c + 1);
-	} else {
-		snprintf(port, pl, "%s", !strcmp(scheme, "https") ? "443" : "80");
-	}
-	*path = *e ? e : "/";
-	return 0;
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: http-load --direct https://HOST:PORT/PATH --ca-file CA [options]\n"
-		"       http-load --proxy-unix SOCK --url http://HOST:PORT/PATH [options]\n"
-		"  -c CONNS          concurrent keep-alive connections, one thread each (1)\n"
-		"  -n REQUESTS       measured requests over all connections (5000)\n"
-		"  -d SECONDS        or: measure for this long\n"
-		"  -w WARMUP         unmeasured requests per connection first (100)\n"
-		"  --body-length N   every body must be N bytes (default: as long as the first)\n"
-		"  --expect STRING   every body must contain STRING\n"
-		"  --label NAME      name on the output line (default: direct or proxy)\n"
-		"  --json            one JSON object instead of the text line\n"
-		"Every response must be 200 with the expected body, or the run fails (exit 1).\n");
-}
-
-int main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "direct", required_argument, NULL, 'D' },
-		{ "ca-file", required_argument, NULL, 'C' },
-		{ "proxy-unix", required_argument, NULL, 'P' },
-		{ "url", required_argument, NULL, 'U' },
-		{ "body-length", required_argument, NULL, 'B' },
-		{ "expect", required_argument, NULL, 'E' },
-		{ "label", required_argument, NULL, 'L' },
-		{ "json", no_argument, NULL, 'J' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *direct = NULL, *ca = NULL, *url = NULL, *label = NULL, *path;
-	struct worker *ws;
-	uint64_t *all, t0, t1 = 0;
-	unsigned long reconnects = 0;
-	size_t n = 0, k;
-	int o, i, conns = 1, json = 0, rc = 0;
-	char *end;
-
-	L.total = 5000;
-	L.warmup = 100;
-	while ((o = getopt_long(argc, argv, "c:n:d:w:h", opts, NULL)) != -1) {
-		switch (o) {
-		case 'D':
-			direct = optarg;
-			break;
-		case 'C':
-			ca = optarg;
-			break;
-		case 'P':
-			L.sock = optarg;
-			break;
-		case 'U':
-			url = optarg;
-			break;
-		case 'B':
-			L.body_len = strtol(optarg, &end, 10);
-			if (*end || L.body_len < 0)
-				goto bad;
-			break;
-		case 'E':
-			L.expect = optarg;
-			break;
-		case 'L':
-			label = optarg;
-			break;
-		case 'J':
-			json = 1;
-			break;
-		case 'c':
-			conns = (int)strtol(optarg, &end, 10);
-			if (*end || conns < 1 || conns > 1000)
-				goto bad;
-			break;
-		case 'n':
-			L.total = strtol(optarg, &end, 10);
-			if (*end || L.total < 1)
-				goto bad;
-			break;
-		case 'd':
-			L.seconds = strtod(optarg, &end);
-			if (*end || !(L.seconds > 0))
-				goto bad;
-			L.total = 0;
-			break;
-		case 'w':
-			L.warmup = (int)strtol(optarg, &end, 10);
-			if (*end || L.warmup < 0)
-				goto bad;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			goto bad;
-		}
-	}
-	if (optind != argc || (!direct) == (!L.sock) || (direct && (!ca || url)) ||
-	    (L.sock && !url))
-		goto bad;
-	signal(SIGPIPE, SIG_IGN);
-	if (direct) {
-		if (parse_url(direct, "https", L.host, sizeof(L.host), L.port, sizeof(L.port),
-			      &path)) {
-			fprintf(stderr,
-				"http-load: --direct wants https://HOST[:PORT]/PATH, not %s\n",
-				direct);
-			return 2;
-		}
-		L.tls = SSL_CTX_new(TLS_client_method());
-		if (!L.tls || SSL_CTX_load_verify_locations(L.tls, ca, NULL) != 1) {
-			fprintf(stderr, "http-load: cannot load CA %s\n", ca);
-			return 1;
-		}
-		SSL_CTX_set_min_proto_version(L.tls, TLS1_2_VERSION);
-		SSL_CTX_set_verify(L.tls, SSL_VERIFY_PEER, NULL);
-		L.req_len = (size_t)snprintf(L.req, sizeof(L.req),
-					     "GET %s HTTP/1.1\r\nHost: %s:%s\r\n\r\n", path, L.host,
-					     L.port);
-	} else {
-		char host[256], port[8];
-
-		if (parse_url(url, "http", host, sizeof(host), port, sizeof(port), &path)) {
-			fprintf(stderr, "http-load: --url wants http://HOST[:PORT]/PATH, not %s\n",
-				url);
-			return 2;
-		}
-		L.req_len =
-			(size_t)snprintf(L.req, sizeof(L.req),
-					 "GET %s HTTP/1.1\r\nHost: %s:%s\r\n\r\n", url, host, port);
-	}
-	if (L.req_len >= sizeof(L.req)) {
-		fprintf(stderr, "http-load: URL too long\n");
-		return 2;
-	}
-	if (!label)
-		label = direct ? "direct" : "proxy";
-
-	ws = calloc((size_t)conns, sizeof(*ws));
-	if (!ws || pthread_barrier_init(&warm, NULL, (unsigned)conns + 1)) {
-		fprintf(stderr, "http-load: out of memory\n");
-		return 1;
-	}
-	atomic_store(&tickets, L.total);
-	for (i = 0; i < conns; i++) {
-		ws[i].fd = -1;
-		if (pthread_create(&ws[i].t, NULL, work, &ws[i])) {
-			fprintf(stderr, "http-load: cannot start thread %d\n", i);
-			return 1;
-		}
-	}
-	pthread_barrier_wait(&warm);
-	t0 = now_ns();
-	deadline_ns = t0 + (uint64_t)(L.seconds * 1e9);
-	pthread_barrier_wait(&warm);
-	for (i = 0; i < conns; i++) {
-		pthread_join(ws[i].t, NULL);
-		if (ws[i].err[0]) {
-			fprintf(stderr, "http-load: %s, connection %d: %s\n", label, i, ws[i].err);
-			rc = 1;
-		}
-		n += ws[i].n;
-		reconnects += ws[i].reconnects;
-		if (ws[i].end_ns > t1)
-			t1 = ws[i].end_ns;
-	}
-	if (rc)
-		return 1;
-	all = malloc((n ? n : 1) * sizeof(*all));
-	if (!all || !n) {
-		fprintf(stderr, "http-load: %s: no request measured\n", label);
-		return 1;
-	}
-	for (i = 0, k = 0; i < conns; i++) {
-		memcpy(all + k, ws[i].lat, ws[i].n * sizeof(*all));
-		k += ws[i].n;
-		free(ws[i].lat);
-	}
-	qsort(all, n, sizeof(*all), cmp_u64);
-	{
-		double secs = (double)(t1 - t0) / 1e9, rps = (double)n / secs;
-		double p50 = pct_ms(all, n, 0.5), p90 = pct_ms(all, n, 0.9);
-		double p99 = pct_ms(all, n, 0.99), max = (double)all[n - 1] / 1e6;
-		long blen = L.body_len >= 0 ? L.body_len : atomic_load(&body_len_seen);
-
-		if (json)
-			printf("{\"label\": \"%s\", \"conns\": %d, \"requests\": %zu, "
-			       "\"seconds\": %.3f, \"rps\": %.0f, \"p50_ms\": %.4f, "
-			       "\"p90_ms\": %.4f, \"p99_ms\": %.4f, \"max_ms\": %.4f, "
-			       "\"body_bytes\": %ld, \"reconnects\": %lu}\n",
-			       label, conns, n, secs, rps, p50, p90, p99, max, blen, reconnects);
-		else
-			printf("%s: %d conn, %zu requests in %.2f s: %.0f req/s, latency p50 %.3f "
-			       "ms, p90 %.3f ms, p99 %.3f ms, max %.3f ms; %lu reconnects%s\n",
-			       label, conns, n, secs, rps, p50, p90, p99, max, reconnects,
-			       reconnects ? " (the server closed kept-alive connections; each "
-					    "reconnect is inside the latency of its request)"
-					  : "");
-	}
-	free(all);
-	free(ws);
-	SSL_CTX_free(L.tls);
-	return 0;
-bad:
-	usage(stderr);
-	return 2;
 }

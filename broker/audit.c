@@ -1,6 +1,7 @@
 /* broker/audit.c: appends hash-chained JSON lines to the audit log and verifies a log's
  * chain (format and durability rules in audit.h). */
 #include "broker/audit.h"
+#include "lib/io.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -60,18 +61,12 @@ static int read_last_hash(int fd, off_t size, char prev[AUDIT_HASH_HEX + 1], con
 	char *buf = malloc(want);
 	if (!buf)
 		return -ENOMEM;
-	size_t got = 0;
-	while (got < want) {
-		ssize_t r = pread(fd, buf + got, want - got, size - (off_t)want + (off_t)got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			int e = r < 0 ? errno : EIO;
-			seterr(err, errlen, "cannot read its last line", path, e, NULL);
-			free(buf);
-			return -e;
-		}
-		got += (size_t)r;
+	ssize_t got = io_pread_full(fd, buf, want, size - (off_t)want);
+	if (got < 0 || (size_t)got < want) {
+		int e = got < 0 ? (int)-got : EIO;
+		seterr(err, errlen, "cannot read its last line", path, e, NULL);
+		free(buf);
+		return -e;
 	}
 	if (buf[want - 1] != '\n') {
 		seterr(err, errlen, "ends with an incomplete line", path, 0,

@@ -1,8 +1,8 @@
 /* broker/broker_main.c: bulkhead-broker — one session's broker (a socket and a rules file), or
- * the shared broker that sessions register with over its control socket (broker/control.h). */
+ * the shared broker that sessions register with over its control socket (broker/control.c).
+ * Options are parsed in broker_cmdline.c; here: load, lock down, serve. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include <openssl/crypto.h>
 
 #include "broker/approvals.h"
+#include "broker/broker_cmdline.h"
 #include "broker/control.h"
 #include "broker/harden.h"
 #include "broker/policy.h"
@@ -131,208 +132,99 @@ static void *control_thread_main(void *arg)
 	exit(1);
 }
 
-static void usage(FILE *f)
+/* Everything a session's requests read, loaded before the lock-down: the policy, the scope
+ * (checked against the policy), approvals, the secrets' source, upstream TLS. Returns 0, or
+ * the exit status after one line on stderr. */
+static int load(const struct broker_cmdline *o, struct broker_common *common, struct rules *rules)
 {
-	fprintf(f,
-		"usage: bulkhead-broker --listen PATH|--listen-fd N --rules FILE [options]\n"
-		"       bulkhead-broker --control PATH [--audit-dir DIR] [options]\n"
-		"One session (the first form, as `bulkhead run` starts a private broker):\n"
-		"  --listen PATH        Unix socket the guest's connections arrive on\n"
-		"  --listen-fd N        or: a socket the launcher already listens on\n"
-		"  --rules FILE         the session's scope: injection rules and allow-list "
-		"(JSON)\n"
-		"  --audit FILE         append one hash-chained JSON line per request\n"
-		"  --session ID         the session named in audit records\n"
-		"  --control PATH       (optional) where `bulkhead approvals` reaches it\n"
-		"A shared broker (sessions register over the control socket, broker/control.h):\n"
-		"  --control PATH       the control socket (mode 0600; your user and root only)\n"
-		"  --audit-dir DIR      one audit log per session: DIR/<session>.log\n"
-		"Both:\n"
-		"  --vault FILE         secrets from this vault (bulkhead vault)\n"
-		"  --key-file FILE      its key file (default: the vault's path + \".key\")\n"
-		"  --secrets-file FILE  development/test secrets: JSON {name: value}, mode 0600\n"
-		"  --ca-file FILE       trust only this CA for upstreams (default: system)\n"
-		"  --policy FILE        the global policy (JSON; policy.h): denials that no scope\n"
-		"                       can lift, rules that hold requests for approval\n"
-		"  --io-timeout S       seconds either side of a connection may stay silent "
-		"(default 30)\n"
-		"  --quiet              no per-request log lines\n");
-}
-
-int main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "rules", required_argument, NULL, 'r' },
-		{ "secrets-file", required_argument, NULL, 's' },
-		{ "listen-fd", required_argument, NULL, 'f' },
-		{ "vault", required_argument, NULL, 'v' },
-		{ "audit", required_argument, NULL, 'a' },
-		{ "audit-dir", required_argument, NULL, 'A' },
-		{ "control", required_argument, NULL, 'C' },
-		{ "session", required_argument, NULL, 'S' },
-		{ "key-file", required_argument, NULL, 'k' },
-		{ "ca-file", required_argument, NULL, 'c' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "io-timeout", required_argument, NULL, 't' },
-		{ "policy", required_argument, NULL, 'P' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "harden-selftest", no_argument, NULL, 'T' },
-		{ NULL, 0, NULL, 0 },
-	};
-	static struct rules rules;
+	static struct policy policy;
 	static struct secret_source src = { file_secret_get, NULL };
 	static struct secret_source vsrc = { vault_secret_get, NULL };
-	static struct broker_common common = { .log = 1 };
-	const char *listen_path = NULL, *rules_path = NULL, *secrets_path = NULL, *ca = NULL;
-	const char *vault_path = NULL, *key_file = NULL, *audit_path = NULL, *session = "-";
-	const char *listen_fd = NULL, *control = NULL, *audit_dir = NULL, *policy_path = NULL;
-	static struct policy policy;
 	char err[512];
-	int o, lfd, selftest = 0;
-	long io_timeout_s = 30;
-	char *end;
 
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (o) {
-		case 'l':
-			listen_path = optarg;
-			break;
-		case 'r':
-			rules_path = optarg;
-			break;
-		case 's':
-			secrets_path = optarg;
-			break;
-		case 'f':
-			listen_fd = optarg; /* checked below */
-			break;
-		case 'v':
-			vault_path = optarg;
-			break;
-		case 'a':
-			audit_path = optarg;
-			break;
-		case 'A':
-			audit_dir = optarg;
-			break;
-		case 'C':
-			control = optarg;
-			break;
-		case 'S':
-			session = optarg;
-			break;
-		case 'k':
-			key_file = optarg;
-			break;
-		case 'c':
-			ca = optarg;
-			break;
-		case 'q':
-			common.log = 0;
-			break;
-		case 't':
-			io_timeout_s = strtol(optarg, &end, 10);
-			if (*end || end == optarg || io_timeout_s < 1 || io_timeout_s > 3600) {
-				fprintf(stderr,
-					"bulkhead-broker: --io-timeout: 1 to 3600 seconds\n");
-				return 2;
-			}
-			break;
-		case 'P':
-			policy_path = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'T':
-			selftest = 1; /* test hook: lock down, then try to start a process */
-			break;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind != argc || (vault_path && secrets_path) ||
-	    (!listen_path && !listen_fd ? !control || rules_path || audit_path
-					: (listen_path && listen_fd) || !rules_path || audit_dir)) {
-		usage(stderr);
-		return 2;
-	}
-	if (!control && strcmp(session, "-") && !broker_session_id_ok(session)) {
-		fprintf(stderr, "bulkhead-broker: --session: 1 to %d of A-Z a-z 0-9 _ -\n",
-			BROKER_SESSION_ID_MAX);
-		return 2;
-	}
-	if (policy_path) {
-		if (policy_load_file(&policy, policy_path, err, sizeof(err))) {
+	if (o->policy_path) {
+		if (policy_load_file(&policy, o->policy_path, err, sizeof(err))) {
 			fprintf(stderr, "bulkhead-broker: policy: %s\n", err);
 			return 1;
 		}
-		common.policy = &policy;
+		common->policy = &policy;
 	}
-	if (rules_path && rules_load_file(&rules, rules_path, err, sizeof(err))) {
+	if (o->rules_path && rules_load_file(rules, o->rules_path, err, sizeof(err))) {
 		fprintf(stderr, "bulkhead-broker: rules: %s\n", err);
 		return 1;
 	}
-	if (rules_path && policy_check_scope(common.policy, &rules, err, sizeof(err))) {
+	if (o->rules_path && policy_check_scope(common->policy, rules, err, sizeof(err))) {
 		fprintf(stderr, "bulkhead-broker: %s\n", err);
 		return 1;
 	}
-	common.approvals = approvals_new();
-	if (!common.approvals) {
+	common->approvals = approvals_new();
+	if (!common->approvals) {
 		fprintf(stderr, "bulkhead-broker: out of memory\n");
 		return 1;
 	}
-	if (secrets_path && load_secrets_file(secrets_path))
+	if (o->secrets_path && load_secrets_file(o->secrets_path))
 		return 1;
-	if (vault_path && open_vault(vault_path, key_file))
+	if (o->vault_path && open_vault(o->vault_path, o->key_file))
 		return 1;
-	common.tls = tlsup_ctx_new(ca, err, sizeof(err));
-	if (!common.tls) {
+	common->tls = tlsup_ctx_new(o->ca, err, sizeof(err));
+	if (!common->tls) {
 		fprintf(stderr, "bulkhead-broker: %s\n", err);
 		return 1;
 	}
-	common.secrets = vault_path ? &vsrc : secrets_path ? &src : NULL;
-	common.io_timeout_ms = (int)io_timeout_s * 1000;
-	common.connect_timeout_ms = 5000;
+	common->secrets = o->vault_path ? &vsrc : o->secrets_path ? &src : NULL;
+	common->io_timeout_ms = (int)o->io_timeout_s * 1000;
+	common->connect_timeout_ms = 5000;
+	common->log = !o->quiet;
+	return 0;
+}
+
+/* Everything is loaded: lock down before the first guest byte or control request. */
+static int lock_down(const struct broker_cmdline *o)
+{
+	int rc;
+
 	signal(SIGPIPE, SIG_IGN);
-	/* Everything is loaded: lock down before the first guest byte or control request. */
-	int hrc = broker_harden();
-	if (hrc) {
-		fprintf(stderr, "bulkhead-broker: lock-down (seccomp): %s\n", strerror(-hrc));
+	rc = harden_lock_down();
+	if (rc) {
+		fprintf(stderr, "bulkhead-broker: lock-down (seccomp): %s\n", strerror(-rc));
 		return 1;
 	}
-	if (selftest) {
+	if (o->selftest) {
 		fprintf(stderr, "selftest: locked down; calling fork, which is denied\n");
 		fork();
 		fprintf(stderr, "selftest: still alive after fork\n");
 		return 1;
 	}
-	if (control && !rules_path) {
-		control_serve(control, &common, audit_dir, 1, err, sizeof(err));
-		fprintf(stderr, "bulkhead-broker: %s\n", err);
-		return 1;
-	}
-	lfd = listen_fd ? unix_listen_adopt(listen_fd, false)
-			: unix_listen(listen_path, 512, false);
+	return 0;
+}
+
+/* One session's broker: its socket, its threads, and (optional) a control socket for
+ * `bulkhead approvals`. Returns only on a failure, with the exit status. */
+static int serve_session(const struct broker_cmdline *o, const struct broker_common *common,
+			 struct rules *rules)
+{
+	char err[512];
+	int lfd = o->listen_fd ? unix_listen_adopt(o->listen_fd, false)
+			       : unix_listen(o->listen_path, 512, false);
+
 	if (lfd < 0) {
 		fprintf(stderr, "bulkhead-broker: cannot listen on %s: %s%s\n",
-			listen_fd ? "--listen-fd" : listen_path, strerror(-lfd),
-			listen_fd ? "" : " (remove a stale socket or pick another path)");
+			o->listen_fd ? "--listen-fd" : o->listen_path, strerror(-lfd),
+			o->listen_fd ? "" : " (remove a stale socket or pick another path)");
 		return 1;
 	}
-	if (!broker_session_start(&common, session, &rules, lfd, audit_path, err, sizeof(err))) {
+	if (!broker_session_start(common, o->session, rules, lfd, o->audit_path, err,
+				  sizeof(err))) {
 		fprintf(stderr, "bulkhead-broker: %s\n", err);
 		return 1;
 	}
 	fprintf(stderr, "bulkhead-broker: listening on %s\n",
-		listen_path ? listen_path : "the given descriptor");
-	if (control) {
+		o->listen_path ? o->listen_path : "the given descriptor");
+	if (o->control) {
 		static struct control_args cargs;
 		pthread_t t;
 
-		cargs = (struct control_args){ control, &common };
+		cargs = (struct control_args){ o->control, common };
 		if (pthread_create(&t, NULL, control_thread_main, &cargs)) {
 			fprintf(stderr, "bulkhead-broker: cannot start the control thread\n");
 			return 1;
@@ -340,4 +232,28 @@ int main(int argc, char **argv)
 	}
 	for (;;)
 		pause(); /* the session's threads serve; a signal ends the process */
+}
+
+int main(int argc, char **argv)
+{
+	static struct rules rules;
+	static struct broker_common common;
+	struct broker_cmdline o;
+	char err[512];
+	int rc = broker_cmdline_parse(argc, argv, &o);
+
+	if (rc >= 0)
+		return rc;
+	rc = load(&o, &common, &rules);
+	if (!rc)
+		rc = lock_down(&o);
+	if (rc)
+		return rc;
+	if (o.control && !o.rules_path) {
+		/* The shared broker: sessions register over the control socket. */
+		control_serve(o.control, &common, o.audit_dir, 1, err, sizeof(err));
+		fprintf(stderr, "bulkhead-broker: %s\n", err);
+		return 1;
+	}
+	return serve_session(&o, &common, &rules);
 }

@@ -1,6 +1,6 @@
-/* broker/control.c: registrations on the shared broker's control socket (see control.h). One
- * thread per control connection: it registers the session, then waits for the connection to
- * end and revokes the session. */
+/* broker/control.c: the broker's control socket (lib/control_proto.h). One thread per
+ * connection: it checks the request's version and op, then serves it; a registration's thread
+ * waits for the connection to end and revokes the session. */
 #include "broker/control.h"
 
 #include <errno.h>
@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "lib/control_proto.h"
 #include "lib/unix_listen.h"
 
 static const struct broker_common *common;
@@ -91,8 +92,8 @@ static void reply(int fd, const char *error)
 	json_decref(o);
 }
 
-/* Reads the registration line; *lfd gets the descriptor that came with it (or -1). */
-static char *read_registration(int fd, int *lfd, char *err, size_t errlen)
+/* Reads one request line; *lfd gets the descriptor that came with it (or -1). */
+static char *read_request(int fd, int *lfd, char *err, size_t errlen)
 {
 	char *buf = malloc(CONTROL_MAX_MSG + 1);
 	size_t len = 0;
@@ -116,14 +117,14 @@ static char *read_registration(int fd, int *lfd, char *err, size_t errlen)
 		ssize_t n;
 
 		if (len == CONTROL_MAX_MSG) {
-			snprintf(err, errlen, "registration longer than %d bytes", CONTROL_MAX_MSG);
+			snprintf(err, errlen, "request longer than %d bytes", CONTROL_MAX_MSG);
 			goto fail;
 		}
 		n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			snprintf(err, errlen, "connection ended before a registration");
+			snprintf(err, errlen, "connection ended before a request");
 			goto fail;
 		}
 		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
@@ -150,7 +151,7 @@ static char *read_registration(int fd, int *lfd, char *err, size_t errlen)
 		*nl = '\0';
 		return buf;
 	}
-	snprintf(err, errlen, "registration without an end of line");
+	snprintf(err, errlen, "request without an end of line");
 fail:
 	free(buf);
 	if (*lfd >= 0)
@@ -166,6 +167,7 @@ static struct broker_session *do_register(json_t *msg, int lfd, char *id, char *
 	char audit[PATH_MAX];
 	json_error_t je;
 	const char *op = NULL, *sid = NULL;
+	int v = 0;
 	json_t *sc = NULL;
 	struct rules rules = { 0 };
 	struct broker_session *s = NULL;
@@ -174,12 +176,13 @@ static struct broker_session *do_register(json_t *msg, int lfd, char *id, char *
 		snprintf(err, errlen, "this broker serves one session; it takes no registrations");
 		goto out;
 	}
-	if (json_unpack_ex(msg, &je, JSON_STRICT, "{s:s, s:s, s:o}", "op", &op, "session", &sid,
-			   "scope", &sc) ||
-	    strcmp(op, "register") || !json_is_object(sc)) {
+	if (json_unpack_ex(msg, &je, JSON_STRICT, "{s:i, s:s, s:s, s:o}", CONTROL_KEY_VERSION, &v,
+			   CONTROL_KEY_OP, &op, "session", &sid, "scope", &sc) ||
+	    !json_is_object(sc)) {
 		snprintf(err, errlen,
-			 "registration must be "
-			 "{\"op\":\"register\",\"session\":ID,\"scope\":{...}}");
+			 "registration must be {\"v\":%d,\"op\":\"" CONTROL_OP_REGISTER
+			 "\",\"session\":ID,\"scope\":{...}}",
+			 CONTROL_PROTO_VERSION);
 		goto out;
 	}
 	if (!broker_session_id_ok(sid)) {
@@ -222,28 +225,68 @@ out:
 	return s;
 }
 
-/* approvals.list / approvals.decide: one request, one answer. */
-static void do_approvals(int fd, json_t *msg, const char *op)
+/* register: answers, then holds the session for as long as the connection stays open. */
+static void serve_register(int fd, json_t *msg, int lfd)
 {
-	const char *id = NULL, *reason = NULL;
-	char err[256];
-	int approve = 0;
+	char id[BROKER_SESSION_ID_MAX + 1] = "", err[512], b[256];
+	struct broker_session *s = do_register(msg, lfd, id, err, sizeof(err));
+
+	if (!s) {
+		fprintf(stderr, "bulkhead-broker: registration refused: %s\n", err);
+		reply(fd, err);
+		return;
+	}
+	fprintf(stderr, "bulkhead-broker: session %s registered\n", id);
+	reply(fd, NULL);
+	/* The session lives as long as this connection; anything sent now is a protocol error
+	 * and ends it too. */
+	while (recv(fd, b, sizeof(b), 0) < 0 && errno == EINTR)
+		;
+	broker_session_end(s);
+	reg_del(id);
+	fprintf(stderr, "bulkhead-broker: session %s ended: its sockets and state are gone\n", id);
+}
+
+/* approvals.list: every request held now. */
+static void serve_approvals_list(int fd, json_t *msg, int lfd)
+{
+	const char *op = NULL;
+	int v = 0;
 	json_t *ans;
 
+	if (lfd >= 0)
+		close(lfd);
+	if (json_unpack_ex(msg, NULL, JSON_STRICT, "{s:i, s:s}", CONTROL_KEY_VERSION, &v,
+			   CONTROL_KEY_OP, &op)) {
+		reply(fd, CONTROL_OP_APPROVALS_LIST " takes no argument");
+		return;
+	}
 	if (!common->approvals) {
 		reply(fd, "this broker holds no approvals");
 		return;
 	}
-	if (!strcmp(op, "approvals.list")) {
-		ans = json_pack("{sbso}", "ok", 1, "approvals",
-				approvals_list(common->approvals));
-		reply_json(fd, ans);
-		json_decref(ans);
+	ans = json_pack("{sbso}", "ok", 1, "approvals", approvals_list(common->approvals));
+	reply_json(fd, ans);
+	json_decref(ans);
+}
+
+/* approvals.decide: approve or deny one held request. */
+static void serve_approvals_decide(int fd, json_t *msg, int lfd)
+{
+	const char *op = NULL, *id = NULL, *reason = NULL;
+	char err[256];
+	int v = 0, approve = 0;
+
+	if (lfd >= 0)
+		close(lfd);
+	if (json_unpack_ex(msg, NULL, JSON_STRICT, "{s:i, s:s, s:s, s:b, s?:s}",
+			   CONTROL_KEY_VERSION, &v, CONTROL_KEY_OP, &op, "id", &id, "approve",
+			   &approve, "reason", &reason)) {
+		reply(fd, CONTROL_OP_APPROVALS_DECIDE " takes {id, approve, reason}");
 		return;
 	}
-	if (strcmp(op, "approvals.decide") || json_unpack(msg, "{s:s, s:b, s?:s}", "id", &id,
-							  "approve", &approve, "reason", &reason)) {
-		reply(fd, "approvals ops: approvals.list, approvals.decide {id, approve, reason}");
+	if (!common->approvals) {
+		reply(fd, "this broker holds no approvals");
 		return;
 	}
 	if (approvals_decide(common->approvals, id, approve, reason, err, sizeof(err)) < 0) {
@@ -255,51 +298,78 @@ static void do_approvals(int fd, json_t *msg, const char *op)
 	reply(fd, NULL);
 }
 
+/* Every operation of lib/control_proto.h: one handler each, which answers the request and
+ * takes the descriptor that came with it. */
+static const struct control_op {
+	const char *name;
+	void (*serve)(int fd, json_t *msg, int lfd);
+} control_ops[] = {
+	{ CONTROL_OP_REGISTER, serve_register },
+	{ CONTROL_OP_APPROVALS_LIST, serve_approvals_list },
+	{ CONTROL_OP_APPROVALS_DECIDE, serve_approvals_decide },
+};
+
+/* The request in LINE, if it is one this broker speaks: a JSON object of our version naming a
+ * known op. Otherwise NULL, with why in err. */
+static const struct control_op *parse_request(const char *line, json_t **msg, char *err,
+					      size_t errlen)
+{
+	json_error_t je;
+	json_t *v;
+	const char *op;
+
+	*msg = json_loads(line, JSON_REJECT_DUPLICATES, &je);
+	if (!*msg) {
+		snprintf(err, errlen, "not JSON: column %d: %s", je.column, je.text);
+		return NULL;
+	}
+	v = json_object_get(*msg, CONTROL_KEY_VERSION);
+	if (!json_is_integer(v)) {
+		snprintf(err, errlen,
+			 "a request needs \"" CONTROL_KEY_VERSION
+			 "\":%d, the control protocol's version",
+			 CONTROL_PROTO_VERSION);
+		return NULL;
+	}
+	if (json_integer_value(v) != CONTROL_PROTO_VERSION) {
+		snprintf(err, errlen,
+			 "control protocol version %lld: this broker speaks version %d",
+			 (long long)json_integer_value(v), CONTROL_PROTO_VERSION);
+		return NULL;
+	}
+	op = json_string_value(json_object_get(*msg, CONTROL_KEY_OP));
+	if (!op) {
+		snprintf(err, errlen, "a request needs an \"" CONTROL_KEY_OP "\"");
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof(control_ops) / sizeof(control_ops[0]); i++)
+		if (!strcmp(op, control_ops[i].name))
+			return &control_ops[i];
+	snprintf(err, errlen,
+		 "unknown op \"%.64s\" (this broker knows " CONTROL_OP_REGISTER
+		 ", " CONTROL_OP_APPROVALS_LIST ", " CONTROL_OP_APPROVALS_DECIDE ")",
+		 op);
+	return NULL;
+}
+
 static void *control_thread(void *arg)
 {
 	int fd = (int)(intptr_t)arg, lfd = -1;
-	char id[BROKER_SESSION_ID_MAX + 1] = "", err[512], b[256];
-	char *line = read_registration(fd, &lfd, err, sizeof(err));
-	json_error_t je;
-	json_t *msg = line ? json_loads(line, JSON_REJECT_DUPLICATES, &je) : NULL;
-	const char *op = json_string_value(json_object_get(msg, "op"));
-	struct broker_session *s = NULL;
+	char err[512];
+	char *line = read_request(fd, &lfd, err, sizeof(err));
+	json_t *msg = NULL;
+	const struct control_op *op = line ? parse_request(line, &msg, err, sizeof(err)) : NULL;
 
-	if (line && !msg)
-		snprintf(err, sizeof(err), "not JSON: column %d: %s", je.column, je.text);
-	else if (msg && !op)
-		snprintf(err, sizeof(err), "a message needs an \"op\"");
 	free(line);
-	if (op && !strncmp(op, "approvals.", 10)) {
+	if (op) {
+		op->serve(fd, msg, lfd);
+	} else {
 		if (lfd >= 0)
 			close(lfd);
-		do_approvals(fd, msg, op);
-		json_decref(msg);
-		close(fd);
-		return NULL;
-	}
-	if (op) {
-		s = do_register(msg, lfd, id, err, sizeof(err));
-		lfd = -1;
+		fprintf(stderr, "bulkhead-broker: control request refused: %s\n", err);
+		reply(fd, err);
 	}
 	json_decref(msg);
-	if (lfd >= 0)
-		close(lfd);
-	if (!s) {
-		fprintf(stderr, "bulkhead-broker: registration refused: %s\n", err);
-		reply(fd, err);
-		close(fd);
-		return NULL;
-	}
-	fprintf(stderr, "bulkhead-broker: session %s registered\n", id);
-	reply(fd, NULL);
-	/* The session lives as long as this connection; anything sent now is a protocol error
-	 * and ends it too. */
-	while (recv(fd, b, sizeof(b), 0) < 0 && errno == EINTR)
-		;
-	broker_session_end(s);
-	reg_del(id);
-	fprintf(stderr, "bulkhead-broker: session %s ended: its sockets and state are gone\n", id);
 	close(fd);
 	return NULL;
 }

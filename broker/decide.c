@@ -9,12 +9,12 @@
 #include <string.h>
 #include <strings.h>
 
-const char *verdict_name(enum verdict v)
+const char *decide_verdict_name(enum verdict v)
 {
 	return v == VERDICT_ALLOW ? "allow" : v == VERDICT_DENY ? "deny" : "approval";
 }
 
-const char *layer_name(enum layer l)
+const char *decide_layer_name(enum layer l)
 {
 	static const char *const names[] = { "global", "scope", "approval", "default" };
 

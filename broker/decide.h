@@ -44,11 +44,11 @@ void decide(const struct policy *p, const struct rules *scope, const struct deci
 
 /* The same three layers for CONNECT HOST:PORT, before any request inside is known: global
  * denials, then whether an https rule of the scope names that host and port. */
-void decide_connect(const struct policy *p, const struct rules *scope, const char *host,
-		    int port, struct decision *d);
+void decide_connect(const struct policy *p, const struct rules *scope, const char *host, int port,
+		    struct decision *d);
 
-const char *verdict_name(enum verdict v);
-const char *layer_name(enum layer l);
+const char *decide_verdict_name(enum verdict v);
+const char *decide_layer_name(enum layer l);
 
 /* 1 for requests that only read: GET, HEAD, OPTIONS, and git's fetch (POST .../git-upload-pack
  * and GET .../info/refs?service=git-upload-pack). */

@@ -71,7 +71,7 @@ static const int denied[] = {
 	SCMP_SYS(fanotify_init),
 };
 
-int broker_harden(void)
+int harden_lock_down(void)
 {
 	struct rlimit none = { 0, 0 };
 	scmp_filter_ctx ctx;

@@ -8,6 +8,6 @@
 #define BULKHEAD_BROKER_HARDEN_H
 
 /* Applies it to the whole process, every thread included. 0 or -errno. */
-int broker_harden(void);
+int harden_lock_down(void);
 
 #endif

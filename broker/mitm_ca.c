@@ -200,7 +200,7 @@ out:
 	return ctx;
 }
 
-SSL_CTX *mitm_leaf_ctx(struct mitm_ca *ca, const char *host, char *err, size_t errlen)
+SSL_CTX *mitm_ca_leaf_ctx(struct mitm_ca *ca, const char *host, char *err, size_t errlen)
 {
 	struct leaf *slot = &ca->leaves[0];
 	SSL_CTX *ctx = NULL;

@@ -22,6 +22,6 @@ const char *mitm_ca_pem(const struct mitm_ca *ca);
 /* A TLS server context presenting a leaf for HOST (a DNS name or an IP literal) signed by CA;
  * TLS >= 1.2. Leaves are cached per host (bounded); the caller frees its reference with
  * SSL_CTX_free. Returns NULL with one line in err. Thread-safe. */
-SSL_CTX *mitm_leaf_ctx(struct mitm_ca *ca, const char *host, char *err, size_t errlen);
+SSL_CTX *mitm_ca_leaf_ctx(struct mitm_ca *ca, const char *host, char *err, size_t errlen);
 
 #endif

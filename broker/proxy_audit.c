@@ -1,7 +1,7 @@
 /* broker/proxy_audit.c: the record of each request — one audit line (broker/audit.h) and one
  * log line, written exactly once per request whatever ends it: an answer, the broker's own
  * refusal, or the guest going away after the head (with its credential) went upstream. A
- * request is due a record from its first byte (rq_begin); proxy_log() writes it and clears
+ * request is due a record from its first byte (rq_begin); proxy_audit_log() writes it and clears
  * that, and the connection's end writes any record still due. */
 #include "broker/proxy_conn.h"
 
@@ -72,7 +72,7 @@ static void audit_request(struct conn *c, int status, uint64_t duration_us)
 		fprintf(stderr, "bulkhead-broker: audit log write failed: %s\n", strerror(-rc));
 }
 
-void proxy_log(struct conn *c, int status)
+void proxy_audit_log(struct conn *c, int status)
 {
 	struct timespec t1;
 	double ms;
@@ -92,8 +92,8 @@ void proxy_log(struct conn *c, int status)
 		c->outcome ? " outcome=" : "", c->outcome ? c->outcome : "");
 }
 
-void proxy_log_due(struct conn *c)
+void proxy_audit_due(struct conn *c)
 {
 	if (c->audit_due)
-		proxy_log(c, c->resp_started ? (int)c->rp.status_code : 0);
+		proxy_audit_log(c, c->resp_started ? (int)c->rp.status_code : 0);
 }

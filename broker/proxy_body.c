@@ -15,7 +15,7 @@
 
 #include <openssl/crypto.h>
 
-void body_plan(struct conn *c, size_t n_inj)
+void proxy_body_plan(struct conn *c, size_t n_inj)
 {
 	if (c->hold)
 		c->body_mode = BODY_BUFFER; /* nothing, not even the head, before the decision */
@@ -72,37 +72,38 @@ static int body_out(struct conn *c, const char *b, size_t n)
 	switch (c->body_mode) {
 	case BODY_BUFFER:
 		if (c->body_buf.n + n > (c->hold ? PROXY_HOLD_MAX : PROXY_BODY_GROWN_MAX)) {
-			set_err(c, 413, "request body larger than %d bytes %s",
-				c->hold ? PROXY_HOLD_MAX : PROXY_BODY_GROWN_MAX,
-				c->hold ? "cannot be held for approval"
-					: "with its secrets replaced");
+			proxy_fail(c, 413, "request body larger than %d bytes %s",
+				   c->hold ? PROXY_HOLD_MAX : PROXY_BODY_GROWN_MAX,
+				   c->hold ? "cannot be held for approval"
+					   : "with its secrets replaced");
 			return -1;
 		}
-		sb_add(&c->body_buf, b, n);
+		secbuf_add(&c->body_buf, b, n);
 		if (c->body_buf.oom) {
-			set_err(c, 503, "out of memory for the request body");
+			proxy_fail(c, 503, "out of memory for the request body");
 			return -1;
 		}
 		return 0;
 	case BODY_CHUNKED:
 		l = snprintf(sz, sizeof(sz), "%zx\r\n", n);
-		if (up_write(c, sz, (size_t)l) || up_write(c, b, n) || up_write(c, "\r\n", 2))
+		if (proxy_io_up_write(c, sz, (size_t)l) || proxy_io_up_write(c, b, n) ||
+		    proxy_io_up_write(c, "\r\n", 2))
 			break;
 		return 0;
 	default:
-		if (up_write(c, b, n))
+		if (proxy_io_up_write(c, b, n))
 			break;
 		return 0;
 	}
-	set_err(c, 502, "upstream %s stopped reading the request body", c->host);
+	proxy_fail(c, 502, "upstream %s stopped reading the request body", c->host);
 	return -1;
 }
 
-int body_feed(struct conn *c, const char *at, size_t len, int final)
+int proxy_body_feed(struct conn *c, const char *at, size_t len, int final)
 {
 	do {
 		size_t take = sizeof(c->carry) - c->carry_n, n, cut;
-		struct sb o = { 0 };
+		struct secbuf o = { 0 };
 		int rc;
 
 		if (take > len)
@@ -113,14 +114,14 @@ int body_feed(struct conn *c, const char *at, size_t len, int final)
 		len -= take;
 		n = c->carry_n + take;
 		cut = final && !len ? n : safe_cut(c->carry, n);
-		rc = placeholders(c, &c->q, c->carry, cut, &o, PH_BODY);
+		rc = proxy_rewrite_placeholders(c, &c->q, c->carry, cut, &o, PH_BODY);
 		if (!rc && o.oom) {
-			set_err(c, 503, "out of memory for the request body");
+			proxy_fail(c, 503, "out of memory for the request body");
 			rc = -1;
 		}
 		if (!rc)
 			rc = body_out(c, o.b, o.n);
-		sb_wipe(&o);
+		secbuf_wipe(&o);
 		if (rc)
 			return -1;
 		memmove(c->carry, c->carry + cut, n - cut);
@@ -130,34 +131,36 @@ int body_feed(struct conn *c, const char *at, size_t len, int final)
 }
 
 /* The held body: its head goes out now, with the length the replacements gave it. */
-int body_send_held(struct conn *c)
+int proxy_body_send_held(struct conn *c)
 {
 	char line[64];
 	int l = snprintf(line, sizeof(line), "Content-Length: %zu\r\n\r\n", c->body_buf.n);
 
-	return up_write(c, c->up_head, c->up_head_len) || up_write(c, line, (size_t)l) ||
-			       up_write(c, c->body_buf.b ? c->body_buf.b : "", c->body_buf.n)
+	return proxy_io_up_write(c, c->up_head, c->up_head_len) ||
+			       proxy_io_up_write(c, line, (size_t)l) ||
+			       proxy_io_up_write(c, c->body_buf.b ? c->body_buf.b : "",
+						 c->body_buf.n)
 		       ? -1
 		       : 0;
 }
 
-int body_finish(struct conn *c)
+int proxy_body_finish(struct conn *c)
 {
-	if (body_feed(c, NULL, 0, 1))
+	if (proxy_body_feed(c, NULL, 0, 1))
 		return -1;
 	OPENSSL_cleanse(c->carry, sizeof(c->carry));
-	if (c->body_mode == BODY_CHUNKED && up_write(c, "0\r\n\r\n", 5))
+	if (c->body_mode == BODY_CHUNKED && proxy_io_up_write(c, "0\r\n\r\n", 5))
 		goto fail;
 	if (c->body_mode != BODY_BUFFER)
 		return 0;
-	if (!body_send_held(c))
+	if (!proxy_body_send_held(c))
 		return 0;
 	if (c->up_reused) { /* the upstream had closed the connection we reused */
-		up_close(c);
-		if (!upstream_open(c) && !body_send_held(c))
+		proxy_io_up_close(c);
+		if (!proxy_io_up_open(c) && !proxy_body_send_held(c))
 			return 0;
 	}
 fail:
-	set_err(c, 502, "upstream %s stopped reading the request body", c->host);
+	proxy_fail(c, 502, "upstream %s stopped reading the request body", c->host);
 	return -1;
 }

@@ -1,6 +1,7 @@
 /* broker/proxy_conn.h: the proxy's internals, shared by its files — one guest connection's
- * state and the helpers that work on it. Not an interface: proxy.h is. proxy.c drives the
- * request side, proxy_io.c moves bytes and collects heads, proxy_rewrite.c builds what goes
+ * state and the helpers that work on it, each named for its file (proxy_<file>_...). Not an
+ * interface: proxy.h is. proxy.c drives the connection, proxy_request.c a request's head,
+ * proxy_head.c collects heads, proxy_io.c moves bytes, proxy_rewrite.c builds what goes
  * upstream (credentials, placeholders), proxy_response.c relays and scrubs the answer. */
 #ifndef BULKHEAD_BROKER_PROXY_CONN_H
 #define BULKHEAD_BROKER_PROXY_CONN_H
@@ -20,6 +21,7 @@
 #include "broker/reqcheck.h"
 #include "broker/rules.h"
 #include "broker/scrub.h"
+#include "broker/secbuf.h"
 
 /* One message head: the URL or status text and the headers, in one bounded arena. */
 struct head {
@@ -37,13 +39,6 @@ struct secret_slot {
 	uint8_t *val;
 	size_t len;
 	int state; /* 0 not loaded, 1 loaded, -1 unavailable */
-};
-
-/* A growing byte string that may hold secrets: old buffers are wiped when it grows. */
-struct sb {
-	char *b;
-	size_t n, cap;
-	int oom;
 };
 
 struct conn {
@@ -73,7 +68,7 @@ struct conn {
 	int up_reused, up_keep;
 	struct secret_slot *secrets;
 	struct scrub scrub;
-	uint8_t wbuf[32768]; /* toward the guest, not yet sent (client_write) */
+	uint8_t wbuf[32768]; /* toward the guest, not yet sent (proxy_io_client_write) */
 	size_t wlen;
 	uint8_t obuf[16384 + 64];
 	size_t olen;
@@ -90,7 +85,7 @@ struct conn {
 	int body_mode;		 /* BODY_*: how the body travels upstream (proxy_body.c) */
 	char carry[16384 + 128]; /* body bytes waiting for the rest of a placeholder */
 	size_t carry_n;
-	struct sb body_buf; /* BODY_BUFFER: the whole body, placeholders replaced */
+	struct secbuf body_buf; /* BODY_BUFFER: the whole body, placeholders replaced */
 	/* What decided the current request (decide.h), for the audit log. */
 	const char *layer;
 	char secret_name[DECIDE_MAX_INJECT * (RULES_NAME_MAX + 1)]; /* all, joined by "," */
@@ -114,7 +109,11 @@ struct conn {
 	struct proxy_decode *dec;
 };
 
-enum { PH_HEADER, PH_URL, PH_BODY }; /* where placeholders() replaces: how values travel */
+enum {
+	PH_HEADER,
+	PH_URL,
+	PH_BODY
+}; /* where proxy_rewrite_placeholders() replaces: how values travel */
 enum { BODY_NONE, BODY_STREAM, BODY_CHUNKED, BODY_BUFFER };
 #define PROXY_BODY_BUFFER    65536	/* Content-Length bodies held to be re-measured */
 #define PROXY_BODY_GROWN_MAX (1 << 20)	/* ... and what they may grow to with secrets */
@@ -125,63 +124,68 @@ enum { BODY_NONE, BODY_STREAM, BODY_CHUNKED, BODY_BUFFER };
 
 #define CONN(p) ((struct conn *)(p)->data)
 
-int hdr_is(const struct head *h, size_t i, const char *name);
-const char *hdr_val(const struct head *h, size_t i);
-void set_err(struct conn *c, int status, const char *fmt, ...)
+/* proxy.c: serves one connection (proxy.h); the request's error, answered before any
+ * response byte went out (the first one set wins). */
+void proxy_fail(struct conn *c, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-int client_write(struct conn *c, const void *b, size_t n);
-int client_flush(struct conn *c);
-int up_write(struct conn *c, const void *b, size_t n);
-ssize_t client_read(struct conn *c, void *b, size_t n);
-ssize_t up_read(struct conn *c, void *b, size_t n);
-void up_close(struct conn *c);
-void set_timeouts(int fd, int ms);
-int head_append(struct head *h, const char *at, size_t len, size_t *field_len);
-void head_reset(struct head *h);
-int on_hfield(struct head *h, const char *at, size_t len);
-int on_hvalue(struct head *h, const char *at, size_t len);
-int head_done(struct head *h);
-int upstream_open(struct conn *c);
-const struct secret_slot *secret_get(struct conn *c, const struct rules_secret *s);
-void secrets_wipe(struct conn *c);
-void sb_add(struct sb *s, const void *p, size_t n);
-void sb_str(struct sb *s, const char *str);
-void sb_wipe(struct sb *s);
-int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_t len,
-		 struct sb *out, int mode);
-int path_ok(const char *p, size_t len);
-int build_head(struct conn *c, const struct rules_req *q, const char *query, size_t qlen,
-	       const struct rules_secret **inj, size_t n_inj, struct sb *o);
-int relay_response(struct conn *c);
+/* proxy_request.c: the request's head, phase by phase (http_parser's on_headers_complete). */
+int proxy_request_headers(http_parser *p);
+/* proxy_head.c: a message head collected from the parser's callbacks. */
+int proxy_head_append(struct head *h, const char *at, size_t len, size_t *field_len);
+void proxy_head_reset(struct head *h);
+int proxy_head_field(struct head *h, const char *at, size_t len);
+int proxy_head_value(struct head *h, const char *at, size_t len);
+int proxy_head_done(struct head *h);
+int proxy_head_is(const struct head *h, size_t i, const char *name);
+const char *proxy_head_val(const struct head *h, size_t i);
+/* proxy_io.c: bytes both ways, plain or TLS; the upstream connection. */
+int proxy_io_client_write(struct conn *c, const void *b, size_t n);
+int proxy_io_client_flush(struct conn *c);
+ssize_t proxy_io_client_read(struct conn *c, void *b, size_t n);
+int proxy_io_up_open(struct conn *c);
+int proxy_io_up_write(struct conn *c, const void *b, size_t n);
+ssize_t proxy_io_up_read(struct conn *c, void *b, size_t n);
+void proxy_io_up_close(struct conn *c);
+void proxy_io_timeouts(int fd, int ms);
+/* proxy_rewrite.c: secrets, placeholders, the path check and the upstream head. */
+const struct secret_slot *proxy_rewrite_secret(struct conn *c, const struct rules_secret *s);
+void proxy_rewrite_wipe(struct conn *c);
+int proxy_rewrite_placeholders(struct conn *c, const struct rules_req *q, const char *t, size_t len,
+			       struct secbuf *out, int mode);
+int proxy_rewrite_path_ok(const char *p, size_t len);
+int proxy_rewrite_head(struct conn *c, const struct rules_req *q, const char *query, size_t qlen,
+		       const struct rules_secret **inj, size_t n_inj, struct secbuf *o);
+/* proxy_response.c: the upstream's answer, relayed and scrubbed. */
+int proxy_response_relay(struct conn *c);
 /* proxy_target.c: where a request goes, as the guest named it. */
 int proxy_target(struct conn *c, const char *url, char scheme[8], int *port,
 		 char path[PROXY_MAX_URL + 1], const char **query, size_t *qlen);
-int proxy_connect_target(struct conn *c, const char *url, size_t len);
-int proxy_host_header_ok(const char *hv, const char *host, int port);
-void proxy_log_target(struct conn *c, const char *scheme, int port, const char *path);
+int proxy_target_connect(struct conn *c, const char *url, size_t len);
+int proxy_target_host_ok(const char *hv, const char *host, int port);
+void proxy_target_log(struct conn *c, const char *scheme, int port, const char *path);
 /* proxy_tunnel.c: CONNECT, and the TLS that follows it. */
-int proxy_connect(struct conn *c);
+int proxy_tunnel_connect(struct conn *c);
 int proxy_tunnel_start(struct conn *c, int early_bytes);
 /* proxy_audit.c: one audit record and log line per request, exactly one. */
-void proxy_log(struct conn *c, int status);
-void proxy_log_due(struct conn *c);
-/* proxy_decode.c */
-int decode_plan(struct conn *c, int has_body);
-int decode_feed(struct conn *c, const uint8_t *in, size_t n,
-		int (*sink)(struct conn *, const uint8_t *, size_t));
-int decode_finish(struct conn *c);
-int decode_defer(struct conn *c, const void *b, size_t n);
-int decode_release(struct conn *c);
-void decode_free(struct conn *c);
-/* proxy_body.c */
-void body_plan(struct conn *c, size_t n_inj);
-int body_feed(struct conn *c, const char *at, size_t len, int final);
-int body_finish(struct conn *c);
-int body_send_held(struct conn *c);
-/* proxy_hold.c */
-void hold_begin(struct conn *c);
-void hold_body(struct conn *c, const char *at, size_t len);
-int hold_decide(struct conn *c);
-void hold_end(struct conn *c);
+void proxy_audit_log(struct conn *c, int status);
+void proxy_audit_due(struct conn *c);
+/* proxy_decode.c: a compressed answer, decoded and held whole. */
+int proxy_decode_plan(struct conn *c, int has_body);
+int proxy_decode_feed(struct conn *c, const uint8_t *in, size_t n,
+		      int (*sink)(struct conn *, const uint8_t *, size_t));
+int proxy_decode_finish(struct conn *c);
+int proxy_decode_defer(struct conn *c, const void *b, size_t n);
+int proxy_decode_release(struct conn *c);
+void proxy_decode_free(struct conn *c);
+/* proxy_body.c: the request's body on its way upstream. */
+void proxy_body_plan(struct conn *c, size_t n_inj);
+int proxy_body_feed(struct conn *c, const char *at, size_t len, int final);
+int proxy_body_finish(struct conn *c);
+int proxy_body_send_held(struct conn *c);
+/* proxy_hold.c: a request held whole for approval. */
+void proxy_hold_begin(struct conn *c);
+void proxy_hold_body(struct conn *c, const char *at, size_t len);
+int proxy_hold_decide(struct conn *c);
+void proxy_hold_end(struct conn *c);
 
 #endif

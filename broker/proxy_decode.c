@@ -20,7 +20,7 @@ struct proxy_decode {
 	uint8_t first0; /* deflate: the first byte, kept until the second tells the format */
 	int have0;
 	size_t decoded;
-	struct sb out; /* everything for the guest, released at the end of the message */
+	struct secbuf out; /* everything for the guest, released at the end of the message */
 };
 
 /* Splits a coding list ("gzip, chunked") and calls FN on each name; returns FN's first
@@ -81,29 +81,32 @@ static int transfer_coding(const char *c, size_t n, void *arg)
 	return !(n == 7 && !strncasecmp(c, "chunked", 7));
 }
 
-int decode_plan(struct conn *c, int has_body)
+int proxy_decode_plan(struct conn *c, int has_body)
 {
 	struct codings k = { 0, 0, "" };
 	size_t i;
 
-	decode_free(c);
+	proxy_decode_free(c);
 	for (i = 0; i < c->resp.n; i++) {
-		if (hdr_is(&c->resp, i, "transfer-encoding") &&
-		    each_coding(hdr_val(&c->resp, i), c->resp.h[i].val_len, transfer_coding,
+		if (proxy_head_is(&c->resp, i, "transfer-encoding") &&
+		    each_coding(proxy_head_val(&c->resp, i), c->resp.h[i].val_len, transfer_coding,
 				NULL)) {
-			set_err(c, 502,
+			proxy_fail(
+				c, 502,
 				"upstream %s used a transfer coding other than chunked; the broker "
 				"relays only bodies it can read",
 				c->host);
 			return -1;
 		}
-		if (hdr_is(&c->resp, i, "content-encoding"))
-			each_coding(hdr_val(&c->resp, i), c->resp.h[i].val_len, content_coding, &k);
+		if (proxy_head_is(&c->resp, i, "content-encoding"))
+			each_coding(proxy_head_val(&c->resp, i), c->resp.h[i].val_len,
+				    content_coding, &k);
 	}
 	if (!k.n || !has_body)
 		return 0;
 	if (k.n > 1 || k.kind == 3) {
-		set_err(c, 502,
+		proxy_fail(
+			c, 502,
 			"upstream %s answered with Content-Encoding %s although the broker asked "
 			"for "
 			"identity; the broker decodes only one gzip or deflate layer and never "
@@ -176,14 +179,14 @@ static int inflate_some(struct conn *c, const uint8_t *in, size_t n,
 static void decode_error(struct conn *c, int rc)
 {
 	if (rc == -EFBIG)
-		set_err(c, 502, "upstream %s sent a compressed body larger than %d MiB decoded",
-			c->host, PROXY_DECODED_MAX >> 20);
+		proxy_fail(c, 502, "upstream %s sent a compressed body larger than %d MiB decoded",
+			   c->host, PROXY_DECODED_MAX >> 20);
 	else if (rc != -EIO)
-		set_err(c, 502, "upstream %s sent a corrupt compressed body", c->host);
+		proxy_fail(c, 502, "upstream %s sent a corrupt compressed body", c->host);
 }
 
-int decode_feed(struct conn *c, const uint8_t *in, size_t n,
-		int (*sink)(struct conn *, const uint8_t *, size_t))
+int proxy_decode_feed(struct conn *c, const uint8_t *in, size_t n,
+		      int (*sink)(struct conn *, const uint8_t *, size_t))
 {
 	struct proxy_decode *d = c->dec;
 	int rc;
@@ -213,37 +216,37 @@ int decode_feed(struct conn *c, const uint8_t *in, size_t n,
 	return 0;
 }
 
-int decode_finish(struct conn *c)
+int proxy_decode_finish(struct conn *c)
 {
 	struct proxy_decode *d = c->dec;
 
 	if ((d->started || d->have0) && !d->ended) {
-		set_err(c, 502, "upstream %s sent a truncated compressed body", c->host);
+		proxy_fail(c, 502, "upstream %s sent a truncated compressed body", c->host);
 		return -1;
 	}
 	return 0;
 }
 
-int decode_defer(struct conn *c, const void *b, size_t n)
+int proxy_decode_defer(struct conn *c, const void *b, size_t n)
 {
-	sb_add(&c->dec->out, b, n);
+	secbuf_add(&c->dec->out, b, n);
 	return c->dec->out.oom ? -ENOMEM : 0;
 }
 
-int decode_release(struct conn *c)
+int proxy_decode_release(struct conn *c)
 {
 	struct proxy_decode *d = c->dec;
 
-	return client_write(c, d->out.b, d->out.n);
+	return proxy_io_client_write(c, d->out.b, d->out.n);
 }
 
-void decode_free(struct conn *c)
+void proxy_decode_free(struct conn *c)
 {
 	if (!c->dec)
 		return;
 	if (c->dec->started)
 		inflateEnd(&c->dec->z);
-	sb_wipe(&c->dec->out);
+	secbuf_wipe(&c->dec->out);
 	free(c->dec);
 	c->dec = NULL;
 }

@@ -19,7 +19,7 @@ static void md_add(struct conn *c, const void *b, size_t n)
 		EVP_DigestUpdate(c->hold_md, b, n);
 }
 
-void hold_begin(struct conn *c)
+void proxy_hold_begin(struct conn *c)
 {
 	size_t i;
 
@@ -37,13 +37,13 @@ void hold_begin(struct conn *c)
 	for (i = 0; i < c->req.n; i++) {
 		md_add(c, c->req.arena + c->req.h[i].name_off, c->req.h[i].name_len);
 		md_add(c, ": ", 2);
-		md_add(c, hdr_val(&c->req, i), c->req.h[i].val_len);
+		md_add(c, proxy_head_val(&c->req, i), c->req.h[i].val_len);
 		md_add(c, "\r\n", 2);
 	}
 	md_add(c, "\r\n", 2);
 }
 
-void hold_body(struct conn *c, const char *at, size_t len)
+void proxy_hold_body(struct conn *c, const char *at, size_t len)
 {
 	size_t room = sizeof(c->hold_raw) - c->hold_raw_n, k = len < room ? len : room;
 
@@ -52,7 +52,7 @@ void hold_body(struct conn *c, const char *at, size_t len)
 	c->hold_raw_n += k;
 }
 
-void hold_end(struct conn *c)
+void proxy_hold_end(struct conn *c)
 {
 	EVP_MD_CTX_free(c->hold_md);
 	c->hold_md = NULL;
@@ -110,7 +110,7 @@ static void summarize(const struct conn *c, char *out, size_t len)
 	out[i] = '\0';
 }
 
-int hold_decide(struct conn *c)
+int proxy_hold_decide(struct conn *c)
 {
 	static const char hexd[] = "0123456789abcdef";
 	char refs[HOLD_MAX_REFS][300], summary[256], sha[2 * EVP_MAX_MD_SIZE + 1] = "";
@@ -140,15 +140,15 @@ int hold_decide(struct conn *c)
 		if (n_refs >= 0 && d.verdict == VERDICT_ALLOW)
 			return 0; /* no rule covers these refs */
 		if (d.verdict == VERDICT_DENY) {
-			set_err(c, 403, "%s", d.why);
+			proxy_fail(c, 403, "%s", d.why);
 			return -1;
 		}
 		if (d.verdict == VERDICT_APPROVAL)
 			snprintf(c->rule, sizeof(c->rule), "%s", d.rule);
-		c->layer = layer_name(LAYER_APPROVAL);
+		c->layer = decide_layer_name(LAYER_APPROVAL);
 	}
 	if (!c->cfg->approvals) {
-		set_err(c, 403, "needs approval (%s), and this broker takes none", c->rule);
+		proxy_fail(c, 403, "needs approval (%s), and this broker takes none", c->rule);
 		return -1;
 	}
 	if (c->hold_md && EVP_DigestFinal_ex(c->hold_md, md, &mdlen) == 1)
@@ -176,10 +176,10 @@ int hold_decide(struct conn *c)
 			     c->cfg->policy ? c->cfg->policy->approval_ttl_seconds
 					    : POLICY_DEFAULT_APPROVAL_TTL,
 			     c->approval_id, reason, sizeof(reason));
-	c->layer = layer_name(LAYER_APPROVAL);
+	c->layer = decide_layer_name(LAYER_APPROVAL);
 	if (out == APPROVAL_APPROVED)
 		return 0;
-	set_err(c, 403, "approval %s %s: %s", c->approval_id,
-		out == APPROVAL_EXPIRED ? "expired" : "denied", reason);
+	proxy_fail(c, 403, "approval %s %s: %s", c->approval_id,
+		   out == APPROVAL_EXPIRED ? "expired" : "denied", reason);
 	return -1;
 }

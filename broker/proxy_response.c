@@ -21,7 +21,7 @@
  * neither chunk sizes nor timing follow the compressed stream's reads). */
 static int out_write(struct conn *c, const void *b, size_t n)
 {
-	return c->dec ? decode_defer(c, b, n) : client_write(c, b, n);
+	return c->dec ? proxy_decode_defer(c, b, n) : proxy_io_client_write(c, b, n);
 }
 
 static int obuf_put(void *arg, const uint8_t *b, size_t n)
@@ -70,7 +70,8 @@ static int rp_status(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = CONN(p);
 
-	return c->resp.url_len + len > 256 ? -1 : head_append(&c->resp, at, len, &c->resp.url_len);
+	return c->resp.url_len + len > 256 ? -1
+					   : proxy_head_append(&c->resp, at, len, &c->resp.url_len);
 }
 
 static int rp_field(http_parser *p, const char *at, size_t len)
@@ -79,17 +80,17 @@ static int rp_field(http_parser *p, const char *at, size_t len)
 
 	if (!c->resp.n && !c->resp.in_value)
 		c->resp.used++; /* keep the status text's NUL */
-	return on_hfield(&c->resp, at, len) ? -1 : 0;
+	return proxy_head_field(&c->resp, at, len) ? -1 : 0;
 }
 
 static int rp_value(http_parser *p, const char *at, size_t len)
 {
-	return on_hvalue(&CONN(p)->resp, at, len);
+	return proxy_head_value(&CONN(p)->resp, at, len);
 }
 
 static int rp_begin(http_parser *p)
 {
-	head_reset(&CONN(p)->resp);
+	proxy_head_reset(&CONN(p)->resp);
 	return 0;
 }
 
@@ -120,7 +121,7 @@ static int head_ok(const struct head *h)
 	for (i = 0; i < h->n; i++) {
 		const char *name = h->arena + h->h[i].name_off;
 
-		if (!h->h[i].name_len || !text_ok(hdr_val(h, i), h->h[i].val_len))
+		if (!h->h[i].name_len || !text_ok(proxy_head_val(h, i), h->h[i].val_len))
 			return 0;
 		for (k = 0; k < h->h[i].name_len; k++)
 			if (!isalnum((unsigned char)name[k]) &&
@@ -130,10 +131,10 @@ static int head_ok(const struct head *h)
 	return 1;
 }
 
-static int sb_put(void *arg, const uint8_t *b, size_t n)
+static int put_secbuf(void *arg, const uint8_t *b, size_t n)
 {
-	sb_add(arg, b, n);
-	return ((struct sb *)arg)->oom ? -ENOMEM : 0;
+	secbuf_add(arg, b, n);
+	return ((struct secbuf *)arg)->oom ? -ENOMEM : 0;
 }
 
 /* One header field of the response, scrubbed. A field whose name holds a secret is dropped:
@@ -141,25 +142,25 @@ static int sb_put(void *arg, const uint8_t *b, size_t n)
 static int put_field(struct conn *c, size_t i)
 {
 	size_t before = c->scrub.replaced;
-	struct sb name = { 0 };
+	struct secbuf name = { 0 };
 	int rc;
 
 	rc = scrub_feed(&c->scrub, (const uint8_t *)c->resp.arena + c->resp.h[i].name_off,
-			c->resp.h[i].name_len, sb_put, &name) ||
-	     scrub_flush(&c->scrub, sb_put, &name);
+			c->resp.h[i].name_len, put_secbuf, &name) ||
+	     scrub_flush(&c->scrub, put_secbuf, &name);
 	if (!rc && c->scrub.replaced == before)
 		rc = obuf_put(c, (const uint8_t *)name.b, name.n) ||
 		     obuf_put(c, (const uint8_t *)": ", 2) ||
-		     scrub_feed(&c->scrub, (const uint8_t *)hdr_val(&c->resp, i),
+		     scrub_feed(&c->scrub, (const uint8_t *)proxy_head_val(&c->resp, i),
 				c->resp.h[i].val_len, obuf_put, c) ||
 		     scrub_flush(&c->scrub, obuf_put, c) || obuf_put(c, (const uint8_t *)"\r\n", 2);
-	sb_wipe(&name);
+	secbuf_wipe(&name);
 	return rc ? -1 : 0;
 }
 
 static int rp_headers(http_parser *p)
 {
-	/* Content-Encoding: what is relayed is never encoded (decode_plan). */
+	/* Content-Encoding: what is relayed is never encoded (proxy_decode_plan). */
 	static const char *const drop[] = { "connection",	 "keep-alive",
 					    "transfer-encoding", "content-length",
 					    "proxy-connection",	 "proxy-authenticate",
@@ -170,15 +171,15 @@ static int rp_headers(http_parser *p)
 	size_t i, j;
 	int l;
 
-	if (head_done(&c->resp))
+	if (proxy_head_done(&c->resp))
 		return -1;
 	if (p->status_code < 200) /* interim responses are not forwarded */
 		return 0;
 	if (!head_ok(&c->resp)) {
-		set_err(c, 502, "upstream %s sent a malformed response head", c->host);
+		proxy_fail(c, 502, "upstream %s sent a malformed response head", c->host);
 		return -1;
 	}
-	if (decode_plan(c, !resp_no_body(c, p->status_code)) < 0)
+	if (proxy_decode_plan(c, !resp_no_body(c, p->status_code)) < 0)
 		return -1;
 	/* A decoded response starts only when it is complete (nothing has gone out yet). */
 	c->resp_started = !c->dec;
@@ -192,7 +193,7 @@ static int rp_headers(http_parser *p)
 	    scrub_flush(&c->scrub, obuf_put, c) || obuf_put(c, (const uint8_t *)"\r\n", 2))
 		return -1;
 	for (i = 0; i < c->resp.n; i++) {
-		for (j = 0; drop[j] && !hdr_is(&c->resp, i, drop[j]); j++)
+		for (j = 0; drop[j] && !proxy_head_is(&c->resp, i, drop[j]); j++)
 			;
 		if (drop[j])
 			continue;
@@ -232,7 +233,7 @@ static int rp_body(http_parser *p, const char *at, size_t len)
 	/* Decoded bytes are framed in full 16 KiB chunks only: sizes follow the decoded length,
 	 * never where the compressed reads ended. */
 	if (c->dec)
-		return decode_feed(c, (const uint8_t *)at, len, decoded) ? -1 : 0;
+		return proxy_decode_feed(c, (const uint8_t *)at, len, decoded) ? -1 : 0;
 	if (scrub_feed(&c->scrub, (const uint8_t *)at, len, obuf_put, c) || obuf_chunk(c))
 		return -1;
 	return 0;
@@ -244,7 +245,7 @@ static int rp_complete(http_parser *p)
 
 	if (!c->resp_headed) /* an interim 1xx: the real response follows */
 		return 0;
-	if (c->dec && decode_finish(c))
+	if (c->dec && proxy_decode_finish(c))
 		return -1;
 	if (scrub_flush(&c->scrub, obuf_put, c) || obuf_chunk(c))
 		return -1;
@@ -252,7 +253,7 @@ static int rp_complete(http_parser *p)
 		return -1;
 	if (c->dec) {
 		c->resp_started = 1;
-		if (decode_release(c))
+		if (proxy_decode_release(c))
 			return -1;
 	}
 	c->resp_done = 1;
@@ -281,14 +282,15 @@ static int relay(struct conn *c)
 	c->up_keep = 0;
 	c->resp_headed = 0;
 	while (!c->resp_done) {
-		ssize_t n = up_read(c, buf, sizeof(buf));
+		ssize_t n = proxy_io_up_read(c, buf, sizeof(buf));
 		size_t done;
 
 		if (n < 0 || (n == 0 && !got)) {
 			if (!got && c->up_reused)
 				return -EAGAIN;
 			if (!c->resp_started)
-				set_err(c, 502,
+				proxy_fail(
+					c, 502,
 					c->dec ? "upstream %s closed before its compressed answer "
 						 "was complete"
 					       : "upstream %s closed or failed before answering",
@@ -305,8 +307,9 @@ static int relay(struct conn *c)
 		}
 		if (HTTP_PARSER_ERRNO(&c->rp) != HPE_OK || n == 0) {
 			if (!c->resp_started)
-				set_err(c, 502, "upstream %s sent a malformed response (%s)",
-					c->host, http_errno_description(HTTP_PARSER_ERRNO(&c->rp)));
+				proxy_fail(c, 502, "upstream %s sent a malformed response (%s)",
+					   c->host,
+					   http_errno_description(HTTP_PARSER_ERRNO(&c->rp)));
 			return -EIO;
 		}
 	}
@@ -315,10 +318,10 @@ static int relay(struct conn *c)
 
 /* Relays one response. Returns 0, -EAGAIN when a reused upstream connection closed before
  * answering (the caller may resend), or -EIO. */
-int relay_response(struct conn *c)
+int proxy_response_relay(struct conn *c)
 {
 	int rc = relay(c);
 
-	decode_free(c);
+	proxy_decode_free(c);
 	return rc;
 }

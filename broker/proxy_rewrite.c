@@ -16,7 +16,7 @@
 
 /* --- secrets ---------------------------------------------------------------------------- */
 
-const struct secret_slot *secret_get(struct conn *c, const struct rules_secret *s)
+const struct secret_slot *proxy_rewrite_secret(struct conn *c, const struct rules_secret *s)
 {
 	struct secret_slot *sl = &c->secrets[s - c->cfg->rules->secrets];
 
@@ -33,7 +33,7 @@ const struct secret_slot *secret_get(struct conn *c, const struct rules_secret *
 	return sl->state == 1 ? sl : NULL;
 }
 
-void secrets_wipe(struct conn *c)
+void proxy_rewrite_wipe(struct conn *c)
 {
 	size_t i;
 
@@ -48,44 +48,6 @@ void secrets_wipe(struct conn *c)
 
 /* --- request decision and rewriting ---------------------------------------------------------- */
 
-void sb_add(struct sb *s, const void *p, size_t n)
-{
-	if (s->oom)
-		return;
-	if (s->n + n + 1 > s->cap) {
-		size_t cap = (s->n + n + 1) * 2;
-		char *b = malloc(cap);
-
-		if (!b) {
-			s->oom = 1;
-			return;
-		}
-		if (s->b) {
-			memcpy(b, s->b, s->n);
-			OPENSSL_cleanse(s->b, s->cap);
-			free(s->b);
-		}
-		s->b = b;
-		s->cap = cap;
-	}
-	memcpy(s->b + s->n, p, n);
-	s->n += n;
-	s->b[s->n] = 0;
-}
-
-void sb_str(struct sb *s, const char *str)
-{
-	sb_add(s, str, strlen(str));
-}
-
-void sb_wipe(struct sb *s)
-{
-	if (s->b)
-		OPENSSL_cleanse(s->b, s->cap);
-	free(s->b);
-	memset(s, 0, sizeof(*s));
-}
-
 static size_t name_run(const char *t, size_t len)
 {
 	size_t i = 0;
@@ -99,8 +61,8 @@ static size_t name_run(const char *t, size_t len)
  * percent-encoded in the URL (PH_URL), checked for line breaks in a header (PH_HEADER), as
  * it is in a body (PH_BODY). A placeholder for a secret whose destinations do not
  * include this request blocks the whole request: that is the tripwire. */
-int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_t len,
-		 struct sb *out, int mode)
+int proxy_rewrite_placeholders(struct conn *c, const struct rules_req *q, const char *t, size_t len,
+			       struct secbuf *out, int mode)
 {
 	while (len) {
 		const char *at = memmem(t, len, RULES_PLACEHOLDER, RULES_PLACEHOLDER_N);
@@ -110,28 +72,28 @@ int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_
 
 		if (!at) {
 			if (out)
-				sb_add(out, t, len);
+				secbuf_add(out, t, len);
 			return 0;
 		}
 		if (out)
-			sb_add(out, t, (size_t)(at - t));
+			secbuf_add(out, t, (size_t)(at - t));
 		len -= (size_t)(at - t) + RULES_PLACEHOLDER_N;
 		t = at + RULES_PLACEHOLDER_N;
 		nl = name_run(t, len);
 		s = rules_find_secret(c->cfg->rules, t, nl);
 		if (!s || !rules_secret_match(s, q)) {
-			set_err(c, 403,
-				"tripwire: placeholder %s%.*s may only be sent to its own "
-				"destinations; request to %s blocked",
-				RULES_PLACEHOLDER, (int)(nl > 64 ? 64 : nl), t, q->host);
+			proxy_fail(c, 403,
+				   "tripwire: placeholder %s%.*s may only be sent to its own "
+				   "destinations; request to %s blocked",
+				   RULES_PLACEHOLDER, (int)(nl > 64 ? 64 : nl), t, q->host);
 			snprintf(c->rule, sizeof(c->rule), "tripwire:%.*s",
 				 (int)(nl > 64 ? 64 : nl), t);
 			return -1;
 		}
 		if (out) {
-			sl = secret_get(c, s);
+			sl = proxy_rewrite_secret(c, s);
 			if (!sl) {
-				set_err(c, 503, "secret %s is not available", s->name);
+				proxy_fail(c, 503, "secret %s is not available", s->name);
 				return -1;
 			}
 			if (mode == PH_URL) {
@@ -139,19 +101,19 @@ int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_
 
 				if (!e)
 					return -1;
-				sb_str(out, e);
+				secbuf_str(out, e);
 				OPENSSL_cleanse(e, strlen(e));
 				free(e);
 			} else {
 				for (i = 0; mode == PH_HEADER && i < sl->len; i++)
 					if (sl->val[i] == '\r' || sl->val[i] == '\n' ||
 					    !sl->val[i]) {
-						set_err(c, 502,
-							"secret %s cannot travel in a header",
-							s->name);
+						proxy_fail(c, 502,
+							   "secret %s cannot travel in a header",
+							   s->name);
 						return -1;
 					}
-				sb_add(out, sl->val, sl->len);
+				secbuf_add(out, sl->val, sl->len);
 			}
 		}
 		t += nl;
@@ -164,7 +126,7 @@ int placeholders(struct conn *c, const struct rules_req *q, const char *t, size_
  * normalised: dot segments (also "..;x", which servlet containers read as ".."), encoded dots,
  * slashes, backslashes or NULs (an upstream that decodes before it resolves would see other
  * segments), and backslashes. */
-int path_ok(const char *p, size_t len)
+int proxy_rewrite_path_ok(const char *p, size_t len)
 {
 	size_t i, seg = 0;
 
@@ -195,38 +157,45 @@ static int is_injected_field(const struct conn *c, const struct rules_secret **i
 	size_t k;
 
 	for (k = 0; k < n_inj; k++)
-		if (inj[k]->kind != RULES_INJECT_QUERY && hdr_is(&c->req, i, inj[k]->field))
+		if (inj[k]->kind != RULES_INJECT_QUERY && proxy_head_is(&c->req, i, inj[k]->field))
 			return 1;
-	return n_inj && (hdr_is(&c->req, i, "authorization") || hdr_is(&c->req, i, "cookie"));
+	return n_inj &&
+	       (proxy_head_is(&c->req, i, "authorization") || proxy_head_is(&c->req, i, "cookie"));
 }
 
-/* Builds the request for the upstream: origin-form target with placeholders replaced and the
- * query credential injected, filtered headers, injected headers, the body's framing. */
-int build_head(struct conn *c, const struct rules_req *q, const char *query, size_t qlen,
-	       const struct rules_secret **inj, size_t n_inj, struct sb *o)
+/* The value of secret S for injection, rendered by its rule's template (caller wipes and frees
+ * it); NULL, with the reason set where there is one to give, when it cannot be. */
+static char *inject_value(struct conn *c, const struct rules_secret *s)
 {
-	static const char *const drop[] = { "host",
-					    "proxy-authorization",
-					    "proxy-connection",
-					    "connection",
-					    "keep-alive",
-					    "te",
-					    "trailer",
-					    "upgrade",
-					    "transfer-encoding",
-					    "content-length",
-					    "expect",
-					    "accept-encoding",
-					    NULL };
-	char line[400];
-	size_t i, j, k;
-	int first = 1, v6;
+	const struct secret_slot *sl = proxy_rewrite_secret(c, s);
+	char *r;
 
-	sb_str(o, c->method);
-	sb_str(o, " ");
-	if (placeholders(c, q, q->path, strlen(q->path), o, PH_URL))
+	if (!sl) {
+		proxy_fail(c, 503, "secret %s is not available", s->name);
+		return NULL;
+	}
+	r = rules_render(s, sl->val, sl->len);
+	if (!r && s->kind != RULES_INJECT_QUERY)
+		proxy_fail(c, 502, "secret %s cannot travel in a header", s->name);
+	return r;
+}
+
+static void wipe_str(char *r)
+{
+	OPENSSL_cleanse(r, strlen(r));
+	free(r);
+}
+
+/* The request line's target: the path with placeholders replaced, then the query — the guest's
+ * parameters minus any named like an injected one, then ours. */
+static int head_target(struct conn *c, const struct rules_req *q, const char *query, size_t qlen,
+		       const struct rules_secret **inj, size_t n_inj, struct secbuf *o)
+{
+	size_t i, j, k;
+	int first = 1;
+
+	if (proxy_rewrite_placeholders(c, q, q->path, strlen(q->path), o, PH_URL))
 		return -1;
-	/* Query: the guest's parameters minus any named like an injected one, then ours. */
 	for (i = 0; i < qlen;) {
 		const char *end = memchr(query + i, '&', qlen - i);
 		size_t pl = end ? (size_t)(end - (query + i)) : qlen - i, kl;
@@ -243,90 +212,126 @@ int build_head(struct conn *c, const struct rules_req *q, const char *query, siz
 			    !memcmp(inj[k]->field, query + i, kl))
 				dropped = 1;
 		if (pl && !dropped) {
-			sb_str(o, first ? "?" : "&");
+			secbuf_str(o, first ? "?" : "&");
 			first = 0;
-			if (placeholders(c, q, query + i, pl, o, PH_URL))
+			if (proxy_rewrite_placeholders(c, q, query + i, pl, o, PH_URL))
 				return -1;
 		}
 		i += pl + 1;
 	}
 	for (k = 0; k < n_inj; k++) {
-		const struct secret_slot *sl;
 		char *r;
 
 		if (inj[k]->kind != RULES_INJECT_QUERY)
 			continue;
-		sl = secret_get(c, inj[k]);
-		if (!sl) {
-			set_err(c, 503, "secret %s is not available", inj[k]->name);
+		if (!(r = inject_value(c, inj[k])))
 			return -1;
-		}
-		r = rules_render(inj[k], sl->val, sl->len);
-		if (!r)
-			return -1;
-		sb_str(o, first ? "?" : "&");
+		secbuf_str(o, first ? "?" : "&");
 		first = 0;
-		sb_str(o, inj[k]->field);
-		sb_str(o, "=");
-		sb_str(o, r);
-		OPENSSL_cleanse(r, strlen(r));
-		free(r);
+		secbuf_str(o, inj[k]->field);
+		secbuf_str(o, "=");
+		secbuf_str(o, r);
+		wipe_str(r);
 	}
+	return 0;
+}
+
+/* The version and Host: the destination the rule names, whatever the guest wrote. */
+static void head_host(const struct conn *c, struct secbuf *o)
+{
+	char line[400];
 	/* An IPv6 literal is bracketed in Host (RFC 3986 3.2.2), or its colons read as a port. */
-	v6 = strchr(c->dest->host, ':') != NULL;
+	int v6 = strchr(c->dest->host, ':') != NULL;
+
 	if (c->dest->port != rules_default_port(c->dest->scheme))
 		snprintf(line, sizeof(line), " HTTP/1.1\r\nHost: %s%s%s:%u\r\n", v6 ? "[" : "",
 			 c->dest->host, v6 ? "]" : "", c->dest->port);
 	else
 		snprintf(line, sizeof(line), " HTTP/1.1\r\nHost: %s%s%s\r\n", v6 ? "[" : "",
 			 c->dest->host, v6 ? "]" : "");
-	sb_str(o, line);
+	secbuf_str(o, line);
+}
+
+/* The guest's fields but those of the hop, the framing and the credentials, placeholders
+ * replaced; then the injected fields. */
+static int head_fields(struct conn *c, const struct rules_req *q, const struct rules_secret **inj,
+		       size_t n_inj, struct secbuf *o)
+{
+	static const char *const drop[] = { "host",
+					    "proxy-authorization",
+					    "proxy-connection",
+					    "connection",
+					    "keep-alive",
+					    "te",
+					    "trailer",
+					    "upgrade",
+					    "transfer-encoding",
+					    "content-length",
+					    "expect",
+					    "accept-encoding",
+					    NULL };
+	size_t i, j, k;
+
 	for (i = 0; i < c->req.n; i++) {
-		for (j = 0; drop[j] && !hdr_is(&c->req, i, drop[j]); j++)
+		for (j = 0; drop[j] && !proxy_head_is(&c->req, i, drop[j]); j++)
 			;
 		if (drop[j] || is_injected_field(c, inj, n_inj, i))
 			continue;
-		sb_add(o, c->req.arena + c->req.h[i].name_off, c->req.h[i].name_len);
-		sb_str(o, ": ");
-		if (placeholders(c, q, hdr_val(&c->req, i), c->req.h[i].val_len, o, PH_HEADER))
+		secbuf_add(o, c->req.arena + c->req.h[i].name_off, c->req.h[i].name_len);
+		secbuf_str(o, ": ");
+		if (proxy_rewrite_placeholders(c, q, proxy_head_val(&c->req, i),
+					       c->req.h[i].val_len, o, PH_HEADER))
 			return -1;
-		sb_str(o, "\r\n");
+		secbuf_str(o, "\r\n");
 	}
 	for (k = 0; k < n_inj; k++) {
-		const struct secret_slot *sl;
 		char *r;
 
 		if (inj[k]->kind == RULES_INJECT_QUERY)
 			continue;
-		sl = secret_get(c, inj[k]);
-		if (!sl) {
-			set_err(c, 503, "secret %s is not available", inj[k]->name);
+		if (!(r = inject_value(c, inj[k])))
 			return -1;
-		}
-		r = rules_render(inj[k], sl->val, sl->len);
-		if (!r) {
-			set_err(c, 502, "secret %s cannot travel in a header", inj[k]->name);
-			return -1;
-		}
-		sb_str(o, inj[k]->field);
-		sb_str(o, ": ");
-		sb_str(o, r);
-		sb_str(o, "\r\n");
-		OPENSSL_cleanse(r, strlen(r));
-		free(r);
+		secbuf_str(o, inj[k]->field);
+		secbuf_str(o, ": ");
+		secbuf_str(o, r);
+		secbuf_str(o, "\r\n");
+		wipe_str(r);
 	}
+	return 0;
+}
+
+/* What the broker itself says about the body and the answer it takes. */
+static void head_framing(const struct conn *c, struct secbuf *o)
+{
+	char line[64];
+
 	/* Only bytes the scrubber can read come back: no compression (proxy_response.c decodes
 	 * or refuses what an upstream sends anyway). */
-	sb_str(o, "Accept-Encoding: identity\r\n");
-	/* A held body's length is known only at its end (body_finish). */
+	secbuf_str(o, "Accept-Encoding: identity\r\n");
+	/* A held body's length is known only at its end (proxy_body_finish). */
 	if (c->body_mode == BODY_CHUNKED)
-		sb_str(o, "Transfer-Encoding: chunked\r\n");
+		secbuf_str(o, "Transfer-Encoding: chunked\r\n");
 	else if (c->body_mode == BODY_STREAM) {
 		snprintf(line, sizeof(line), "Content-Length: %llu\r\n",
 			 (unsigned long long)c->rq.content_length);
-		sb_str(o, line);
+		secbuf_str(o, line);
 	}
 	if (c->body_mode != BODY_BUFFER)
-		sb_str(o, "\r\n");
+		secbuf_str(o, "\r\n");
+}
+
+/* Builds the request for the upstream: origin-form target with placeholders replaced and the
+ * query credential injected, filtered headers, injected headers, the body's framing. */
+int proxy_rewrite_head(struct conn *c, const struct rules_req *q, const char *query, size_t qlen,
+		       const struct rules_secret **inj, size_t n_inj, struct secbuf *o)
+{
+	secbuf_str(o, c->method);
+	secbuf_str(o, " ");
+	if (head_target(c, q, query, qlen, inj, n_inj, o))
+		return -1;
+	head_host(c, o);
+	if (head_fields(c, q, inj, n_inj, o))
+		return -1;
+	head_framing(c, o);
 	return o->oom ? -1 : 0;
 }

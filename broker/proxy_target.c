@@ -11,7 +11,7 @@
 #include "broker/hostname.h"
 #include "lib/agent_proto.h"
 
-void proxy_log_target(struct conn *c, const char *scheme, int port, const char *path)
+void proxy_target_log(struct conn *c, const char *scheme, int port, const char *path)
 {
 	const char *open = strchr(c->host, ':') ? "[" : "", *close = *open ? "]" : "";
 	size_t i;
@@ -32,7 +32,7 @@ static int take_host(struct conn *c, const char *h, size_t len)
 	const char *why;
 
 	if (hostname_canon(h, len, c->host, &why)) {
-		set_err(c, 400, "bad host in the request: %s", why);
+		proxy_fail(c, 400, "bad host in the request: %s", why);
 		return -1;
 	}
 	return 0;
@@ -49,11 +49,11 @@ int proxy_target(struct conn *c, const char *url, char scheme[8], int *port,
 
 	http_parser_url_init(&u);
 	if (http_parser_parse_url(url, c->req.url_len, 0, &u)) {
-		set_err(c, 400, "malformed request target");
+		proxy_fail(c, 400, "malformed request target");
 		return -1;
 	}
 	if (u.field_set & (1 << UF_USERINFO)) {
-		set_err(c, 400, "credentials in the URL are not accepted");
+		proxy_fail(c, 400, "credentials in the URL are not accepted");
 		return -1;
 	}
 	if (u.field_set & (1 << UF_PATH)) {
@@ -68,7 +68,7 @@ int proxy_target(struct conn *c, const char *url, char scheme[8], int *port,
 	}
 	if (c->cl_ssl) {
 		if (u.field_set & ((1 << UF_SCHEMA) | (1 << UF_HOST))) {
-			set_err(c, 400, "requests in a tunnel use origin form (/path)");
+			proxy_fail(c, 400, "requests in a tunnel use origin form (/path)");
 			return -1;
 		}
 		strcpy(scheme, "https");
@@ -85,18 +85,18 @@ int proxy_target(struct conn *c, const char *url, char scheme[8], int *port,
 		return 1;
 	}
 	if (!(u.field_set & (1 << UF_SCHEMA)) || !(u.field_set & (1 << UF_HOST))) {
-		set_err(c, 400, "the proxy needs an absolute URL (http://host/path)");
+		proxy_fail(c, 400, "the proxy needs an absolute URL (http://host/path)");
 		return -1;
 	}
 	if (u.field_data[UF_SCHEMA].len > 5) {
-		set_err(c, 400, "only http:// and https:// URLs are proxied");
+		proxy_fail(c, 400, "only http:// and https:// URLs are proxied");
 		return -1;
 	}
 	for (i = 0; i < u.field_data[UF_SCHEMA].len; i++)
 		scheme[i] = (char)tolower((unsigned char)url[u.field_data[UF_SCHEMA].off + i]);
 	scheme[i] = 0;
 	if (strcmp(scheme, "http") && strcmp(scheme, "https")) {
-		set_err(c, 400, "only http:// and https:// URLs are proxied");
+		proxy_fail(c, 400, "only http:// and https:// URLs are proxied");
 		return -1;
 	}
 	if (take_host(c, url + u.field_data[UF_HOST].off, u.field_data[UF_HOST].len))
@@ -105,7 +105,7 @@ int proxy_target(struct conn *c, const char *url, char scheme[8], int *port,
 	if (u.field_set & (1 << UF_PORT)) {
 		*port = u.port;
 		if (!*port) {
-			set_err(c, 400, "port 0 in the URL");
+			proxy_fail(c, 400, "port 0 in the URL");
 			return -1;
 		}
 	}
@@ -113,13 +113,13 @@ int proxy_target(struct conn *c, const char *url, char scheme[8], int *port,
 }
 
 /* CONNECT host:port: the host into c->host (canonical), the port into c->tun_port. */
-int proxy_connect_target(struct conn *c, const char *url, size_t len)
+int proxy_target_connect(struct conn *c, const char *url, size_t len)
 {
 	struct http_parser_url u;
 
 	http_parser_url_init(&u);
 	if (http_parser_parse_url(url, len, 1, &u) || !u.port) {
-		set_err(c, 400, "CONNECT needs host:port");
+		proxy_fail(c, 400, "CONNECT needs host:port");
 		return -1;
 	}
 	if (take_host(c, url + u.field_data[UF_HOST].off, u.field_data[UF_HOST].len))
@@ -130,7 +130,7 @@ int proxy_connect_target(struct conn *c, const char *url, size_t len)
 
 /* 1 when the Host header value HV names the canonical HOST and PORT (the port may be left
  * out). The name in it is canonicalised the same way as the URL's. */
-int proxy_host_header_ok(const char *hv, const char *host, int port)
+int proxy_target_host_ok(const char *hv, const char *host, int port)
 {
 	char canon[HOSTNAME_MAX + 1];
 	const char *end, *colon, *why;

@@ -13,30 +13,30 @@
 
 /* CONNECT host:port — allowed when an https rule names that host and port; the request
  * lines inside the tunnel are then decided one by one like any other. */
-int proxy_connect(struct conn *c)
+int proxy_tunnel_connect(struct conn *c)
 {
 	snprintf(c->rule, sizeof(c->rule), "connect");
 	/* Nothing may follow a CONNECT until its tunnel starts. */
 	reqcheck_no_more(&c->rc);
 	if (c->cl_ssl) {
-		set_err(c, 400, "CONNECT inside a tunnel");
+		proxy_fail(c, 400, "CONNECT inside a tunnel");
 		return -1;
 	}
-	if (proxy_connect_target(c, c->req.arena + c->req.url_off, c->req.url_len))
+	if (proxy_target_connect(c, c->req.arena + c->req.url_off, c->req.url_len))
 		return -1;
 	c->port = c->tun_port;
-	proxy_log_target(c, "https", c->tun_port, "");
+	proxy_target_log(c, "https", c->tun_port, "");
 	if (!c->cfg->mitm) {
-		set_err(c, 501, "CONNECT is not available: this broker has no session CA");
+		proxy_fail(c, 501, "CONNECT is not available: this broker has no session CA");
 		return -1;
 	}
 	struct decision d;
 
 	decide_connect(c->cfg->policy, c->cfg->rules, c->host, c->tun_port, &d);
 	snprintf(c->rule, sizeof(c->rule), "%s", d.rule);
-	c->layer = layer_name(d.layer);
+	c->layer = decide_layer_name(d.layer);
 	if (d.verdict != VERDICT_ALLOW) {
-		set_err(c, 403, "%s", d.why);
+		proxy_fail(c, 403, "%s", d.why);
 		return -1;
 	}
 	snprintf(c->tun_host, sizeof(c->tun_host), "%s", c->host);
@@ -57,18 +57,18 @@ int proxy_tunnel_start(struct conn *c, int early_bytes)
 
 	c->connect_ok = 0;
 	if (early_bytes) {
-		set_err(c, 400, "bytes sent before the CONNECT was answered");
+		proxy_fail(c, 400, "bytes sent before the CONNECT was answered");
 		return -1;
 	}
-	ctx = mitm_leaf_ctx(c->cfg->mitm, c->tun_host, why, sizeof(why));
+	ctx = mitm_ca_leaf_ctx(c->cfg->mitm, c->tun_host, why, sizeof(why));
 	if (!ctx) {
-		set_err(c, 502, "%s", why);
+		proxy_fail(c, 502, "%s", why);
 		return -1;
 	}
 	c->cl_ssl = SSL_new(ctx);
 	SSL_CTX_free(ctx);
 	if (!c->cl_ssl || SSL_set_fd(c->cl_ssl, c->fd) != 1) {
-		set_err(c, 502, "cannot set up TLS toward the guest");
+		proxy_fail(c, 502, "cannot set up TLS toward the guest");
 		return -1;
 	}
 	/* The 200 goes out in clear: the guest's TLS starts after it. */
@@ -76,7 +76,7 @@ int proxy_tunnel_start(struct conn *c, int early_bytes)
 		SSL *tls = c->cl_ssl;
 
 		c->cl_ssl = NULL;
-		if (client_write(c, ok, sizeof(ok) - 1) || client_flush(c)) {
+		if (proxy_io_client_write(c, ok, sizeof(ok) - 1) || proxy_io_client_flush(c)) {
 			SSL_free(tls);
 			return -1;
 		}
@@ -93,7 +93,7 @@ int proxy_tunnel_start(struct conn *c, int early_bytes)
 		ERR_clear_error();
 		SSL_free(c->cl_ssl);
 		c->cl_ssl = NULL;
-		proxy_log(c, 502);
+		proxy_audit_log(c, 502);
 		return -1;
 	}
 	c->resp_started = 0;
@@ -102,11 +102,11 @@ int proxy_tunnel_start(struct conn *c, int early_bytes)
 	if (is_ip ? sni != NULL
 		  : !sni || hostname_canon(sni, strlen(sni), sni_canon, &bad) ||
 			    strcmp(sni_canon, c->tun_host)) {
-		set_err(c, 400, "the TLS server name (%.64s) does not match the CONNECT host %s",
-			sni ? sni : "none", c->tun_host);
+		proxy_fail(c, 400, "the TLS server name (%.64s) does not match the CONNECT host %s",
+			   sni ? sni : "none", c->tun_host);
 		snprintf(c->rule, sizeof(c->rule), "sni-mismatch");
 		return -1;
 	}
-	proxy_log(c, 200);
+	proxy_audit_log(c, 200);
 	return 0;
 }

@@ -4,11 +4,12 @@
 #include "broker/rules_internal.h"
 
 #include "broker/hostname.h"
+#include "lib/errbuf.h"
+#include "lib/json_strict.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,18 +21,6 @@
 
 _Static_assert(HOSTNAME_MAX == RULES_HOST_MAX, "a rule's host holds any canonical host name");
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 int rules_default_port(enum rules_scheme s)
 {
 	return s == RULES_HTTPS ? 443 : 80;
@@ -40,21 +29,9 @@ int rules_default_port(enum rules_scheme s)
 int rules_check_keys(json_t *o, const char *const *allowed, const char *where, char *err,
 		     size_t errlen)
 {
-	const char *k;
-	json_t *v;
+	const char *k = json_strict_unknown(o, allowed);
 
-	json_object_foreach(o, k, v)
-	{
-		size_t i;
-
-		(void)v;
-		for (i = 0; allowed[i]; i++)
-			if (!strcmp(allowed[i], k))
-				break;
-		if (!allowed[i])
-			return fail(err, errlen, "%s: unknown key \"%s\"", where, k);
-	}
-	return 0;
+	return k ? errbuf_fail(err, errlen, -1, "%s: unknown key \"%s\"", where, k) : 0;
 }
 
 static int token_char(int c)
@@ -92,39 +69,42 @@ static int parse_dest(json_t *o, struct rules_dest *d, const char *where, char *
 
 	memset(d, 0, sizeof(*d));
 	if (!json_is_object(o))
-		return fail(err, errlen, "%s: a destination must be an object", where);
+		return errbuf_fail(err, errlen, -1, "%s: a destination must be an object", where);
 	if (rules_check_keys(o, keys, where, err, errlen))
 		return -1;
 	v = json_object_get(o, "scheme");
 	if (!json_is_string(v) ||
 	    (strcmp(json_string_value(v), "https") && strcmp(json_string_value(v), "http")))
-		return fail(err, errlen, "%s: \"scheme\" must be \"https\" or \"http\"", where);
+		return errbuf_fail(err, errlen, -1, "%s: \"scheme\" must be \"https\" or \"http\"",
+				   where);
 	d->scheme = strcmp(json_string_value(v), "https") ? RULES_HTTP : RULES_HTTPS;
 	v = json_object_get(o, "host");
 	if (!json_is_string(v))
-		return fail(err, errlen, "%s: \"host\" must be a host name or address", where);
+		return errbuf_fail(err, errlen, -1, "%s: \"host\" must be a host name or address",
+				   where);
 	/* Stored canonical: every comparison (policy, requests, CONNECT, SNI) is exact. */
 	if (hostname_canon(json_string_value(v), json_string_length(v), d->host, &why))
-		return fail(err, errlen, "%s: \"host\" \"%.64s\": %s", where, json_string_value(v),
-			    why);
+		return errbuf_fail(err, errlen, -1, "%s: \"host\" \"%.64s\": %s", where,
+				   json_string_value(v), why);
 	v = json_object_get(o, "port");
 	if (!v)
 		d->port = (uint16_t)rules_default_port(d->scheme);
 	else if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 65536)
 		d->port = (uint16_t)json_integer_value(v);
 	else
-		return fail(err, errlen, "%s: \"port\" must be 1..65535", where);
+		return errbuf_fail(err, errlen, -1, "%s: \"port\" must be 1..65535", where);
 	d->method = dup_str(o, "method", &bad);
 	d->path_prefix = dup_str(o, "path_prefix", &bad);
 	if (bad || (d->path_prefix && d->path_prefix[0] != '/'))
-		return fail(err, errlen,
-			    "%s: \"method\"/\"path_prefix\" must be non-empty strings, "
-			    "the prefix starting with '/'",
-			    where);
+		return errbuf_fail(err, errlen, -1,
+				   "%s: \"method\"/\"path_prefix\" must be non-empty strings, "
+				   "the prefix starting with '/'",
+				   where);
 	a = json_object_get(o, "allow_addresses");
 	if (a && (!json_is_array(a) || json_array_size(a) > RULES_ADDRS_MAX))
-		return fail(err, errlen, "%s: \"allow_addresses\" must be an array of at most %d",
-			    where, RULES_ADDRS_MAX);
+		return errbuf_fail(err, errlen, -1,
+				   "%s: \"allow_addresses\" must be an array of at most %d", where,
+				   RULES_ADDRS_MAX);
 	json_array_foreach(a, i, v)
 	{
 		struct sockaddr_storage *ss = &d->addrs[d->n_addrs];
@@ -136,7 +116,8 @@ static int parse_dest(json_t *o, struct rules_dest *d, const char *where, char *
 		else if (inet_pton(AF_INET6, s, &((struct sockaddr_in6 *)ss)->sin6_addr) == 1)
 			ss->ss_family = AF_INET6;
 		else
-			return fail(err, errlen, "%s: \"%s\" is not an IP address", where, s);
+			return errbuf_fail(err, errlen, -1, "%s: \"%s\" is not an IP address",
+					   where, s);
 		d->n_addrs++;
 	}
 	return 0;
@@ -155,10 +136,10 @@ static int parse_dests(json_t *a, struct rules_dest **out, size_t *n, const char
 	size_t i;
 
 	if (!json_is_array(a))
-		return fail(err, errlen, "%s: destinations must be an array", where);
+		return errbuf_fail(err, errlen, -1, "%s: destinations must be an array", where);
 	*out = calloc(json_array_size(a) + 1, sizeof(**out));
 	if (!*out)
-		return fail(err, errlen, "out of memory");
+		return errbuf_fail(err, errlen, -1, "out of memory");
 	json_array_foreach(a, i, v)
 	{
 		char w[128];
@@ -181,7 +162,7 @@ static int parse_inject(json_t *o, struct rules_secret *s, const char *where, ch
 	const char *p;
 
 	if (!json_is_object(o))
-		return fail(err, errlen, "%s: \"inject\" must be an object", where);
+		return errbuf_fail(err, errlen, -1, "%s: \"inject\" must be an object", where);
 	if (rules_check_keys(o, keys, where, err, errlen))
 		return -1;
 	if (json_object_get(o, "header")) {
@@ -189,33 +170,36 @@ static int parse_inject(json_t *o, struct rules_secret *s, const char *where, ch
 		s->field = dup_str(o, "header", &bad);
 		s->template = dup_str(o, "value", &bad);
 		if (bad || !s->template || json_object_size(o) != 2)
-			return fail(err, errlen,
-				    "%s: header injection needs \"header\" and \"value\"", where);
+			return errbuf_fail(err, errlen, -1,
+					   "%s: header injection needs \"header\" and \"value\"",
+					   where);
 		for (p = s->field; *p; p++)
 			if (!token_char((unsigned char)*p))
-				return fail(err, errlen, "%s: bad header name", where);
+				return errbuf_fail(err, errlen, -1, "%s: bad header name", where);
 		p = strstr(s->template, "{}");
 		if (!p || strstr(p + 2, "{}") || strpbrk(s->template, "\r\n"))
-			return fail(err, errlen,
-				    "%s: \"value\" must hold exactly one {} and no "
-				    "line break",
-				    where);
+			return errbuf_fail(err, errlen, -1,
+					   "%s: \"value\" must hold exactly one {} and no "
+					   "line break",
+					   where);
 	} else if (json_object_get(o, "basic")) {
 		s->kind = RULES_INJECT_BASIC;
 		s->field = strdup("Authorization");
 		s->template = dup_str(o, "basic", &bad);
 		if (bad || !s->field || json_object_size(o) != 1 || strchr(s->template, ':') ||
 		    strpbrk(s->template, "\r\n"))
-			return fail(err, errlen, "%s: \"basic\" must be a user name without ':'",
-				    where);
+			return errbuf_fail(err, errlen, -1,
+					   "%s: \"basic\" must be a user name without ':'", where);
 	} else if (json_object_get(o, "query")) {
 		s->kind = RULES_INJECT_QUERY;
 		s->field = dup_str(o, "query", &bad);
 		if (bad || json_object_size(o) != 1 || strpbrk(s->field, "&=#?% \r\n"))
-			return fail(err, errlen, "%s: \"query\" must be a parameter name", where);
+			return errbuf_fail(err, errlen, -1,
+					   "%s: \"query\" must be a parameter name", where);
 	} else {
-		return fail(err, errlen, "%s: \"inject\" needs \"header\", \"basic\" or \"query\"",
-			    where);
+		return errbuf_fail(err, errlen, -1,
+				   "%s: \"inject\" needs \"header\", \"basic\" or \"query\"",
+				   where);
 	}
 	return 0;
 }
@@ -229,17 +213,18 @@ static int parse_secret(json_t *o, struct rules_secret *s, const char *where, ch
 	size_t i;
 
 	if (!json_is_object(o))
-		return fail(err, errlen, "%s: a secret must be an object", where);
+		return errbuf_fail(err, errlen, -1, "%s: a secret must be an object", where);
 	if (rules_check_keys(o, keys, where, err, errlen))
 		return -1;
 	v = json_object_get(o, "name");
 	n = json_is_string(v) ? json_string_value(v) : "";
 	if (!*n || strlen(n) > RULES_NAME_MAX)
-		return fail(err, errlen, "%s: \"name\" must be 1..%d characters", where,
-			    RULES_NAME_MAX);
+		return errbuf_fail(err, errlen, -1, "%s: \"name\" must be 1..%d characters", where,
+				   RULES_NAME_MAX);
 	for (i = 0; n[i]; i++)
 		if (!isalnum((unsigned char)n[i]) && n[i] != '_')
-			return fail(err, errlen, "%s: \"name\" may hold only A-Z a-z 0-9 _", where);
+			return errbuf_fail(err, errlen, -1,
+					   "%s: \"name\" may hold only A-Z a-z 0-9 _", where);
 	strcpy(s->name, n);
 	if (parse_inject(json_object_get(o, "inject"), s, where, err, errlen))
 		return -1;
@@ -247,7 +232,8 @@ static int parse_secret(json_t *o, struct rules_secret *s, const char *where, ch
 			errlen))
 		return -1;
 	if (!s->n_dests)
-		return fail(err, errlen, "%s: a secret needs at least one destination", where);
+		return errbuf_fail(err, errlen, -1, "%s: a secret needs at least one destination",
+				   where);
 	return 0;
 }
 
@@ -262,21 +248,21 @@ int rules_load_json(struct rules *r, const char *json, char *err, size_t errlen)
 	memset(r, 0, sizeof(*r));
 	root = json_loads(json, JSON_REJECT_DUPLICATES, &je);
 	if (!root)
-		return fail(err, errlen, "line %d: %s", je.line, je.text);
+		return errbuf_fail(err, errlen, -1, "line %d: %s", je.line, je.text);
 	if (!json_is_object(root)) {
-		fail(err, errlen, "the rules must be a JSON object");
+		errbuf_fail(err, errlen, -1, "the rules must be a JSON object");
 		goto out;
 	}
 	if (rules_check_keys(root, keys, "rules", err, errlen))
 		goto out;
 	a = json_object_get(root, "secrets");
 	if (a && !json_is_array(a)) {
-		fail(err, errlen, "\"secrets\" must be an array");
+		errbuf_fail(err, errlen, -1, "\"secrets\" must be an array");
 		goto out;
 	}
 	r->secrets = calloc(json_array_size(a) + 1, sizeof(*r->secrets));
 	if (!r->secrets) {
-		fail(err, errlen, "out of memory");
+		errbuf_fail(err, errlen, -1, "out of memory");
 		goto out;
 	}
 	json_array_foreach(a, i, v)
@@ -290,8 +276,8 @@ int rules_load_json(struct rules *r, const char *json, char *err, size_t errlen)
 			goto out;
 		for (j = 0; j < i; j++)
 			if (!strcmp(r->secrets[j].name, r->secrets[i].name)) {
-				fail(err, errlen, "%s: secret \"%s\" named twice", w,
-				     r->secrets[i].name);
+				errbuf_fail(err, errlen, -1, "%s: secret \"%s\" named twice", w,
+					    r->secrets[i].name);
 				goto out;
 			}
 	}
@@ -316,14 +302,14 @@ int rules_load_file(struct rules *r, const char *path, char *err, size_t errlen)
 	int rc;
 
 	if (!f)
-		return fail(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return errbuf_fail(err, errlen, -1, "cannot open %s: %s", path, strerror(errno));
 	buf = malloc(1 << 20);
 	if (buf)
 		n = fread(buf, 1, (1 << 20) - 1, f);
 	if (!buf || !feof(f)) {
 		fclose(f);
 		free(buf);
-		return fail(err, errlen, "%s: unreadable or larger than 1 MiB", path);
+		return errbuf_fail(err, errlen, -1, "%s: unreadable or larger than 1 MiB", path);
 	}
 	fclose(f);
 	buf[n] = 0;

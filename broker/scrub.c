@@ -4,6 +4,7 @@
  * how many bytes came, not on whether they begin a secret. Only a complete match changes the
  * output: its bytes (and those of any match overlapping it) become one replacement. */
 #include "broker/scrub_internal.h"
+#include "broker/secbuf.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -218,15 +219,10 @@ int scrub_feed(struct scrub *s, const uint8_t *in, size_t n, scrub_out_fn out, v
 	if (!s->n_pats)
 		return out(arg, in, n);
 	if (held + n > s->hold_cap) {
-		uint8_t *h = malloc(held + n);
+		uint8_t *h = secbuf_regrow(s->hold, s->hold_cap, held, held + n);
 
 		if (!h)
 			return -ENOMEM;
-		if (s->hold) {
-			memcpy(h, s->hold, held);
-			OPENSSL_cleanse(s->hold, s->hold_cap);
-			free(s->hold);
-		}
 		s->hold = h;
 		s->hold_cap = held + n;
 	}

@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +17,6 @@
 /* The largest file a vault can be; vault_open reads no more. */
 #define FILE_MAX (VAULT_HDR_LEN + VAULT_PLAIN_MAX + VAULT_TAG_LEN)
 
-void vault_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* Seals plain under key with header template hdr (kdf and salt filled in), a fresh nonce,
  * and replaces the file. On success hdr holds the header now on disk. */
 static int seal_and_write(const char *path, unsigned char *hdr, const unsigned char *key,
@@ -38,7 +27,7 @@ static int seal_and_write(const char *path, unsigned char *hdr, const unsigned c
 	size_t flen = VAULT_HDR_LEN + plain_len + VAULT_TAG_LEN;
 	unsigned char *f = malloc(flen);
 	if (!f) {
-		vault_seterr(err, errlen, "out of memory writing vault %s", path);
+		errbuf_set(err, errlen, "out of memory writing vault %s", path);
 		return -ENOMEM;
 	}
 	memcpy(f, hdr, VAULT_HDR_LEN);
@@ -46,7 +35,7 @@ static int seal_and_write(const char *path, unsigned char *hdr, const unsigned c
 	if (RAND_bytes(f + 36, NONCE_LEN) != 1 ||
 	    vault_gcm(true, key, f, plain, plain_len, f + VAULT_HDR_LEN,
 		      f + VAULT_HDR_LEN + plain_len) < 0) {
-		vault_seterr(err, errlen, "cannot encrypt vault %s: %s", path, vault_ossl_err());
+		errbuf_set(err, errlen, "cannot encrypt vault %s: %s", path, vault_ossl_err());
 		free(f);
 		return -EIO;
 	}
@@ -65,12 +54,12 @@ int vault_create(const char *path, const struct vault_cred *cred, const struct v
 	int rc = -ENOMEM, lfd = -1;
 	struct stat st;
 	if (!key) {
-		vault_seterr(err, errlen, "out of memory creating vault %s", path);
+		errbuf_set(err, errlen, "out of memory creating vault %s", path);
 		goto out;
 	}
 	if (strlen(path) >= PATH_MAX) {
 		rc = -ENAMETOOLONG;
-		vault_seterr(err, errlen, "vault path is too long");
+		errbuf_set(err, errlen, "vault path is too long");
 		goto out;
 	}
 	lfd = rc = vault_lock_dir(path, err, errlen);
@@ -78,14 +67,14 @@ int vault_create(const char *path, const struct vault_cred *cred, const struct v
 		goto out;
 	if (lstat(path, &st) == 0) {
 		rc = -EEXIST;
-		vault_seterr(err, errlen, "%s already exists; remove it first to start a new vault",
-			     path);
+		errbuf_set(err, errlen, "%s already exists; remove it first to start a new vault",
+			   path);
 		goto out;
 	}
 	if (kdf && (kdf->log2_n < 1 || kdf->log2_n > SCRYPT_LOG2N_MAX || kdf->r < 1 ||
 		    kdf->r > SCRYPT_R_MAX || kdf->p < 1 || kdf->p > SCRYPT_P_MAX)) {
 		rc = -EINVAL;
-		vault_seterr(err, errlen, "scrypt parameters out of range");
+		errbuf_set(err, errlen, "scrypt parameters out of range");
 		goto out;
 	}
 	rc = vault_new_header(hdr, cred, kdf);
@@ -109,13 +98,13 @@ int vault_open(const char *path, const struct vault_cred *cred, int flags, struc
 	unsigned char *f = NULL;
 	int rc = -ENOMEM, fd = -1;
 	if (!v) {
-		vault_seterr(err, errlen, "out of memory opening vault %s", path);
+		errbuf_set(err, errlen, "out of memory opening vault %s", path);
 		return rc;
 	}
 	v->lock_fd = -1;
 	if (snprintf(v->path, sizeof(v->path), "%s", path) >= (int)sizeof(v->path)) {
 		rc = -ENAMETOOLONG;
-		vault_seterr(err, errlen, "vault path is too long");
+		errbuf_set(err, errlen, "vault path is too long");
 		goto fail;
 	}
 	if (flags & VAULT_RDWR) {
@@ -127,14 +116,14 @@ int vault_open(const char *path, const struct vault_cred *cred, int flags, struc
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		rc = -errno;
-		vault_seterr(err, errlen, "cannot open vault %s: %s%s", path, strerror(-rc),
-			     rc == -ENOENT ? "; create it with 'bulkhead vault init'" : "");
+		errbuf_set(err, errlen, "cannot open vault %s: %s%s", path, strerror(-rc),
+			   rc == -ENOENT ? "; create it with 'bulkhead vault init'" : "");
 		goto fail;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size > FILE_MAX) {
 		rc = -EPROTO;
-		vault_seterr(err, errlen, "vault %s is not a regular file of at most %d bytes",
-			     path, FILE_MAX);
+		errbuf_set(err, errlen, "vault %s is not a regular file of at most %d bytes", path,
+			   FILE_MAX);
 		goto fail;
 	}
 	f = malloc((size_t)st.st_size + 1);
@@ -143,7 +132,7 @@ int vault_open(const char *path, const struct vault_cred *cred, int flags, struc
 	ssize_t n = vault_read_small(fd, f, (size_t)st.st_size + 1);
 	if (n < 0) {
 		rc = (int)n;
-		vault_seterr(err, errlen, "cannot read vault %s: %s", path, strerror(-rc));
+		errbuf_set(err, errlen, "cannot read vault %s: %s", path, strerror(-rc));
 		goto fail;
 	}
 	rc = vault_check_header(f, (size_t)n, path, err, errlen);
@@ -155,7 +144,7 @@ int vault_open(const char *path, const struct vault_cred *cred, int flags, struc
 	v->plain = vault_secret_alloc(v->plain_len);
 	if (!v->key || !v->plain) {
 		rc = -ENOMEM;
-		vault_seterr(err, errlen, "out of memory opening vault %s", path);
+		errbuf_set(err, errlen, "out of memory opening vault %s", path);
 		goto fail;
 	}
 	rc = vault_derive_key(v->hdr, cred, v->key, path, err, errlen);
@@ -164,16 +153,15 @@ int vault_open(const char *path, const struct vault_cred *cred, int flags, struc
 	rc = vault_gcm(false, v->key, v->hdr, f + VAULT_HDR_LEN, v->plain_len, v->plain,
 		       f + VAULT_HDR_LEN + v->plain_len);
 	if (rc < 0) {
-		vault_seterr(
-			err, errlen,
-			"vault %s cannot be decrypted: wrong key or passphrase, or the file was "
-			"changed or truncated; it was not modified",
-			path);
+		errbuf_set(err, errlen,
+			   "vault %s cannot be decrypted: wrong key or passphrase, or the file was "
+			   "changed or truncated; it was not modified",
+			   path);
 		goto fail;
 	}
 	rc = vault_parse_plain(v);
 	if (rc < 0) {
-		vault_seterr(err, errlen, "vault %s decrypts but its contents are malformed", path);
+		errbuf_set(err, errlen, "vault %s decrypts but its contents are malformed", path);
 		goto fail;
 	}
 	free(f);
@@ -271,30 +259,30 @@ static int edit(struct vault *v, const char *name, const unsigned char *val, siz
 		size_t errlen)
 {
 	if (v->lock_fd < 0) {
-		vault_seterr(err, errlen, "vault %s was opened read-only", v->path);
+		errbuf_set(err, errlen, "vault %s was opened read-only", v->path);
 		return -EBADF;
 	}
 	if (!vault_name_valid(name)) {
 		/* The name is not echoed: a mistyped command line may hold a value there. */
-		vault_seterr(err, errlen,
-			     "secret name not allowed: use 1-64 of A-Z a-z 0-9 _ . - "
-			     "(not starting with . or -)");
+		errbuf_set(err, errlen,
+			   "secret name not allowed: use 1-64 of A-Z a-z 0-9 _ . - "
+			   "(not starting with . or -)");
 		return -EINVAL;
 	}
 	if (!val && !find(v, name)) {
-		vault_seterr(err, errlen, "vault %s has no secret named %s", v->path, name);
+		errbuf_set(err, errlen, "vault %s has no secret named %s", v->path, name);
 		return -ENOENT;
 	}
 	if (val && (len == 0 || len > VAULT_VALUE_MAX)) {
-		vault_seterr(err, errlen, "a secret value must be 1 to %d bytes", VAULT_VALUE_MAX);
+		errbuf_set(err, errlen, "a secret value must be 1 to %d bytes", VAULT_VALUE_MAX);
 		return -EINVAL;
 	}
 	unsigned char *next;
 	size_t next_len;
 	int rc = vault_build_plain(v, name, val, len, &next, &next_len);
 	if (rc < 0) {
-		vault_seterr(err, errlen, "vault %s would exceed its limits (%d secrets, %d bytes)",
-			     v->path, VAULT_ENTRIES_MAX, VAULT_PLAIN_MAX);
+		errbuf_set(err, errlen, "vault %s would exceed its limits (%d secrets, %d bytes)",
+			   v->path, VAULT_ENTRIES_MAX, VAULT_PLAIN_MAX);
 		return rc;
 	}
 	unsigned char hdr[VAULT_HDR_LEN];
@@ -306,7 +294,7 @@ int vault_put(struct vault *v, const char *name, const unsigned char *val, size_
 	      size_t errlen)
 {
 	if (!val) {
-		vault_seterr(err, errlen, "no value given");
+		errbuf_set(err, errlen, "no value given");
 		return -EINVAL;
 	}
 	return edit(v, name, val, len, err, errlen);
@@ -321,7 +309,7 @@ int vault_rekey(struct vault *v, const struct vault_cred *cred, const struct vau
 		char *err, size_t errlen)
 {
 	if (v->lock_fd < 0) {
-		vault_seterr(err, errlen, "vault %s was opened read-only", v->path);
+		errbuf_set(err, errlen, "vault %s was opened read-only", v->path);
 		return -EBADF;
 	}
 	unsigned char hdr[VAULT_HDR_LEN];
@@ -329,7 +317,7 @@ int vault_rekey(struct vault *v, const struct vault_cred *cred, const struct vau
 	unsigned char *next = vault_secret_alloc(v->plain_len);
 	int rc = -ENOMEM;
 	if (!key || !next) {
-		vault_seterr(err, errlen, "out of memory re-keying vault %s", v->path);
+		errbuf_set(err, errlen, "out of memory re-keying vault %s", v->path);
 		goto out;
 	}
 	memcpy(next, v->plain, v->plain_len);

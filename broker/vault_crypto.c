@@ -2,6 +2,7 @@
  * into locked memory, new key files, the AES key derived from either (HKDF or scrypt), and
  * AES-256-GCM over the contents with the header as additional data. */
 #include "broker/vault_internal.h"
+#include "lib/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,20 +38,20 @@ static int open_private(const char *path, const char *what, char *err, size_t er
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
 		int e = errno;
-		vault_seterr(err, errlen, "cannot open %s %s: %s", what, path, strerror(e));
+		errbuf_set(err, errlen, "cannot open %s %s: %s", what, path, strerror(e));
 		return -e;
 	}
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		vault_seterr(err, errlen, "%s %s is not a regular file", what, path);
+		errbuf_set(err, errlen, "%s %s is not a regular file", what, path);
 		close(fd);
 		return -EINVAL;
 	}
 	if ((st.st_mode & 077) || st.st_uid != geteuid()) {
-		vault_seterr(err, errlen,
-			     "%s %s is readable by others (mode %04o, owner %u); "
-			     "make it yours with 'chmod 600 %s'",
-			     what, path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, path);
+		errbuf_set(err, errlen,
+			   "%s %s is readable by others (mode %04o, owner %u); "
+			   "make it yours with 'chmod 600 %s'",
+			   what, path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, path);
 		close(fd);
 		return -EACCES;
 	}
@@ -68,15 +69,15 @@ int vault_cred_load(enum vault_cred_kind kind, const char *path, struct vault_cr
 	unsigned char *raw = vault_secret_alloc(PASS_MAX + 1);
 	int rc = -ENOMEM;
 	if (!c || !raw) {
-		vault_seterr(err, errlen, "out of memory reading %s %s", what, path);
+		errbuf_set(err, errlen, "out of memory reading %s %s", what, path);
 		goto fail;
 	}
 	c->kind = kind;
 	ssize_t n = vault_read_small(fd, raw, PASS_MAX);
 	if (n < 0) {
 		rc = (int)n;
-		vault_seterr(err, errlen, "cannot read %s %s: %s", what, path,
-			     rc == -EFBIG ? "longer than 1024 bytes" : strerror(-rc));
+		errbuf_set(err, errlen, "cannot read %s %s: %s", what, path,
+			   rc == -EFBIG ? "longer than 1024 bytes" : strerror(-rc));
 		goto fail;
 	}
 	size_t len = (size_t)n;
@@ -93,16 +94,16 @@ int vault_cred_load(enum vault_cred_kind kind, const char *path, struct vault_cr
 		    !OPENSSL_hexstr2buf_ex(c->buf, KEY_LEN, &klen, (char *)raw, '\0') ||
 		    klen != KEY_LEN) {
 			ERR_clear_error();
-			vault_seterr(err, errlen,
-				     "key file %s must hold 64 hex digits (32 random bytes); "
-				     "make one with 'bulkhead vault init --key-file %s'",
-				     path, path);
+			errbuf_set(err, errlen,
+				   "key file %s must hold 64 hex digits (32 random bytes); "
+				   "make one with 'bulkhead vault init --key-file %s'",
+				   path, path);
 			goto fail;
 		}
 		c->len = KEY_LEN;
 	} else {
 		if (len == 0) {
-			vault_seterr(err, errlen, "passphrase file %s is empty", path);
+			errbuf_set(err, errlen, "passphrase file %s is empty", path);
 			goto fail;
 		}
 		c->buf = raw;
@@ -136,23 +137,23 @@ int vault_key_file_create(const char *path, char *err, size_t errlen)
 	int rc = -EIO, fd = -1;
 	if (!key || !hex) {
 		rc = -ENOMEM;
-		vault_seterr(err, errlen, "out of memory creating key file %s", path);
+		errbuf_set(err, errlen, "out of memory creating key file %s", path);
 		goto out;
 	}
 	if (RAND_bytes(key, KEY_LEN) != 1 ||
 	    !OPENSSL_buf2hexstr_ex(hex, 2 * KEY_LEN + 1, &hlen, key, KEY_LEN, '\0')) {
-		vault_seterr(err, errlen, "cannot make a random key for %s: %s", path,
-			     vault_ossl_err());
+		errbuf_set(err, errlen, "cannot make a random key for %s: %s", path,
+			   vault_ossl_err());
 		goto out;
 	}
 	hex[2 * KEY_LEN] = '\n';
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		rc = -errno;
-		vault_seterr(err, errlen, "cannot create key file %s: %s", path, strerror(-rc));
+		errbuf_set(err, errlen, "cannot create key file %s: %s", path, strerror(-rc));
 		goto out;
 	}
-	rc = vault_write_all(fd, (unsigned char *)hex, 2 * KEY_LEN + 1);
+	rc = io_write_full(fd, hex, 2 * KEY_LEN + 1);
 	if (rc == 0 && fsync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && rc == 0)
@@ -161,7 +162,7 @@ int vault_key_file_create(const char *path, char *err, size_t errlen)
 		rc = vault_fsync_dir(path);
 	if (rc < 0) {
 		unlink(path);
-		vault_seterr(err, errlen, "cannot write key file %s: %s", path, strerror(-rc));
+		errbuf_set(err, errlen, "cannot write key file %s: %s", path, strerror(-rc));
 	}
 out:
 	vault_secret_free(key, KEY_LEN);
@@ -177,9 +178,9 @@ int vault_derive_key(const unsigned char *hdr, const struct vault_cred *c, unsig
 {
 	int kdf = hdr[10];
 	if ((kdf == KDF_KEY_FILE) != (c->kind == VAULT_CRED_KEY_FILE)) {
-		vault_seterr(err, errlen, "vault %s is locked with a %s; give that instead", path,
-			     kdf == KDF_KEY_FILE ? "key file (--key-file)"
-						 : "passphrase (--passphrase-file)");
+		errbuf_set(err, errlen, "vault %s is locked with a %s; give that instead", path,
+			   kdf == KDF_KEY_FILE ? "key file (--key-file)"
+					       : "passphrase (--passphrase-file)");
 		return -EINVAL;
 	}
 	EVP_KDF *k = EVP_KDF_fetch(NULL, kdf == KDF_KEY_FILE ? "HKDF" : "SCRYPT", NULL);
@@ -208,8 +209,8 @@ int vault_derive_key(const unsigned char *hdr, const struct vault_cred *c, unsig
 	EVP_KDF_CTX_free(ctx); /* wipes its copy of the password */
 	EVP_KDF_free(k);
 	if (!ok) {
-		vault_seterr(err, errlen, "key derivation for vault %s failed: %s", path,
-			     vault_ossl_err());
+		errbuf_set(err, errlen, "key derivation for vault %s failed: %s", path,
+			   vault_ossl_err());
 		return -EIO;
 	}
 	return 0;

@@ -2,6 +2,7 @@
  * temp file and rename with the fsyncs that make it durable, and the directory lock that
  * keeps two writers from losing each other's changes. */
 #include "broker/vault_internal.h"
+#include "lib/io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -31,23 +32,13 @@ static int path_dir(const char *path, char *dir, size_t len)
  * so secrets can land in locked memory). Returns the length or a negative errno. */
 ssize_t vault_read_small(int fd, unsigned char *buf, size_t max)
 {
-	size_t got = 0;
-	for (;;) {
-		ssize_t r = read(fd, buf + got, max - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return (ssize_t)got;
-		got += (size_t)r;
-		if (got == max) {
-			/* One more byte means the file is over the limit. */
-			unsigned char extra;
-			ssize_t e = read(fd, &extra, 1);
-			return e == 0 ? (ssize_t)got : -EFBIG;
-		}
-	}
+	ssize_t got = io_read_full(fd, buf, max);
+	unsigned char extra;
+
+	if (got < 0 || (size_t)got < max)
+		return got;
+	/* One more byte means the file is over the limit. */
+	return io_read_full(fd, &extra, 1) == 0 ? got : -EFBIG;
 }
 
 int vault_fsync_dir(const char *path)
@@ -63,20 +54,6 @@ int vault_fsync_dir(const char *path)
 	return rc;
 }
 
-int vault_write_all(int fd, const unsigned char *p, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Writes data to a temp file beside path and renames it over path (or, with noreplace,
  * into a free name only). Any failure before the rename leaves path as it was; *renamed
  * says whether path now holds data (even if the directory fsync then failed). */
@@ -89,19 +66,19 @@ int vault_write_atomic(const char *path, const unsigned char *data, size_t len, 
 	base = base ? base + 1 : path;
 	if (path_dir(path, dir, sizeof(dir)) < 0 ||
 	    snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, base) >= (int)sizeof(tmp)) {
-		vault_seterr(err, errlen, "vault path %s is too long", path);
+		errbuf_set(err, errlen, "vault path %s is too long", path);
 		return -ENAMETOOLONG;
 	}
 	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
-		vault_seterr(err, errlen,
-			     "cannot create a temp file in %s: %s; check that it is writable", dir,
-			     strerror(e));
+		errbuf_set(err, errlen,
+			   "cannot create a temp file in %s: %s; check that it is writable", dir,
+			   strerror(e));
 		return -e;
 	}
 	const char *step = "write";
-	int rc = fchmod(fd, 0600) < 0 ? -errno : vault_write_all(fd, data, len);
+	int rc = fchmod(fd, 0600) < 0 ? -errno : io_write_full(fd, data, len);
 	if (rc == 0 && fsync(fd) < 0) {
 		step = "fsync";
 		rc = -errno;
@@ -120,17 +97,17 @@ int vault_write_atomic(const char *path, const unsigned char *data, size_t len, 
 	}
 	if (rc < 0) {
 		unlink(tmp);
-		vault_seterr(err, errlen, "cannot %s %s (vault %s left as it was): %s", step, tmp,
-			     path, strerror(-rc));
+		errbuf_set(err, errlen, "cannot %s %s (vault %s left as it was): %s", step, tmp,
+			   path, strerror(-rc));
 		return rc;
 	}
 	*renamed = true;
 	rc = vault_fsync_dir(path);
 	if (rc < 0)
-		vault_seterr(err, errlen,
-			     "vault %s was replaced but fsync of its directory failed: %s; "
-			     "the change may not survive a power loss",
-			     path, strerror(-rc));
+		errbuf_set(err, errlen,
+			   "vault %s was replaced but fsync of its directory failed: %s; "
+			   "the change may not survive a power loss",
+			   path, strerror(-rc));
 	return rc;
 }
 
@@ -160,21 +137,21 @@ int vault_lock_dir(const char *path, char *err, size_t errlen)
 {
 	char dir[PATH_MAX];
 	if (path_dir(path, dir, sizeof(dir)) < 0) {
-		vault_seterr(err, errlen, "vault path %s is too long", path);
+		errbuf_set(err, errlen, "vault path %s is too long", path);
 		return -ENAMETOOLONG;
 	}
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
-		vault_seterr(err, errlen, "cannot open the vault's directory %s: %s", dir,
-			     strerror(e));
+		errbuf_set(err, errlen, "cannot open the vault's directory %s: %s", dir,
+			   strerror(e));
 		return -e;
 	}
 	while (flock(fd, LOCK_EX) < 0) {
 		if (errno == EINTR)
 			continue;
 		int e = errno;
-		vault_seterr(err, errlen, "cannot lock %s: %s", dir, strerror(e));
+		errbuf_set(err, errlen, "cannot lock %s: %s", dir, strerror(e));
 		close(fd);
 		return -e;
 	}

@@ -65,16 +65,16 @@ int vault_check_header(const unsigned char *h, size_t file_len, const char *path
 {
 	if (file_len < VAULT_HDR_LEN + VAULT_TAG_LEN ||
 	    memcmp(h, VAULT_MAGIC, sizeof(VAULT_MAGIC)) != 0) {
-		vault_seterr(err, errlen,
-			     "%s is not a bulkhead vault, or is truncated (%zu bytes); "
-			     "restore it from a backup",
-			     path, file_len);
+		errbuf_set(err, errlen,
+			   "%s is not a bulkhead vault, or is truncated (%zu bytes); "
+			   "restore it from a backup",
+			   path, file_len);
 		return file_len < VAULT_HDR_LEN + VAULT_TAG_LEN ? -EBADMSG : -EPROTO;
 	}
 	unsigned ver = (unsigned)vault_get_be(h + 8, 2);
 	if (ver != VAULT_VERSION) {
-		vault_seterr(err, errlen, "vault %s has format version %u; this bulkhead reads %d",
-			     path, ver, VAULT_VERSION);
+		errbuf_set(err, errlen, "vault %s has format version %u; this bulkhead reads %d",
+			   path, ver, VAULT_VERSION);
 		return -EPROTO;
 	}
 	unsigned kdf = h[10], log2n = h[11];
@@ -87,18 +87,17 @@ int vault_check_header(const unsigned char *h, size_t file_len, const char *path
 		     r <= SCRYPT_R_MAX && p >= 1 && p <= SCRYPT_P_MAX &&
 		     128 * r * (1ULL << log2n) <= SCRYPT_MEM_MAX;
 	if (!ok) {
-		vault_seterr(
-			err, errlen,
-			"vault %s has an unknown or out-of-range key derivation in its header; "
-			"restore it from a backup",
-			path);
+		errbuf_set(err, errlen,
+			   "vault %s has an unknown or out-of-range key derivation in its header; "
+			   "restore it from a backup",
+			   path);
 		return -EPROTO;
 	}
 	if (vault_get_be(h + 48, 8) != file_len - VAULT_HDR_LEN - VAULT_TAG_LEN) {
-		vault_seterr(err, errlen,
-			     "vault %s is truncated or extended (length field does not match its "
-			     "%zu bytes); restore it from a backup",
-			     path, file_len);
+		errbuf_set(err, errlen,
+			   "vault %s is truncated or extended (length field does not match its "
+			   "%zu bytes); restore it from a backup",
+			   path, file_len);
 		return -EBADMSG;
 	}
 	return 0;

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "broker/vault.h"
+#include "lib/errbuf.h"
 
 #define KEY_LEN	     32
 #define SALT_LEN     16
@@ -49,10 +50,6 @@ struct vault {
 	size_t n;
 };
 
-/* vault.c: the one-line error for the caller (err may be NULL). */
-void vault_seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
 /* vault_format.c */
 void vault_put_be(unsigned char *p, uint64_t v, int n);
 uint64_t vault_get_be(const unsigned char *p, int n);
@@ -74,7 +71,6 @@ int vault_gcm(bool enc, const unsigned char *key, const unsigned char *hdr, cons
 /* vault_file.c */
 ssize_t vault_read_small(int fd, unsigned char *buf, size_t max);
 int vault_fsync_dir(const char *path);
-int vault_write_all(int fd, const unsigned char *p, size_t len);
 int vault_write_atomic(const char *path, const unsigned char *data, size_t len, bool noreplace,
 		       bool *renamed, char *err, size_t errlen);
 /* Locks path's directory (returns its fd) and clears stale temp files from it. */

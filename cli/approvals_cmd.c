@@ -1,9 +1,10 @@
 /* cli/approvals_cmd.c: `bulkhead approvals list|show ID|approve ID|deny ID [--reason R]` —
  * asks every broker on this host (the shared one, <run dir>/broker.sock, and each session's
- * private one, <run dir>/<session>/broker.ctl) over its control socket (broker/control.h).
+ * private one, <run dir>/<session>/broker.ctl) over its control socket (lib/control_proto.h).
  * Host only: no vsock port leads to these sockets, and the brokers check who connects. */
 #include "cli/broker_cmds.h"
 #include "cli/rundir.h"
+#include "lib/control_proto.h"
 #include "lib/unix_listen.h"
 #include "cli/exit_codes.h"
 
@@ -109,7 +110,9 @@ static json_t *collect(void)
 {
 	static char socks[MAX_BROKERS][PATH_MAX];
 	size_t n = find_brokers(socks, MAX_BROKERS), i, k;
-	json_t *all = json_array(), *req = json_pack("{ss}", "op", "approvals.list");
+	json_t *all = json_array(),
+	       *req = json_pack("{siss}", CONTROL_KEY_VERSION, CONTROL_PROTO_VERSION,
+				CONTROL_KEY_OP, CONTROL_OP_APPROVALS_LIST);
 	char why[PATH_MAX + 64];
 
 	for (i = 0; i < n; i++) {
@@ -211,7 +214,8 @@ static int decide_cmd(const char *id, int approve, const char *reason)
 		json_decref(all);
 		return 1;
 	}
-	req = json_pack("{sssssb}", "op", "approvals.decide", "id", id, "approve", approve);
+	req = json_pack("{sisssssb}", CONTROL_KEY_VERSION, CONTROL_PROTO_VERSION, CONTROL_KEY_OP,
+			CONTROL_OP_APPROVALS_DECIDE, "id", id, "approve", approve);
 	if (reason)
 		json_object_set_new(req, "reason", json_string(reason));
 	ans = ask(s_or(a, "broker", ""), req, why, sizeof(why));

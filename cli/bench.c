@@ -1,14 +1,14 @@
 /* cli/bench.c: `bulkhead bench boot` — boots the engine N times with the command `true` and
  * times each boot's phases from outside: engine start-up (spawn to the kernel's first console
  * byte) and kernel (first byte to "Run /init as init process"), plus bulkhead-vmm's own
- * boot-timer line when init gets to write it (vmm/boot_timer_abi.h). */
+ * boot-timer line when init gets to write it (lib/boot_timer_abi.h). */
 #include "cli/bench.h"
 #include "cli/paths.h"
 #include "cli/engine.h"
 #include "cli/exit_codes.h"
 #include "cli/kvm_probe.h"
 #include "lib/boot_args.h"
-#include "vmm/boot_timer_abi.h"
+#include "lib/boot_timer_abi.h"
 
 #include <errno.h>
 #include <fcntl.h>

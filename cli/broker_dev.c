@@ -6,6 +6,7 @@
 #include "cli/proc.h"
 #include "lib/unix_listen.h"
 #include "lib/agent_proto.h"
+#include "lib/control_proto.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -55,7 +56,7 @@ static int default_audit_path(const struct rundir *rd, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* Registers the session with the shared broker at o->shared (broker/control.h): the scope
+/* Registers the session with the shared broker at o->shared (lib/control_proto.h): the scope
  * and the listening socket LFD go over; the connection stays open for the session's life. */
 static int register_shared(struct broker_dev *b, const struct broker_opts *o,
 			   const struct rundir *rd, int lfd, char *err, size_t errlen)
@@ -69,7 +70,8 @@ static int register_shared(struct broker_dev *b, const struct broker_opts *o,
 		return -1;
 	}
 	json_t *msg =
-		json_pack("{s:s, s:s, s:o}", "op", "register", "session", rd->id, "scope", scope);
+		json_pack("{s:i, s:s, s:s, s:o}", CONTROL_KEY_VERSION, CONTROL_PROTO_VERSION,
+			  CONTROL_KEY_OP, CONTROL_OP_REGISTER, "session", rd->id, "scope", scope);
 	char *line = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
 	json_decref(msg);
 	int fd = line ? unix_connect(o->shared, false) : -ENOMEM;

@@ -201,8 +201,8 @@ static int explain(int argc, char **argv)
 	}
 	struct decide_req q = { method, host, port, path, https, NULL, DECIDE_GIT_REFS_UNKNOWN };
 	decide(pp, &scope, &q, &d);
-	printf("decision: %s\nlayer:    %s\nrule:     %s\n", verdict_name(d.verdict),
-	       layer_name(d.layer), d.rule);
+	printf("decision: %s\nlayer:    %s\nrule:     %s\n", decide_verdict_name(d.verdict),
+	       decide_layer_name(d.layer), d.rule);
 	if (d.verdict == VERDICT_DENY)
 		printf("why:      %s\n", d.why);
 	for (i = 0; i < d.n_inject; i++)

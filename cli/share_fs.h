@@ -4,12 +4,13 @@
 #define BULKHEAD_CLI_SHARE_FS_H
 
 #include "cli/rundir.h"
+#include "lib/boot_args.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
-#define SHARE_FS_TAG "work"
+#define SHARE_FS_TAG BOOT_ARGS_WORK_TAG /* the guest mounts this tag (lib/boot_args.h) */
 
 struct share_fs {
 	pid_t pid;	    /* virtiofsd (leader of its own process group), 0 if none */

@@ -1,6 +1,6 @@
 # guest/: bulkhead-init, linked statically so the initramfs needs no libc.
 GUEST_INIT      := $(LIBDIR)/bulkhead-init
-INIT_SRCS   := $(wildcard guest/init/*.c) lib/console_frame.c lib/agent_proto.c
+INIT_SRCS   := $(wildcard guest/init/*.c) lib/console_frame.c lib/agent_proto.c lib/io.c
 INIT_CFLAGS    := -std=c11 -D_GNU_SOURCE $(WARN) -I. -Os -MMD -MP
 # A sanitizer build checks PID 1 for undefined behaviour too, statically: in trap mode UBSan
 # needs no runtime (a violation is an illegal instruction: init dies, the kernel panics and

@@ -1,6 +1,8 @@
 /* lib/agent_proto.c: the exec agent protocol's codecs, writer and incremental reader. */
 #include "lib/agent_proto.h"
 
+#include "lib/io.h"
+
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -40,28 +42,6 @@ void agent_hdr_encode(uint8_t out[AGENT_HDR_LEN], int type, uint32_t len)
 	put_le32(out + 4, len);
 }
 
-static int write_all(int fd, struct iovec *iov, int cnt)
-{
-	while (cnt > 0) {
-		ssize_t n = writev(fd, iov, cnt);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		while (cnt > 0 && (size_t)n >= iov->iov_len) {
-			n -= (ssize_t)iov->iov_len;
-			iov++;
-			cnt--;
-		}
-		if (cnt > 0) {
-			iov->iov_base = (char *)iov->iov_base + n;
-			iov->iov_len -= (size_t)n;
-		}
-	}
-	return 0;
-}
-
 int agent_send(int fd, int type, const void *payload, size_t len)
 {
 	if (len > AGENT_MAX_PAYLOAD || agent_check_len(type, len) < 0)
@@ -69,7 +49,7 @@ int agent_send(int fd, int type, const void *payload, size_t len)
 	uint8_t h[AGENT_HDR_LEN];
 	agent_hdr_encode(h, type, (uint32_t)len);
 	struct iovec iov[2] = { { h, sizeof(h) }, { (void *)(uintptr_t)payload, len } };
-	return write_all(fd, iov, len ? 2 : 1);
+	return io_writev_full(fd, iov, len ? 2 : 1);
 }
 
 int agent_check_len(int type, size_t len)

@@ -1,7 +1,8 @@
 /* lib/boot_args.h: what the host tells bulkhead-init on the kernel command line (v2).
  * Only set-up facts travel here; commands go over vsock (lib/agent_proto.h).
  *
- *   bulkhead.work=rw|ro  the virtio-fs tag "work" is to be mounted at /work
+ *   bulkhead.work=rw|ro  the virtio-fs tag BOOT_ARGS_WORK_TAG is to be mounted at
+ *                        BOOT_ARGS_WORK_DIR
  *                        (ro is enforced on the host; the guest flag only gives
  *                        early errors)
  *   bulkhead.broker=1    the session has a credential broker on vsock port 1026:
@@ -13,5 +14,10 @@
 #define BOOT_ARGS_WORK	      "bulkhead.work="
 #define BOOT_ARGS_BROKER      "bulkhead.broker="
 #define BOOT_ARGS_CMDLINE_MAX 2048 /* COMMAND_LINE_SIZE on x86, including the NUL */
+
+/* The work share: the host's virtio-fs device has this tag (virtiofsd's device under either
+ * engine), the guest mounts it at this path and starts commands there. */
+#define BOOT_ARGS_WORK_TAG "work"
+#define BOOT_ARGS_WORK_DIR "/work"
 
 #endif

@@ -9,13 +9,16 @@ $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CLI_LIB) $(VMM_LIB) $(VSOCK_LIB) $(BRO
 # The VMM's allow-lists with each thread role's work (and a sanitizer build's run time).
 $(BUILD)/tests/test_vmm_seccomp: $(OBJ)/vmm/seccomp.o $(SAN_OBJ)
 $(BUILD)/tests/test_vmm_seccomp: UNIT_LIBS += -lseccomp
+# bulkhead-vsock's allow-list with its loop's work (and a sanitizer build's run time).
+$(BUILD)/tests/test_vsock_seccomp: $(OBJ)/vsock/seccomp.o $(SAN_OBJ)
+$(BUILD)/tests/test_vsock_seccomp: UNIT_LIBS += -lseccomp
 
 # Fuzzers need clang; they are built and run briefly by `make test` as one suite.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 # Each fuzzer links the product sources it exercises (compiled with it, sanitizers on).
 FUZZ_DEPS_fuzz_console_frame := lib/console_frame.c
-FUZZ_DEPS_fuzz_agent_proto := lib/agent_proto.c cli/exec_client.c lib/unix_listen.c
+FUZZ_DEPS_fuzz_agent_proto := lib/agent_proto.c lib/io.c cli/exec_client.c lib/unix_listen.c
 FUZZ_DEPS_fuzz_vsock_tx := vsock/device.c vsock/conn.c vsock/virtq.c vsock/vmem.c \
                            lib/unix_listen.c
 FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c vmm/stopwait.c \
@@ -24,13 +27,15 @@ FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c v
 FUZZ_DEPS_fuzz_vu_front := vmm/virtio/vu_front.c vmm/virtio/vhost_user_dev.c vmm/virtio/mmio.c \
                            vmm/bus.c vmm/gmem.c vmm/vm.c vmm/x86/vm_arch.c lib/vhost_user.c
 FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/control.c broker/session.c,$(BROKER_SRCS)) \
-                             lib/json_where.c
+                             lib/json_where.c lib/json_strict.c lib/errbuf.c lib/io.c
 FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lssl -lcrypto -ljansson -lpthread
 # The loaders of the two policy layers: the global policy and a session's scope.
-FUZZ_DEPS_fuzz_policy := broker/policy.c broker/hostname.c lib/json_where.c
+FUZZ_DEPS_fuzz_policy := broker/policy.c broker/policy_load.c broker/hostname.c lib/json_where.c \
+                         lib/json_strict.c
 FUZZ_LIBS_fuzz_policy := -ljansson
 FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/hostname.c broker/policy.c \
-                        broker/decide.c lib/json_where.c
+                        broker/policy_load.c broker/decide.c lib/json_where.c lib/json_strict.c \
+                        lib/errbuf.c
 FUZZ_LIBS_fuzz_scope := -ljansson -lcrypto
 FUZZ_DEPS_fuzz_response := $(FUZZ_DEPS_fuzz_proxy_head)
 FUZZ_LIBS_fuzz_response := $(FUZZ_LIBS_fuzz_proxy_head)
@@ -100,7 +105,8 @@ $(BUILD)/tests/scrub-probe: $(OBJ)/tests/tools/scrub_probe.o
 	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser
 test-programs: $(BUILD)/tests/scrub-probe
 # A real git smart-HTTP server (git http-backend behind TLS and one required Authorization).
-$(BUILD)/tests/git-https-server: $(OBJ)/tests/tools/git_https_server.o $(OBJ)/tests/tools/git_https_cgi.o
+$(BUILD)/tests/git-https-server: $(OBJ)/tests/tools/git_https_server.o $(OBJ)/tests/tools/git_https_cgi.o \
+                                $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto
 test-programs: $(BUILD)/tests/git-https-server

@@ -2,7 +2,7 @@
  * guest cannot flood the log or move the mark. */
 #include "vmm/boot_timer.h"
 
-#include "vmm/boot_timer_abi.h"
+#include "lib/boot_timer_abi.h"
 #include "vmm/log.h"
 
 #include <string.h>

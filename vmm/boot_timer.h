@@ -1,4 +1,4 @@
-/* vmm/boot_timer.h: the boot-timer port (vmm/boot_timer_abi.h) — timestamps the guest's
+/* vmm/boot_timer.h: the boot-timer port (lib/boot_timer_abi.h) — timestamps the guest's
  * "init started" write against VM creation and the first KVM_RUN. */
 #ifndef BULKHEAD_VMM_BOOT_TIMER_H
 #define BULKHEAD_VMM_BOOT_TIMER_H

@@ -1,12 +1,12 @@
 /* vmm/loader.c: map kernel files, and load ELF64 executables into guest RAM, all-or-nothing. */
 #include "vmm/loader.h"
 
+#include "lib/errbuf.h"
 #include "vmm/log.h"
 
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -98,16 +98,6 @@ void loader_image_unmap(struct loader_image *im)
 	im->len = 0;
 }
 
-__attribute__((format(printf, 4, 5))) static int elf_fail(char *err, size_t errlen, int rc,
-							  const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 int loader_elf_load(const struct gmem *gm, const uint8_t *img, size_t len, uint64_t min_gpa,
 		    struct loader_result *out, char *err, size_t errlen)
 {
@@ -118,21 +108,21 @@ int loader_elf_load(const struct gmem *gm, const uint8_t *img, size_t len, uint6
 	int entry_ok = 0;
 
 	if (len > LOADER_IMAGE_MAX)
-		return elf_fail(err, errlen, -EFBIG, "ELF image larger than the loader accepts");
+		return errbuf_fail(err, errlen, -EFBIG, "ELF image larger than the loader accepts");
 	if (!img || len < sizeof(eh))
-		return elf_fail(err, errlen, -ENOEXEC, "ELF header truncated");
+		return errbuf_fail(err, errlen, -ENOEXEC, "ELF header truncated");
 	memcpy(&eh, img, sizeof(eh));
 	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_ident[EI_VERSION] != EV_CURRENT)
-		return elf_fail(err, errlen, -ENOEXEC, "not a little-endian ELF64 file");
+		return errbuf_fail(err, errlen, -ENOEXEC, "not a little-endian ELF64 file");
 	if (eh.e_machine != EM_X86_64 || eh.e_type != ET_EXEC)
-		return elf_fail(err, errlen, -ENOEXEC, "not an x86-64 ELF executable");
+		return errbuf_fail(err, errlen, -ENOEXEC, "not an x86-64 ELF executable");
 	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 ||
 	    eh.e_phnum > LOADER_ELF_MAX_PHDRS)
-		return elf_fail(err, errlen, -ENOEXEC,
-				"ELF program header table has a bad entry size or count");
+		return errbuf_fail(err, errlen, -ENOEXEC,
+				   "ELF program header table has a bad entry size or count");
 	if (eh.e_phoff > len || (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > len - eh.e_phoff)
-		return elf_fail(err, errlen, -ENOEXEC, "ELF program headers truncated");
+		return errbuf_fail(err, errlen, -ENOEXEC, "ELF program headers truncated");
 	memcpy(ph, img + eh.e_phoff, (size_t)eh.e_phnum * sizeof(Elf64_Phdr));
 
 	/* Check everything before writing anything: a refused image leaves RAM untouched. */
@@ -141,19 +131,20 @@ int loader_elf_load(const struct gmem *gm, const uint8_t *img, size_t len, uint6
 		if (p->p_type != PT_LOAD || p->p_memsz == 0)
 			continue;
 		if (p->p_offset > len || p->p_filesz > len - p->p_offset)
-			return elf_fail(err, errlen, -ENOEXEC,
-					"ELF segment %u lies beyond the end of the file", i);
+			return errbuf_fail(err, errlen, -ENOEXEC,
+					   "ELF segment %u lies beyond the end of the file", i);
 		if (p->p_filesz > p->p_memsz)
-			return elf_fail(err, errlen, -ENOEXEC,
-					"ELF segment %u has more file bytes than memory bytes", i);
+			return errbuf_fail(err, errlen, -ENOEXEC,
+					   "ELF segment %u has more file bytes than memory bytes",
+					   i);
 		if (p->p_memsz > LOADER_IMAGE_MAX)
-			return elf_fail(err, errlen, -EFBIG, "ELF segment %u is oversized", i);
+			return errbuf_fail(err, errlen, -EFBIG, "ELF segment %u is oversized", i);
 		if (p->p_paddr < min_gpa)
-			return elf_fail(
+			return errbuf_fail(
 				err, errlen, -EINVAL,
 				"ELF segment %u loads below 1 MiB, over the boot structures", i);
 		if (!gmem_ptr(gm, p->p_paddr, p->p_memsz))
-			return elf_fail(
+			return errbuf_fail(
 				err, errlen, -EFBIG,
 				"ELF segment %u does not fit in guest RAM (give more --mem)", i);
 		for (unsigned j = 0; j < i; j++) {
@@ -163,8 +154,8 @@ int loader_elf_load(const struct gmem *gm, const uint8_t *img, size_t len, uint6
 			/* Both ranges are inside RAM (checked above), so neither end wraps. */
 			if (p->p_paddr < q->p_paddr + q->p_memsz &&
 			    q->p_paddr < p->p_paddr + p->p_memsz)
-				return elf_fail(err, errlen, -EINVAL,
-						"ELF segment %u overlaps an earlier segment", i);
+				return errbuf_fail(err, errlen, -EINVAL,
+						   "ELF segment %u overlaps an earlier segment", i);
 		}
 		if (eh.e_entry >= p->p_paddr && eh.e_entry - p->p_paddr < p->p_filesz)
 			entry_ok = 1;
@@ -175,10 +166,10 @@ int loader_elf_load(const struct gmem *gm, const uint8_t *img, size_t len, uint6
 		nload++;
 	}
 	if (!nload)
-		return elf_fail(err, errlen, -ENOEXEC, "ELF file has no loadable segment");
+		return errbuf_fail(err, errlen, -ENOEXEC, "ELF file has no loadable segment");
 	if (!entry_ok)
-		return elf_fail(err, errlen, -ENOEXEC,
-				"ELF entry point lies outside every loaded segment");
+		return errbuf_fail(err, errlen, -ENOEXEC,
+				   "ELF entry point lies outside every loaded segment");
 
 	for (unsigned i = 0; i < eh.e_phnum; i++) {
 		const Elf64_Phdr *p = &ph[i];

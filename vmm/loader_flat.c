@@ -1,6 +1,7 @@
 /* vmm/loader_flat.c: the simplest loader — file bytes to one RAM range, bounds-checked. */
 #include "vmm/loader_flat.h"
 
+#include "lib/io.h"
 #include "vmm/log.h"
 
 #include <errno.h>
@@ -28,18 +29,12 @@ int loader_flat_load(const struct gmem *gm, const struct loader_src *src, uint64
 		goto out;
 	}
 	/* pread: from offset 0, wherever a given descriptor's position stands. */
-	for (uint64_t done = 0; done < size;) {
-		ssize_t r = pread(fd, dst + done, (size_t)(size - done), (off_t)done);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			err = r < 0 ? errno : EIO;
-			snprintf(what, sizeof(what), "cannot read guest image %s", n);
-			vmm_log_setup(what, err,
-				      r == 0 ? "the file shrank while being read" : NULL);
-			goto out;
-		}
-		done += (uint64_t)r;
+	ssize_t r = io_pread_full(fd, dst, (size_t)size, 0);
+	if (r < 0 || (uint64_t)r < size) {
+		err = r < 0 ? (int)-r : EIO;
+		snprintf(what, sizeof(what), "cannot read guest image %s", n);
+		vmm_log_setup(what, err, r >= 0 ? "the file shrank while being read" : NULL);
+		goto out;
 	}
 	if (size_out)
 		*size_out = size;

@@ -5,12 +5,12 @@
  * init/fini pair and a row (see vmm/machine.h and vmm/README.md).
  */
 #include "lib/jail_selftest.h"
-#include "vmm/exit_status.h"
+#include "lib/test_guest_abi.h"
+#include "lib/vmm_exit.h"
 #include "vmm/loader.h"
 #include "vmm/loader_flat.h"
 #include "vmm/log.h"
 #include "vmm/machine.h"
-#include "vmm/test_guest_abi.h"
 #include "vmm/x86/boot.h"
 #include "vmm/x86/layout.h"
 

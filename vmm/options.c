@@ -3,8 +3,8 @@
  * line naming the option and what it wants. */
 #include "vmm/options.h"
 
-#include "vmm/exit_status.h"
-#include "vmm/test_guest_abi.h"
+#include "lib/test_guest_abi.h"
+#include "lib/vmm_exit.h"
 #include "vmm/virtio/vhost_user_dev.h"
 #include "vmm/vm.h"
 #include "vmm/x86/boot.h"
@@ -46,7 +46,7 @@ static void usage(FILE *f)
 		"console (ttyS0) goes to stdout byte-exact. Use reboot=k: the guest's reset is "
 		"its\n"
 		"clean exit. Test mode runs a flat freestanding binary at 0x%x (ABI:\n"
-		"vmm/test_guest_abi.h); --machine gives it Linux mode's devices.\n"
+		"lib/test_guest_abi.h); --machine gives it Linux mode's devices.\n"
 		"\n"
 		"  --kernel PATH      ELF vmlinux or bzImage (boot protocol >= 2.12)\n"
 		"  --initrd PATH      initramfs, placed below the kernel's initrd_addr_max\n"
@@ -78,7 +78,7 @@ static void usage(FILE *f)
 		"an\n"
 		"empty root. After set-up each thread keeps a short allow-list (vmm/seccomp.c).\n"
 		"\n"
-		"Exit status (vmm/exit_status.h):\n"
+		"Exit status (lib/vmm_exit.h):\n"
 		"  0       Linux mode: the guest reset itself (its normal end, or a panic)\n"
 		"  0..%u  test mode: the guest's own code, written to port 0x%x\n"
 		"  %d    guest halted            %d  guest shut down (triple fault)\n"

@@ -1,7 +1,7 @@
 /* vmm/testdev.c: the test-guest ports — how a freestanding guest talks, stops and times. */
 #include "vmm/testdev.h"
 
-#include "vmm/exit_status.h"
+#include "lib/vmm_exit.h"
 #include "vmm/log.h"
 #include "vmm/stopwait.h"
 

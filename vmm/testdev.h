@@ -1,9 +1,9 @@
-/* vmm/testdev.h: the devices of --test-guest mode (vmm/test_guest_abi.h): a write-only
+/* vmm/testdev.h: the devices of --test-guest mode (lib/test_guest_abi.h): a write-only
  * serial sink, the exit port and the timestamp-mark port. Mapped in test mode only. */
 #ifndef BULKHEAD_VMM_TESTDEV_H
 #define BULKHEAD_VMM_TESTDEV_H
 
-#include "vmm/test_guest_abi.h"
+#include "lib/test_guest_abi.h"
 #include "vmm/vm.h"
 
 #include <stdbool.h>

@@ -1,8 +1,8 @@
 /* vmm/vcpu.c: vCPU lifetime and the run loop — each KVM exit becomes a bus access, or ends
- * the run with a documented status (vmm/exit_status.h) and one line on stderr. */
+ * the run with a documented status (lib/vmm_exit.h) and one line on stderr. */
 #include "vmm/vcpu.h"
 
-#include "vmm/exit_status.h"
+#include "lib/vmm_exit.h"
 #include "vmm/log.h"
 
 #include <errno.h>

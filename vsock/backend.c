@@ -93,26 +93,135 @@ static int get_config(struct backend *b, int sock, const struct vhost_user_msg *
 	return vhost_user_reply(sock, m, &out, VHOST_USER_CONFIG_HDR_SIZE + out.size);
 }
 
-int backend_handle(struct backend *b, int sock, struct vhost_user_msg *m, uint64_t *status)
+/* GET_VRING_BASE stops a ring: no more kicks, no more guest memory access through it. */
+static int stop_ring(struct backend *b, int sock, const struct vhost_user_msg *m)
 {
 	struct vsock_dev *d = b->dev;
+	struct vq *vq = ring(b, m->p.state.index);
+
+	if (!vq)
+		return -EINVAL; /* a GET must be answered; we cannot with a bad index */
+	struct vhost_vring_state s = { .index = m->p.state.index, .num = vq->last_avail };
+	vsock_dev_set_kick(d, m->p.state.index, -1);
+	vq->enabled = false;
+	vq->desc = NULL;
+	/* A restart (SET_VRING_BASE ...) begins afresh: what the old ring's driver did wrong, or
+	 * was owed a call for, does not carry over. */
+	vq->broken = false;
+	vq->need_call = false;
+	/* The driver is resetting or the VM is going away: its sockets die with it. */
+	if (vq != &d->q[VSOCK_Q_EVENT])
+		vsock_dev_drop_conns(d);
+	return vhost_user_reply(sock, m, &s, sizeof(s));
+}
+
+static int set_vring_num(struct backend *b, const struct vhost_user_msg *m)
+{
+	struct vq *vq = ring(b, m->p.state.index);
+
+	/* 32768 fits u16; the power-of-two check keeps & (num - 1) valid. */
+	if (!vq || m->p.state.num == 0 || m->p.state.num > VQ_MAX_SIZE ||
+	    (m->p.state.num & (m->p.state.num - 1)))
+		return EINVAL;
+	vq->num = (uint16_t)m->p.state.num;
+	remap(b, vq);
+	return 0;
+}
+
+static int set_vring_addr(struct backend *b, const struct vhost_user_msg *m)
+{
+	struct vq *vq = ring(b, m->p.addr.index);
+
+	if (!vq || m->p.addr.flags) /* no dirty logging */
+		return EINVAL;
+	vq->desc_addr = m->p.addr.desc_user_addr;
+	vq->avail_addr = m->p.addr.avail_user_addr;
+	vq->used_addr = m->p.addr.used_user_addr;
+	return vq_map(vq, &b->dev->mem) < 0 ? EINVAL : 0;
+}
+
+static int set_vring_call(struct backend *b, struct vhost_user_msg *m)
+{
+	struct vq *vq = ring(b, m->p.u64 & VHOST_USER_VRING_IDX_MASK);
+
+	if (!vq || m->nfds != 1)
+		return EINVAL;
+	replace_fd(&vq->call_fd, m->fds[0]);
+	m->fds[0] = -1;
+	return 0;
+}
+
+static int set_vring_enable(struct backend *b, const struct vhost_user_msg *m)
+{
+	struct vq *vq = ring(b, m->p.state.index);
+
+	if (!vq || m->p.state.num > 1)
+		return EINVAL;
+	vq->enabled = m->p.state.num;
+	if (vq->enabled)
+		vsock_kick(b->dev);
+	return 0;
+}
+
+/* The requests about one ring. Returns as backend_handle does; *st: the status to ack with. */
+static int ring_request(struct backend *b, int sock, struct vhost_user_msg *m, int *st)
+{
 	struct vq *vq;
-	int st = 0;
+
 	switch (m->hdr.request) {
-	case VHOST_USER_GET_FEATURES: {
-		uint64_t f = backend_features();
-		return vhost_user_reply(sock, m, &f, sizeof(f));
+	case VHOST_USER_SET_VRING_NUM:
+		*st = set_vring_num(b, m);
+		return 0;
+	case VHOST_USER_SET_VRING_ADDR:
+		*st = set_vring_addr(b, m);
+		return 0;
+	case VHOST_USER_SET_VRING_BASE:
+		vq = ring(b, m->p.state.index);
+		if (!vq || m->p.state.num > UINT16_MAX)
+			*st = EINVAL;
+		else
+			vq->last_avail = vq->used_idx = (uint16_t)m->p.state.num;
+		return 0;
+	case VHOST_USER_GET_VRING_BASE:
+		return stop_ring(b, sock, m);
+	case VHOST_USER_SET_VRING_KICK:
+		*st = set_kick(b, m);
+		return 0;
+	case VHOST_USER_SET_VRING_CALL:
+		*st = set_vring_call(b, m);
+		return 0;
+	case VHOST_USER_SET_VRING_ERR:
+		/* We never report ring errors this way; the fd is closed with the message. */
+		if (!ring(b, m->p.u64 & VHOST_USER_VRING_IDX_MASK))
+			*st = EINVAL;
+		return 0;
+	case VHOST_USER_SET_VRING_ENABLE:
+		*st = set_vring_enable(b, m);
+		return 0;
+	default:
+		*st = EOPNOTSUPP; /* known to the protocol library, not served by this device */
+		return 0;
 	}
+}
+
+int backend_handle(struct backend *b, int sock, struct vhost_user_msg *m, uint64_t *status)
+{
+	uint64_t v;
+	int st = 0, rc = 0;
+
+	switch (m->hdr.request) {
+	case VHOST_USER_GET_FEATURES:
+		v = backend_features();
+		return vhost_user_reply(sock, m, &v, sizeof(v));
 	case VHOST_USER_SET_FEATURES:
 		if (m->p.u64 & ~backend_features())
 			st = EINVAL;
 		else
 			b->features = m->p.u64;
 		break;
-	case VHOST_USER_GET_PROTOCOL_FEATURES: {
-		uint64_t f = backend_protocol_features();
-		return vhost_user_reply(sock, m, &f, sizeof(f));
-	}
+	case VHOST_USER_GET_PROTOCOL_FEATURES:
+		v = backend_protocol_features();
+		return vhost_user_reply(sock, m, &v, sizeof(v));
 	case VHOST_USER_SET_PROTOCOL_FEATURES:
 		if (m->p.u64 & ~backend_protocol_features())
 			st = EINVAL;
@@ -123,94 +232,20 @@ int backend_handle(struct backend *b, int sock, struct vhost_user_msg *m, uint64
 		break;
 	case VHOST_USER_RESET_OWNER:
 	case VHOST_USER_RESET_DEVICE:
-		vsock_dev_reset(d);
+		vsock_dev_reset(b->dev);
 		break;
-	case VHOST_USER_GET_QUEUE_NUM: {
-		uint64_t n = VSOCK_NQUEUES;
-		return vhost_user_reply(sock, m, &n, sizeof(n));
-	}
+	case VHOST_USER_GET_QUEUE_NUM:
+		v = VSOCK_NQUEUES;
+		return vhost_user_reply(sock, m, &v, sizeof(v));
 	case VHOST_USER_SET_MEM_TABLE:
 		st = set_mem_table(b, m);
-		break;
-	case VHOST_USER_SET_VRING_NUM:
-		vq = ring(b, m->p.state.index);
-		if (!vq || m->p.state.num == 0 || m->p.state.num > VQ_MAX_SIZE ||
-		    (m->p.state.num & (m->p.state.num - 1)))
-			st = EINVAL;
-		else
-			vq->num = (uint16_t)m->p.state.num;
-		/* 32768 fits u16; the power-of-two check keeps & (num - 1) valid. */
-		if (!st)
-			remap(b, vq);
-		break;
-	case VHOST_USER_SET_VRING_ADDR:
-		vq = ring(b, m->p.addr.index);
-		if (!vq || m->p.addr.flags) /* no dirty logging */
-			st = EINVAL;
-		else {
-			vq->desc_addr = m->p.addr.desc_user_addr;
-			vq->avail_addr = m->p.addr.avail_user_addr;
-			vq->used_addr = m->p.addr.used_user_addr;
-			if (vq_map(vq, &d->mem) < 0)
-				st = EINVAL;
-		}
-		break;
-	case VHOST_USER_SET_VRING_BASE:
-		vq = ring(b, m->p.state.index);
-		if (!vq || m->p.state.num > UINT16_MAX)
-			st = EINVAL;
-		else
-			vq->last_avail = vq->used_idx = (uint16_t)m->p.state.num;
-		break;
-	case VHOST_USER_GET_VRING_BASE: {
-		vq = ring(b, m->p.state.index);
-		if (!vq)
-			return -EINVAL; /* a GET must be answered; we cannot with a bad index */
-		/* Stopping a ring: no more kicks, no more guest memory access through it. */
-		struct vhost_vring_state s = { .index = m->p.state.index, .num = vq->last_avail };
-		vsock_dev_set_kick(d, m->p.state.index, -1);
-		vq->enabled = false;
-		vq->desc = NULL;
-		/* A restart (SET_VRING_BASE ...) begins afresh: what the old ring's driver did
-		 * wrong, or was owed a call for, does not carry over. */
-		vq->broken = false;
-		vq->need_call = false;
-		/* The driver is resetting or the VM is going away: its sockets die with it. */
-		if (vq != &d->q[VSOCK_Q_EVENT])
-			vsock_dev_drop_conns(d);
-		return vhost_user_reply(sock, m, &s, sizeof(s));
-	}
-	case VHOST_USER_SET_VRING_KICK:
-		st = set_kick(b, m);
-		break;
-	case VHOST_USER_SET_VRING_CALL:
-		vq = ring(b, m->p.u64 & VHOST_USER_VRING_IDX_MASK);
-		if (!vq || m->nfds != 1) {
-			st = EINVAL;
-		} else {
-			replace_fd(&vq->call_fd, m->fds[0]);
-			m->fds[0] = -1;
-		}
-		break;
-	case VHOST_USER_SET_VRING_ERR:
-		/* We never report ring errors this way; the fd is closed with the message. */
-		if (!ring(b, m->p.u64 & VHOST_USER_VRING_IDX_MASK))
-			st = EINVAL;
-		break;
-	case VHOST_USER_SET_VRING_ENABLE:
-		vq = ring(b, m->p.state.index);
-		if (!vq || m->p.state.num > 1) {
-			st = EINVAL;
-		} else {
-			vq->enabled = m->p.state.num;
-			if (vq->enabled)
-				vsock_kick(d);
-		}
 		break;
 	case VHOST_USER_GET_CONFIG:
 		return get_config(b, sock, m);
 	default:
-		st = EOPNOTSUPP; /* known to the protocol library, not served by this device */
+		rc = ring_request(b, sock, m, &st);
+		if (rc || m->hdr.request == VHOST_USER_GET_VRING_BASE)
+			return rc;
 		break;
 	}
 	if (st)

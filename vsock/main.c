@@ -1,14 +1,15 @@
-/* vsock/main.c: bulkhead-vsock — set up the sockets, then one epoll loop serving the vhost-user
- * front end, the guest's kicks and the host-side Unix sockets until the front end goes away. */
+/* vsock/main.c: bulkhead-vsock — acquire the sockets, lock down, then one epoll loop serving the
+ * vhost-user front end, the guest's kicks and the host-side Unix sockets until the front end
+ * goes away; release. Options are parsed in options.c. */
 #include "lib/jail_selftest.h"
 #include "lib/unix_listen.h"
-#include "vsock/seccomp.h"
 #include "vsock/backend.h"
 #include "vsock/conn.h"
+#include "vsock/options.h"
+#include "vsock/seccomp.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,22 +25,6 @@
 #include <unistd.h>
 
 #define VSOCK_TAG_SIGNAL 9
-
-static void usage(FILE *f)
-{
-	fputs("usage: bulkhead-vsock --socket PATH|--listen-fd N --guest-cid N --uds-path PREFIX "
-	      "[-v]\n"
-	      "  --socket PATH     vhost-user socket to listen on for the VMM (front end)\n"
-	      "  --listen-fd N     or: a listening socket the launcher passes as descriptor N\n"
-	      "  --guest-cid N     the guest's context ID (3 .. 2^32-2)\n"
-	      "  --uds-path PREFIX host programs connect to PREFIX (\"CONNECT <port>\\n\");\n"
-	      "                    guest connections to port P go to PREFIX_P\n"
-	      "  -v                print counters on exit\n"
-	      "  --no-seccomp      do not install the system-call allow-list (debugging only)\n"
-	      "  --jail-selftest   test hook: report what the jail allows, then make a\n"
-	      "                    forbidden call (the process must die of SIGSYS)\n",
-	      f);
-}
 
 /* Listens on path, replacing a stale socket from an earlier run (never any other kind of
  * file). The socket appears under its name only once it listens (bound and listening under
@@ -118,75 +103,23 @@ static int on_ctrl(struct backend *b, int sock)
 	return 1;
 }
 
-int main(int argc, char **argv)
+/* What the process holds, acquired in order (acquire), locked down, served, released. */
+struct vsock_main {
+	const struct vsock_opts *o;
+	int ep, sfd, lfd, hfd, ctrl;
+	struct vsock_dev dev;
+	struct backend b;
+};
+
+/* Signals, the event loop, the front end's listener and the host's: everything is open before
+ * the allow-list goes on. Returns 0, or the exit status after one line on stderr. */
+static int acquire(struct vsock_main *v)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "listen-fd", required_argument, NULL, 'f' },
-		{ "guest-cid", required_argument, NULL, 'c' },
-		{ "uds-path", required_argument, NULL, 'u' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "no-seccomp", no_argument, NULL, 'n' },
-		{ "jail-selftest", no_argument, NULL, 'J' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int no_seccomp = 0, selftest = 0;
-	const char *sock_path = NULL, *uds = NULL;
-	const char *given_fd = NULL;
-	uint64_t cid = 0;
-	int verbose = 0, o;
-	char *end;
-	while ((o = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
-		switch (o) {
-		case 's':
-			sock_path = optarg;
-			break;
-		case 'f':
-			/* A socket the launcher already listens on: no window in which the
-			 * front end could try to connect before we exist. Checked below. */
-			given_fd = optarg;
-			break;
-		case 'u':
-			uds = optarg;
-			break;
-		case 'c':
-			errno = 0;
-			cid = strtoull(optarg, &end, 10);
-			/* 0-2 are reserved (hypervisor, local, host); -1 is VMADDR_CID_ANY. */
-			if (errno || *end || optarg[0] < '0' || optarg[0] > '9' || cid < 3 ||
-			    cid >= UINT32_MAX) {
-				fprintf(stderr,
-					"bulkhead-vsock: bad --guest-cid '%s': want 3 .. "
-					"4294967294\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'v':
-			verbose = 1;
-			break;
-		case 'n':
-			no_seccomp = 1;
-			break;
-		case 'J':
-			selftest = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if ((!sock_path) == (!given_fd) || !uds || !cid || optind != argc) {
-		usage(stderr);
-		return 2;
-	}
-	/* The launcher owns our lifetime: if it dies, so do we (and check it did not already). */
-	pid_t parent = getppid();
-	/* As pid 1 of the jail's PID namespace a SIGTERM without a handler would be ignored:
+	const struct vsock_opts *o = v->o;
+	/* The launcher owns our lifetime: if it dies, so do we (and check it did not already).
+	 * As pid 1 of the jail's PID namespace a SIGTERM without a handler would be ignored:
 	 * then the launcher's death kills us outright. */
+	pid_t parent = getppid();
 	if (prctl(PR_SET_PDEATHSIG, getpid() == 1 ? SIGKILL : SIGTERM) < 0 || getppid() != parent)
 		return 1;
 
@@ -198,40 +131,45 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	int ep = epoll_create1(EPOLL_CLOEXEC);
-	int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	int lfd = given_fd ? unix_listen_adopt(given_fd, true) : listen_path(sock_path);
-	if (given_fd && lfd < 0) {
-		errno = -lfd;
-		lfd = -1;
+	v->ep = epoll_create1(EPOLL_CLOEXEC);
+	v->sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	v->lfd = o->given_fd ? unix_listen_adopt(o->given_fd, true) : listen_path(o->sock_path);
+	if (o->given_fd && v->lfd < 0) {
+		errno = -v->lfd;
+		v->lfd = -1;
 	}
-	if (ep < 0 || sfd < 0 || lfd < 0) {
+	if (v->ep < 0 || v->sfd < 0 || v->lfd < 0) {
 		fprintf(stderr, "bulkhead-vsock: cannot listen on %s: %s\n",
-			sock_path ? sock_path : "the given descriptor", strerror(errno));
+			o->sock_path ? o->sock_path : "the given descriptor", strerror(errno));
 		return 1;
 	}
-	int hfd = listen_path(uds);
-	if (hfd < 0) {
-		fprintf(stderr, "bulkhead-vsock: cannot listen on %s: %s\n", uds, strerror(errno));
-		if (sock_path)
-			unlink(sock_path);
+	v->hfd = listen_path(o->uds);
+	if (v->hfd < 0) {
+		fprintf(stderr, "bulkhead-vsock: cannot listen on %s: %s\n", o->uds,
+			strerror(errno));
+		if (o->sock_path)
+			unlink(o->sock_path);
 		return 1;
 	}
-	static struct vsock_dev dev;
-	vsock_dev_init(&dev, cid, uds, ep);
-	struct backend b = { .dev = &dev };
-	if (ep_add(ep, sfd, VSOCK_TAG(VSOCK_TAG_SIGNAL, 0)) < 0 ||
-	    ep_add(ep, lfd, VSOCK_TAG(VSOCK_TAG_LISTEN, 0)) < 0 ||
-	    ep_add(ep, hfd, VSOCK_TAG(VSOCK_TAG_LISTEN, 1)) < 0) {
+	vsock_dev_init(&v->dev, o->cid, o->uds, v->ep);
+	v->b = (struct backend){ .dev = &v->dev };
+	v->ctrl = -1;
+	if (ep_add(v->ep, v->sfd, VSOCK_TAG(VSOCK_TAG_SIGNAL, 0)) < 0 ||
+	    ep_add(v->ep, v->lfd, VSOCK_TAG(VSOCK_TAG_LISTEN, 0)) < 0 ||
+	    ep_add(v->ep, v->hfd, VSOCK_TAG(VSOCK_TAG_LISTEN, 1)) < 0) {
 		fprintf(stderr, "bulkhead-vsock: epoll: %s\n", strerror(errno));
 		return 1;
 	}
+	return 0;
+}
 
-	/* Set up: from here on only the allow-list's calls, before the front end's first
-	 * message and so before any guest byte. */
-	if (selftest)
+/* Set up: from here on only the allow-list's calls, before the front end's first message and
+ * so before any guest byte. */
+static int lock_down(const struct vsock_main *v)
+{
+	if (v->o->selftest)
 		jail_selftest_report();
-	if (!no_seccomp) {
+	if (!v->o->no_seccomp) {
 		int err = vsock_seccomp_install();
 		if (err < 0) {
 			fprintf(stderr, "bulkhead-vsock: cannot install the seccomp filter: %s\n",
@@ -239,64 +177,103 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (selftest)
+	if (v->o->selftest)
 		jail_selftest_probe();
+	return 0;
+}
 
-	int ctrl = -1, rc = -1;
+/* The one front end connects; later ones are refused. */
+static void accept_front_end(struct vsock_main *v)
+{
+	int fd = accept4(v->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (v->ctrl >= 0) {
+		close(fd);
+		return;
+	}
+	v->ctrl = fd;
+	/* A front end stalling mid-message must not freeze the guest's traffic for long: reads
+	 * time out (then we exit, non-zero). */
+	struct timeval tv = { .tv_sec = 5 };
+	setsockopt(v->ctrl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ep_add(v->ep, v->ctrl, VSOCK_TAG(VSOCK_TAG_CTRL, 0));
+}
+
+/* One event. Returns -1 to go on, or the exit status. */
+static int on_event(struct vsock_main *v, const struct epoll_event *ev)
+{
+	uint32_t kind = (uint32_t)(ev->data.u64 >> 32);
+	uint32_t idx = (uint32_t)ev->data.u64;
+
+	if (kind == VSOCK_TAG_SIGNAL) {
+		return 0; /* asked to stop: an orderly end */
+	} else if (kind == VSOCK_TAG_LISTEN && idx == 0) {
+		accept_front_end(v);
+	} else if (kind == VSOCK_TAG_LISTEN) {
+		int fd;
+		while ((fd = accept4(v->hfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0)
+			vsock_host_accept(&v->dev, fd);
+	} else if (kind == VSOCK_TAG_CTRL) {
+		int r = on_ctrl(&v->b, v->ctrl);
+		if (r <= 0)
+			return r == 0 ? 0 : 1;
+	} else if (kind == VSOCK_TAG_KICK && idx < VSOCK_NQUEUES) {
+		uint64_t n;
+		if (read(v->dev.q[idx].kick_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+			return -1;
+		vsock_kick(&v->dev);
+	} else if (kind == VSOCK_TAG_CONN) {
+		vsock_host_event(&v->dev, idx, ev->events);
+	}
+	return -1;
+}
+
+/* The loop, until a signal, the front end's end or a failure. Returns the exit status. */
+static int serve(struct vsock_main *v)
+{
+	int rc = -1;
+
 	while (rc < 0) {
 		struct epoll_event evs[64];
-		int n = epoll_wait(ep, evs, 64, -1);
+		int n = epoll_wait(v->ep, evs, 64, -1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			fprintf(stderr, "bulkhead-vsock: epoll_wait: %s\n", strerror(errno));
-			rc = 1;
-			break;
+			return 1;
 		}
-		for (int i = 0; i < n && rc < 0; i++) {
-			uint32_t kind = (uint32_t)(evs[i].data.u64 >> 32);
-			uint32_t idx = (uint32_t)evs[i].data.u64;
-			if (kind == VSOCK_TAG_SIGNAL) {
-				rc = 0; /* asked to stop: an orderly end */
-			} else if (kind == VSOCK_TAG_LISTEN && idx == 0) {
-				/* Exactly one front end per process; later ones are refused. */
-				int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-				if (fd < 0)
-					continue;
-				if (ctrl >= 0) {
-					close(fd);
-					continue;
-				}
-				ctrl = fd;
-				/* A front end stalling mid-message must not freeze the guest's
-				 * traffic for long: reads time out (then we exit, non-zero). */
-				struct timeval tv = { .tv_sec = 5 };
-				setsockopt(ctrl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-				ep_add(ep, ctrl, VSOCK_TAG(VSOCK_TAG_CTRL, 0));
-			} else if (kind == VSOCK_TAG_LISTEN) {
-				int fd;
-				while ((fd = accept4(hfd, NULL, NULL,
-						     SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0)
-					vsock_host_accept(&dev, fd);
-			} else if (kind == VSOCK_TAG_CTRL) {
-				int r = on_ctrl(&b, ctrl);
-				if (r <= 0)
-					rc = r == 0 ? 0 : 1;
-			} else if (kind == VSOCK_TAG_KICK && idx < VSOCK_NQUEUES) {
-				uint64_t v;
-				if (read(dev.q[idx].kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-					continue;
-				vsock_kick(&dev);
-			} else if (kind == VSOCK_TAG_CONN) {
-				vsock_host_event(&dev, idx, evs[i].events);
-			}
-		}
+		for (int i = 0; i < n && rc < 0; i++)
+			rc = on_event(v, &evs[i]);
 	}
-	if (verbose)
-		print_stats(&dev, &b);
-	vsock_dev_reset(&dev);
-	if (sock_path)
-		unlink(sock_path);
-	unlink(uds);
+	return rc;
+}
+
+static void release(struct vsock_main *v)
+{
+	if (v->o->verbose)
+		print_stats(&v->dev, &v->b);
+	vsock_dev_reset(&v->dev);
+	if (v->o->sock_path)
+		unlink(v->o->sock_path);
+	unlink(v->o->uds);
+}
+
+int main(int argc, char **argv)
+{
+	static struct vsock_main v; /* the device is large: not on the stack */
+	struct vsock_opts o;
+	int rc = vsock_options_parse(argc, argv, &o);
+
+	if (rc >= 0)
+		return rc;
+	v.o = &o;
+	rc = acquire(&v);
+	if (!rc)
+		rc = lock_down(&v);
+	if (rc)
+		return rc;
+	rc = serve(&v);
+	release(&v);
 	return rc;
 }

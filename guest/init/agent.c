@@ -139,24 +139,22 @@ static int host_frames(struct handler *h, struct agent_reader *rd, int *end)
 	return 0;
 }
 
-static void serve(int sock, const sigset_t *origmask)
+/* Starts the command of the exec request the host sent first. Returns the SIGCHLD signalfd;
+ * a request that is not one, or a command that cannot start, ends this child here. */
+static int start_command(struct handler *h, struct agent_reader *rd, const sigset_t *origmask)
 {
-	static char buf[AGENT_MAX_PAYLOAD], inbuf[AGENT_MAX_PAYLOAD];
-	static struct agent_reader rd;
-	struct handler h = { .sock = sock, .inbuf = inbuf, .status = -1 };
-	agent_reader_init(&rd, AGENT_MAX_PAYLOAD);
-	int type = first_frame(&rd, sock);
+	int type = first_frame(rd, h->sock);
 	struct agent_exec_req req;
-	if (type != AGENT_EXEC || agent_exec_decode(rd.p.payload, rd.p.len, &req) < 0) {
-		send_error(sock, "bulkhead-init: expected an exec request");
+	if (type != AGENT_EXEC || agent_exec_decode(rd->p.payload, rd->p.len, &req) < 0) {
+		send_error(h->sock, "bulkhead-init: expected an exec request");
 		_exit(1);
 	}
-	h.tty = req.flags & AGENT_EXEC_TTY;
-	char **env = exec_build_env((char *const *)req.env, h.tty);
+	h->tty = req.flags & AGENT_EXEC_TTY;
+	char **env = exec_build_env((char *const *)req.env, h->tty);
 	struct exec_spec spec = { .argv = req.argv,
 				  .env = (const char *const *)env,
 				  .cwd = req.cwd,
-				  .tty = h.tty,
+				  .tty = h->tty,
 				  .rows = req.rows,
 				  .cols = req.cols,
 				  .stdin_pipe = req.flags & AGENT_EXEC_STDIN };
@@ -164,62 +162,70 @@ static void serve(int sock, const sigset_t *origmask)
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	int rc = env && sfd >= 0 ? exec_spawn(&spec, origmask, &h.proc) : -ENOMEM;
+	int rc = env && sfd >= 0 ? exec_spawn(&spec, origmask, &h->proc) : -ENOMEM;
 	if (rc < 0) {
-		send_error(sock, "bulkhead-init: cannot start the command: %s", strerror(-rc));
+		send_error(h->sock, "bulkhead-init: cannot start the command: %s", strerror(-rc));
 		_exit(1);
 	}
 	if (rc > 0) {
 		char msg[512];
 		int n = snprintf(msg, sizeof(msg), "bulkhead: %s: %s\n", req.argv[0], strerror(rc));
-		agent_send(sock, AGENT_STDERR, msg,
+		agent_send(h->sock, AGENT_STDERR, msg,
 			   (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
-		waitpid(h.proc.pid, NULL, 0);
-		send_exit(sock, exec_failure_code(rc), 0);
+		waitpid(h->proc.pid, NULL, 0);
+		send_exit(h->sock, exec_failure_code(rc), 0);
 		_exit(0);
 	}
-	if (h.proc.in_fd >= 0)
-		fcntl(h.proc.in_fd, F_SETFL, O_NONBLOCK);
+	if (h->proc.in_fd >= 0)
+		fcntl(h->proc.in_fd, F_SETFL, O_NONBLOCK);
+	return sfd;
+}
 
-	int outs[2] = { h.proc.out_fd, h.proc.err_fd };
-	const int types[2] = { AGENT_STDOUT, AGENT_STDERR };
-	while (h.status == -1) {
+/* The host went away or broke the protocol: stop the command, end this child. */
+static void abandon(const struct handler *h, int code)
+{
+	kill(-h->proc.pid, SIGKILL);
+	waitpid(h->proc.pid, NULL, 0);
+	_exit(code);
+}
+
+/* Until the command exits: host frames in, its output out, stdin as it takes it. OUTS: its
+ * stdout and stderr, -1 once closed. */
+static void pump(struct handler *h, struct agent_reader *rd, int sfd, int outs[2], char *buf)
+{
+	static const int types[2] = { AGENT_STDOUT, AGENT_STDERR };
+
+	while (h->status == -1) {
 		int end = 0;
-		if (host_frames(&h, &rd, &end) < 0) {
-			/* The host went away or broke the protocol: stop the command. */
-			kill(-h.proc.pid, SIGKILL);
-			waitpid(h.proc.pid, NULL, 0);
-			_exit(end == 0 ? 0 : 1);
-		}
+		if (host_frames(h, rd, &end) < 0)
+			abandon(h, end == 0 ? 0 : 1);
 		/* Host frames wait while stdin bytes are pending: the command sets the pace. */
-		bool want_in = h.inoff < h.inlen;
+		bool want_in = h->inoff < h->inlen;
 		struct pollfd pfd[5] = {
-			{ .fd = want_in ? -1 : sock, .events = POLLIN },
+			{ .fd = want_in ? -1 : h->sock, .events = POLLIN },
 			{ .fd = outs[0], .events = POLLIN },
 			{ .fd = outs[1], .events = POLLIN },
 			{ .fd = sfd, .events = POLLIN },
-			{ .fd = want_in ? h.proc.in_fd : -1, .events = POLLOUT },
+			{ .fd = want_in ? h->proc.in_fd : -1, .events = POLLOUT },
 		};
 		if (poll(pfd, 5, -1) < 0 && errno != EINTR)
 			break;
 		if (pfd[0].revents) {
-			long r = agent_reader_fill(&rd, sock);
-			if (r < 0 && r != -EAGAIN) {
-				kill(-h.proc.pid, SIGKILL);
-				waitpid(h.proc.pid, NULL, 0);
-				_exit(1);
-			}
+			long r = agent_reader_fill(rd, h->sock);
+			if (r < 0 && r != -EAGAIN)
+				abandon(h, 1);
 		}
 		for (int i = 0; i < 2; i++)
 			if (outs[i] >= 0 && pfd[1 + i].revents &&
-			    !forward(&h, outs[i], types[i], buf, false))
+			    !forward(h, outs[i], types[i], buf, false))
 				outs[i] = -1; /* closed by the command (or a pty without readers) */
 		if (pfd[4].revents) {
-			ssize_t n = write(h.proc.in_fd, h.inbuf + h.inoff, h.inlen - h.inoff);
+			ssize_t n = write(h->proc.in_fd, h->inbuf + h->inoff, h->inlen - h->inoff);
 			if (n > 0)
-				h.inoff += (size_t)n;
+				h->inoff += (size_t)n;
 			else if (n < 0 && errno != EAGAIN && errno != EINTR)
-				h.inoff = h.inlen; /* the command closed its stdin: drop the rest */
+				h->inoff =
+					h->inlen; /* the command closed its stdin: drop the rest */
 		}
 		if (pfd[3].revents) {
 			struct signalfd_siginfo si;
@@ -228,18 +234,31 @@ static void serve(int sock, const sigset_t *origmask)
 			int ws;
 			pid_t w;
 			while ((w = waitpid(-1, &ws, WNOHANG)) > 0)
-				if (w == h.proc.pid)
-					h.status = ws;
+				if (w == h->proc.pid)
+					h->status = ws;
 		}
 	}
-	/* Take what the command wrote before it exited; background processes that
-	 * keep the pipes open are not waited for. */
+	/* Take what the command wrote before it exited; background processes that keep the
+	 * pipes open are not waited for. */
 	for (int i = 0; i < 2; i++) {
 		if (outs[i] < 0)
 			continue;
 		fcntl(outs[i], F_SETFL, O_NONBLOCK);
-		forward(&h, outs[i], types[i], buf, true);
+		forward(h, outs[i], types[i], buf, true);
 	}
+}
+
+/* One exec, in its own child of init: start the command, pump, report how it ended. */
+static void serve(int sock, const sigset_t *origmask)
+{
+	static char buf[AGENT_MAX_PAYLOAD], inbuf[AGENT_MAX_PAYLOAD];
+	static struct agent_reader rd;
+	struct handler h = { .sock = sock, .inbuf = inbuf, .status = -1 };
+	agent_reader_init(&rd, AGENT_MAX_PAYLOAD);
+	int sfd = start_command(&h, &rd, origmask);
+	int outs[2] = { h.proc.out_fd, h.proc.err_fd };
+
+	pump(&h, &rd, sfd, outs, buf);
 	/* Flush before reporting: the host may stop the VM as soon as it knows. */
 	sync();
 	if (WIFSIGNALED(h.status))

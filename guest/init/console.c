@@ -1,6 +1,7 @@
 /* guest/init/console.c: the only writer of frames; the command never sees this fd. */
 #include "guest/init/init.h"
 #include "lib/console_frame.h"
+#include "lib/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,31 +30,6 @@ int console_open(const char *dev)
 	return 0;
 }
 
-static int write_all(const struct iovec *iov_in, int cnt)
-{
-	struct iovec iov[3];
-	for (int i = 0; i < cnt; i++)
-		iov[i] = iov_in[i];
-	int i = 0;
-	while (i < cnt) {
-		ssize_t n = writev(console_fd, iov + i, cnt - i);
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return -errno;
-		}
-		while (i < cnt && (size_t)n >= iov[i].iov_len) {
-			n -= (ssize_t)iov[i].iov_len;
-			i++;
-		}
-		if (i < cnt) {
-			iov[i].iov_base = (char *)iov[i].iov_base + n;
-			iov[i].iov_len -= (size_t)n;
-		}
-	}
-	return 0;
-}
-
 int console_send(int type, const void *buf, size_t len)
 {
 	if (console_fd < 0 || len > CFRAME_MAX_PAYLOAD)
@@ -66,7 +42,7 @@ int console_send(int type, const void *buf, size_t len)
 		{ trailer, CFRAME_TRAILER_LEN },
 	};
 	console_seq++;
-	return write_all(iov, 3);
+	return io_writev_full(console_fd, iov, 3);
 }
 
 void console_error(const char *fmt, ...)

@@ -1,8 +1,8 @@
 /* guest/init/main.c: bulkhead-init, PID 1 of every guest: set up, serve the
  * host's execs through the vsock agent, power off when the host is done. */
 #include "guest/init/init.h"
+#include "lib/boot_timer_abi.h"
 #include "lib/console_frame.h"
-#include "vmm/boot_timer_abi.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -23,7 +23,7 @@ void init_poweroff(void)
 		pause();
 }
 
-/* The boot timer (vmm/boot_timer_abi.h): bulkhead-vmm timestamps this write as "init
+/* The boot timer (lib/boot_timer_abi.h): bulkhead-vmm timestamps this write as "init
  * started". Other VMMs ignore the port; without I/O privilege (not PID 1 in a VM) skip it. */
 static void boot_timer_mark(void)
 {
@@ -56,8 +56,9 @@ int main(void)
 	/* The image's last entry: without it the kernel ran out of memory unpacking. */
 	char image[16];
 	if (readlink("/etc/bulkhead-image", image, sizeof(image)) <= 0) {
-		console_error("bulkhead-init: the guest image was only partly unpacked: it does not "
-			      "fit in the guest's memory (give more with --mem)");
+		console_error(
+			"bulkhead-init: the guest image was only partly unpacked: it does not "
+			"fit in the guest's memory (give more with --mem)");
 		init_poweroff();
 	}
 

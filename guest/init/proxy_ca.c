@@ -5,6 +5,7 @@
 #include "guest/init/init.h"
 #include "lib/agent_proto.h"
 #include "lib/boot_args.h"
+#include "lib/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,25 +37,13 @@ static int fetch(char *buf, size_t cap, size_t *len)
 		close(s);
 		return -e;
 	}
-	*len = 0;
-	for (;;) {
-		if (*len == cap) {
-			close(s);
-			return -EMSGSIZE;
-		}
-		ssize_t n = read(s, buf + *len, cap - *len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			close(s);
-			return -e;
-		}
-		if (n == 0)
-			break;
-		*len += (size_t)n;
-	}
+	ssize_t n = io_read_full(s, buf, cap);
 	close(s);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n == cap)
+		return -EMSGSIZE;
+	*len = (size_t)n;
 	return 0;
 }
 

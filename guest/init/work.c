@@ -18,12 +18,12 @@ int work_mount(void)
 		return rc;
 	if (len != 2 || (strncmp(val, "rw", 2) != 0 && strncmp(val, "ro", 2) != 0))
 		return -EINVAL;
-	if (mkdir("/work", 0755) < 0 && errno != EEXIST)
+	if (mkdir(BOOT_ARGS_WORK_DIR, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	/* The read-only flag here only gives early, clear errors; the host enforces :ro
 	 * whatever the guest does with its mounts. */
 	unsigned long flags = MS_NOSUID | MS_NODEV | (val[1] == 'o' ? MS_RDONLY : 0);
-	if (mount("work", "/work", "virtiofs", flags, NULL) < 0)
+	if (mount(BOOT_ARGS_WORK_TAG, BOOT_ARGS_WORK_DIR, "virtiofs", flags, NULL) < 0)
 		return -errno;
 	return 1;
 }

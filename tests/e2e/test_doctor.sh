@@ -1,6 +1,6 @@
 #!/bin/sh
 # End to end: bulkhead-vmm --test-guest runs the freestanding guests of tests/guests/ on this
-# host's KVM with their documented exit statuses (vmm/exit_status.h), and `bulkhead doctor`
+# host's KVM with their documented exit statuses (lib/vmm_exit.h), and `bulkhead doctor`
 # reports facts consistent with what those probes show.
 . "$(dirname "$0")/lib.sh"
 

@@ -29,7 +29,7 @@ static struct rules rules;
 static struct proxy_config cfg;
 static char out[OUT_MAX];
 
-static int secret_get(void *arg, const char *name, uint8_t **val, size_t *len)
+static int proxy_rewrite_secret(void *arg, const char *name, uint8_t **val, size_t *len)
 {
 	(void)arg;
 	if (strcmp(name, "TOK"))
@@ -39,7 +39,7 @@ static int secret_get(void *arg, const char *name, uint8_t **val, size_t *len)
 	return *val ? 0 : -ENOMEM;
 }
 
-static const struct secret_source source = { secret_get, NULL };
+static const struct secret_source source = { proxy_rewrite_secret, NULL };
 
 static int setup(void)
 {

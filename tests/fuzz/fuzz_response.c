@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_response.c: libFuzzer target for the broker's response path — whatever a
- * hostile upstream answers, through the real relay_response(): http_parser, header filtering,
+ * hostile upstream answers, through the real proxy_response_relay(): http_parser, header filtering,
  * Content-Encoding decoding, the scrubber and the chunk framing toward the guest.
  *
  * Input: a flags byte (HEAD request, HTTP/1.0 guest), a seed for where the upstream's writes
@@ -95,7 +95,7 @@ static void *guest(void *arg)
 
 /* One relay of DATA with SECRET loaded; the guest's bytes in OUT, and in *MATCHED whether the
  * scrubber found a complete match (released or still held when the relay stopped). Returns
- * what relay_response() returned. */
+ * what proxy_response_relay() returned. */
 static int relay(const uint8_t *data, size_t size, uint8_t flags, uint32_t seed, const char *secret,
 		 struct buf *out, int *matched)
 {
@@ -116,13 +116,13 @@ static int relay(const uint8_t *data, size_t size, uint8_t flags, uint32_t seed,
 	scrub_init(&c->scrub);
 	if (scrub_add_secret(&c->scrub, (const uint8_t *)secret, strlen(secret)))
 		abort();
-	set_timeouts(c->up_fd, 5000);
+	proxy_io_timeouts(c->up_fd, 5000);
 	u.fd = usv[1];
 	g.fd = gsv[1];
 	if (pthread_create(&ut, NULL, upstream, &u) || pthread_create(&gt, NULL, guest, &g))
 		abort();
-	rc = relay_response(c);
-	client_flush(c);
+	rc = proxy_response_relay(c);
+	proxy_io_client_flush(c);
 	shutdown(c->fd, SHUT_WR);
 	close(c->up_fd); /* an upstream still writing gets EPIPE */
 	pthread_join(ut, NULL);

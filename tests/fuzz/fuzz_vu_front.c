@@ -10,7 +10,7 @@
  * front end starts; the back end then shuts its sending side. Checked: no crash or sanitizer
  * report, no descriptor left open afterwards (received surplus fds are closed, failures
  * release everything), and a failure stops the VM only with VMM_EXIT_BACKEND. */
-#include "vmm/exit_status.h"
+#include "lib/vmm_exit.h"
 #include "vmm/log.h"
 #include "vmm/virtio/vhost_user_dev.h"
 #include "vmm/vm.h"

@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/io.h"
+
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
 #endif
@@ -57,16 +59,8 @@ static int steal_vsock(pid_t pid)
 
 static void put(int fd, const void *b, size_t n)
 {
-	const uint8_t *p = b;
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			exit(3); /* the host closed the stream: the session ended */
-		p += w;
-		n -= (size_t)w;
-	}
+	if (io_write_full(fd, b, n))
+		exit(3); /* the host closed the stream: the session ended */
 }
 
 /* version 1, type, reserved 0, little-endian length */

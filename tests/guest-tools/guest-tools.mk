@@ -4,15 +4,15 @@ GUEST_TOOLS_DIR := $(BUILD)/tests/guest-tools
 VSOCK_TOOL      := $(GUEST_TOOLS_DIR)/vsock-tool
 TEST_INITRAMFS  := $(GUEST_TOOLS_DIR)/initramfs-test.cpio
 
-$(VSOCK_TOOL): tests/guest-tools/vsock_tool.c | deps
+$(VSOCK_TOOL): tests/guest-tools/vsock_tool.c lib/io.c | deps
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -static -s -o $@ $<
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -I. -O2 -static -s -o $@ $^
 
 # A hostile guest command for the deadline tests (copied into a work share by the test).
 AGENT_ATTACK    := $(GUEST_TOOLS_DIR)/agent-attack
-$(AGENT_ATTACK): tests/guest-tools/agent_attack.c | deps
+$(AGENT_ATTACK): tests/guest-tools/agent_attack.c lib/io.c | deps
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -static -s -o $@ $<
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -I. -O2 -static -s -o $@ $^
 
 $(TEST_INITRAMFS): $(INITRAMFS_BASE) $(VSOCK_TOOL) $(LIBDIR)/gen_init_cpio
 	@mkdir -p $(@D)

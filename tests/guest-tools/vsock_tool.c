@@ -13,6 +13,8 @@
 
 #include <linux/vm_sockets.h>
 
+#include "lib/io.h"
+
 static void usage(void)
 {
 	fputs("usage: vsock-tool connect PORT | listen PORT | sink PORT SECONDS   (guest, vsock)\n"
@@ -38,20 +40,6 @@ static unsigned parse_port(const char *s)
 	if (errno || *end || !*s || v > 0xffffffffUL)
 		usage();
 	return (unsigned)v;
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
 }
 
 /* VSOCK_TOOL_STATS=1: one "STATS recv BYTES MS" line on stderr, timed from the first byte
@@ -93,7 +81,7 @@ static int pump(int s)
 				if (got == 0)
 					t0 = now_ms();
 				got += (unsigned long long)k;
-				if (write_all(1, buf, (size_t)k))
+				if (io_write_full(1, buf, (size_t)k))
 					return 1;
 			}
 		}
@@ -104,7 +92,7 @@ static int pump(int s)
 			if (k <= 0) {
 				in_open = 0;
 				shutdown(s, SHUT_WR);
-			} else if (write_all(s, buf, (size_t)k)) {
+			} else if (io_write_full(s, buf, (size_t)k)) {
 				printf("ERR write %s\n", strerror(errno));
 				return 1;
 			}
@@ -197,7 +185,7 @@ int main(int argc, char **argv)
 		}
 		char line[64];
 		int n = snprintf(line, sizeof(line), "CONNECT %s\n", argv[3]);
-		if (write_all(s, line, (size_t)n))
+		if (io_write_full(s, line, (size_t)n))
 			return 3;
 		/* Byte by byte: what follows the OK line is stream data. */
 		size_t len = 0;
@@ -228,7 +216,7 @@ int main(int argc, char **argv)
 			close(sp[0]);
 			while (n) {
 				size_t k = n < sizeof(zero) ? (size_t)n : sizeof(zero);
-				if (write_all(sp[1], zero, k))
+				if (io_write_full(sp[1], zero, k))
 					_exit(1);
 				n -= k;
 			}

@@ -1,6 +1,6 @@
 /* tests/guests/badexit.S: writes an exit code above TG_EXIT_MAX, which must not alias a VMM
  * status: the run ends with VMM_EXIT_BAD_CODE (104). */
-#include "vmm/test_guest_abi.h"
+#include "lib/test_guest_abi.h"
 
 	.section .text.start, "ax"
 	.code64

@@ -1,6 +1,6 @@
 /* tests/guests/first.S: the bulkhead-vmm side of the start-up benchmark (bench/vmm-startup.sh):
  * the first instruction writes '!' to the serial port, then the guest exits with code 0. */
-#include "vmm/test_guest_abi.h"
+#include "lib/test_guest_abi.h"
 
 	.section .text.start, "ax"
 	.code64

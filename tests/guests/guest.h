@@ -1,9 +1,9 @@
-/* tests/guests/guest.h: the guest side of vmm/test_guest_abi.h — port I/O, serial output,
+/* tests/guests/guest.h: the guest side of lib/test_guest_abi.h — port I/O, serial output,
  * exit and timestamp marks — for the freestanding C test guests. */
 #ifndef BULKHEAD_TESTS_GUEST_H
 #define BULKHEAD_TESTS_GUEST_H
 
-#include "vmm/test_guest_abi.h"
+#include "lib/test_guest_abi.h"
 
 #include <stdint.h>
 

@@ -1,6 +1,6 @@
 # tests/guests/: freestanding test and probe guests for bulkhead-vmm --test-guest, built as
 # flat binaries into $(LIBDIR)/guests/NAME.bin. A guest is NAME.c (linked with start.S) or
-# NAME.S (self-contained). ABI: vmm/test_guest_abi.h. Helpers (GUEST_HELPERS, not guests
+# NAME.S (self-contained). ABI: lib/test_guest_abi.h. Helpers (GUEST_HELPERS, not guests
 # themselves) are linked into the guests that name them in GUEST_USES_<name>.
 GUEST_HELPERS := tests/guests/start.S tests/guests/vsock_drv.c
 GUEST_USES_vsock := vsock_drv

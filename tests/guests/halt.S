@@ -1,5 +1,5 @@
 /* tests/guests/halt.S: HLT with interrupts off, nothing can wake it: the VMM must end the
- * run with VMM_EXIT_HALTED (vmm/exit_status.h). */
+ * run with VMM_EXIT_HALTED (lib/vmm_exit.h). */
 	.section .text.start, "ax"
 	.code64
 	.globl _start

@@ -2,7 +2,7 @@
  * ring 3 with SYSRETQ, ring 3 executes SYSCALL; the handler prints '0' + (CS & 3) and a
  * newline, then exits with code 0. A correct KVM prints "0"; hosts whose SYSCALL lands in
  * ring 3 (kvm_pvm) print "3". Output, not exit status, is the verdict. */
-#include "vmm/test_guest_abi.h"
+#include "lib/test_guest_abi.h"
 
 #define MSR_EFER 0xc0000080
 #define MSR_STAR 0xc0000081

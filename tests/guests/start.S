@@ -1,7 +1,7 @@
 /* tests/guests/start.S: entry of the C test guests — keep the entry registers for checks,
  * give each vCPU its own stack (by RDX, the vCPU index), run guest_main() on vCPU 0 and
  * exit with its value; other vCPUs run guest_ap(index, count), by default a halt loop. */
-#include "vmm/test_guest_abi.h"
+#include "lib/test_guest_abi.h"
 
 #define STACK_SIZE 4096
 #define MAX_CPUS   32

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/io.h"
 #include "tests/tools/git_https_server.h"
 
 #include <http_parser.h>
@@ -195,17 +196,7 @@ static int on_body(http_parser *p, const char *at, size_t n)
 	if (n > MAX_BODY - c->body)
 		return fail(c, p, 413);
 	c->body += n;
-	while (n) {
-		ssize_t w = write(c->spool, at, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return fail(c, p, 500);
-		at += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return io_write_full(c->spool, at, n) ? fail(c, p, 500) : 0;
 }
 
 static int on_complete(http_parser *p)

@@ -326,8 +326,9 @@ static int cmd_register(const char *ctl, const char *session, const char *scope_
 		perror("proxy-client register: control socket");
 		return 1;
 	}
-	l = snprintf(msg, sizeof(msg), "{\"op\":\"register\",\"session\":\"%s\",\"scope\":%s}\n",
-		     session, scope);
+	l = snprintf(msg, sizeof(msg),
+		     "{\"v\":1,\"op\":\"register\",\"session\":\"%s\",\"scope\":%s}\n", session,
+		     scope);
 	iov.iov_base = msg;
 	iov.iov_len = (size_t)l;
 	m.msg_control = cbuf.b;

@@ -2,7 +2,7 @@
  * front end against a real back end (virtiofsd), playing the guest driver through the MMIO
  * bus, then kills the back end and times how long the VMM takes to notice.
  * Prints "PASS step" / "FAIL step: detail" lines for tests/e2e/test_vhost_user_virtiofsd.sh. */
-#include "vmm/exit_status.h"
+#include "lib/vmm_exit.h"
 #include "vmm/virtio/vhost_user_dev.h"
 #include "vmm/vm.h"
 

@@ -151,9 +151,10 @@ static void test_precedence_table(void **state)
 			decide(pp, &scope, &q, &d);
 		}
 		if (d.verdict != r->verdict || d.layer != r->layer || strcmp(d.rule, r->rule))
-			fail_msg("%s: got %s/%s/%s, want %s/%s/%s", name, verdict_name(d.verdict),
-				 layer_name(d.layer), d.rule, verdict_name(r->verdict),
-				 layer_name(r->layer), r->rule);
+			fail_msg("%s: got %s/%s/%s, want %s/%s/%s", name,
+				 decide_verdict_name(d.verdict), decide_layer_name(d.layer), d.rule,
+				 decide_verdict_name(r->verdict), decide_layer_name(r->layer),
+				 r->rule);
 		if (d.verdict == VERDICT_DENY && !d.why[0])
 			fail_msg("%s: a denial must say why", name);
 		if (d.verdict == VERDICT_ALLOW && !d.dest)

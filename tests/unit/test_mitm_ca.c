@@ -64,8 +64,8 @@ static void test_leaf_chains_and_names(void **state)
 	struct mitm_ca *ca = mitm_ca_new("s", 3600, err, sizeof(err));
 	struct mitm_ca *other = mitm_ca_new("t", 3600, err, sizeof(err));
 	X509 *cax = pem_cert(mitm_ca_pem(ca)), *otherx = pem_cert(mitm_ca_pem(other));
-	SSL_CTX *ctx = mitm_leaf_ctx(ca, "api.example.test", err, sizeof(err));
-	SSL_CTX *ipctx = mitm_leaf_ctx(ca, "127.0.0.1", err, sizeof(err));
+	SSL_CTX *ctx = mitm_ca_leaf_ctx(ca, "api.example.test", err, sizeof(err));
+	SSL_CTX *ipctx = mitm_ca_leaf_ctx(ca, "127.0.0.1", err, sizeof(err));
 	X509 *leaf, *ipleaf;
 
 	(void)state;
@@ -91,8 +91,8 @@ static void test_cache_and_bad_names(void **state)
 {
 	char err[200];
 	struct mitm_ca *ca = mitm_ca_new("s", 3600, err, sizeof(err));
-	SSL_CTX *a = mitm_leaf_ctx(ca, "a.test", err, sizeof(err));
-	SSL_CTX *b = mitm_leaf_ctx(ca, "A.TEST", err, sizeof(err));
+	SSL_CTX *a = mitm_ca_leaf_ctx(ca, "a.test", err, sizeof(err));
+	SSL_CTX *b = mitm_ca_leaf_ctx(ca, "A.TEST", err, sizeof(err));
 	char name[32];
 	int i;
 
@@ -100,15 +100,15 @@ static void test_cache_and_bad_names(void **state)
 	assert_ptr_equal(a, b); /* one leaf per host, names compared without case */
 	SSL_CTX_free(a);
 	SSL_CTX_free(b);
-	assert_null(mitm_leaf_ctx(ca, "a.test,DNS:evil.test", err, sizeof(err)));
-	assert_null(mitm_leaf_ctx(ca, "", err, sizeof(err)));
-	assert_null(mitm_leaf_ctx(ca, "sp ace.test", err, sizeof(err)));
+	assert_null(mitm_ca_leaf_ctx(ca, "a.test,DNS:evil.test", err, sizeof(err)));
+	assert_null(mitm_ca_leaf_ctx(ca, "", err, sizeof(err)));
+	assert_null(mitm_ca_leaf_ctx(ca, "sp ace.test", err, sizeof(err)));
 	/* More hosts than the cache holds: every one still gets a working leaf. */
 	for (i = 0; i < 300; i++) {
 		SSL_CTX *c;
 
 		snprintf(name, sizeof(name), "h%d.test", i);
-		c = mitm_leaf_ctx(ca, name, err, sizeof(err));
+		c = mitm_ca_leaf_ctx(ca, name, err, sizeof(err));
 		assert_non_null(c);
 		SSL_CTX_free(c);
 	}

@@ -5,11 +5,11 @@
  * Without KVM: the devices are driven through their bus callbacks from a worker thread that
  * plays the vCPU, kicked with VCPU_KICK_SIGNAL as the main thread does. No time is asserted:
  * each blocked call must merely return before a generous watchdog. */
+#include "lib/test_guest_abi.h"
 #include "lib/vhost_user.h"
-#include "vmm/exit_status.h"
+#include "lib/vmm_exit.h"
 #include "vmm/log.h"
 #include "vmm/testdev.h"
-#include "vmm/test_guest_abi.h"
 #include "vmm/uart.h"
 #include "vmm/vcpu.h"
 #include "vmm/virtio/vhost_user_dev.h"

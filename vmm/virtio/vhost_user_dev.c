@@ -3,7 +3,7 @@
  * straight between the guest (through KVM) and the back end. */
 #include "vmm/virtio/vhost_user_dev.h"
 
-#include "vmm/exit_status.h"
+#include "lib/vmm_exit.h"
 #include "vmm/log.h"
 
 #include <errno.h>

@@ -1,10 +1,10 @@
 /* vmm/x86/bzimage.c: the bzImage loader (boot protocol >= 2.12, 64-bit entry), and the
  * choice between it and the ELF loader. Every header field is checked before use. */
+#include "lib/errbuf.h"
 #include "vmm/x86/boot.h"
 #include "vmm/x86/layout.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,16 +16,6 @@
 #define SETUP_SECTS_DEF 4
 #define SECTOR		512
 
-__attribute__((format(printf, 4, 5))) static int bz_fail(char *err, size_t errlen, int rc,
-							 const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 int x86_bzimage_load(const struct gmem *gm, const uint8_t *img, size_t len, struct x86_kernel *k,
 		     char *err, size_t errlen)
 {
@@ -33,51 +23,55 @@ int x86_bzimage_load(const struct gmem *gm, const uint8_t *img, size_t len, stru
 
 	memset(k, 0, sizeof(*k));
 	if (len > LOADER_IMAGE_MAX)
-		return bz_fail(err, errlen, -EFBIG, "bzImage larger than the loader accepts");
+		return errbuf_fail(err, errlen, -EFBIG, "bzImage larger than the loader accepts");
 	if (!img || len < HDR_OFFSET + sizeof(h))
-		return bz_fail(err, errlen, -ENOEXEC, "bzImage truncated inside its setup header");
+		return errbuf_fail(err, errlen, -ENOEXEC,
+				   "bzImage truncated inside its setup header");
 	memcpy(&h, img + HDR_OFFSET, sizeof(h));
 	if (h.header != HDR_MAGIC || h.boot_flag != BOOT_FLAG)
-		return bz_fail(err, errlen, -ENOEXEC, "not a bzImage (no HdrS / 0xAA55)");
+		return errbuf_fail(err, errlen, -ENOEXEC, "not a bzImage (no HdrS / 0xAA55)");
 	if (h.version < X86_BZIMAGE_MIN_VERSION)
-		return bz_fail(err, errlen, -ENOEXEC,
-			       "bzImage boot protocol %u.%02u is older than 2.12 (no 64-bit entry)",
-			       h.version >> 8, h.version & 0xff);
+		return errbuf_fail(
+			err, errlen, -ENOEXEC,
+			"bzImage boot protocol %u.%02u is older than 2.12 (no 64-bit entry)",
+			h.version >> 8, h.version & 0xff);
 	if (!(h.xloadflags & XLF_KERNEL_64) || !(h.loadflags & LOADED_HIGH))
-		return bz_fail(err, errlen, -ENOEXEC,
-			       "bzImage has no 64-bit entry point (xloadflags 0x%x)", h.xloadflags);
+		return errbuf_fail(err, errlen, -ENOEXEC,
+				   "bzImage has no 64-bit entry point (xloadflags 0x%x)",
+				   h.xloadflags);
 	/* The header's own length: the jump at 0x200 skips exactly over it. */
 	size_t hdr_end = 0x202 + (size_t)img[0x201];
 	if (hdr_end > len || hdr_end < offsetof(struct setup_header, init_size) + HDR_OFFSET + 4)
-		return bz_fail(err, errlen, -ENOEXEC, "bzImage setup header length is invalid");
+		return errbuf_fail(err, errlen, -ENOEXEC, "bzImage setup header length is invalid");
 
 	unsigned sects = h.setup_sects ? h.setup_sects : SETUP_SECTS_DEF;
 	size_t setup_size = ((size_t)sects + 1) * SECTOR;
 	if (setup_size >= len)
-		return bz_fail(err, errlen, -ENOEXEC,
-			       "bzImage truncated: %zu bytes, its setup alone claims %zu", len,
-			       setup_size);
+		return errbuf_fail(err, errlen, -ENOEXEC,
+				   "bzImage truncated: %zu bytes, its setup alone claims %zu", len,
+				   setup_size);
 	uint64_t pm_size = len - setup_size;
 	uint64_t load = h.pref_address;
 	uint64_t align = h.kernel_alignment;
 	if (load < X86_HIGH_RAM_GPA || load > X86_RAM_MAX_BELOW_4G)
-		return bz_fail(err, errlen, -EINVAL,
-			       "bzImage preferred load address 0x%llx is outside 1 MiB..3 GiB",
-			       (unsigned long long)load);
+		return errbuf_fail(err, errlen, -EINVAL,
+				   "bzImage preferred load address 0x%llx is outside 1 MiB..3 GiB",
+				   (unsigned long long)load);
 	if (align && ((align & (align - 1)) || load % align))
-		return bz_fail(err, errlen, -EINVAL,
-			       "bzImage load address 0x%llx is not %u-aligned",
-			       (unsigned long long)load, (unsigned)align);
+		return errbuf_fail(err, errlen, -EINVAL,
+				   "bzImage load address 0x%llx is not %u-aligned",
+				   (unsigned long long)load, (unsigned)align);
 	/* The decompressor works in place over init_size bytes from the load address. */
 	uint64_t span = h.init_size > pm_size ? h.init_size : pm_size;
 	if (span > LOADER_IMAGE_MAX)
-		return bz_fail(err, errlen, -EFBIG, "bzImage init_size %u is oversized",
-			       h.init_size);
+		return errbuf_fail(err, errlen, -EFBIG, "bzImage init_size %u is oversized",
+				   h.init_size);
 	uint8_t *dst = gmem_ptr(gm, load, span);
 	if (!dst)
-		return bz_fail(err, errlen, -EFBIG,
-			       "bzImage needs 0x%llx..0x%llx, beyond guest RAM (give more --mem)",
-			       (unsigned long long)load, (unsigned long long)(load + span));
+		return errbuf_fail(
+			err, errlen, -EFBIG,
+			"bzImage needs 0x%llx..0x%llx, beyond guest RAM (give more --mem)",
+			(unsigned long long)load, (unsigned long long)(load + span));
 	memcpy(dst, img + setup_size, (size_t)pm_size);
 	memset(dst + pm_size, 0, (size_t)(span - pm_size));
 

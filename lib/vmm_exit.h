@@ -1,7 +1,10 @@
-/* vmm/exit_status.h: what bulkhead-vmm's exit status means; shared with the CLI (doctor, run)
+/* lib/vmm_exit.h: what bulkhead-vmm's exit status means; shared with the CLI (doctor, run)
  * and the tests. Keep docs in sync when a value changes: these are a public contract. */
-#ifndef BULKHEAD_VMM_EXIT_STATUS_H
-#define BULKHEAD_VMM_EXIT_STATUS_H
+#ifndef BULKHEAD_LIB_VMM_EXIT_H
+#define BULKHEAD_LIB_VMM_EXIT_H
+
+/* Bumped whenever a value below changes meaning (a new value does not bump it). */
+#define VMM_EXIT_ABI_VERSION 1
 
 /* Linux mode (--kernel): 0 = the guest reset itself (i8042, `reboot=k`: how a session and
  * a `panic=-1` panic end; the CLI tells them apart from the console); anything else below

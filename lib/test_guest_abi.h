@@ -1,7 +1,7 @@
-/* vmm/test_guest_abi.h: the port-I/O and MMIO contract between bulkhead-vmm --test-guest and the
+/* lib/test_guest_abi.h: the port-I/O and MMIO contract between bulkhead-vmm --test-guest and the
  * freestanding guests in tests/guests/. Shared by both sides; assembler-safe (macros only). */
-#ifndef BULKHEAD_VMM_TEST_GUEST_ABI_H
-#define BULKHEAD_VMM_TEST_GUEST_ABI_H
+#ifndef BULKHEAD_LIB_TEST_GUEST_ABI_H
+#define BULKHEAD_LIB_TEST_GUEST_ABI_H
 
 /* Bumped whenever a port, value or the entry state below changes meaning. */
 #define TG_ABI_VERSION 2
@@ -31,7 +31,7 @@
 #define TG_PORT_SERIAL 0x3f8
 
 /* out (byte, word or dword at the base port): ends the run; the value (0..TG_EXIT_MAX) becomes
- * the VMM's exit status. Larger values end it with VMM_EXIT_BAD_CODE (vmm/exit_status.h).
+ * the VMM's exit status. Larger values end it with VMM_EXIT_BAD_CODE (lib/vmm_exit.h).
  * Each of these two devices spans TG_PORT_WIDTH ports so that a dword access stays inside. */
 #define TG_PORT_WIDTH 4
 #define TG_PORT_EXIT  0x500

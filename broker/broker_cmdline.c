@@ -1,0 +1,146 @@
+/* broker/broker_cmdline.c: bulkhead-broker's command line (see broker_cmdline.h). */
+#include "broker/broker_cmdline.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/session.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: bulkhead-broker --listen PATH|--listen-fd N --rules FILE [options]\n"
+		"       bulkhead-broker --control PATH [--audit-dir DIR] [options]\n"
+		"One session (the first form, as `bulkhead run` starts a private broker):\n"
+		"  --listen PATH        Unix socket the guest's connections arrive on\n"
+		"  --listen-fd N        or: a socket the launcher already listens on\n"
+		"  --rules FILE         the session's scope: injection rules and allow-list "
+		"(JSON)\n"
+		"  --audit FILE         append one hash-chained JSON line per request\n"
+		"  --session ID         the session named in audit records\n"
+		"  --control PATH       (optional) where `bulkhead approvals` reaches it\n"
+		"A shared broker (sessions register over the control socket, lib/control_proto.h):\n"
+		"  --control PATH       the control socket (mode 0600; your user and root only)\n"
+		"  --audit-dir DIR      one audit log per session: DIR/<session>.log\n"
+		"Both:\n"
+		"  --vault FILE         secrets from this vault (bulkhead vault)\n"
+		"  --key-file FILE      its key file (default: the vault's path + \".key\")\n"
+		"  --secrets-file FILE  development/test secrets: JSON {name: value}, mode 0600\n"
+		"  --ca-file FILE       trust only this CA for upstreams (default: system)\n"
+		"  --policy FILE        the global policy (JSON; policy.h): denials that no scope\n"
+		"                       can lift, rules that hold requests for approval\n"
+		"  --io-timeout S       seconds either side of a connection may stay silent "
+		"(default 30)\n"
+		"  --quiet              no per-request log lines\n");
+}
+
+/* One option's value into c. Returns -1 to go on, or the status to exit with. */
+static int take(int o, struct broker_cmdline *c)
+{
+	char *end;
+
+	switch (o) {
+	case 'l':
+		c->listen_path = optarg;
+		break;
+	case 'r':
+		c->rules_path = optarg;
+		break;
+	case 's':
+		c->secrets_path = optarg;
+		break;
+	case 'f':
+		c->listen_fd = optarg; /* checked when adopted */
+		break;
+	case 'v':
+		c->vault_path = optarg;
+		break;
+	case 'a':
+		c->audit_path = optarg;
+		break;
+	case 'A':
+		c->audit_dir = optarg;
+		break;
+	case 'C':
+		c->control = optarg;
+		break;
+	case 'S':
+		c->session = optarg;
+		break;
+	case 'k':
+		c->key_file = optarg;
+		break;
+	case 'c':
+		c->ca = optarg;
+		break;
+	case 'q':
+		c->quiet = true;
+		break;
+	case 't':
+		c->io_timeout_s = strtol(optarg, &end, 10);
+		if (*end || end == optarg || c->io_timeout_s < 1 || c->io_timeout_s > 3600) {
+			fprintf(stderr, "bulkhead-broker: --io-timeout: 1 to 3600 seconds\n");
+			return 2;
+		}
+		break;
+	case 'P':
+		c->policy_path = optarg;
+		break;
+	case 'h':
+		usage(stdout);
+		return 0;
+	case 'T':
+		c->selftest = true; /* test hook: lock down, then try to start a process */
+		break;
+	default:
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
+int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c)
+{
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "rules", required_argument, NULL, 'r' },
+		{ "secrets-file", required_argument, NULL, 's' },
+		{ "listen-fd", required_argument, NULL, 'f' },
+		{ "vault", required_argument, NULL, 'v' },
+		{ "audit", required_argument, NULL, 'a' },
+		{ "audit-dir", required_argument, NULL, 'A' },
+		{ "control", required_argument, NULL, 'C' },
+		{ "session", required_argument, NULL, 'S' },
+		{ "key-file", required_argument, NULL, 'k' },
+		{ "ca-file", required_argument, NULL, 'c' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "io-timeout", required_argument, NULL, 't' },
+		{ "policy", required_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "harden-selftest", no_argument, NULL, 'T' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o, rc;
+
+	*c = (struct broker_cmdline){ .session = "-", .io_timeout_s = 30 };
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1)
+		if ((rc = take(o, c)) >= 0)
+			return rc;
+	/* Either one session (a socket and its scope, no audit directory) or the shared broker
+	 * (a control socket, no scope or single audit log); secrets from one source. */
+	if (optind != argc || (c->vault_path && c->secrets_path) ||
+	    (!c->listen_path && !c->listen_fd
+		     ? !c->control || c->rules_path || c->audit_path
+		     : (c->listen_path && c->listen_fd) || !c->rules_path || c->audit_dir)) {
+		usage(stderr);
+		return 2;
+	}
+	if (!c->control && strcmp(c->session, "-") && !broker_session_id_ok(c->session)) {
+		fprintf(stderr, "bulkhead-broker: --session: 1 to %d of A-Z a-z 0-9 _ -\n",
+			BROKER_SESSION_ID_MAX);
+		return 2;
+	}
+	return -1;
+}

@@ -1,0 +1,24 @@
+/* broker/broker_cmdline.h: bulkhead-broker's command line — one session's broker (a socket and
+ * its scope) or the shared broker (a control socket), and the sources both read. */
+#ifndef BULKHEAD_BROKER_BROKER_CMDLINE_H
+#define BULKHEAD_BROKER_BROKER_CMDLINE_H
+
+#include <stdbool.h>
+
+struct broker_cmdline {
+	/* One session: its socket (a path, or a descriptor the launcher listens on), scope,
+	 * audit log and name. */
+	const char *listen_path, *listen_fd, *rules_path, *audit_path, *session;
+	/* The control socket: the shared broker's, or (with --listen) a private one's. */
+	const char *control, *audit_dir;
+	const char *vault_path, *key_file, *secrets_path, *ca, *policy_path;
+	long io_timeout_s;
+	bool quiet;
+	bool selftest; /* --harden-selftest: lock down, then try to start a process */
+};
+
+/* Parses and checks argv into c. Returns -1 to go on, or the status to exit with at once: 0
+ * after --help, 2 after a usage error (with its line on stderr). */
+int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c);
+
+#endif

@@ -1,0 +1,287 @@
+/* broker/proxy_request.c: a request's head, once http_parser has read it — its framing, where
+ * it goes, the decision, the placeholder tripwire, the head the upstream gets, then holding it
+ * for a person or sending it. One function per phase; proxy_request_headers runs them in
+ * order and stops at the first refusal (the reason is in the connection, proxy_fail). */
+#include "broker/proxy_conn.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/crypto.h>
+
+/* VAL is WANT (any case) but for trailing whitespace, which is not part of a field value. */
+static int val_is(const char *val, size_t len, const char *want)
+{
+	while (len && (val[len - 1] == ' ' || val[len - 1] == '\t'))
+		len--;
+	return len == strlen(want) && !strncasecmp(val, want, len);
+}
+
+/* The head's framing and the headers the proxy acts on. Whatever a guest can frame one way
+ * for the broker and another for an upstream is refused here: two framings, a length that is
+ * not digits, a transfer coding other than chunked alone, chunked in HTTP/1.0. Then reqcheck
+ * is told how the body ends. *HOST_HDR: the Host header's index, SIZE_MAX if none. */
+static int head_framing(struct conn *c, const http_parser *p, size_t *host_hdr)
+{
+	size_t i, k, n_te = 0, n_cl = 0;
+
+	*host_hdr = SIZE_MAX;
+	for (i = 0; i < c->req.n; i++) {
+		const char *v = proxy_head_val(&c->req, i);
+		size_t vl = c->req.h[i].val_len;
+
+		if (proxy_head_is(&c->req, i, "transfer-encoding")) {
+			n_te++;
+			if (!val_is(v, vl, "chunked")) {
+				proxy_fail(c, 400, "only Transfer-Encoding: chunked is accepted");
+				return -1;
+			}
+		} else if (proxy_head_is(&c->req, i, "content-length")) {
+			n_cl++;
+			for (k = 0; k < vl && v[k] >= '0' && v[k] <= '9'; k++)
+				;
+			if (!k || k > 18 || !val_is(v + k, vl - k, "")) {
+				proxy_fail(c, 400, "Content-Length must be a decimal number");
+				return -1;
+			}
+		} else if (proxy_head_is(&c->req, i, "expect")) {
+			if (!val_is(v, vl, "100-continue")) {
+				proxy_fail(c, 400, "unsupported Expect header");
+				return -1;
+			}
+			c->expect_continue = 1;
+		} else if (proxy_head_is(&c->req, i, "upgrade")) {
+			proxy_fail(c, 501, "protocol upgrades are not supported");
+			return -1;
+		} else if (proxy_head_is(&c->req, i, "host")) {
+			if (*host_hdr != SIZE_MAX) {
+				proxy_fail(c, 400, "more than one Host header");
+				return -1;
+			}
+			*host_hdr = i;
+		}
+	}
+	/* Two framings for one body is how requests are smuggled: refuse, never pick one. */
+	if ((n_te && n_cl) || n_te > 1 || n_cl > 1) {
+		proxy_fail(c, 400,
+			   "conflicting body lengths (Content-Length and Transfer-Encoding, "
+			   "or either twice)");
+		return -1;
+	}
+	if (n_te && c->client_10) {
+		proxy_fail(c, 400, "Transfer-Encoding in an HTTP/1.0 request");
+		return -1;
+	}
+	c->chunked_in = n_te == 1;
+	c->has_body = c->chunked_in || (n_cl && p->content_length > 0);
+	reqcheck_framing(&c->rc, c->chunked_in,
+			 n_cl && !c->chunked_in ? (uint64_t)p->content_length : 0);
+	return 0;
+}
+
+/* One request as the phases of its head see it (proxy_request_headers). */
+struct request_plan {
+	const char *url, *query;
+	size_t qlen, host_hdr, n_inj;
+	char scheme[8], path[PROXY_MAX_URL + 1];
+	int port, https_url;
+	struct rules_req q;
+	const struct rules_secret *inj[DECIDE_MAX_INJECT];
+};
+
+/* The head as a whole: where reqcheck says it ends, within the arena; its method. */
+static int head_begin(struct conn *c, const http_parser *p)
+{
+	c->head_seen = 1;
+	if (c->rc.state != RC_HEAD_DONE) {
+		proxy_fail(c, 400, "the request head ended where its grammar says it does not");
+		return -1;
+	}
+	if (proxy_head_done(&c->req)) {
+		proxy_fail(c, 400, "request head larger than %d bytes", PROXY_MAX_HEAD);
+		return -1;
+	}
+	snprintf(c->method, sizeof(c->method), "%s", http_method_str(p->method));
+	c->client_10 = p->http_major == 1 && p->http_minor == 0;
+	c->is_head = p->method == HTTP_HEAD;
+	return 0;
+}
+
+/* Where the request goes: its target, a Host header that names the same authority, and a
+ * path whose meaning cannot change upstream. 1: the request asks for the session CA's
+ * certificate (answered at the end of the request). */
+static int request_target(struct conn *c, struct request_plan *r)
+{
+	switch (proxy_target(c, r->url, r->scheme, &r->port, r->path, &r->query, &r->qlen)) {
+	case 1:
+		return 1;
+	case 0:
+		break;
+	default:
+		return -1;
+	}
+	r->https_url = !strcmp(r->scheme, "https");
+	c->port = r->port >= 0 ? r->port : r->https_url ? 443 : 80;
+	if (r->host_hdr == SIZE_MAX && c->cl_ssl) {
+		proxy_fail(c, 400, "a request in a tunnel needs a Host header");
+		return -1;
+	}
+	if (r->host_hdr != SIZE_MAX &&
+	    !proxy_target_host_ok(proxy_head_val(&c->req, r->host_hdr), c->host, c->port)) {
+		/* Host must name the target's authority: a mismatch is a confused or lying
+		 * client (in a tunnel: the CONNECT's host, which the TLS name also matched). */
+		proxy_fail(c, 400, "the Host header does not match the %s",
+			   c->cl_ssl ? "CONNECT host" : "URL");
+		return -1;
+	}
+	r->q.method = c->method;
+	r->q.host = c->host;
+	r->q.port = r->port;
+	r->q.path = r->path;
+	proxy_target_log(c, r->scheme, r->port, r->path);
+	if (!proxy_rewrite_path_ok(r->path, strlen(r->path))) {
+		proxy_fail(c, 400, "dot segments, encoded slashes or backslashes in the path");
+		return -1;
+	}
+	return 0;
+}
+
+/* decide() on the request; the secrets to inject into r->inj. Every injected secret is named
+ * in the audit record (and, joined, to a person asked to approve). */
+static int request_decide(struct conn *c, struct request_plan *r)
+{
+	struct decide_req dq = {
+		c->method, c->host, r->port, r->path, r->https_url, NULL, DECIDE_GIT_REFS_UNKNOWN
+	};
+	struct decision d;
+	size_t i, at = 0;
+
+	decide(c->cfg->policy, c->cfg->rules, &dq, &d);
+	snprintf(c->rule, sizeof(c->rule), "%s", d.rule);
+	c->layer = decide_layer_name(d.layer);
+	for (i = 0; i < d.n_inject; i++) {
+		c->inj_names[i] = d.inject[i]->name;
+		at += (size_t)snprintf(c->secret_name + at, sizeof(c->secret_name) - at, "%s%s",
+				       i ? "," : "", d.inject[i]->name);
+		if (at >= sizeof(c->secret_name))
+			at = sizeof(c->secret_name) - 1;
+	}
+	c->n_inj_names = d.n_inject;
+	if (d.verdict == VERDICT_DENY) {
+		proxy_fail(c, 403, "%s", d.why);
+		return -1;
+	}
+	c->dest = d.dest;
+	r->n_inj = d.n_inject;
+	memcpy(r->inj, d.inject, d.n_inject * sizeof(r->inj[0]));
+	/* Held: a person decides (or, for a push rule, the body must be read first). */
+	c->hold = d.verdict == VERDICT_APPROVAL || d.needs_body;
+	c->req_https = r->https_url;
+	c->hold_needs_body = d.verdict != VERDICT_APPROVAL;
+	return 0;
+}
+
+/* The tripwire, over everything the guest sent (also headers that are dropped): a placeholder
+ * toward a host its secret may not go to blocks the request. */
+static int request_tripwire(struct conn *c, const struct request_plan *r)
+{
+	size_t i;
+
+	/* Every secret the rules name is scrubbed from every response, whichever host sent it
+	 * (a host may echo what another request carried), so all are loaded, once. */
+	for (i = 0; i < c->cfg->rules->n_secrets; i++)
+		proxy_rewrite_secret(c, &c->cfg->rules->secrets[i]);
+	if (proxy_rewrite_placeholders(c, &r->q, r->url, c->req.url_len, NULL, PH_URL))
+		return -1;
+	for (i = 0; i < c->req.n; i++)
+		if (proxy_rewrite_placeholders(c, &r->q, proxy_head_val(&c->req, i),
+					       c->req.h[i].val_len, NULL, PH_HEADER))
+			return -1;
+	return 0;
+}
+
+/* The head the upstream will get (kept, to send again once on a reused connection), and how
+ * the body will follow it. */
+static int request_upstream_head(struct conn *c, struct request_plan *r)
+{
+	struct secbuf o = { 0 };
+
+	/* The body is decided as it streams (proxy_body.c), against the same request. */
+	snprintf(c->q_path, sizeof(c->q_path), "%s", r->path);
+	c->q = r->q;
+	c->q.path = c->q_path;
+	proxy_body_plan(c, r->n_inj);
+	if (proxy_rewrite_head(c, &r->q, r->query, r->qlen, r->inj, r->n_inj, &o)) {
+		secbuf_wipe(&o);
+		proxy_fail(c, 502, "cannot build the upstream request");
+		return -1;
+	}
+	if (c->up_head) {
+		OPENSSL_cleanse(c->up_head, c->up_head_len);
+		free(c->up_head);
+	}
+	c->up_head = o.b;
+	c->up_head_len = o.n;
+	return 0;
+}
+
+/* A held request waits for its decision with nothing sent upstream; any other goes now, on the
+ * connection to the same destination if one is open. */
+static int request_hold_or_send(struct conn *c)
+{
+	int reused;
+
+	if (c->hold) {
+		/* Nothing reaches the upstream, not even a connection, before the decision. */
+		proxy_hold_begin(c);
+		if (c->expect_continue && !c->client_10 &&
+		    proxy_io_client_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25))
+			return -1;
+		return 0;
+	}
+	reused = c->up_fd >= 0 && c->up_dest == c->dest;
+	if (!reused) {
+		proxy_io_up_close(c);
+		if (proxy_io_up_open(c))
+			return -1;
+	}
+	c->up_reused = reused;
+	/* A held body's head goes out with it, at the end of the request (proxy_body_finish). */
+	if (c->body_mode != BODY_BUFFER && proxy_io_up_write(c, c->up_head, c->up_head_len)) {
+		proxy_io_up_close(c);
+		if (!reused || proxy_io_up_open(c) ||
+		    proxy_io_up_write(c, c->up_head, c->up_head_len)) {
+			proxy_fail(c, 502, "cannot send the request to %s", c->host);
+			return -1;
+		}
+	}
+	if (c->expect_continue && !c->client_10 &&
+	    proxy_io_client_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25))
+		return -1;
+	return 0;
+}
+
+int proxy_request_headers(http_parser *p)
+{
+	struct conn *c = CONN(p);
+	struct request_plan r = {
+		.url = c->req.arena + c->req.url_off, .query = "", .host_hdr = SIZE_MAX, .port = -1
+	};
+	int rc;
+
+	if (head_begin(c, p))
+		return -1;
+	if (p->method == HTTP_CONNECT)
+		return proxy_tunnel_connect(c);
+	if (head_framing(c, p, &r.host_hdr))
+		return -1;
+	rc = request_target(c, &r);
+	if (rc)
+		return rc > 0 ? 0 : -1;
+	if (request_decide(c, &r) || request_tripwire(c, &r) || request_upstream_head(c, &r))
+		return -1;
+	return request_hold_or_send(c);
+}

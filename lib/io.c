@@ -1,0 +1,79 @@
+/* lib/io.c: whole reads and writes on blocking descriptors (see io.h). Used by the host's
+ * programs and by bulkhead-init, so it needs nothing but libc. */
+#include "lib/io.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+int io_writev_full(int fd, const struct iovec *iov_in, int cnt)
+{
+	struct iovec iov[IO_IOV_MAX];
+	int i = 0;
+
+	if (cnt < 0 || cnt > IO_IOV_MAX)
+		return -EINVAL;
+	memcpy(iov, iov_in, (size_t)cnt * sizeof(*iov));
+	/* Empty entries first, so that a write of 0 bytes below means no progress. */
+	while (i < cnt && !iov[i].iov_len)
+		i++;
+	while (i < cnt) {
+		ssize_t n = writev(fd, iov + i, cnt - i);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		while (i < cnt && (size_t)n >= iov[i].iov_len) {
+			n -= (ssize_t)iov[i].iov_len;
+			i++;
+		}
+		if (i < cnt) {
+			iov[i].iov_base = (char *)iov[i].iov_base + n;
+			iov[i].iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+/* read, or pread from OFF when AT is set, until LEN bytes or the end of the file. */
+static ssize_t read_loop(int fd, void *buf, size_t len, bool at, off_t off)
+{
+	char *p = buf;
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = at ? pread(fd, p + got, len - got, off + (off_t)got)
+			       : read(fd, p + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+ssize_t io_read_full(int fd, void *buf, size_t len)
+{
+	return read_loop(fd, buf, len, false, 0);
+}
+
+ssize_t io_pread_full(int fd, void *buf, size_t len, off_t off)
+{
+	return read_loop(fd, buf, len, true, off);
+}
+
+int io_write_full(int fd, const void *buf, size_t len)
+{
+	struct iovec iov = { (void *)(uintptr_t)buf, len };
+
+	return io_writev_full(fd, &iov, 1);
+}

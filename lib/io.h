@@ -1,0 +1,28 @@
+/* lib/io.h: whole reads and writes on blocking descriptors — the loops that retry after EINTR
+ * and short transfers, written once. Loops with a deadline or a stop to give way to
+ * (lib/vhost_user.c, vmm/stopwait.c, cli/out.c) are not these and keep their own. */
+#ifndef BULKHEAD_LIB_IO_H
+#define BULKHEAD_LIB_IO_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* The most iovec entries io_writev_full takes. */
+#define IO_IOV_MAX 8
+
+/* Writes all LEN bytes of BUF. 0, or a negative errno (-EIO if the descriptor takes none). */
+int io_write_full(int fd, const void *buf, size_t len);
+
+/* Writes all of IOV[0..CNT) (CNT at most IO_IOV_MAX, else -EINVAL), in as few calls as the
+ * descriptor allows. 0, or a negative errno. */
+int io_writev_full(int fd, const struct iovec *iov, int cnt);
+
+/* Reads until LEN bytes or end of file. Returns the count (less than LEN only at end of file),
+ * or a negative errno. */
+ssize_t io_read_full(int fd, void *buf, size_t len);
+
+/* The same from offset OFF, leaving the descriptor's position alone. */
+ssize_t io_pread_full(int fd, void *buf, size_t len, off_t off);
+
+#endif
