@@ -8,7 +8,7 @@
  * then starts the same two programs with plain fork+exec: the reference. Both must exit 0.
  *
  * Usage: jail-step BIN-DIR LIB-DIR [ROUNDS]   Prints medians and the difference. Root only. */
-#include "cli/jail.h"
+#include "jail/jail.h"
 
 #include <fcntl.h>
 #include <limits.h>

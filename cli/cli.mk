@@ -2,7 +2,7 @@
 CLI_SRCS := $(wildcard cli/*.c)
 CLI_BIN  := $(BIN)/bulkhead
 
-$(CLI_BIN): $(CLI_SRCS:%.c=$(OBJ)/%.o) $(BROKER_LIB) $(LIB_A)
+$(CLI_BIN): $(CLI_SRCS:%.c=$(OBJ)/%.o) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lz -lcrypto -ljansson -lhttp_parser -lseccomp
 

@@ -1,7 +1,7 @@
 /* cli/engine_qemu.c: the QEMU engine — our kernel and initramfs under
  * qemu-system-x86_64 -M microvm, with the serial console on a pipe to us. */
 #include "cli/engine_spawn.h"
-#include "cli/jail.h"
+#include "jail/jail.h"
 #include "lib/unix_listen.h"
 #include "cli/run.h"
 #include "cli/share_fs.h"

@@ -2,10 +2,10 @@
  * and hand the guest to the session loop. */
 #include "cli/run.h"
 #include "cli/broker_dev.h"
-#include "cli/cgroup.h"
-#include "cli/jail.h"
+#include "jail/cgroup.h"
+#include "jail/jail.h"
 #include "cli/paths.h"
-#include "cli/proc.h"
+#include "jail/proc.h"
 #include "cli/rundir.h"
 #include "cli/share_fs.h"
 #include "cli/vsock_dev.h"

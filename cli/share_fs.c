@@ -8,7 +8,7 @@
  * host kernel's rule, not the guest's. virtiofsd then adds its own sandbox
  * (-o sandbox=namespace: pivot_root into the share, no network, own PID space). */
 #include "cli/share_fs.h"
-#include "cli/proc.h"
+#include "jail/proc.h"
 #include "lib/unix_listen.h"
 
 #include <errno.h>

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/jail.h"
+#include "jail/jail.h"
 
 int main(int argc, char **argv)
 {

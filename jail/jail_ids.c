@@ -1,6 +1,6 @@
-/* cli/jail_ids.c: whom a session's jailed processes run as (see jail.h): a uid/gid of the
+/* jail/jail_ids.c: whom a session's jailed processes run as (see jail.h): a uid/gid of the
  * session's own, leased with an flock so two live sessions never share one. */
-#include "cli/jail.h"
+#include "jail/jail.h"
 
 #include <dirent.h>
 #include <errno.h>

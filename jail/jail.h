@@ -1,4 +1,4 @@
-/* cli/jail.h: the jail step for the processes that touch guest data (the VM process and
+/* jail/jail.h: the jail step for the processes that touch guest data (the VM process and
  * bulkhead-vsock). Each starts in fresh PID, IPC, UTS and mount namespaces and an empty network
  * namespace (the session's two jailed processes share one), in an empty read-only root that
  * holds only what it was given, as the session's own unprivileged uid/gid (a user namespace
@@ -6,8 +6,8 @@
  * root's exec-time caps refused by securebits), no_new_privs, an empty environment, only the
  * descriptors it is handed, and tight rlimits. The process then installs its own seccomp
  * allow-list once set up (vsock/seccomp.c, vmm/seccomp.c), before the guest's first byte. */
-#ifndef BULKHEAD_CLI_JAIL_H
-#define BULKHEAD_CLI_JAIL_H
+#ifndef BULKHEAD_JAIL_JAIL_H
+#define BULKHEAD_JAIL_JAIL_H
 
 #include <stdbool.h>
 #include <stddef.h>

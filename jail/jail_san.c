@@ -1,7 +1,7 @@
-/* cli/jail_san.c: a dynamic program's root for the jail in a sanitizer build (see jail_san.h).
+/* jail/jail_san.c: a dynamic program's root for the jail in a sanitizer build (see jail_san.h).
  * Only /usr and the loader's own paths, read-only: nothing secret, and never in a normal
  * build, whose jailed programs are static. */
-#include "cli/jail_san.h"
+#include "jail/jail_san.h"
 
 #include <errno.h>
 #include <string.h>

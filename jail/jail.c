@@ -1,6 +1,6 @@
-/* cli/jail.c: the jail step (see jail.h): namespaces, the empty root, then lock-down. */
-#include "cli/jail.h"
-#include "cli/proc.h"
+/* jail/jail.c: the jail step (see jail.h): namespaces, the empty root, then lock-down. */
+#include "jail/jail.h"
+#include "jail/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,12 +1,12 @@
-/* cli/jail_san.h: the jail of bulkhead-vmm and bulkhead-vsock in a sanitizer build (make
+/* jail/jail_san.h: the jail of bulkhead-vmm and bulkhead-vsock in a sanitizer build (make
  * SAN=..., BULKHEAD_SANITIZED). Those programs are static and get an empty root; with ASan they
  * are dynamic (it has no static run time), so their root then also holds what the loader
  * needs: /usr read-only, /etc/ld.so.cache and the host's top-level library links, as QEMU's
  * jail has (cli/engine_qemu.c). A normal build adds nothing: the same spec, as strict. */
-#ifndef BULKHEAD_CLI_JAIL_SAN_H
-#define BULKHEAD_CLI_JAIL_SAN_H
+#ifndef BULKHEAD_JAIL_JAIL_SAN_H
+#define BULKHEAD_JAIL_JAIL_SAN_H
 
-#include "cli/jail.h"
+#include "jail/jail.h"
 
 #define JAIL_SAN_MOUNTS 10 /* the spec's own (at most 2) plus the loader's */
 #define JAIL_SAN_TOPS	6  /* /lib, /lib64, /lib32, /libx32, /bin, /sbin */

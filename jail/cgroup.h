@@ -1,11 +1,11 @@
-/* cli/cgroup.h: per-session resource limits. Every process of a session (the VM, virtiofsd,
+/* jail/cgroup.h: per-session resource limits. Every process of a session (the VM, virtiofsd,
  * bulkhead-vsock, a private broker) joins the session's cgroups before it execs: memory
  * (guest RAM plus a bounded overhead), pids and CPU time (the session's vCPUs plus one for its
  * back ends). cgroup v1 (one directory per controller) and v2 (one directory) alike, under
  * the launcher's own cgroup. Where the host gives no writable cgroup, the session runs
  * without limits and says so. */
-#ifndef BULKHEAD_CLI_CGROUP_H
-#define BULKHEAD_CLI_CGROUP_H
+#ifndef BULKHEAD_JAIL_CGROUP_H
+#define BULKHEAD_JAIL_CGROUP_H
 
 #include <limits.h>
 #include <stdbool.h>

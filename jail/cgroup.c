@@ -1,5 +1,5 @@
-/* cli/cgroup.c: the session's cgroups (see cgroup.h). */
-#include "cli/cgroup.h"
+/* jail/cgroup.c: the session's cgroups (see cgroup.h). */
+#include "jail/cgroup.h"
 
 #include <errno.h>
 #include <fcntl.h>
