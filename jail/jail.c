@@ -1,277 +1,214 @@
-/* jail/jail.c: the jail step (see jail.h): namespaces, the empty root, then lock-down. */
-#include "jail/jail.h"
+/* jail/jail.c: jail_spawn (see jail.h): the namespaces, then in the child each step in turn:
+ * set-up, ids, the root, descriptors, lock-down, the caller's filter, exec. */
+#include "jail/jail_int.h"
 #include "jail/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
-#include <linux/capability.h>
 #include <linux/sched.h>
-#include <linux/securebits.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#define JAIL_NOFILE 4096 /* the back end's sockets, connections and guest memory regions */
-#define JAIL_NPROC  256	 /* threads of the session's uid: QEMU's vCPUs, workers, RCU */
-#define JAIL_FD_MAX 8	 /* descriptors handed over */
+struct child_args {
+	char *const *argv;
+	const struct jail_spec *s;
+	uid_t uid; /* ours, outside: what a user namespace made without privilege maps */
+	gid_t gid;
+	int go[2];     /* map_root: [0] readable once the launcher has written the maps, else -1 */
+	int status_fd; /* jail_spawn_wait: where a failure is told (closed by exec), else -1 */
+};
 
-static int write_file(const char *path, const char *text)
+static _Noreturn void child_fail(int status_fd, const char *step, int rc)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : write(fd, text, strlen(text));
-	int e = errno;
-
-	if (fd >= 0)
-		close(fd);
-	return n == (ssize_t)strlen(text) ? 0 : -(e ? e : EIO);
-}
-
-/* mkdir -p for PATH's directories (and PATH itself unless it is a file to create). */
-static int make_path(const char *path, bool file)
-{
-	char p[PATH_MAX];
-
-	if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p))
-		return -ENAMETOOLONG;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (file) {
-		int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-		if (fd < 0)
-			return -errno;
-		close(fd);
-		return 0;
-	}
-	return mkdir(p, 0755) < 0 && errno != EEXIST ? -errno : 0;
-}
-
-/* A new root: a tmpfs holding the spec's mounts and links; the old root detached; the tmpfs
- * made read-only. Every source is opened (cloned) before anything covers it. */
-static int make_root(const struct jail_spec *s)
-{
-	static const char top[] = "/tmp"; /* any directory will do: it is covered, not used */
-	int trees[16];
-	size_t i;
-
-	if (s->nmounts > sizeof(trees) / sizeof(trees[0]))
-		return -E2BIG;
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return -errno;
-	for (i = 0; i < s->nmounts; i++) {
-		const struct jail_mount *m = &s->mounts[i];
-		struct mount_attr a = {
-			.attr_set = MOUNT_ATTR_NOSUID |
-				    (m->flags & JAIL_MOUNT_RW ? 0 : MOUNT_ATTR_RDONLY) |
-				    (m->flags & JAIL_MOUNT_DEV ? 0 : MOUNT_ATTR_NODEV),
-		};
-
-		trees[i] = open_tree(AT_FDCWD, m->src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-		if (trees[i] < 0 && errno == ENOENT && (m->flags & JAIL_MOUNT_OPTIONAL))
-			continue;
-		if (trees[i] < 0)
-			return -errno;
-		if (mount_setattr(trees[i], "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
-			return -errno;
-	}
-	if (mount("jail", top, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=0755") < 0)
-		return -errno;
-	for (i = 0; i < s->nmounts; i++) {
-		const struct jail_mount *m = &s->mounts[i];
-		struct stat st;
-		char at[PATH_MAX + 8];
-		int rc;
-
-		if (trees[i] < 0)
-			continue;
-		snprintf(at, sizeof(at), "%s%s", top, m->dst ? m->dst : m->src);
-		if (fstat(trees[i], &st) < 0)
-			return -errno;
-		rc = make_path(at, !S_ISDIR(st.st_mode));
-		if (rc < 0)
-			return rc;
-		if (move_mount(trees[i], "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-			return -errno;
-		close(trees[i]);
-	}
-	for (i = 0; i + 1 < 2 * s->nlinks; i += 2) {
-		char at[PATH_MAX + 8];
-
-		snprintf(at, sizeof(at), "%s%s", top, s->links[i]);
-		if (symlink(s->links[i + 1], at) < 0)
-			return -errno;
-	}
-	if (mkdir("/tmp/.old", 0700) < 0 || syscall(SYS_pivot_root, top, "/tmp/.old") < 0 ||
-	    chdir("/") < 0 || umount2("/.old", MNT_DETACH) < 0 || rmdir("/.old") < 0 ||
-	    mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
-		    0)
-		return -errno;
-	return 0;
-}
-
-/* No way back to any privilege: rlimits, capabilities, ids, no_new_privs. */
-static int lock_down(const struct jail_spec *s)
-{
-	static const struct {
-		int res;
-		rlim_t lim;
-	} limits[] = {
-		{ RLIMIT_CORE, 0 },  /* guest memory never lands in a core file */
-		{ RLIMIT_FSIZE, 0 }, /* no file grows */
-		{ RLIMIT_NOFILE, JAIL_NOFILE },
-		{ RLIMIT_MEMLOCK, 0 },
-		{ RLIMIT_NPROC, JAIL_NPROC },
-	};
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2];
-	bool root = geteuid() == 0;
-	size_t i;
-	int c;
-
-	for (i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
-		struct rlimit r = { limits[i].lim, limits[i].lim };
-
-		if (limits[i].res == RLIMIT_FSIZE && s->file_writes)
-			continue;
-		if (setrlimit(limits[i].res, &r) < 0)
-			return -errno;
-	}
-	/* Root gets every capability back at exec unless told not to: lock that out, then
-	 * empty the bounding, ambient and inheritable sets. */
-	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-					     SECBIT_NO_SETUID_FIXUP_LOCKED |
-					     SECBIT_KEEP_CAPS_LOCKED) < 0 &&
-	    root)
-		return -errno;
-	for (c = 0; c <= CAP_LAST_CAP; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			return -errno;
-	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-	if (root) {
-		gid_t extra = s->extra_gid;
-
-		if (setgroups(extra == (gid_t)-1 ? 0 : 1, &extra) < 0 ||
-		    setresgid(s->ids->gid, s->ids->gid, s->ids->gid) < 0 ||
-		    setresuid(s->ids->uid, s->ids->uid, s->ids->uid) < 0)
-			return -errno;
-	}
-	memset(d, 0, sizeof(d));
-	if (syscall(SYS_capset, &h, d) < 0)
-		return -errno;
-	/* A change of uid clears the parent-death signal: the jail still dies with us. */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-		return -errno;
-	return 0;
-}
-
-/* Descriptors: S->fds become 3, 4, ... (through copies above them, so no handed-over
- * descriptor is overwritten by another's move); everything else is closed. */
-static int hand_over_fds(const struct jail_spec *s)
-{
-	int tmp[JAIL_FD_MAX];
-	size_t i;
-
-	if (s->nfds > JAIL_FD_MAX)
-		return -E2BIG;
-	for (i = 0; i < s->nfds; i++)
-		if ((tmp[i] = fcntl(s->fds[i], F_DUPFD_CLOEXEC, 3 + JAIL_FD_MAX)) < 0)
-			return -errno;
-	for (i = 0; i < s->nfds; i++)
-		if (dup2(tmp[i], 3 + (int)i) < 0)
-			return -errno;
-	close_range(3 + (unsigned)s->nfds, ~0U, 0);
-	return 0;
-}
-
-static _Noreturn void child(char *const argv[], const struct jail_spec *s)
-{
-	static char *const empty_env[] = { NULL };
-	uid_t uid = geteuid();
-	gid_t gid = getegid();
-	const char *step = "user namespace";
-	char map[64];
-	int rc = 0, exe;
-
-	if (uid) {
-		/* Ourselves, and nobody else, inside: no root there either. */
-		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
-		if (!(rc = write_file("/proc/self/setgroups", "deny")))
-			rc = write_file("/proc/self/uid_map", map);
-		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
-		if (!rc)
-			rc = write_file("/proc/self/gid_map", map);
-	} else if (s->ids->netns_fd >= 0) {
-		step = "the session's network namespace";
-		rc = setns(s->ids->netns_fd, CLONE_NEWNET) < 0 ? -errno : 0;
-	}
-	sethostname("bulkhead-jail", 13);
-	if (!rc && proc_child_setup(s->out_fd, s->diag_fd) < 0) {
-		step = "set-up";
-		rc = -(errno ? errno : EIO);
-	}
-	if (!rc) {
-		step = "descriptors";
-		rc = hand_over_fds(s);
-	}
-	/* The program, opened before the root goes away. */
-	exe = open(argv[0], O_PATH | O_CLOEXEC);
-	if (!rc && exe < 0) {
-		step = argv[0];
-		rc = -errno;
-	}
-	if (!rc && s->empty_root) {
-		step = "empty root";
-		rc = make_root(s);
-	}
-	if (!rc) {
-		step = "lock-down";
-		rc = lock_down(s);
-	}
-	if (!rc) {
-		syscall(SYS_execveat, exe, "", argv, empty_env, AT_EMPTY_PATH);
-		step = "exec";
-		rc = -errno;
-	}
-	dprintf(2, "jail: %s: %s\n", step, strerror(-rc));
+	if (status_fd >= 0)
+		dprintf(status_fd, "%s: %s", step, strerror(-rc));
+	else
+		dprintf(2, "jail: %s: %s\n", step, strerror(-rc));
 	_exit(126);
 }
 
-pid_t jail_spawn(char *const argv[], const struct jail_spec *s)
+/* Whom the child is, and its network: the namespace's root (map_root), ourselves mapped to
+ * ourselves (not root), or the session's empty network namespace once there is one. */
+static int enter_ids(const struct child_args *c, char *step, size_t steplen)
 {
-	bool root = geteuid() == 0;
+	const struct jail_spec *s = c->s;
+
+	snprintf(step, steplen, "user namespace");
+	if (s->map_root)
+		return jail_become_ns_root();
+	if (c->uid)
+		/* Ourselves, and nobody else, inside: no root there either. */
+		return jail_userns_map(0, c->uid, c->uid, c->gid, c->gid, true);
+	if (s->ids->netns_fd >= 0) {
+		snprintf(step, steplen, "the session's network namespace");
+		return setns(s->ids->netns_fd, CLONE_NEWNET) < 0 ? -errno : 0;
+	}
+	return 0;
+}
+
+static _Noreturn void child(struct child_args *c)
+{
+	static char *const empty_env[] = { NULL };
+	const struct jail_spec *s = c->s;
+	char step[PATH_MAX + 64] = "set-up";
+	int rc = 0, exe = -1;
+	char go;
+
+	/* map_root: nothing before the maps are written (the launcher says so, or goes away). */
+	if (c->go[0] >= 0) {
+		close(c->go[1]);
+		if (read(c->go[0], &go, 1) != 1)
+			_exit(126); /* the launcher could not map us, and says why */
+		close(c->go[0]);
+	}
+	/* Into the session's cgroups while still the launcher's ids, which may write there. */
+	if (proc_child_setup(s->out_fd, s->diag_fd) < 0)
+		rc = -(errno ? errno : EIO);
+	if (!rc)
+		rc = enter_ids(c, step, sizeof(step));
+	sethostname("bulkhead-jail", 13);
+	if (!rc) {
+		snprintf(step, sizeof(step), "descriptors");
+		rc = jail_hand_over_fds(s, &c->status_fd);
+	}
+	/* The program, opened before the root goes away. */
+	if (!rc && (exe = open(c->argv[0], O_PATH | O_CLOEXEC)) < 0) {
+		snprintf(step, sizeof(step), "%s", c->argv[0]);
+		rc = -errno;
+	}
+	if (!rc)
+		rc = jail_root_build(s, step, sizeof(step));
+	if (!rc) {
+		snprintf(step, sizeof(step), "lock-down");
+		rc = jail_lock_down(s);
+	}
+	if (!rc && s->seccomp) {
+		snprintf(step, sizeof(step), "seccomp filter");
+		rc = s->seccomp();
+	}
+	if (!rc) {
+		syscall(SYS_execveat, exe, "", c->argv, empty_env, AT_EMPTY_PATH);
+		snprintf(step, sizeof(step), "exec");
+		rc = -errno;
+	}
+	child_fail(c->status_fd, step, rc);
+}
+
+/* The launcher's side of map_root: the child's maps, then the word to go on. */
+static int map_child(pid_t pid, const struct jail_spec *s, int go_fd, char *err, size_t errlen)
+{
+	int rc = jail_userns_map(pid, 0, s->map_root->uid, 0, s->map_root->gid, geteuid() != 0);
+
+	if (rc < 0)
+		snprintf(err, errlen, "cannot map uid %u into its user namespace: %s",
+			 (unsigned)s->map_root->uid, strerror(-rc));
+	else if (send(go_fd, "g", 1, MSG_NOSIGNAL) != 1)
+		rc = -EPIPE; /* the child is gone: killed, its end is the caller's to see */
+	close(go_fd);
+	return rc;
+}
+
+static void stop_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* Starts the child; STATUS_FD as in struct child_args. The pid or -errno (why in err). */
+static pid_t spawn(char *const argv[], const struct jail_spec *s, int status_fd, char *err,
+		   size_t errlen)
+{
+	struct child_args c = { .argv = argv,
+				.s = s,
+				.uid = geteuid(),
+				.gid = getegid(),
+				.go = { -1, -1 },
+				.status_fd = status_fd };
+	int rc = jail_spec_check(s, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	bool userns = c.uid != 0 || s->map_root;
+	bool mountns = s->empty_root || s->nmounts;
+	bool own_net = userns || s->ids->netns_fd < 0; /* a user namespace's own is not ours */
 	struct clone_args ca = {
-		.flags = CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-			 (s->empty_root ? CLONE_NEWNS : 0) | (root ? 0 : CLONE_NEWUSER) |
-			 (root && s->ids->netns_fd >= 0 ? 0 : CLONE_NEWNET),
+		.flags = CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (mountns ? CLONE_NEWNS : 0) |
+			 (userns ? CLONE_NEWUSER : 0) | (own_net ? CLONE_NEWNET : 0),
 		.exit_signal = SIGCHLD,
 	};
-	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
-	char ns[64];
-
-	if (pid == 0)
-		child(argv, s);
-	if (pid < 0)
+	/* A socket, not a pipe: telling a child that died meanwhile raises no SIGPIPE here. */
+	if (s->map_root && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c.go) < 0)
 		return -errno;
+	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0)
+		child(&c);
+	rc = pid < 0 ? -errno : 0;
+	if (s->map_root) {
+		close(c.go[0]);
+		if (rc < 0)
+			close(c.go[1]);
+		else
+			rc = map_child((pid_t)pid, s, c.go[1], err, errlen);
+		if (rc == -EPIPE)
+			rc = 0;
+		else if (rc < 0)
+			stop_child((pid_t)pid);
+	}
+	if (rc < 0)
+		return rc;
 	/* The next jailed process of this session joins this one's empty network namespace:
-	 * making one costs most of the jail step. A user namespace's own is not ours to share. */
-	if (root && s->ids->netns_fd < 0) {
+	 * making one costs most of the jail step. */
+	if (!userns && s->ids->netns_fd < 0) {
+		char ns[64];
+
 		snprintf(ns, sizeof(ns), "/proc/%ld/ns/net", pid);
 		s->ids->netns_fd = open(ns, O_RDONLY | O_CLOEXEC);
 	}
 	return (pid_t)pid;
+}
+
+pid_t jail_spawn(char *const argv[], const struct jail_spec *s)
+{
+	char err[256];
+
+	return spawn(argv, s, -1, err, sizeof(err));
+}
+
+pid_t jail_spawn_wait(char *const argv[], const struct jail_spec *s, char *err, size_t errlen)
+{
+	int status[2];
+	char msg[PATH_MAX + 128];
+
+	if (pipe2(status, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	err[0] = '\0';
+	pid_t pid = spawn(argv, s, status[1], err, errlen);
+	close(status[1]);
+	if (pid < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "%s", strerror((int)-pid));
+		close(status[0]);
+		return -1;
+	}
+	/* Closed by exec (it runs), or it carries the failing step. */
+	ssize_t n;
+	while ((n = read(status[0], msg, sizeof(msg) - 1)) < 0 && errno == EINTR)
+		;
+	close(status[0]);
+	if (n == 0)
+		return pid;
+	msg[n > 0 ? n : 0] = '\0';
+	snprintf(err, errlen, "%s", n > 0 ? msg : strerror(errno));
+	stop_child(pid);
+	return -1;
 }
