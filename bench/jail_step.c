@@ -1,4 +1,4 @@
-/* bench/jail_step.c: what the jail step (cli/jail.c) costs a session, measured alone, since a
+/* bench/jail_step.c: what the jail step (jail/jail.c) costs a session, measured alone, since a
  * difference of a millisecond or two drowns in the noise of a whole session's start.
  *
  * A session starts two jailed processes: bulkhead-vsock in an empty root holding one writable

@@ -32,9 +32,9 @@ struct run_opts {
 	const char *console_path; /* --console FILE: the whole serial console */
 	const char *ram_file;	  /* --ram-file FILE: guest RAM kept in FILE (qemu engine) */
 	const char *policy;	  /* --policy FILE, or the default when it exists (policy_gate) */
-	bool no_jail;		  /* --no-jail: back ends without the jail (cli/jail.h) */
-	const char *jail_uid;	  /* --jail-uid UID[:GID]; NULL: a free one (cli/jail.h) */
-	unsigned mem_limit_mib;	  /* --mem-limit: the session's host memory (cli/cgroup.h) */
+	bool no_jail;		  /* --no-jail: back ends without the jail (jail/jail.h) */
+	const char *jail_uid;	  /* --jail-uid UID[:GID]; NULL: a free one (jail/jail.h) */
+	unsigned mem_limit_mib;	  /* --mem-limit: the session's host memory (jail/cgroup.h) */
 	const char *work;	  /* --work DIR[:ro|:rw] or the scope's, NULL for none */
 	char scope_work[PATH_MAX + 4]; /* the work share as the scope grants it (scope_grant.c) */
 	long long scope_expires_at;    /* the scope's expiry, Unix seconds; 0: none */
@@ -55,7 +55,7 @@ struct launch {
 	const char *kernel, *initrd, *cmdline;
 	unsigned mem_mib, cpus;
 	const char *ram_file;  /* guest RAM in this (new) file, kept afterwards; NULL: a memfd */
-	struct jail_ids *jail; /* the session's jail (cli/jail.h); NULL: --no-jail */
+	struct jail_ids *jail; /* the session's jail (jail/jail.h); NULL: --no-jail */
 	bool verbose;
 	const char *fs_sock;	/* vhost-user-fs socket for tag "work", NULL if no share */
 	int diag_w;		/* write end for the engine's stderr */

@@ -409,6 +409,8 @@ static void test_session_jail(void **state)
 		snprintf(root + strlen(root), sizeof(root) - strlen(root), "%s%s", i ? " " : "",
 			 names[i]);
 	expect(o, "root", root);
+	for (size_t i = 0; i < nn; i++)
+		free(names[i]);
 	jail_ids_release(&ids);
 	close(say[0]);
 	assert_true(no_children_left());
@@ -521,18 +523,18 @@ static void test_without_root(void **state)
 /* A filter that refuses everything the jail's own steps do: installed last, it stops none. */
 static int lock_out(void)
 {
-	static const char *const calls[] = { "mount",	      "open_tree", "move_mount",
-					     "mount_setattr", "umount2",   "pivot_root",
-					     "setresuid",     "setresgid", "setgroups",
-					     "capset",	      "setrlimit", "sethostname" };
+	static const char *const calls[] = { "mount",	      "open_tree",  "move_mount",
+					     "mount_setattr", "umount2",    "pivot_root",
+					     "setresuid",     "setresgid",  "setgroups",
+					     "capset",	      "sethostname" };
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int rc = ctx ? 0 : -ENOMEM;
 	for (size_t i = 0; !rc && i < sizeof(calls) / sizeof(calls[0]); i++)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
 				      seccomp_syscall_resolve_name(calls[i]), 0);
-	if (!rc) /* setting a limit, not reading one */
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 1,
-				      SCMP_A2(SCMP_CMP_NE, 0));
+	if (!rc) /* lock-down's last step */
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 1,
+				      SCMP_A0(SCMP_CMP_EQ, PR_SET_PDEATHSIG));
 	if (!rc)
 		rc = seccomp_load(ctx);
 	if (ctx)
