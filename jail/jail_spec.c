@@ -20,13 +20,19 @@ static int check_mount(const struct jail_spec *s, const struct jail_mount *m, ch
 {
 	const char *where = m->dst ? m->dst : m->src;
 
-	if (!absolute(m->src) || (m->dst && !absolute(m->dst))) {
-		snprintf(err, errlen, "mount %s: paths must be absolute",
-			 m->src ? m->src : "(null)");
+	/* The source may be relative (a --kernel the user named): it is opened as it stands,
+	 * before anything moves. Where it goes must be a place in the root. */
+	if (!m->src || !m->src[0]) {
+		snprintf(err, errlen, "a mount without a source");
 		return -EINVAL;
 	}
 	if (!s->empty_root && m->dst) {
 		snprintf(err, errlen, "mount %s: without an empty root it is bound over itself",
+			 m->src);
+		return -EINVAL;
+	}
+	if (s->empty_root && !absolute(where)) {
+		snprintf(err, errlen, "mount %s: its place in the root must be an absolute path",
 			 m->src);
 		return -EINVAL;
 	}

@@ -63,6 +63,16 @@ static void test_good_specs(void **state)
 				     .out_fd = fd,
 				     .diag_fd = fd };
 	assert_int_equal(jail_spec_check(&v, err, sizeof(err)), 0);
+	/* A source named relative to where the launcher runs (--kernel build/vmlinux), placed
+	 * at an absolute path inside; and one bound over itself. */
+	const struct jail_mount kernel = { .src = "build/vmlinux", .dst = "/boot/kernel" };
+	s = vsock_like(&kernel);
+	assert_int_equal(jail_spec_check(&s, err, sizeof(err)), 0);
+	const struct jail_mount here = { .src = "work" };
+	s = vsock_like(&here);
+	s.empty_root = false;
+	assert_int_equal(jail_spec_check(&s, err, sizeof(err)), 0);
+	s = vsock_like(&dir);
 	/* The most it takes of each. */
 	struct jail_mount many[JAIL_MOUNTS_MAX];
 	const char *links[2 * JAIL_LINKS_MAX];
@@ -112,9 +122,12 @@ static void test_refused_specs(void **state)
 		bool empty_root;
 		const char *why;
 	} bad_mounts[] = {
-		{ { .src = "tmp" }, true, "paths must be absolute" },
-		{ { .src = NULL }, true, "(null): paths must be absolute" },
-		{ { .src = "/tmp", .dst = "x" }, true, "paths must be absolute" },
+		{ { .src = "tmp" }, true, "tmp: its place in the root must be an absolute path" },
+		{ { .src = NULL }, true, "a mount without a source" },
+		{ { .src = "" }, false, "a mount without a source" },
+		{ { .src = "/tmp", .dst = "x" },
+		  true,
+		  "its place in the root must be an absolute" },
 		{ { .src = "/tmp", .dst = "/x" }, false, "without an empty root it is bound over" },
 		{ { .src = "/tmp", .dst = "/" }, true, "not over the root itself" },
 		{ { .src = "/" }, false, "not over the root itself" },
@@ -166,7 +179,7 @@ static void test_spawn_refuses_before_starting(void **state)
 	(void)state;
 	assert_int_equal(jail_spawn(argv, &s), -EINVAL);
 	assert_int_equal(jail_spawn_wait(argv, &s, err, sizeof(err)), -1);
-	assert_string_equal(err, "mount tmp: paths must be absolute");
+	assert_string_equal(err, "mount tmp: its place in the root must be an absolute path");
 	assert_true(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD);
 	assert_int_equal(ids.netns_fd, -1); /* and no network namespace was made */
 }
