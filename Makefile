@@ -19,7 +19,7 @@ SAN     ?=
 # report ends the program (no recovery), and BULKHEAD_SANITIZED tells the code that programs
 # usually linked statically are dynamic here (ASan has no static runtime): the jail then gives
 # bulkhead-vmm and bulkhead-vsock their loader and libraries, and their allow-lists the
-# sanitizer runtime's calls (cli/jail_san.c, lib/san.h). A normal build has none of that.
+# sanitizer runtime's calls (jail/jail_san.c, lib/san.h). A normal build has none of that.
 STATIC  := -static
 SAN_OBJ :=
 ifneq ($(SAN),)
@@ -49,6 +49,7 @@ include vmm/vmm.mk
 include vsock/vsock.mk
 include tests/guests/guests.mk
 include broker/broker.mk
+include jail/jail.mk
 include cli/cli.mk
 include tests/tests.mk
 include bench/bench.mk

@@ -7,8 +7,7 @@ bench: all
 	@BUILD=$(BUILD) RUNS=$(BENCH_RUNS) sh bench/jail-overhead.sh
 bench: $(BUILD)/bench/jail-step
 # The jail step alone (bench/jail_step.c), which bench/jail-overhead.sh runs first.
-$(BUILD)/bench/jail-step: $(OBJ)/bench/jail_step.o $(OBJ)/cli/jail.o $(OBJ)/cli/jail_ids.o \
-                          $(OBJ)/cli/proc.o $(OBJ)/cli/cgroup.o
+$(BUILD)/bench/jail-step: $(OBJ)/bench/jail_step.o $(JAIL_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^
 bench-jail: all $(BUILD)/bench/jail-step

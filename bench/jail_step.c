@@ -1,4 +1,4 @@
-/* bench/jail_step.c: what the jail step (cli/jail.c) costs a session, measured alone, since a
+/* bench/jail_step.c: what the jail step (jail/jail.c) costs a session, measured alone, since a
  * difference of a millisecond or two drowns in the noise of a whole session's start.
  *
  * A session starts two jailed processes: bulkhead-vsock in an empty root holding one writable
@@ -8,7 +8,7 @@
  * then starts the same two programs with plain fork+exec: the reference. Both must exit 0.
  *
  * Usage: jail-step BIN-DIR LIB-DIR [ROUNDS]   Prints medians and the difference. Root only. */
-#include "cli/jail.h"
+#include "jail/jail.h"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -6,6 +6,7 @@ BROKER_LIB  := $(OBJ)/libbroker.a
 
 $(BROKER_LIB): $(BROKER_SRCS:%.c=$(OBJ)/%.o)
 	@mkdir -p $(@D)
+	rm -f $@
 	$(AR) rcs $@ $^
 
 # bulkhead-broker: the proxy daemon (broker_main.c; proxy, rules, dest, scrub, upstream TLS).

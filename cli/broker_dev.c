@@ -3,7 +3,7 @@
  * the guest reaches it only through that one vsock port. */
 #include "cli/broker_dev.h"
 #include "cli/paths.h"
-#include "cli/proc.h"
+#include "jail/proc.h"
 #include "lib/unix_listen.h"
 #include "lib/agent_proto.h"
 #include "lib/control_proto.h"

@@ -6,9 +6,10 @@ CLI_BIN  := $(BIN)/bulkhead
 
 $(CLI_LIB): $(CLI_SRCS:%.c=$(OBJ)/%.o)
 	@mkdir -p $(@D)
+	rm -f $@
 	$(AR) rcs $@ $^
 
-$(CLI_BIN): $(OBJ)/cli/main.o $(CLI_LIB) $(BROKER_LIB) $(LIB_A)
+$(CLI_BIN): $(OBJ)/cli/main.o $(CLI_LIB) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lz -lcrypto -ljansson -lhttp_parser -lseccomp
 

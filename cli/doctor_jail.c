@@ -4,8 +4,8 @@
  * session cgroups are created with a session's limits and removed. Either one failing says
  * where, in one line, since a session would fail (jail) or run unbounded (cgroups) there. */
 #include "cli/doctor.h"
-#include "cli/cgroup.h"
-#include "cli/jail.h"
+#include "jail/cgroup.h"
+#include "jail/jail.h"
 #include "cli/paths.h"
 
 #include <errno.h>

@@ -2,8 +2,8 @@
  * serial console on a pipe to us and the VMM's stderr on the diag pipe. */
 #include "cli/paths.h"
 #include "cli/engine_spawn.h"
-#include "cli/jail.h"
-#include "cli/jail_san.h"
+#include "jail/jail.h"
+#include "jail/jail_san.h"
 #include "lib/unix_listen.h"
 #include "cli/engine.h"
 #include "cli/share_fs.h"

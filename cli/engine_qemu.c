@@ -1,7 +1,8 @@
 /* cli/engine_qemu.c: the QEMU engine — our kernel and initramfs under
  * qemu-system-x86_64 -M microvm, with the serial console on a pipe to us. */
 #include "cli/engine_spawn.h"
-#include "cli/jail.h"
+#include "jail/jail.h"
+#include "jail/jail_loader.h"
 #include "lib/unix_listen.h"
 #include "cli/engine.h"
 #include "cli/share_fs.h"
@@ -16,9 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Top-level paths the loader may start from (PT_INTERP is /lib64/...): on a merged-/usr host
- * these are symlinks into /usr, recreated inside; a real directory is mounted read-only. */
-static const char *const top_dirs[] = { "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin" };
 #define QEMU_JAIL_MOUNTS 16
 
 /* Paths inside the jail's root. */
@@ -29,9 +27,7 @@ static const char *const top_dirs[] = { "/lib", "/lib64", "/lib32", "/libx32", "
 struct qemu_jail {
 	struct jail_mount mounts[QEMU_JAIL_MOUNTS];
 	size_t nmounts;
-	char targets[sizeof(top_dirs) / sizeof(top_dirs[0])][PATH_MAX];
-	const char *links[2 * (sizeof(top_dirs) / sizeof(top_dirs[0]))];
-	size_t nlinks;
+	struct jail_loader loader; /* its loader and libraries: /usr, the cache, /lib* links */
 	int fds[2];
 	size_t nfds;
 	struct jail_spec spec;
@@ -58,25 +54,9 @@ static int qemu_jail_plan(struct qemu_jail *j, const struct launch *l,
 				 files[i], (unsigned)l->jail->uid);
 			return -1;
 		}
-	add_mount(j, "/usr", NULL, 0);
-	add_mount(j, "/etc/ld.so.cache", NULL, JAIL_MOUNT_OPTIONAL);
+	jail_loader_add(&j->loader, j->mounts, &j->nmounts, QEMU_JAIL_MOUNTS); /* fits: 8 of 16 */
 	add_mount(j, l->kernel, JAIL_KERNEL, 0);
 	add_mount(j, l->initrd, JAIL_INITRD, 0);
-	for (size_t i = 0; i < sizeof(top_dirs) / sizeof(top_dirs[0]); i++) {
-		struct stat st;
-		ssize_t n;
-		if (lstat(top_dirs[i], &st) < 0)
-			continue;
-		if (S_ISDIR(st.st_mode)) {
-			add_mount(j, top_dirs[i], NULL, 0);
-		} else if (S_ISLNK(st.st_mode) &&
-			   (n = readlink(top_dirs[i], j->targets[i], PATH_MAX - 1)) > 0) {
-			j->targets[i][n] = '\0';
-			j->links[2 * j->nlinks] = top_dirs[i];
-			j->links[2 * j->nlinks + 1] = j->targets[i];
-			j->nlinks++;
-		}
-	}
 	if (c->qemu_accel_kvm) {
 		struct stat st;
 		if (stat("/dev/kvm", &st) < 0 || (st.st_mode & 060) != 060) {
@@ -110,8 +90,8 @@ static int qemu_jail_plan(struct qemu_jail *j, const struct launch *l,
 	j->spec.empty_root = true;
 	j->spec.mounts = j->mounts;
 	j->spec.nmounts = j->nmounts;
-	j->spec.links = j->links;
-	j->spec.nlinks = j->nlinks;
+	j->spec.links = j->loader.links;
+	j->spec.nlinks = j->loader.nlinks;
 	j->spec.file_writes = true; /* it sizes the memfd that holds guest RAM */
 	j->spec.fds = j->fds;
 	j->spec.nfds = j->nfds;

@@ -1,7 +1,7 @@
 /* cli/engine_spawn.c: argument vectors and the VM process's start, for both engines. */
 #include "cli/engine_spawn.h"
-#include "cli/jail.h"
-#include "cli/proc.h"
+#include "jail/jail.h"
+#include "jail/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

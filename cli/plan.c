@@ -2,7 +2,7 @@
  * guest's files, the work share, the scope's grants, the global policy, the session's end,
  * the engine and the kernel command line. */
 #include "cli/plan.h"
-#include "cli/cgroup.h"
+#include "jail/cgroup.h"
 #include "cli/paths.h"
 
 #include "broker/rules.h"

@@ -2,7 +2,7 @@
  * the request, and a session from the plan (cli/session.c); `start` runs it detached and
  * prints its id once the guest is ready. */
 #include "cli/plan.h"
-#include "cli/proc.h"
+#include "jail/proc.h"
 #include "cli/session.h"
 #include "cli/session_cmds.h"
 

@@ -1,7 +1,7 @@
 /* cli/rundir.c: per-session private directories, and clean-up of ones whose
  * bulkhead was killed before it could remove them. */
 #include "cli/rundir.h"
-#include "cli/cgroup.h"
+#include "jail/cgroup.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* cli/session.c: one session's life — its helpers acquired in order, the guest watched to
  * its end, everything released in reverse — whatever started it (run, start). */
 #include "cli/session.h"
-#include "cli/proc.h"
+#include "jail/proc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

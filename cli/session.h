@@ -10,10 +10,10 @@
 #define BULKHEAD_CLI_SESSION_H
 
 #include "cli/broker_dev.h"
-#include "cli/cgroup.h"
+#include "jail/cgroup.h"
 #include "cli/engine.h"
 #include "cli/exec_client.h"
-#include "cli/jail.h"
+#include "jail/jail.h"
 #include "cli/plan.h"
 #include "cli/rundir.h"
 #include "cli/share_fs.h"

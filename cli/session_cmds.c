@@ -2,7 +2,7 @@
  * `bulkhead exec ID -- CMD` (one more command in the same VM) and `bulkhead stop ID`. */
 #include "cli/exec_client.h"
 #include "cli/out.h"
-#include "cli/proc.h"
+#include "jail/proc.h"
 #include "cli/rundir.h"
 #include "cli/plan.h"
 #include "cli/session_cmds.h"

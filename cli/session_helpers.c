@@ -2,7 +2,7 @@
  * order and stopped in reverse (for the rows that started). A new way to start a session
  * (an image, an OCI bundle, a pooled guest) is a plan and, where it needs one, a row. */
 #include "cli/session.h"
-#include "cli/proc.h"
+#include "jail/proc.h"
 #include "lib/agent_proto.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* cli/session_opts.c: the options of `bulkhead run` and `bulkhead start`, parsed once into a
  * session request (cli/plan.h). Usage errors are one line on stderr and EXIT_BULKHEAD. */
 #include "cli/plan.h"
-#include "cli/jail.h"
+#include "jail/jail.h"
 
 #include <errno.h>
 #include <getopt.h>

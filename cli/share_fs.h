@@ -1,5 +1,6 @@
 /* cli/share_fs.h: the work share — one virtiofsd per session, serving DIR to the
- * guest as virtio-fs tag "work", started in its own user and mount namespaces. */
+ * guest as virtio-fs tag "work", started through the jail in its own user and mount
+ * namespaces. */
 #ifndef BULKHEAD_CLI_SHARE_FS_H
 #define BULKHEAD_CLI_SHARE_FS_H
 
@@ -36,10 +37,6 @@ int share_fs_resolve(const char *dir, bool ro, const char *label, struct share_f
  * stderr. Returns 0, or -1 with a one-line reason in err. */
 int share_fs_start(struct share_fs *fs, const struct rundir *rd, int diag_fd, char *err,
 		   size_t errlen);
-
-/* Opens directory PATH (O_PATH) if no component of it is a symbolic link: the fd, -ELOOP
- * when one is, or -errno. */
-int share_fs_open(const char *path);
 
 /* share_fs_modes.c: in virtiofsd's process before its exec, a seccomp filter that refuses
  * (EPERM) every mode with the set-user-ID or set-group-ID bit. 0 or -errno. */

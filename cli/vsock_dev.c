@@ -2,10 +2,10 @@
  * socket is created and listening before the back end starts (passed as a
  * descriptor), so the engine can connect at once without a race. */
 #include "cli/vsock_dev.h"
-#include "cli/jail.h"
-#include "cli/jail_san.h"
+#include "jail/jail.h"
+#include "jail/jail_san.h"
 #include "cli/paths.h"
-#include "cli/proc.h"
+#include "jail/proc.h"
 #include "lib/unix_listen.h"
 #include "lib/agent_proto.h"
 

@@ -20,7 +20,7 @@ struct vsock_dev {
 };
 
 /* Starts bulkhead-vsock (from our bin directory) and listens for the agent. JAIL: the
- * session's jail ids (cli/jail.h), NULL for none (--no-jail). Returns 0, or -1 with a
+ * session's jail ids (jail/jail_ids.h), NULL for none (--no-jail). Returns 0, or -1 with a
  * one-line reason in err. */
 struct jail_ids;
 int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd,

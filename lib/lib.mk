@@ -4,4 +4,5 @@ LIB_A    := $(OBJ)/libbulkhead.a
 
 $(LIB_A): $(LIB_SRCS:%.c=$(OBJ)/%.o)
 	@mkdir -p $(@D)
+	rm -f $@
 	$(AR) rcs $@ $^

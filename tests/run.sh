@@ -28,9 +28,10 @@ run_suite() { # NAME CMD...
 	rc=$?
 	# Show failures and skips with their reasons; keep passes to one line each.
 	grep -E '^(not ok|ok .*# SKIP)|^#' "$log" | sed 's/^/   /'
+	# A skip is "ok ... # SKIP" (our shell suites) or "not ok N # SKIP" (cmocka's skip()).
 	p=$(grep -E '^ok ' "$log" | grep -vc '# SKIP')
-	s=$(grep -cE '^ok .*# SKIP' "$log")
-	f=$(grep -cE '^not ok ' "$log")
+	s=$(grep -cE '^(not )?ok .*# SKIP' "$log")
+	f=$(grep -E '^not ok ' "$log" | grep -vc '# SKIP')
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "   not ok - $name exited with status $rc without reporting a failure:"
 		tail -n 5 "$log" | sed 's/^/   # /'

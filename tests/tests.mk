@@ -3,7 +3,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 UNIT_LIBS := -lcmocka -lz -lhttp_parser -lssl -lcrypto -ljansson -lseccomp
-$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CLI_LIB) $(VMM_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(LIB_A)
+$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CLI_LIB) $(JAIL_LIB) $(VMM_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(UNIT_LIBS)
 # The VMM's allow-lists with each thread role's work (and a sanitizer build's run time).
@@ -111,8 +111,7 @@ $(BUILD)/tests/git-https-server: $(OBJ)/tests/tools/git_https_server.o $(OBJ)/te
 	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto
 test-programs: $(BUILD)/tests/git-https-server
 # The jail step as sessions use it, around any program (tests/e2e/test_jail.sh).
-$(BUILD)/tests/jail-probe: $(OBJ)/tests/tools/jail_probe.o $(OBJ)/cli/proc.o $(OBJ)/cli/jail.o $(OBJ)/cli/jail_ids.o \
-                          $(OBJ)/cli/cgroup.o
+$(BUILD)/tests/jail-probe: $(OBJ)/tests/tools/jail_probe.o $(JAIL_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^
 test-programs: $(BUILD)/tests/jail-probe

@@ -8,7 +8,7 @@ $(VSOCK_LIB): $(VSOCK_SRCS:%.c=$(OBJ)/%.o)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-# Static: it runs in an empty root (cli/jail.c), with no loader or libraries to find.
+# Static: it runs in an empty root (jail/jail.c), with no loader or libraries to find.
 # (Dynamic in a sanitizer build: see SAN in the Makefile.)
 $(BIN)/bulkhead-vsock: $(OBJ)/vsock/main.o $(OBJ)/vsock/seccomp.o $(SAN_OBJ) $(VSOCK_LIB) $(LIB_A)
 	@mkdir -p $(@D)

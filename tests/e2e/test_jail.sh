@@ -1,5 +1,5 @@
 #!/bin/sh
-# The jail of the VM process and the device back ends (cli/jail.c): from inside a jailed
+# The jail of the VM process and the device back ends (jail/jail.c): from inside a jailed
 # bulkhead-vsock and bulkhead-vmm (their --jail-selftest hooks, started by the launcher's own
 # jail step, in empty roots), then from outside a live session's QEMU, bulkhead-vsock and
 # virtiofsd, then the session's own uid, --jail-uid, a session started by a user other than
@@ -12,7 +12,7 @@ if [ ! -x "$PROBE" ] || [ ! -x "$BIN/bulkhead-vsock" ]; then
 	plan_done; exit 0
 fi
 export BULKHEAD_RUNDIR="$TMP/run"
-JAIL_UID_FIRST=2063597568 # cli/jail.h
+JAIL_UID_FIRST=2063597568 # jail/jail_ids.h
 in_range() { [ "$1" -ge $JAIL_UID_FIRST ] && [ "$1" -lt $((JAIL_UID_FIRST + 65536)) ]; }
 
 # --- from inside -------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 /* tests/tools/jail_probe.c: runs a program through the launcher's own jail step
- * (cli/jail.c's jail_spawn, exactly as a session starts bulkhead-vsock), with a
+ * (jail/jail.c's jail_spawn, exactly as a session starts bulkhead-vsock), with a
  * listening Unix socket as its descriptor 3, and reports how it ended:
  * "exit N" or "signal N (NAME)". With --root DIR, inside an empty root holding only DIR
  * (given to the jail's uid); with --empty-root, in an empty root holding nothing. --uid picks
@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/jail.h"
+#include "jail/jail.h"
 
 int main(int argc, char **argv)
 {

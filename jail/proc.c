@@ -1,6 +1,6 @@
-/* cli/proc.c: session signals, helper-process set-up, listening sockets. */
-#include "cli/proc.h"
-#include "cli/cgroup.h"
+/* jail/proc.c: session signals, helper-process set-up, listening sockets. */
+#include "jail/proc.h"
+#include "jail/cgroup.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
-/* cli/jail_ids.c: whom a session's jailed processes run as (see jail.h): a uid/gid of the
+/* jail/jail_ids.c: whom a session's jailed processes run as (see jail_ids.h): a uid/gid of the
  * session's own, leased with an flock so two live sessions never share one. */
-#include "cli/jail.h"
+#include "jail/jail_ids.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,12 +14,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Takes the lease on UID: 0, -EBUSY when another session holds it, or -errno. */
-static int lease(struct jail_ids *ids, unsigned long uid)
+/* Takes the lease on UID in DIR: 0, -EBUSY when another session holds it, or -errno. */
+static int lease(struct jail_ids *ids, const char *dir, unsigned long uid)
 {
-	char path[64];
+	char path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/%lu", JAIL_LEASE_DIR, uid);
+	if (snprintf(path, sizeof(path), "%s/%lu", dir, uid) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
@@ -32,76 +33,90 @@ static int lease(struct jail_ids *ids, unsigned long uid)
 	return 0;
 }
 
-/* "UID[:GID]", strict decimal, neither 0 nor the overflow id. */
-static int parse_ids(const char *s, unsigned long *uid, unsigned long *gid)
+int jail_ids_parse(const char *s, uid_t *uid, gid_t *gid)
 {
+	unsigned long u, g;
 	char *end;
 
 	if (*s < '0' || *s > '9')
 		return -1;
 	errno = 0;
-	*uid = strtoul(s, &end, 10);
-	*gid = *uid;
+	u = strtoul(s, &end, 10);
+	g = u;
 	if (!errno && *end == ':' && end[1] >= '0' && end[1] <= '9')
-		*gid = strtoul(end + 1, &end, 10);
-	if (errno || *end || !*uid || !*gid || *uid >= 0xffffffffUL || *gid >= 0xffffffffUL)
+		g = strtoul(end + 1, &end, 10);
+	if (errno || *end || !u || !g || u >= 0xffffffffUL || g >= 0xffffffffUL)
 		return -1;
+	*uid = (uid_t)u;
+	*gid = (gid_t)g;
 	return 0;
 }
 
-int jail_ids_acquire(struct jail_ids *ids, const char *want, char *err, size_t errlen)
+int jail_ids_lease(struct jail_ids *ids, const struct jail_lease *l, const char *want, char *err,
+		   size_t errlen)
 {
-	unsigned long uid, gid;
+	uid_t uid = 0;
+	gid_t gid = 0;
 	int rc = -EBUSY;
 
-	ids->lease_fd = -1;
-	ids->netns_fd = -1;
-	ids->uid = geteuid();
-	ids->gid = getegid();
-	if (want && parse_ids(want, &uid, &gid) < 0) {
+	if (want && jail_ids_parse(want, &uid, &gid) < 0) {
 		snprintf(err, errlen, "--jail-uid %s: want UID or UID:GID, not 0", want);
 		return -1;
 	}
-	if (ids->uid != 0) {
-		/* A user namespace maps only ourselves: there is no other uid to take. */
-		if (want && (uid != ids->uid || gid != ids->gid)) {
-			snprintf(err, errlen,
-				 "--jail-uid needs root (not root: the jail runs as you)");
-			return -1;
-		}
-		return 0;
-	}
-	if (mkdir(JAIL_LEASE_DIR, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create %s: %s", JAIL_LEASE_DIR, strerror(errno));
+	if (mkdir(l->dir, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create %s: %s", l->dir, strerror(errno));
 		return -1;
 	}
 	if (want) {
-		rc = lease(ids, uid);
+		rc = lease(ids, l->dir, uid);
 		if (rc == -EBUSY)
-			snprintf(err, errlen, "--jail-uid %lu: another session runs as that uid",
-				 uid);
-	} else {
+			snprintf(err, errlen, "--jail-uid %u: another session runs as that uid",
+				 (unsigned)uid);
+	} else if (l->count) {
 		/* From a random start, so concurrent launchers rarely contend for one file. */
 		unsigned start = 0;
 
 		if (getrandom(&start, sizeof(start), 0) != (ssize_t)sizeof(start))
 			start = (unsigned)getpid();
-		for (unsigned i = 0; i < JAIL_UID_COUNT && rc == -EBUSY; i++) {
-			uid = gid = JAIL_UID_FIRST + (start + i) % JAIL_UID_COUNT;
-			rc = lease(ids, uid);
+		for (unsigned i = 0; i < l->count && rc == -EBUSY; i++) {
+			uid = gid = l->first + (start + i) % l->count;
+			rc = lease(ids, l->dir, uid);
 		}
-		if (rc == -EBUSY)
-			snprintf(err, errlen, "every jail uid from %u is in use (%u sessions)",
-				 JAIL_UID_FIRST, JAIL_UID_COUNT);
 	}
+	if (rc == -EBUSY && !want)
+		snprintf(err, errlen, "every jail uid from %u is in use (%u sessions)", l->first,
+			 l->count);
 	if (rc < 0) {
 		if (rc != -EBUSY)
-			snprintf(err, errlen, "jail uid lease in %s: %s", JAIL_LEASE_DIR,
-				 strerror(-rc));
+			snprintf(err, errlen, "jail uid lease in %s: %s", l->dir, strerror(-rc));
 		return -1;
 	}
-	ids->uid = (uid_t)uid;
-	ids->gid = (gid_t)gid;
+	ids->uid = uid;
+	ids->gid = gid;
+	return 0;
+}
+
+int jail_ids_acquire(struct jail_ids *ids, const char *want, char *err, size_t errlen)
+{
+	static const struct jail_lease host = JAIL_LEASE_DEFAULT;
+	uid_t uid;
+	gid_t gid;
+
+	ids->lease_fd = -1;
+	ids->netns_fd = -1;
+	ids->uid = geteuid();
+	ids->gid = getegid();
+	if (want && jail_ids_parse(want, &uid, &gid) < 0) {
+		snprintf(err, errlen, "--jail-uid %s: want UID or UID:GID, not 0", want);
+		return -1;
+	}
+	if (ids->uid == 0)
+		return jail_ids_lease(ids, &host, want, err, errlen);
+	/* A user namespace maps only ourselves: there is no other uid to take. */
+	if (want && (uid != ids->uid || gid != ids->gid)) {
+		snprintf(err, errlen, "--jail-uid needs root (not root: the jail runs as you)");
+		return -1;
+	}
 	return 0;
 }
 

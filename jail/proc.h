@@ -1,7 +1,7 @@
-/* cli/proc.h: process plumbing the CLI's pieces share — the session's signals,
+/* jail/proc.h: process plumbing the CLI's pieces share — the session's signals,
  * starting a helper process, and listening sockets in the run directory. */
-#ifndef BULKHEAD_CLI_PROC_H
-#define BULKHEAD_CLI_PROC_H
+#ifndef BULKHEAD_JAIL_PROC_H
+#define BULKHEAD_JAIL_PROC_H
 
 #include <sys/types.h>
 
@@ -14,7 +14,7 @@ int proc_signalfd(void);
  * process group (a terminal's Ctrl-C reaches us, and we decide), killed if we
  * die, stdin on /dev/null, stdout on out_fd, stderr on diag_fd. 0 or -1. */
 int proc_child_setup(int out_fd, int diag_fd);
-/* The cgroups every helper joins in proc_child_setup (cli/cgroup.h); NULL: none. */
+/* The cgroups every helper joins in proc_child_setup (jail/cgroup.h); NULL: none. */
 struct session_cgroup;
 void proc_set_cgroup(const struct session_cgroup *cg);
 
