@@ -71,6 +71,7 @@ grep -q 'guest requested a reset (i8042)' "$TMP/err" && ok "reset: one stderr li
 	not_ok "reset: one stderr line says so" "$(cat "$TMP/err")"
 vmm triple
 check_eq "triple fault with the irqchip present still exits 101" 101 "$rc"
+triple_line "triple fault with the irqchip present"
 
 # --- virtio-vsock ring restarts, in a real guest, against the real bulkhead-vsock --------------
 # (tests/e2e/test_vsock_restart.sh runs the same driver code without KVM.)

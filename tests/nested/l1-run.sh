@@ -3,7 +3,8 @@
 # in a line protocol that tests/nested/run.sh turns into TAP:
 #   nested: TEXT                a fact about L1 (boot time, versions)
 #   begin NAME                  a step starts
-#   | LINE                      its output, as it printed it (TAP for the suites)
+#   | UPTIME LINE               its output, as it printed it (TAP for the suites), with the
+#                               L1 uptime at which the line came
 #   end NAME STATUS SECONDS     it ended (status 137 and a watchdog report: it hung)
 #   nested: done                the plan is over
 # PLAN is a comma-separated list of steps: a suite (tests/e2e/NAME.sh or tests/nested/NAME.sh),
@@ -33,13 +34,22 @@ step() {
 	name=$1; shift
 	echo "begin $name"
 	start=$(date +%s)
-	"$@" > "$W/$name.out" 2>&1 < /dev/null &
+	# (a subshell: the watchdog's tree holds both the step and its time-stamper)
+	(
+		(
+			"$@" < /dev/null 2>&1
+			echo $? > "$W/$name.rc"
+		) | while IFS= read -r line; do
+			read -r up _ < /proc/uptime
+			printf '%s %s\n' "$up" "$line"
+		done > "$W/$name.out"
+	) &
 	pid=$!
 	setsid sh "$here/watchdog.sh" "$pid" "$(budget "$name")" "$W/$name.out" > "$W/$name.dog" 2>&1 &
 	dog=$!
 	wait "$pid"
-	rc=$?
-	kill -TERM -- "-$dog" 2> /dev/null
+	rc=$(cat "$W/$name.rc" 2> /dev/null || echo 137)
+	kill -TERM "-$dog" 2> /dev/null # (dash's kill takes no --)
 	wait "$dog" 2> /dev/null
 	sed 's/^/| /' "$W/$name.out"
 	if [ -s "$W/$name.dog" ]; then
