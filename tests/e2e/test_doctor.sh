@@ -8,7 +8,7 @@ VMM=$BIN/bulkhead-vmm
 GUESTS=$LIBDIR/guests
 
 if [ ! -e /dev/kvm ]; then
-	skip "test guests and doctor probes" "no /dev/kvm on this host"
+	skip "test guests and doctor probes" "no /dev/kvm on this host (tests/nested runs this suite inside L1)"
 	# The doctor must still work (and say why KVM is out) when QEMU is there.
 	if [ -x "$BULKHEAD" ]; then
 		"$BULKHEAD" doctor > "$TMP/doc" 2> "$TMP/doc.err"

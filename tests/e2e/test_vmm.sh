@@ -11,7 +11,7 @@ VMM=$BIN/bulkhead-vmm
 GUESTS=$LIBDIR/guests
 
 if [ ! -e /dev/kvm ]; then
-	skip "bulkhead-vmm machine tests" "no /dev/kvm on this host"
+	skip "bulkhead-vmm machine tests" "no /dev/kvm on this host (tests/nested runs this suite inside L1)"
 	plan_done; exit 0
 fi
 for g in zeropage cpus uart reset triple flood vsock; do

@@ -100,6 +100,11 @@ LIST
 	file /etc/group "$tmp/group" 0644
 	echo l1 > "$tmp/hostname"
 	file /etc/hostname "$tmp/hostname" 0644
+	# Names the suites resolve (localhost: the broker's upstreams), from files only.
+	printf '127.0.0.1 localhost l1\n::1 localhost ip6-localhost ip6-loopback\n' > "$tmp/hosts"
+	printf 'passwd: files\ngroup: files\nhosts: files\n' > "$tmp/nsswitch.conf"
+	file /etc/hosts "$tmp/hosts" 0644
+	file /etc/nsswitch.conf "$tmp/nsswitch.conf" 0644
 	# OpenSSL's configuration (openssl req reads it).
 	put "" /usr/lib/ssl/openssl.cnf
 	# The KVM modules, in load order.
