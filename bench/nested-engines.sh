@@ -16,8 +16,11 @@ time_runs() {
 	i=0
 	while [ $i -lt "$RUNS" ]; do
 		t0=$(now_us)
-		"$B" run "$@" -- true > /dev/null 2> "$TMP/err" < /dev/null || { echo "failed: $(cat "$TMP/err")"; }
-		echo $(($(now_us) - t0)) >> "$f"
+		if "$B" run "$@" -- true > /dev/null 2> "$TMP/err" < /dev/null; then
+			echo $(($(now_us) - t0)) >> "$f"
+		else
+			echo "bulkhead run $* failed: $(cat "$TMP/err")"
+		fi
 		i=$((i + 1))
 	done
 }
@@ -30,7 +33,8 @@ mv /dev/kvm.aside /dev/kvm
 kvm=$(median "$TMP/kvm")
 echo "bulkhead run -- true, $RUNS sessions each, median (ratio to --engine kvm):"
 for e in kvm:"--engine kvm (bulkhead-vmm)" qkvm:"--engine qemu, QEMU 10 -accel kvm" qtcg:"--engine qemu, QEMU 10 TCG"; do
-	m=$(median "$TMP/${e%%:*}")
-	awk -v m="$m" -v k="$kvm" -v n="${e#*:}" 'BEGIN { printf "  %-36s %8.0f ms  %5.2fx\n", n, m / 1000, m / k }'
+	m=$(median "$TMP/${e%%:*}") || { echo "  ${e#*:}: no session succeeded"; continue; }
+	awk -v m="$m" -v k="$kvm" -v n="${e#*:}" -v c="$(wc -l < "$TMP/${e%%:*}")" \
+		'BEGIN { printf "  %-36s %8.0f ms  %5.2fx  (%d good)\n", n, m / 1000, m / k, c }'
 done
 rm -rf "$TMP"

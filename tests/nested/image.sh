@@ -26,6 +26,8 @@ die() { echo "nested/image.sh: $*" >&2; exit 1; }
 HOST_PKGS="coreutils grep sed findutils procps diffutils mawk"
 HOST_TOOLS="/usr/bin/dash /usr/bin/script /usr/bin/flock /usr/bin/setsid /usr/sbin/switch_root
 	/usr/bin/openssl /usr/bin/timeout /usr/lib/qemu/virtiofsd /usr/bin/busybox"
+KVM_GID=$(getent group kvm | cut -d: -f3)
+KVM_GID=${KVM_GID:-990}
 # The test tools the suites run inside L1 (unit test binaries stay out).
 TEST_TOOLS="https-echo proxy-client vhost-user-probe vhost-user-mute vsock-restart-probe
 	frame-forge reap-check jail-probe scrub-probe"
@@ -41,7 +43,7 @@ mode() { printf '%04o' "0$(stat -c %a "$1")"; }
 
 # put ROOT PATH: PATH as it is under ROOT ("" for this host), with every symlink on the way
 # and what it points to; parents are canonical, so no entry is made through a symlink
-# (/lib64 -> usr/lib64). Prints the canonical path of a regular file on fd 3.
+# (/lib64 -> usr/lib64).
 put() {
 	_r=$1 _p=$2
 	_d=$(dirname "$_p")
@@ -54,7 +56,6 @@ put() {
 		case $_t in /*) put "$_r" "$_t" ;; *) put "$_r" "$_d/$_t" ;; esac
 	elif [ -f "$_r$_p" ]; then
 		file "$_p" "$_r$_p" "$(mode "$_r$_p")"
-		echo "$_r$_p" >&3
 	else
 		die "$_r$_p is missing"
 	fi
@@ -70,7 +71,24 @@ libs() {
 	done | sort -u
 }
 
-{
+# with_libs: the list on stdin, then the libraries of every ELF file in it.
+with_libs() {
+	cat > "$tmp/part"
+	cat "$tmp/part"
+	# shellcheck disable=SC2046 # one argument per file
+	for l in $(libs $(awk '$1 == "file" { print $3 }' "$tmp/part")); do
+		case $l in
+		"$pkgs"/*) put "$pkgs" "${l#"$pkgs"}" ;;
+		*) put "" "$l" ;;
+		esac
+	done
+}
+
+# The part of L1 that comes from Debian (packages fetched, this host's tools): the same until
+# the recipe, the package set or this host's packages change, so its list is kept in the cache
+# (finding a few hundred files and their libraries takes most of the image's time), with the
+# /etc files it makes.
+host_part() {
 	cat <<LIST
 dir /dev 0755 0 0
 nod /dev/console 0600 0 0 c 5 1
@@ -93,18 +111,18 @@ slink /lib usr/lib 0777 0 0
 slink /lib64 usr/lib64 0777 0 0
 slink /usr/bin/sh dash 0777 0 0
 LIST
-	file /init "$here/init.sh" 0755
-	printf 'root:x:0:0:root:/root:/bin/sh\n' > "$tmp/passwd"
-	printf 'root:x:0:\n' > "$tmp/group"
-	file /etc/passwd "$tmp/passwd" 0644
-	file /etc/group "$tmp/group" 0644
-	echo l1 > "$tmp/hostname"
-	file /etc/hostname "$tmp/hostname" 0644
+	printf 'root:x:0:0:root:/root:/bin/sh\n' > "$hdir/etc/passwd"
+	# kvm: /dev/kvm's group, as Debian's udev rules make it (a jailed QEMU gets it).
+	printf 'root:x:0:\nkvm:x:%s:\n' "$KVM_GID" > "$hdir/etc/group"
+	file /etc/passwd "$hdir/etc/passwd" 0644
+	file /etc/group "$hdir/etc/group" 0644
+	echo l1 > "$hdir/etc/hostname"
+	file /etc/hostname "$hdir/etc/hostname" 0644
 	# Names the suites resolve (localhost: the broker's upstreams), from files only.
-	printf '127.0.0.1 localhost l1\n::1 localhost ip6-localhost ip6-loopback\n' > "$tmp/hosts"
-	printf 'passwd: files\ngroup: files\nhosts: files\n' > "$tmp/nsswitch.conf"
-	file /etc/hosts "$tmp/hosts" 0644
-	file /etc/nsswitch.conf "$tmp/nsswitch.conf" 0644
+	printf '127.0.0.1 localhost l1\n::1 localhost ip6-localhost ip6-loopback\n' > "$hdir/etc/hosts"
+	printf 'passwd: files\ngroup: files\nhosts: files\n' > "$hdir/etc/nsswitch.conf"
+	file /etc/hosts "$hdir/etc/hosts" 0644
+	file /etc/nsswitch.conf "$hdir/etc/nsswitch.conf" 0644
 	# OpenSSL's configuration (openssl req reads it).
 	put "" /usr/lib/ssl/openssl.cnf
 	# The KVM modules, in load order.
@@ -114,12 +132,16 @@ LIST
 	# QEMU 10 with the microvm firmware (the qemu engine inside L1, for bench/nested-*.sh).
 	put "$pkgs" /usr/bin/qemu-system-x86_64
 	put "$pkgs" /usr/share/seabios/bios-microvm.bin
+	put "$pkgs" /usr/share/qemu/qboot.rom
 	# This host's tools.
 	for t in $(dpkg -L $HOST_PKGS | grep -E '^/usr/s?bin/[^/]+$|^/s?bin/[^/]+$'); do
 		[ -f "$t" ] && [ -x "$t" ] && put "" "$(readlink -f "$(dirname "$t")")/$(basename "$t")"
 	done
 	for t in $HOST_TOOLS; do put "" "$t"; done
-	# This build, laid out as the suites expect it ($BUILD=build under /bulkhead).
+}
+# This build and the suites, laid out as they expect it ($BUILD=build under /bulkhead).
+project_part() {
+	file /init "$here/init.sh" 0755
 	for f in "$build"/bin/*; do file "/bulkhead/build/bin/$(basename "$f")" "$f" 0755; done
 	for f in vmlinux bzImage initramfs.cpio initramfs-base.cpio bulkhead-init config; do
 		file "/bulkhead/build/lib/bulkhead/$f" "$build/lib/bulkhead/$f" "$(mode "$build/lib/bulkhead/$f")"
@@ -134,17 +156,21 @@ LIST
 	for f in "$top"/tests/e2e/*.sh "$top"/tests/nested/*.sh "$top"/bench/*.sh; do
 		file "/bulkhead/${f#"$top"/}" "$f" 0644
 	done
-} 3> "$tmp/files" > "$list.1"
+}
 
-# The libraries of every ELF file listed so far.
-awk '$1 == "file" { print $3 }' "$list.1" > "$tmp/elves"
-# shellcheck disable=SC2046 # one argument per file
-for l in $(libs $(cat "$tmp/elves")); do
-	case $l in
-	"$pkgs"/*) put "$pkgs" "${l#"$pkgs"}" ;;
-	*) put "" "$l" ;;
-	esac
-done 3>> "$tmp/files" >> "$list.1"
+# One image builder at a time per cache (another waits, then finds its work done).
+mkdir -p "$cache"
+exec 8> "$cache/.image.lock"
+flock 8
+hostkey=$( { cat "$0"; echo "$pkgs"; stat -c '%s %Y' /var/lib/dpkg/status; } | sha256sum | cut -c1-16)
+hdir=$cache/host-$hostkey
+if [ ! -f "$hdir/list" ]; then
+	rm -rf "$cache"/host-*
+	mkdir -p "$hdir/etc"
+	host_part | with_libs > "$hdir/list.tmp"
+	mv "$hdir/list.tmp" "$hdir/list"
+fi
+{ cat "$hdir/list"; project_part | with_libs; } > "$list.1"
 
 # busybox for every other command, in /usr/bin (its applets' own directories are merged).
 bb=/usr/bin/busybox

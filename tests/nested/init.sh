@@ -44,6 +44,7 @@ for m in $(cat /usr/lib/nested/modules.order); do
 	insmod "/usr/lib/nested/$m.ko" || fail "insmod $m failed"
 done
 [ -c /dev/kvm ] || fail "no /dev/kvm after loading $(cat /usr/lib/nested/modules.order)"
+chgrp kvm /dev/kvm && chmod 0660 /dev/kvm # as Debian's udev rules leave it
 
 plan=
 for w in $(cat /proc/cmdline); do
