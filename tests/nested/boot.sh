@@ -11,7 +11,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 plan=${1?usage: boot.sh PLAN OUTDIR [TIMEOUT]}
 out=${2:?usage: boot.sh PLAN OUTDIR [TIMEOUT]}
-limit=${3:-1500}
+limit=${3:-1200}
 mkdir -p "$out"
 
 pkgs=$(sh "$here/fetch.sh") || exit $?
