@@ -37,3 +37,8 @@ bench: bench-broker
 .PHONY: bench-broker
 # bench-vsock (vsock/vsock.mk) runs its guest side in a real session: bulkhead, kernel, images.
 bench-vsock: all
+# bench/nested.sh: inside L1, a KVM host with hardware semantics made under QEMU TCG
+# (tests/nested/): boot phases, the engines side by side, and SESSIONS sessions in a row.
+bench-nested: test-programs
+	@BUILD=$(BUILD) sh bench/nested.sh $(NESTED_BENCH)
+.PHONY: bench-nested

@@ -4,7 +4,7 @@
 #include "cli/kvm_probe.h"
 
 #include "cli/paths.h"
-#include "vmm/exit_status.h"
+#include "lib/vmm_exit.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs every test suite (unit, fuzz, end-to-end), each of which prints TAP, and
+# Runs every test suite (unit, fuzz, end-to-end, nested), each of which prints TAP, and
 # prints one summary line: "N passed, N failed, N skipped". Exit 1 on any failure.
 # Usage: tests/run.sh [SUITE-NAME-PATTERN...]   (e.g. tests/run.sh e2e/run unit/)
 # A suite runs when its name contains any of the patterns (all suites without one).
@@ -56,6 +56,8 @@ done
 for t in tests/e2e/test_*.sh; do
 	run_suite "e2e/$(basename "$t" .sh)" sh "$t"
 done
+# bulkhead-vmm on a KVM host with hardware semantics, made inside QEMU TCG (tests/nested/).
+run_suite nested/l1 sh tests/nested/run.sh
 
 echo
 echo "$pass passed, $fail failed, $skipped skipped"

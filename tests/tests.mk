@@ -48,6 +48,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_DEPS_$$*) | deps
 	  -o $@ $^ -lz $(FUZZ_LIBS_$*)
 
 .PHONY: unit-tests fuzz test-programs test-san
+include tests/nested/nested.mk
 unit-tests: $(UNIT_BINS)
 fuzz: $(FUZZ_BINS)
 

@@ -133,6 +133,14 @@ static int vcpu_handle_exit(struct vcpu *vcpu)
 	case KVM_EXIT_HLT:
 		return vcpu_stop_report(vcpu, VMM_EXIT_HALTED, "guest halted", NULL, 0);
 	case KVM_EXIT_SHUTDOWN:
+		if (vcpu_arch_shutdown_was_reset(vcpu)) {
+			/* The reset vector is not where the guest failed: say what is known. */
+			vmm_log("guest shut down (triple fault) on vCPU %u; fault site unknown: "
+				"this "
+				"host's KVM (AMD SVM) resets the vCPU before reporting a shutdown",
+				vcpu->id);
+			return VMM_EXIT_SHUTDOWN;
+		}
 		return vcpu_stop_report(vcpu, VMM_EXIT_SHUTDOWN, "guest shut down (triple fault)",
 					NULL, 0);
 	case KVM_EXIT_SYSTEM_EVENT:

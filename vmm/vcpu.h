@@ -72,6 +72,10 @@ int vcpu_arch_recover(struct vcpu *vcpu, const uint8_t *insn, unsigned insn_len)
  * exit reports. `insn`/`insn_len` are bytes KVM already supplied (0 to read them). */
 void vcpu_arch_where(struct vcpu *vcpu, const uint8_t *insn, unsigned insn_len, char *buf,
 		     size_t len);
+/* After KVM_EXIT_SHUTDOWN: true when the vCPU already holds the architectural INIT state
+ * (real mode at CS 0xf000, RIP 0xfff0). AMD's KVM resets the vCPU in its SHUTDOWN intercept
+ * before user space hears of it, so those registers say nothing about the fault. */
+bool vcpu_arch_shutdown_was_reset(struct vcpu *vcpu);
 /* Reads up to `max` instruction bytes at the vCPU's RIP (through the guest's page tables
  * and gmem_ptr). Returns how many could be read. */
 unsigned vcpu_arch_insn_bytes(struct vcpu *vcpu, uint8_t *bytes, unsigned max);

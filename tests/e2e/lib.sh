@@ -57,3 +57,18 @@ vm_pid() {
 		sleep 0.1; _i=$((_i + 1))
 	done
 }
+
+# triple_line NAME: bulkhead-vmm's stderr ($TMP/err) after tests/guests/triple.S is one line
+# naming where the guest failed (its load from a non-canonical address, bytes 48 8b 00), or,
+# where the host's KVM resets the vCPU before the shutdown reaches user space (AMD SVM), saying
+# that the site is unknown: never the reset vector (RIP 0xfff0, CS 0xf000) as if the guest had
+# stopped there.
+triple_line() {
+	if [ "$(wc -l < "$TMP/err")" -eq 1 ] &&
+		{ grep -q 'shut down (triple fault) at RIP 0x[0-9a-f]* (CS 0x8, CPL 0, vCPU 0), bytes 48 8b 00' "$TMP/err" ||
+			grep -q 'shut down (triple fault) on vCPU 0; fault site unknown: this host.s KVM (AMD SVM) resets' "$TMP/err"; }; then
+		ok "$1: one stderr line with the fault site, or saying it is unknown"
+	else
+		not_ok "$1: one stderr line with the fault site, or saying it is unknown" "stderr: $(cat "$TMP/err")"
+	fi
+}

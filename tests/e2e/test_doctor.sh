@@ -8,7 +8,7 @@ VMM=$BIN/bulkhead-vmm
 GUESTS=$LIBDIR/guests
 
 if [ ! -e /dev/kvm ]; then
-	skip "test guests and doctor probes" "no /dev/kvm on this host"
+	skip "test guests and doctor probes" "no /dev/kvm on this host (tests/nested runs this suite inside L1)"
 	# The doctor must still work (and say why KVM is out) when QEMU is there.
 	if [ -x "$BULKHEAD" ]; then
 		"$BULKHEAD" doctor > "$TMP/doc" 2> "$TMP/doc.err"
@@ -48,7 +48,7 @@ err_line "halt: one stderr line with RIP" 'guest halted at RIP 0x'
 
 vmm triple
 check_eq "triple fault exits 101" 101 "$rc"
-err_line "triple fault: one stderr line with RIP and instruction bytes" 'shut down (triple fault) at RIP 0x.*bytes [0-9a-f][0-9a-f] '
+triple_line "triple fault"
 
 vmm badexit
 check_eq "an exit code above 99 exits 104, not aliasing a VMM status" 104 "$rc"

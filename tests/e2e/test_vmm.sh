@@ -11,7 +11,7 @@ VMM=$BIN/bulkhead-vmm
 GUESTS=$LIBDIR/guests
 
 if [ ! -e /dev/kvm ]; then
-	skip "bulkhead-vmm machine tests" "no /dev/kvm on this host"
+	skip "bulkhead-vmm machine tests" "no /dev/kvm on this host (tests/nested runs this suite inside L1)"
 	plan_done; exit 0
 fi
 for g in zeropage cpus uart reset triple flood vsock; do
@@ -71,6 +71,7 @@ grep -q 'guest requested a reset (i8042)' "$TMP/err" && ok "reset: one stderr li
 	not_ok "reset: one stderr line says so" "$(cat "$TMP/err")"
 vmm triple
 check_eq "triple fault with the irqchip present still exits 101" 101 "$rc"
+triple_line "triple fault with the irqchip present"
 
 # --- virtio-vsock ring restarts, in a real guest, against the real bulkhead-vsock --------------
 # (tests/e2e/test_vsock_restart.sh runs the same driver code without KVM.)

@@ -10,7 +10,7 @@ VMM=$BIN/bulkhead-vmm
 GUESTS=$LIBDIR/guests
 
 if [ ! -e /dev/kvm ]; then
-	skip "bulkhead-vmm's jail" "no /dev/kvm on this host"
+	skip "bulkhead-vmm's jail" "no /dev/kvm on this host (tests/nested runs this suite inside L1)"
 	plan_done; exit 0
 fi
 for f in "$VMM" "$GUESTS/uart.bin" "$GUESTS/cpus.bin" "$GUESTS/hello.bin" "$GUESTS/spin.bin" \

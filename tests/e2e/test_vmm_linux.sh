@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 if [ ! -e /dev/kvm ]; then
-	skip "Linux under bulkhead-vmm" "no /dev/kvm on this host"
+	skip "Linux under bulkhead-vmm" "no /dev/kvm on this host (tests/nested runs this suite inside L1)"
 	plan_done; exit 0
 fi
 if [ ! -f "$LIBDIR/vmlinux" ] || [ ! -f "$LIBDIR/initramfs-base.cpio" ] || [ ! -x "$BIN/bulkhead-vmm" ]; then

@@ -9,7 +9,7 @@
 
 vfsd=/usr/lib/qemu/virtiofsd
 if [ ! -e /dev/kvm ] || [ ! -x "$vfsd" ] || [ "$(id -u)" -ne 0 ]; then
-	skip "virtio-fs root under bulkhead-vmm" "needs /dev/kvm, $vfsd and root"; plan_done; exit 0
+	skip "virtio-fs root under bulkhead-vmm" "needs /dev/kvm, $vfsd and root (tests/nested runs this suite inside L1)"; plan_done; exit 0
 fi
 
 root=$TMP/root

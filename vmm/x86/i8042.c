@@ -1,5 +1,7 @@
 /* vmm/x86/i8042.c: enough of an 8042 for Linux to find a controller with no devices behind
- * it, and for `outb 0xfe, 0x64` (pulse the reset line) to end the VM cleanly. */
+ * it, and for `outb 0xfe, 0x64` (pulse the reset line) to end the VM cleanly. Every command
+ * Linux's probe sends is answered at once: a command left unanswered costs the guest a 0.5 s
+ * poll of the status port (10,000 reads, each a VM exit). */
 #include "vmm/x86/i8042.h"
 
 #include "vmm/log.h"
@@ -11,11 +13,13 @@
 #define I8042_STS_SYS	 0x04 /* self-test passed */
 #define I8042_STS_CMD	 0x08 /* last write was a command */
 #define I8042_STS_UNLOCK 0x10 /* keyboard not inhibited (Linux warns "Keylock active") */
+#define I8042_STS_AUXOBF 0x20 /* the byte waiting came from the aux (mouse) port */
 #define I8042_CMD_RD_CTR 0x20
 #define I8042_CMD_WR_CTR 0x60
 #define I8042_CMD_TEST	 0xaa /* controller self-test: answers 0x55 */
 #define I8042_CMD_KBTEST 0xab /* keyboard interface test: answers 0 (ok) */
-#define I8042_CMD_AUXTST 0xa9 /* aux interface test: answers 0 */
+#define I8042_CMD_AUXTST 0xa9 /* aux interface test: 0x01, "clock line stuck": no aux port */
+#define I8042_CMD_AUXLP	 0xd3 /* aux loopback: the next data byte comes back as aux data */
 #define I8042_CMD_RD_OUT 0xd0
 #define I8042_CMD_WR_OUT 0xd1
 #define I8042_CMD_RESET	 0xfe /* pulse output line 0: the CPU reset */
@@ -41,14 +45,19 @@ static void i8042_command(struct i8042 *k, uint8_t cmd)
 		break;
 	case I8042_CMD_WR_CTR:
 	case I8042_CMD_WR_OUT:
+	case I8042_CMD_AUXLP:
 		k->pending = cmd;
 		break;
 	case I8042_CMD_TEST:
 		i8042_reply(k, 0x55);
 		break;
 	case I8042_CMD_KBTEST:
-	case I8042_CMD_AUXTST:
 		i8042_reply(k, 0x00);
+		break;
+	case I8042_CMD_AUXTST:
+		/* With the loopback below, Linux concludes "no aux port" in two replies
+		 * instead of two timed-out polls and a 250 ms wait for IRQ 12. */
+		i8042_reply(k, 0x01);
 		break;
 	case I8042_CMD_RD_OUT:
 		i8042_reply(k, I8042_OUT_RESET);
@@ -61,7 +70,7 @@ static void i8042_command(struct i8042 *k, uint8_t cmd)
 	}
 }
 
-static void i8042_access(void *opaque, uint64_t addr, bool is_write, uint8_t *data, unsigned size)
+void i8042_access(void *opaque, uint64_t addr, bool is_write, uint8_t *data, unsigned size)
 {
 	struct i8042 *k = opaque;
 	/* One range, 0x60..0x64: offset 0 is data, 4 command/status. 0x61 (speaker, NMI
@@ -80,6 +89,8 @@ static void i8042_access(void *opaque, uint64_t addr, bool is_write, uint8_t *da
 			k->ctr = data[0];
 		else if (cmd == I8042_CMD_WR_OUT && !(data[0] & I8042_OUT_RESET))
 			i8042_reset(k);
+		else if (cmd == I8042_CMD_AUXLP)
+			i8042_reply(k, data[0]); /* without STS_AUXOBF: no aux port looped it */
 		/* A byte for the keyboard: there is none, so it is dropped unanswered. */
 	} else if (!is_write) {
 		data[0] =

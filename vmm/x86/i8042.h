@@ -19,5 +19,7 @@ struct i8042 {
 
 /* Registers ports 0x60 and 0x64. Set-up tier. */
 int i8042_init(struct i8042 *k, struct vm *vm, int reset_status);
+/* The bus handler (exposed for tests): ADDR 0 is port 0x60 (data), 4 is 0x64 (status/command). */
+void i8042_access(void *opaque, uint64_t addr, bool is_write, uint8_t *data, unsigned size);
 
 #endif

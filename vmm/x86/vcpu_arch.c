@@ -163,6 +163,18 @@ int vcpu_arch_recover(struct vcpu *vcpu, const uint8_t *insn, unsigned insn_len)
 	return 0;
 }
 
+bool vcpu_arch_shutdown_was_reset(struct vcpu *vcpu)
+{
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+
+	if (ioctl(vcpu->fd, KVM_GET_REGS, &regs) < 0 || ioctl(vcpu->fd, KVM_GET_SREGS, &sregs) < 0)
+		return false;
+	/* Our guests start in long mode and never see real mode: a shut-down vCPU found at the
+	 * reset vector was reset by the host (svm shutdown_interception), not stopped there. */
+	return !(sregs.cr0 & X86_CR0_PE) && sregs.cs.selector == 0xf000 && regs.rip == 0xfff0;
+}
+
 void vcpu_arch_where(struct vcpu *vcpu, const uint8_t *insn, unsigned insn_len, char *buf,
 		     size_t len)
 {

@@ -1,0 +1,114 @@
+#!/bin/sh
+# Fetches what L1 (the nested KVM host, tests/nested/README.md) is made of from Debian's apt
+# sources, nothing installed on this host: Debian's cloud kernel and its KVM modules, and QEMU 10
+# from bookworm-backports (the host's QEMU 7.2 is left as it is). A private apt state (its own
+# sources list, lists and archives under the cache) resolves against this host's dpkg status, so
+# exactly what the host lacks for QEMU 10 is fetched; each .deb is unpacked with dpkg -x.
+# Cached by the content of this recipe: ${XDG_CACHE_HOME:-~/.cache}/bulkhead/nested/pkgs-<key>.
+# Usage: tests/nested/fetch.sh         prints the package directory (fetching it once)
+#        tests/nested/fetch.sh --key   prints the cache key
+# Exit 0 with the directory; 2 with one line when it cannot be fetched (no network); 1 on error.
+set -eu
+export LC_ALL=C
+
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${BULKHEAD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bulkhead}/nested
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+MIRROR=http://deb.debian.org/debian
+# The kernel L1 boots (its metapackage names the versioned image) and the KVM modules it loads;
+# modules these depend on are found from their own modinfo and added.
+KERNEL_META=linux-image-cloud-amd64
+KVM_MODULES="kvm-amd"
+# QEMU 10: the host's 7.2 is not reliable as L1's TCG (tests/nested/README.md).
+QEMU_PKGS="qemu-system-x86 qemu-system-common qemu-system-data"
+
+sources() {
+	cat <<EOF
+deb [signed-by=$KEYRING] $MIRROR bookworm main
+deb [signed-by=$KEYRING] $MIRROR bookworm-updates main
+deb [signed-by=$KEYRING] http://deb.debian.org/debian-security bookworm-security main
+deb [signed-by=$KEYRING] $MIRROR bookworm-backports main
+EOF
+}
+
+key=$( { cat "$0"; sources; } | sha256sum | cut -c1-16)
+[ "${1:-}" = --key ] && { echo "$key"; exit 0; }
+dir=$cache/pkgs-$key
+if [ -f "$dir/done" ]; then
+	touch "$dir/done"
+	echo "$dir"
+	exit 0
+fi
+
+die() { echo "nested/fetch.sh: $*" >&2; exit 1; }
+[ -r "$KEYRING" ] || die "$KEYRING missing: install debian-archive-keyring"
+command -v apt-get > /dev/null && command -v dpkg > /dev/null || die "apt-get and dpkg are needed"
+mkdir -p "$cache"
+exec 9> "$cache/.fetch.lock"
+flock 9
+[ -f "$dir/done" ] && { echo "$dir"; exit 0; }
+
+apt=$cache/apt
+mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/etc"
+sources > "$apt/etc/sources.list"
+APT="-o Dir::State=$apt -o Dir::State::Lists=$apt/lists -o Dir::State::status=/var/lib/dpkg/status
+     -o Dir::Cache=$apt -o Dir::Cache::Archives=$apt/archives -o Dir::Etc::SourceList=$apt/etc/sources.list
+     -o Dir::Etc::SourceParts=/dev/null -o Dir::Etc::Preferences=/dev/null
+     -o Dir::Etc::PreferencesParts=/dev/null -o APT::Sandbox::User=root -o Debug::NoLocking=1
+     -o Acquire::Retries=2 -o Acquire::http::Timeout=20"
+# shellcheck disable=SC2086 # $APT is a list of options
+if ! apt-get $APT update -qq > "$apt/update.log" 2>&1 || grep -q '^[WE]: Failed to fetch' "$apt/update.log"; then
+	echo "cannot reach $MIRROR to fetch L1's packages ($(grep -m1 -E '^[WE]:' "$apt/update.log" || echo 'apt-get update failed'))" >&2
+	exit 2
+fi
+
+tmp=$(mktemp -d "$cache/.fetch.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/debs" "$tmp/root" "$tmp/kernel"
+
+# The kernel: the versioned image the metapackage depends on.
+# shellcheck disable=SC2086
+image=$(apt-cache $APT depends "$KERNEL_META" | sed -n 's/^ *Depends: \(linux-image-[^ ]*\)$/\1/p' | head -n 1)
+[ -n "$image" ] || die "cannot tell which image $KERNEL_META depends on"
+# QEMU 10 and whatever this host lacks for it (nothing, on a host with QEMU 7.2's libraries).
+# shellcheck disable=SC2086
+apt-get $APT -s -t bookworm-backports install --no-install-recommends $QEMU_PKGS > "$tmp/sim" 2>&1 ||
+	die "cannot resolve QEMU 10 in bookworm-backports: $(tail -n 3 "$tmp/sim")"
+qemu=$(sed -n 's/^Inst \([^ ]*\) .*(\([^ ]*\) .*/\1=\2/p' "$tmp/sim")
+echo "$qemu" | grep -q '^qemu-system-x86=1:10\.' || die "bookworm-backports offers no QEMU 10: $(grep '^Inst qemu-system-x86' "$tmp/sim")"
+(cd "$tmp/debs" && apt-get $APT download "$image" $qemu > "$tmp/download.log" 2>&1) ||
+	{ echo "cannot download L1's packages: $(grep -m1 -E '^[WE]:' "$tmp/download.log")" >&2; exit 2; }
+
+for d in "$tmp"/debs/*.deb; do
+	case $(basename "$d") in
+	linux-image-*) dpkg -x "$d" "$tmp/kernel" ;;
+	*) dpkg -x "$d" "$tmp/root" ;;
+	esac
+done
+kver=$(ls "$tmp/kernel/lib/modules")
+mkdir -p "$tmp/root/l1/modules"
+cp "$tmp/kernel/boot/vmlinuz-$kver" "$tmp/root/l1/vmlinuz"
+# Modules with their dependencies, dependencies first (modules.order for insmod).
+: > "$tmp/root/l1/modules.order"
+add_module() { # NAME
+	[ -e "$tmp/root/l1/modules/$1.ko" ] && return 0
+	f=$(find "$tmp/kernel/lib/modules/$kver" -name "$1.ko" | head -n 1)
+	[ -n "$f" ] || die "module $1 not in $image"
+	# (sh has no local variables: $f is found again after the dependencies)
+	for dep in $(strings "$f" | sed -n 's/^depends=//p' | tr ',' ' '); do add_module "$dep"; done
+	f=$(find "$tmp/kernel/lib/modules/$kver" -name "$1.ko" | head -n 1)
+	cp "$f" "$tmp/root/l1/modules/$1.ko"
+	echo "$1" >> "$tmp/root/l1/modules.order"
+}
+for m in $KVM_MODULES; do add_module "$m"; done
+{
+	echo "kernel $image $kver"
+	for d in "$tmp"/debs/*.deb; do dpkg-deb -f "$d" Package Version | paste -sd' '; done
+} > "$tmp/root/l1/versions"
+
+rm -rf "$dir"
+mv "$tmp/root" "$dir"
+touch "$dir/done"
+# Keep the two most recent package sets.
+ls -dt "$cache"/pkgs-*/done 2> /dev/null | tail -n +3 | while IFS= read -r d; do rm -rf "${d%/done}"; done
+echo "$dir"

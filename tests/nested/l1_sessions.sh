@@ -1,0 +1,81 @@
+#!/bin/sh
+# Inside L1 (tests/nested/run.sh): whole sessions under bulkhead-vmm (--engine kvm) beyond what
+# the e2e suites run there: the engine really is bulkhead-vmm, jailed; the work share read-write
+# and read-only; 2 and 4 vCPUs seen by the guest and used at once; the session's cgroup v2 limits;
+# -i through the agent. Needs a KVM that runs Linux user space (L1 has one).
+. "$(dirname "$0")/../e2e/lib.sh"
+
+if [ ! -e /dev/kvm ]; then
+	skip "sessions under bulkhead-vmm" "no /dev/kvm (this suite runs inside L1: tests/nested/run.sh)"
+	plan_done; exit 0
+fi
+export BULKHEAD_RUNDIR="$TMP/run"
+
+# The engine: bulkhead-vmm, started jailed with its files as descriptors.
+run_capture run --engine kvm -v -- sh -c 'echo hello from L2; exit 3'
+check_eq "--engine kvm: the command's exit code" 3 "$rc"
+check_eq "--engine kvm: the command's stdout" "hello from L2" "$(cat "$TMP/out")"
+grep -q "engine command: '[^']*bulkhead-vmm' '--kernel-fd'" "$TMP/err" &&
+	ok "--engine kvm runs bulkhead-vmm, jailed (files as descriptors)" ||
+	not_ok "--engine kvm runs bulkhead-vmm, jailed" "$(grep -m3 engine "$TMP/err")"
+run_capture run -- true
+check_eq "auto picks kvm here and a session runs" 0 "$rc"
+
+# The work share: read-write, then read-only.
+mkdir -p "$TMP/work"
+printf 'from the host\n' > "$TMP/work/in.txt"
+run_capture run --engine kvm --work "$TMP/work" -- sh -c 'cat in.txt; pwd; echo from-the-guest > out.txt; mkdir d; echo x > d/y'
+check_eq "--work (rw): the guest reads the share, starting in /work" "from the host
+/work" "$(cat "$TMP/out")"
+check_eq "--work (rw): what the guest writes is on the host" "from-the-guest x" \
+	"$(cat "$TMP/work/out.txt" 2> /dev/null) $(cat "$TMP/work/d/y" 2> /dev/null)"
+run_capture run --engine kvm --work "$TMP/work:ro" -- sh -c 'cat in.txt; echo changed > in.txt; echo w=$?; touch new 2>&1; echo t=$?'
+case $(cat "$TMP/out") in
+"from the host"*"w=1"*"t=1") ok "--work DIR:ro: the guest reads, and its writes fail" ;;
+*) not_ok "--work DIR:ro: the guest reads, and its writes fail" "$(cat "$TMP/out")" ;;
+esac
+check_eq "--work DIR:ro: the host's files are unchanged" "from the host|" "$(cat "$TMP/work/in.txt")|$(ls "$TMP/work/new" 2> /dev/null)"
+
+# vCPUs: the guest sees them, and they run at once (each busy loop on its own CPU).
+for n in 2 4; do
+	run_capture run --engine kvm --cpus $n -- sh -c '
+		nproc; grep -c ^processor /proc/cpuinfo
+		i=0; while [ $i -lt '$n' ]; do (j=0; while [ $j -lt 20000 ]; do j=$((j + 1)); done; echo done) & i=$((i + 1)); done
+		wait; grep -c "" /proc/interrupts > /dev/null'
+	check_eq "--cpus $n: the guest has $n CPUs, and $n loops at once finish" "$n
+$n
+$(i=0; while [ $i -lt $n ]; do echo done; i=$((i + 1)); done)" "$(cat "$TMP/out")"
+done
+
+# -i: stdin through the agent.
+printf 'line one\nline two\n' | "$BULKHEAD" run --engine kvm -i -- sh -c 'wc -l; cat > /dev/null' > "$TMP/out" 2> "$TMP/err"
+check_eq "-i: the guest reads stdin" "2" "$(tr -d ' ' < "$TMP/out")"
+
+# cgroup v2: the session's processes under one directory with its limits, removed afterwards.
+if [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ]; then
+	"$BULKHEAD" run --engine kvm --mem 256 -- sleep 6 > /dev/null 2> "$TMP/err" &
+	rpid=$!
+	vm=$(vm_pid)
+	cg=
+	[ -n "$vm" ] && cg=$(sed -n 's/^0:://p' "/proc/$vm/cgroup")
+	if [ -n "$cg" ] && [ -f "/sys/fs/cgroup$cg/memory.max" ]; then
+		check_eq "cgroup v2: the VM's memory.max is guest RAM + 512 MiB" $(((256 + 512) << 20)) \
+			"$(cat "/sys/fs/cgroup$cg/memory.max")"
+		check_eq "cgroup v2: pids.max" 512 "$(cat "/sys/fs/cgroup$cg/pids.max")"
+		comms=$(for p in $(cat "/sys/fs/cgroup$cg/cgroup.procs"); do cat "/proc/$p/comm"; done | sort | tr '\n' ' ')
+		case $comms in
+		*bulkhead-vmm*bulkhead-vsock*) ok "cgroup v2: bulkhead-vmm and bulkhead-vsock are in it ($comms)" ;;
+		*) not_ok "cgroup v2: bulkhead-vmm and bulkhead-vsock are in it" "$comms" ;;
+		esac
+	else
+		not_ok "cgroup v2: the VM process is in a session cgroup with limits" "vm=$vm cgroup=$cg" "$(cat "$TMP/err")"
+	fi
+	wait $rpid
+	check_eq "cgroup v2: the session ends well" 0 "$?"
+	[ -z "$cg" ] || [ ! -d "/sys/fs/cgroup$cg" ] && ok "cgroup v2: its cgroup is removed afterwards" ||
+		not_ok "cgroup v2: its cgroup is removed afterwards" "$cg"
+else
+	skip "cgroup v2 limits" "/sys/fs/cgroup is not cgroup v2 here"
+fi
+check_eq "nothing is left in the run directory" "" "$(ls -A "$BULKHEAD_RUNDIR" 2> /dev/null)"
+plan_done

@@ -1,0 +1,5 @@
+# tests/nested/: bulkhead-vmm under a KVM host with hardware semantics (L1, AMD SVM emulated by
+# QEMU 10's TCG; tests/nested/README.md). `make test` runs it as the suite nested/l1; alone:
+.PHONY: test-nested
+test-nested: test-programs
+	@BUILD=$(BUILD) sh tests/run.sh nested/
