@@ -121,3 +121,8 @@ $(BUILD)/tests/reap-check: $(OBJ)/tests/tools/reap_check.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^
 test-programs: $(BUILD)/tests/reap-check
+# Connects Unix sockets onto chosen descriptors for a command (tests/e2e/test_vmm_jail.sh).
+$(BUILD)/tests/fd-connect: $(OBJ)/tests/tools/fd_connect.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^
+test-programs: $(BUILD)/tests/fd-connect

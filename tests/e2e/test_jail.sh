@@ -128,21 +128,30 @@ else
 		"$(readlink /proc/$v/ns/net)" "$(readlink /proc/$q/ns/net)"
 	check_eq "bulkhead-vsock's root holds only the way to its socket directory" "$top" \
 		"$(ls /proc/$v/root | tr '\n' ' ' | sed 's/ $//')"
-	extra=$(ls /proc/$q/root | grep -vxE 'usr|boot|etc|bin|sbin|lib|lib32|lib64|libx32')
-	if [ -z "$extra" ] && [ "$(ls /proc/$q/root/boot | tr '\n' ' ')" = "initrd kernel " ] &&
-		[ "$(ls /proc/$q/root/etc)" = ld.so.cache ] && [ ! -e /proc/$q/root/$top ]; then
-		ok "QEMU's root: /usr read-only, its kernel and initramfs, the loader's links; no /dev, /proc, /run, /tmp or home"
+	if [ "$(cat /proc/$q/comm)" = bulkhead-vmm ]; then
+		# The kvm engine (a host with KVM): a static VMM in an empty root; its files came as
+		# descriptors, /dev/kvm the only one of a device.
+		check_eq "bulkhead-vmm's root is empty" "" "$(ls -A /proc/$q/root)"
+		fds=$(for f in /proc/$q/fd/*; do readlink "$f"; done |
+			grep -vE '^(anon_inode:|socket:|pipe:|/memfd:|/dev/kvm$)')
+		check_eq "bulkhead-vmm holds no descriptor of a host file but /dev/kvm (sockets, pipes, KVM's, its memfd)" "" "$fds"
 	else
-		not_ok "QEMU's root" "$(ls /proc/$q/root)" "extra: $extra"
+		extra=$(ls /proc/$q/root | grep -vxE 'usr|boot|etc|bin|sbin|lib|lib32|lib64|libx32')
+		if [ -z "$extra" ] && [ "$(ls /proc/$q/root/boot | tr '\n' ' ')" = "initrd kernel " ] &&
+			[ "$(ls /proc/$q/root/etc)" = ld.so.cache ] && [ ! -e /proc/$q/root/$top ]; then
+			ok "QEMU's root: /usr read-only, its kernel and initramfs, the loader's links; no /dev, /proc, /run, /tmp or home"
+		else
+			not_ok "QEMU's root" "$(ls /proc/$q/root)" "extra: $extra"
+		fi
+		if touch /proc/$q/root/usr/.w 2> /dev/null; then
+			not_ok "QEMU's /usr is read-only"; rm -f /proc/$q/root/usr/.w
+		else
+			ok "QEMU's /usr is read-only"
+		fi
+		fds=$(for f in /proc/$q/fd/*; do readlink "$f"; done |
+			grep -vE '^(anon_inode:|socket:|pipe:|/memfd:|/null$)')
+		check_eq "QEMU holds no descriptor of a host file (sockets, pipes, eventfds, its memfd)" "" "$fds"
 	fi
-	if touch /proc/$q/root/usr/.w 2> /dev/null; then
-		not_ok "QEMU's /usr is read-only"; rm -f /proc/$q/root/usr/.w
-	else
-		ok "QEMU's /usr is read-only"
-	fi
-	fds=$(for f in /proc/$q/fd/*; do readlink "$f"; done |
-		grep -vE '^(anon_inode:|socket:|pipe:|/memfd:|/null$)')
-	check_eq "QEMU holds no descriptor of a host file (sockets, pipes, eventfds, its memfd)" "" "$fds"
 fi
 if [ -n "$fsd" ] && [ "$(st "$fsd" Seccomp)" = 2 ] && [ "$(st "$fsd" NoNewPrivs)" = 1 ] &&
 	ns_differs "$fsd" mnt && ns_differs "$fsd" net && [ "$(ls /proc/$fsd/root)" = "$(ls "$TMP/work")" ]; then

@@ -184,15 +184,9 @@ while { [ ! -S "$TMP/fs.sock" ] || [ ! -S "$TMP/vsock.sock" ]; } && [ $i -lt 100
 quirks=""
 "$BULKHEAD" doctor 2> /dev/null | grep -q '^guest kernel mode: emulated' &&
 	quirks="noxsave clearcpuid=smap,smep,pku,umip,popcnt"
-# perl (perl-base, always there) connects both sockets onto descriptors 5 and 6, then execs
-# ($^F: no close-on-exec on them).
-perl -MIO::Socket::UNIX -MPOSIX -e '
-	$^F = 100;
-	my ($fs, $vs, @cmd) = @ARGV;
-	my $a = IO::Socket::UNIX->new(Peer => $fs) or die "connect $fs: $!\n";
-	my $b = IO::Socket::UNIX->new(Peer => $vs) or die "connect $vs: $!\n";
-	POSIX::dup2(fileno($a), 5) and POSIX::dup2(fileno($b), 6) or die "dup2: $!\n";
-	exec(@cmd) or die "exec: $!\n";' "$TMP/fs.sock" "$TMP/vsock.sock" \
+# fd-connect (tests/tools/fd_connect.c) connects both sockets onto descriptors 5 and 6, then
+# execs, as the launcher hands the VMM its back ends.
+"$BUILD/tests/fd-connect" 5="$TMP/fs.sock" 6="$TMP/vsock.sock" -- \
 	timeout 900 chroot "$TMP/empty" /bulkhead-vmm --kernel-fd 3 --kvm-fd 4 --mem 256 \
 	--cmdline "console=ttyS0 panic=-1 reboot=k $quirks rootfstype=virtiofs root=work rw init=/sbin/probe-init" \
 	--virtio-fs fd=5,tag=work --virtio-vsock fd=6,cid=3 \

@@ -29,7 +29,7 @@ HOST_TOOLS="/usr/bin/dash /usr/bin/script /usr/bin/flock /usr/bin/setsid /usr/sb
 KVM_GID=$(getent group kvm | cut -d: -f3)
 KVM_GID=${KVM_GID:-990}
 # The test tools the suites run inside L1 (unit test binaries stay out).
-TEST_TOOLS="https-echo proxy-client vhost-user-probe vhost-user-mute vsock-restart-probe
+TEST_TOOLS="fd-connect https-echo proxy-client vhost-user-probe vhost-user-mute vsock-restart-probe
 	frame-forge reap-check jail-probe scrub-probe"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nested-image.XXXXXX")

@@ -33,7 +33,9 @@ fi
 echo "# L1: QEMU 10 TCG, whole run $(($(date +%s) - start)) s (image $(cat "$out/image" 2> /dev/null))"
 
 suite= nchecks=0 nfail=0 ended=
+cr=$(printf '\r')
 while IFS= read -r line; do
+	line=${line%"$cr"} # the serial port's line discipline may end lines with CR LF
 	case $line in
 	"nested: done") ended=1 ;;
 	"nested: "*) echo "# L1: ${line#nested: }" ;;
