@@ -92,7 +92,8 @@ static void request_reset(struct conn *c)
 	c->resp_started = c->resp_done = c->has_body = 0;
 	c->connect_ok = c->serve_ca = c->head_seen = 0;
 	proxy_hold_end(c);
-	c->layer = c->outcome = NULL;
+	c->layer = c->outcome = c->decision = NULL;
+	c->have_target = 0;
 	c->secret_name[0] = c->approval_id[0] = 0;
 	c->n_inj_names = 0;
 	c->dest = NULL;

@@ -86,8 +86,13 @@ struct conn {
 	char carry[16384 + 128]; /* body bytes waiting for the rest of a placeholder */
 	size_t carry_n;
 	struct secbuf body_buf; /* BODY_BUFFER: the whole body, placeholders replaced */
-	/* What decided the current request (decide.h), for the audit log. */
-	const char *layer;
+	/* What decided the current request (decide.h), for the audit log: the broker's decision
+	 * ("allow", "deny"; NULL: none was made), whatever the upstream answered. */
+	const char *layer, *decision;
+	/* The request target as the guest sent it: its path and query start at this offset in
+	 * the URL (have_target: the URL was parsed). */
+	size_t target_off;
+	int have_target;
 	char secret_name[DECIDE_MAX_INJECT * (RULES_NAME_MAX + 1)]; /* all, joined by "," */
 	const char *inj_names[DECIDE_MAX_INJECT]; /* every secret injected (names in rules) */
 	size_t n_inj_names;

@@ -140,6 +140,7 @@ int proxy_hold_decide(struct conn *c)
 		if (n_refs >= 0 && d.verdict == VERDICT_ALLOW)
 			return 0; /* no rule covers these refs */
 		if (d.verdict == VERDICT_DENY) {
+			c->decision = "deny";
 			proxy_fail(c, 403, "%s", d.why);
 			return -1;
 		}
@@ -148,6 +149,7 @@ int proxy_hold_decide(struct conn *c)
 		c->layer = decide_layer_name(LAYER_APPROVAL);
 	}
 	if (!c->cfg->approvals) {
+		c->decision = "deny";
 		proxy_fail(c, 403, "needs approval (%s), and this broker takes none", c->rule);
 		return -1;
 	}
@@ -179,6 +181,7 @@ int proxy_hold_decide(struct conn *c)
 	c->layer = decide_layer_name(LAYER_APPROVAL);
 	if (out == APPROVAL_APPROVED)
 		return 0;
+	c->decision = "deny";
 	proxy_fail(c, 403, "approval %s %s: %s", c->approval_id,
 		   out == APPROVAL_EXPIRED ? "expired" : "denied", reason);
 	return -1;

@@ -202,6 +202,7 @@ static int request_decide(struct conn *c, struct request_plan *r)
 			at = sizeof(c->secret_name) - 1;
 	}
 	c->n_inj_names = d.n_inject;
+	c->decision = d.verdict == VERDICT_DENY ? "deny" : "allow";
 	if (d.verdict == VERDICT_DENY) {
 		proxy_fail(c, 403, "%s", d.why);
 		return -1;
