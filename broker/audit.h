@@ -48,6 +48,7 @@
 #define AUDIT_OUTCOME_GUEST_CLOSED  "guest_closed"  /* the guest ended its stream mid-request */
 #define AUDIT_OUTCOME_GUEST_RESET   "guest_reset"   /* the guest's connection failed */
 #define AUDIT_OUTCOME_GUEST_TIMEOUT "guest_timeout" /* the guest stayed silent too long */
+#define AUDIT_OUTCOME_OVER_BUDGET   "over_budget"   /* holding it would exceed a hold budget */
 
 struct audit_record {
 	const char *session;	    /* session id */

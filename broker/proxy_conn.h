@@ -100,6 +100,8 @@ struct conn {
 	int audit_due;	     /* a request began and has no audit record yet */
 	const char *outcome; /* AUDIT_OUTCOME_* when the guest's side ended the request */
 	int head_seen;	     /* the head's end was parsed: fields after it are trailers */
+	struct timespec head_t0; /* when the head now arriving began (head_clock set) */
+	int head_clock, rcv_ms;	 /* rcv_ms: the guest socket's receive timeout now */
 	/* The strict grammar the guest's bytes pass before http_parser reads them. */
 	struct reqcheck rc;
 	char approval_id[APPROVAL_ID_LEN + 1];
@@ -109,6 +111,8 @@ struct conn {
 	EVP_MD_CTX *hold_md;  /* SHA-256 of the request as received */
 	char hold_raw[65536]; /* the body's first bytes as the guest sent them */
 	size_t hold_raw_n;
+	size_t hold_bytes; /* taken from the hold budgets (hold_budget.h) */
+	int hold_counted;  /* ... and the request itself */
 
 	/* A compressed response being decoded (proxy_decode.c). */
 	struct proxy_decode *dec;
@@ -188,8 +192,8 @@ int proxy_body_feed(struct conn *c, const char *at, size_t len, int final);
 int proxy_body_finish(struct conn *c);
 int proxy_body_send_held(struct conn *c);
 /* proxy_hold.c: a request held whole for approval. */
-void proxy_hold_begin(struct conn *c);
-void proxy_hold_body(struct conn *c, const char *at, size_t len);
+int proxy_hold_begin(struct conn *c);
+int proxy_hold_body(struct conn *c, const char *at, size_t len);
 int proxy_hold_decide(struct conn *c);
 void proxy_hold_end(struct conn *c);
 

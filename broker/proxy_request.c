@@ -272,7 +272,8 @@ static int request_hold_or_send(struct conn *c)
 
 	if (c->hold) {
 		/* Nothing reaches the upstream, not even a connection, before the decision. */
-		proxy_hold_begin(c);
+		if (proxy_hold_begin(c))
+			return -1;
 		if (c->expect_continue && !c->client_10 &&
 		    proxy_io_client_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25))
 			return -1;
