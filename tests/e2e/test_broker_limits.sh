@@ -10,6 +10,7 @@
 #    still served.
 #  - Started with a low soft RLIMIT_NOFILE, the broker raises it to the hard limit: one
 #    session's idle connections do not stop another session being served.
+#  - A stale control socket is replaced at start; a live one is refused.
 . "$(dirname "$0")/lib.sh"
 
 ECHO=$BUILD/tests/https-echo
@@ -233,5 +234,36 @@ else
 	i=0; while [ ! -s "$D/idle2.out" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 	served "300 idle connections of one session (soft limit 200 at start): another is served" \
 		"$D/f2.sock" broker2.log
+fi
+
+# The control socket at start: one left by a broker that died is replaced; a live broker's is
+# refused, and that broker goes on serving; a file that is not a socket is left alone.
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$D/stale.sock"
+"$BROKER" --control "$D/stale.sock" --secrets-file "$D/secrets.json" 2> "$D/stale.log" &
+pids="$pids $!"
+i=0; while ! grep -q 'control socket' "$D/stale.log" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+register "$D/stale.sock" st1
+if grep -q 'was left by a broker that is gone; replacing it' "$D/stale.log" &&
+	grep -q '"ok":true' "$D/st1.reg"; then
+	ok "a stale control socket is replaced, with a message, and the new broker serves"
+else
+	not_ok "stale control socket replaced" "$(cat "$D/stale.log" "$D/st1.reg")"
+fi
+timeout 10 "$BROKER" --control "$CTL" --secrets-file "$D/secrets.json" 2> "$D/live.log"
+rc=$?
+register "$CTL" s3
+if [ $rc != 0 ] && grep -q 'a broker is already serving there' "$D/live.log" &&
+	grep -q '"ok":true' "$D/s3.reg"; then
+	ok "a live broker's control socket is refused; that broker still registers sessions"
+else
+	not_ok "live control socket refused" "rc=$rc" "$(cat "$D/live.log" "$D/s3.reg")"
+fi
+echo keep > "$D/plain"
+timeout 10 "$BROKER" --control "$D/plain" --secrets-file "$D/secrets.json" 2> "$D/plain.log"
+rc=$?
+if [ $rc != 0 ] && [ "$(cat "$D/plain")" = keep ]; then
+	ok "a file that is not a socket is not replaced: $(cat "$D/plain.log")"
+else
+	not_ok "a plain file is left alone" "rc=$rc" "$(cat "$D/plain.log")"
 fi
 plan_done
