@@ -211,6 +211,7 @@ static char *render(const struct audit_record *r, const char *prev)
 		{ "host", field(r->host) },
 		{ "port", r->port ? json_integer(r->port) : json_null() },
 		{ "path", field(r->path) },
+		{ "target_sha256", r->target_sha256 ? json_string(r->target_sha256) : json_null() },
 		{ "rule", field(r->rule) },
 		{ "secrets", names(r->secrets, r->n_secrets) },
 		{ "decision", field(r->decision) },

@@ -9,13 +9,22 @@
 
 /*
  * A line is a compact JSON object (keys in this order) ending in '\n':
- *   {"v":2,"time":"2024-05-01T12:00:00.123Z","session":"...","method":"GET",
- *    "host":"api.example","port":443,"path":"/v1/x","rule":"...","secrets":["NAME"],
- *    "decision":"allow","layer":"scope","approval":null,"status":200,"outcome":"answered",
- *    "bytes_out":12,"bytes_in":345,"duration_us":1250,"prev":"<64 hex digits>"}
+ *   {"v":3,"time":"2024-05-01T12:00:00.123Z","session":"...","method":"GET",
+ *    "host":"api.example","port":443,"path":"/v1/x?q=1","target_sha256":"<64 hex digits>",
+ *    "rule":"...","secrets":["NAME"],"decision":"allow","layer":"scope","approval":null,
+ *    "status":200,"outcome":"answered","bytes_out":12,"bytes_in":345,"duration_us":1250,
+ *    "prev":"<64 hex digits>"}
+ * "path" is the target's path and query exactly as the guest sent them (before the broker
+ * injected anything, so never a secret's value), cut to AUDIT_FIELD_MAX bytes;
+ * "target_sha256" is the SHA-256 of the whole request target as sent, so two requests whose
+ * targets differ only past the cut still differ (null when the request had no target yet).
+ * "decision" is the broker's own: "allow", "deny", "tripwire", or "error" for a request
+ * refused before any rule was asked (malformed, a head too slow); the upstream's answer is in
+ * "status" and never changes it.
  * "secrets" names every secret injected into the request ([] when none); "outcome" says how
  * the request ended (AUDIT_OUTCOME_*), and "bytes_out" how much of it reached the upstream.
- * Version 1 lines (one "secret" name, no "outcome") verify the same way.
+ * Version 1 lines (one "secret" name, no "outcome") and version 2 lines (no "target_sha256")
+ * verify the same way.
  * "prev" is the SHA-256 of the previous line's bytes (without its '\n'); the first line's
  * is the SHA-256 of AUDIT_GENESIS. Strings the guest controls (method, host, path) are
  * stored as given when they are UTF-8 without control characters, else with every byte
@@ -30,7 +39,7 @@
 #define AUDIT_FIELD_MAX 2048
 #define AUDIT_LINE_MAX	65536
 #define AUDIT_HASH_HEX	64
-#define AUDIT_VERSION	2
+#define AUDIT_VERSION	3
 
 /* How a request ended. */
 #define AUDIT_OUTCOME_ANSWERED	    "answered"	    /* the upstream's whole answer went back */
@@ -39,13 +48,15 @@
 #define AUDIT_OUTCOME_GUEST_CLOSED  "guest_closed"  /* the guest ended its stream mid-request */
 #define AUDIT_OUTCOME_GUEST_RESET   "guest_reset"   /* the guest's connection failed */
 #define AUDIT_OUTCOME_GUEST_TIMEOUT "guest_timeout" /* the guest stayed silent too long */
+#define AUDIT_OUTCOME_OVER_BUDGET   "over_budget"   /* holding it would exceed a hold budget */
 
 struct audit_record {
 	const char *session;	    /* session id */
 	const char *method;	    /* HTTP method or "CONNECT" */
 	const char *host;	    /* destination host as requested */
 	unsigned port;		    /* 0: omitted */
-	const char *path;	    /* request target path (query included) */
+	const char *path;	    /* the target's path and query as the guest sent them */
+	const char *target_sha256;  /* hex SHA-256 of the whole request target; NULL: none */
 	const char *rule;	    /* the policy rule that decided, NULL if none */
 	const char *const *secrets; /* names of the injected secrets */
 	size_t n_secrets;

@@ -21,7 +21,8 @@ static void usage(FILE *f)
 		"  --audit FILE         append one hash-chained JSON line per request\n"
 		"  --session ID         the session named in audit records\n"
 		"  --control PATH       (optional) where `bulkhead approvals` reaches it\n"
-		"A shared broker (sessions register over the control socket, lib/control_proto.h):\n"
+		"A shared broker (sessions register over the control socket, "
+		"lib/control_proto.h):\n"
 		"  --control PATH       the control socket (mode 0600; your user and root only)\n"
 		"  --audit-dir DIR      one audit log per session: DIR/<session>.log\n"
 		"Both:\n"
@@ -33,6 +34,14 @@ static void usage(FILE *f)
 		"                       can lift, rules that hold requests for approval\n"
 		"  --io-timeout S       seconds either side of a connection may stay silent "
 		"(default 30)\n"
+		"  --head-timeout S     seconds a request's whole head may take (default 20)\n"
+		"  --max-conns N        open guest connections per session (default and most "
+		"1024)\n"
+		"  --hold-limit-session BYTES,COUNT\n"
+		"                       what one session may hold for approval (default "
+		"67108864,64)\n"
+		"  --hold-limit-total BYTES,COUNT\n"
+		"                       what all sessions may (default 268435456,1024)\n"
 		"  --quiet              no per-request log lines\n");
 }
 
@@ -88,6 +97,33 @@ static int take(int o, struct broker_cmdline *c)
 	case 'P':
 		c->policy_path = optarg;
 		break;
+	case 'H':
+		c->head_timeout_s = strtol(optarg, &end, 10);
+		if (*end || end == optarg || c->head_timeout_s < 1 || c->head_timeout_s > 3600) {
+			fprintf(stderr, "bulkhead-broker: --head-timeout: 1 to 3600 seconds\n");
+			return 2;
+		}
+		break;
+	case 'M':
+		c->max_conns = strtol(optarg, &end, 10);
+		if (*end || end == optarg || c->max_conns < 1 ||
+		    c->max_conns > BROKER_SESSION_MAX_CONNS) {
+			fprintf(stderr, "bulkhead-broker: --max-conns: 1 to %d\n",
+				BROKER_SESSION_MAX_CONNS);
+			return 2;
+		}
+		break;
+	case 'b':
+	case 'B':
+		if (hold_budget_parse(optarg,
+				      o == 'b' ? &c->hold_session_bytes : &c->hold_total_bytes,
+				      o == 'b' ? &c->hold_session_reqs : &c->hold_total_reqs)) {
+			fprintf(stderr,
+				"bulkhead-broker: --hold-limit-%s: BYTES,COUNT, both above 0\n",
+				o == 'b' ? "session" : "total");
+			return 2;
+		}
+		break;
 	case 'h':
 		usage(stdout);
 		return 0;
@@ -118,13 +154,26 @@ int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "io-timeout", required_argument, NULL, 't' },
 		{ "policy", required_argument, NULL, 'P' },
+		{ "head-timeout", required_argument, NULL, 'H' },
+		{ "max-conns", required_argument, NULL, 'M' },
+		{ "hold-limit-session", required_argument, NULL, 'b' },
+		{ "hold-limit-total", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "harden-selftest", no_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o, rc;
 
-	*c = (struct broker_cmdline){ .session = "-", .io_timeout_s = 30 };
+	*c = (struct broker_cmdline){
+		.session = "-",
+		.io_timeout_s = 30,
+		.head_timeout_s = 20,
+		.max_conns = BROKER_SESSION_MAX_CONNS,
+		.hold_session_bytes = HOLD_BUDGET_SESSION_BYTES,
+		.hold_session_reqs = HOLD_BUDGET_SESSION_REQS,
+		.hold_total_bytes = HOLD_BUDGET_TOTAL_BYTES,
+		.hold_total_reqs = HOLD_BUDGET_TOTAL_REQS,
+	};
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1)
 		if ((rc = take(o, c)) >= 0)
 			return rc;

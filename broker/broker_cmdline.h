@@ -4,6 +4,7 @@
 #define BULKHEAD_BROKER_BROKER_CMDLINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct broker_cmdline {
 	/* One session: its socket (a path, or a descriptor the launcher listens on), scope,
@@ -12,7 +13,9 @@ struct broker_cmdline {
 	/* The control socket: the shared broker's, or (with --listen) a private one's. */
 	const char *control, *audit_dir;
 	const char *vault_path, *key_file, *secrets_path, *ca, *policy_path;
-	long io_timeout_s;
+	long io_timeout_s, head_timeout_s, max_conns;
+	/* Budgets for requests held for approval (hold_budget.h). */
+	size_t hold_session_bytes, hold_session_reqs, hold_total_bytes, hold_total_reqs;
 	bool quiet;
 	bool selftest; /* --harden-selftest: lock down, then try to start a process */
 };

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -132,6 +133,21 @@ static void *control_thread_main(void *arg)
 	exit(1);
 }
 
+/* Every guest connection costs descriptors (its socket, a copy for revocation, the upstream's):
+ * at the usual soft limit of 1024, one session's idle connections would stop the broker
+ * serving every other session. The hard limit is ours to take. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		fprintf(stderr, "bulkhead-broker: cannot raise the open file limit to %llu: %s\n",
+			(unsigned long long)rl.rlim_max, strerror(errno));
+}
+
 /* Everything a session's requests read, loaded before the lock-down: the policy, the scope
  * (checked against the policy), approvals, the secrets' source, upstream TLS. Returns 0, or
  * the exit status after one line on stderr. */
@@ -140,8 +156,10 @@ static int load(const struct broker_cmdline *o, struct broker_common *common, st
 	static struct policy policy;
 	static struct secret_source src = { file_secret_get, NULL };
 	static struct secret_source vsrc = { vault_secret_get, NULL };
+	static struct hold_budget hold_total;
 	char err[512];
 
+	raise_nofile();
 	if (o->policy_path) {
 		if (policy_load_file(&policy, o->policy_path, err, sizeof(err))) {
 			fprintf(stderr, "bulkhead-broker: policy: %s\n", err);
@@ -173,6 +191,12 @@ static int load(const struct broker_cmdline *o, struct broker_common *common, st
 	}
 	common->secrets = o->vault_path ? &vsrc : o->secrets_path ? &src : NULL;
 	common->io_timeout_ms = (int)o->io_timeout_s * 1000;
+	common->head_timeout_ms = (int)o->head_timeout_s * 1000;
+	common->max_conns = (unsigned)o->max_conns;
+	hold_budget_init(&hold_total, o->hold_total_bytes, o->hold_total_reqs);
+	common->hold_total = &hold_total;
+	common->hold_session_bytes = o->hold_session_bytes;
+	common->hold_session_reqs = o->hold_session_reqs;
 	common->connect_timeout_ms = 5000;
 	common->log = !o->quiet;
 	return 0;

@@ -374,6 +374,36 @@ static void *control_thread(void *arg)
 	return NULL;
 }
 
+/* The control socket at PATH. A socket file left by a broker that died is replaced (nothing
+ * answers on it); one a live broker answers on is refused, and so is anything not a socket. */
+static int control_listen(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int lfd = unix_listen(path, 64, false), probe;
+
+	if (lfd == -EADDRINUSE && !lstat(path, &st) && S_ISSOCK(st.st_mode)) {
+		probe = unix_connect(path, false);
+		if (probe >= 0) {
+			close(probe);
+			snprintf(err, errlen,
+				 "cannot listen on %s: a broker is already serving there", path);
+			return -1;
+		}
+		if (probe == -ECONNREFUSED && !unlink(path)) {
+			fprintf(stderr,
+				"bulkhead-broker: %s was left by a broker that is gone; replacing "
+				"it\n",
+				path);
+			lfd = unix_listen(path, 64, false);
+		}
+	}
+	if (lfd < 0)
+		snprintf(err, errlen, "cannot listen on %s: %s%s", path, strerror(-lfd),
+			 lfd == -EADDRINUSE ? " (a file that is not a broker's socket is there)"
+					    : "");
+	return lfd;
+}
+
 int control_serve(const char *path, const struct broker_common *c, const char *dir,
 		  int registrations, char *err, size_t errlen)
 {
@@ -383,13 +413,9 @@ int control_serve(const char *path, const struct broker_common *c, const char *d
 	common = c;
 	audit_dir = dir;
 	allow_register = registrations;
-	lfd = unix_listen(path, 64, false);
-	if (lfd < 0) {
-		snprintf(err, errlen, "cannot listen on %s: %s%s", path, strerror(-lfd),
-			 lfd == -EADDRINUSE ? " (another broker, or a stale socket: remove it)"
-					    : "");
+	lfd = control_listen(path, err, errlen);
+	if (lfd < 0)
 		return -1;
-	}
 	if (chmod(path, 0600) < 0) {
 		snprintf(err, errlen, "chmod %s: %s", path, strerror(errno));
 		close(lfd);

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "broker/hostname.h"
+#include "broker/reqpath.h"
 #include "lib/json_strict.h"
 #include "lib/json_where.h"
 
@@ -191,6 +192,10 @@ static int parse_approval(json_t *o, size_t idx, struct policy_approval_rule *r,
 		return bad(w, path, "\"path_prefix\" must start with /");
 	if (v)
 		r->path_prefix = strdup(json_string_value(v));
+	/* Requests are matched in their canonical spelling (reqpath.h); so is the prefix. */
+	if (r->path_prefix &&
+	    reqpath_canon_path(r->path_prefix, strlen(r->path_prefix), r->path_prefix, &why))
+		return bad(w, path, "\"path_prefix\": %s", why);
 	v = json_object_get(o, "git_ref");
 	snprintf(path, sizeof(path), "%s.git_ref", where);
 	if (v && (!json_is_string(v) || strncmp(json_string_value(v), "refs/", 5)))

@@ -92,7 +92,8 @@ static void request_reset(struct conn *c)
 	c->resp_started = c->resp_done = c->has_body = 0;
 	c->connect_ok = c->serve_ca = c->head_seen = 0;
 	proxy_hold_end(c);
-	c->layer = c->outcome = NULL;
+	c->layer = c->outcome = c->decision = NULL;
+	c->have_target = 0;
 	c->secret_name[0] = c->approval_id[0] = 0;
 	c->n_inj_names = 0;
 	c->dest = NULL;
@@ -125,8 +126,8 @@ static int rq_body(http_parser *p, const char *at, size_t len)
 
 	if (c->err_status || (c->up_fd < 0 && !c->hold))
 		return -1;
-	if (c->hold)
-		proxy_hold_body(c, at, len);
+	if (c->hold && proxy_hold_body(c, at, len))
+		return -1;
 	return proxy_body_feed(c, at, len, 0);
 }
 
@@ -148,7 +149,7 @@ static int serve_ca(struct conn *c)
 	return 0;
 }
 
-static int rq_complete(http_parser *p)
+static int request_complete(http_parser *p)
 {
 	struct conn *c = CONN(p);
 	int rc;
@@ -215,6 +216,15 @@ static int rq_complete(http_parser *p)
 	return c->close_after ? -1 : 0;
 }
 
+/* The request's end: a held one gives its memory and budget back as soon as it is over. */
+static int rq_complete(http_parser *p)
+{
+	int rc = request_complete(p);
+
+	proxy_hold_end(CONN(p));
+	return rc;
+}
+
 static const http_parser_settings rq_settings = {
 	.on_message_begin = rq_begin,
 	.on_url = rq_url,
@@ -230,10 +240,10 @@ static void send_error(struct conn *c)
 	static const struct {
 		int code;
 		const char *text;
-	} texts[] = { { 400, "Bad Request" },	     { 403, "Forbidden" },
-		      { 404, "Not Found" },	     { 413, "Content Too Large" },
-		      { 501, "Not Implemented" },    { 502, "Bad Gateway" },
-		      { 503, "Service Unavailable" } };
+	} texts[] = { { 400, "Bad Request" },	    { 403, "Forbidden" },
+		      { 404, "Not Found" },	    { 408, "Request Timeout" },
+		      { 413, "Content Too Large" }, { 501, "Not Implemented" },
+		      { 502, "Bad Gateway" },	    { 503, "Service Unavailable" } };
 	const char *text = "Error";
 	char buf[640];
 	size_t i;
@@ -301,10 +311,93 @@ static int serve_bytes(struct conn *c, const char *buf, ssize_t n)
 	return c->err_status || c->close_after || n == 0 ? -1 : 0;
 }
 
+/* A request's whole head must arrive within head_timeout_ms, however it trickles in: the
+ * idle timeout alone lets a guest hold a connection (and its descriptors) for ever by sending
+ * a byte now and then. The clock starts with the head's first byte. */
+static int head_arriving(const struct conn *c)
+{
+	return c->rc.state == RC_HEAD && (c->rc.len || c->rc.got_request_line || c->rc.empty_lines);
+}
+
+static void set_rcv_timeout(struct conn *c, int ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+	if (ms == c->rcv_ms)
+		return;
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	c->rcv_ms = ms;
+}
+
+/* Before a read: the receive timeout that keeps the head's deadline. 1 when it has passed. */
+static int head_deadline(struct conn *c)
+{
+	struct timespec now;
+	long left;
+
+	if (!c->head_clock || c->cfg->head_timeout_ms <= 0) {
+		set_rcv_timeout(c, c->cfg->io_timeout_ms);
+		return 0;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	left = c->cfg->head_timeout_ms - ((now.tv_sec - c->head_t0.tv_sec) * 1000 +
+					  (now.tv_nsec - c->head_t0.tv_nsec) / 1000000);
+	if (left <= 0)
+		return 1;
+	set_rcv_timeout(c, left < c->cfg->io_timeout_ms ? (int)left : c->cfg->io_timeout_ms);
+	return 0;
+}
+
+/* After a read: a head that began and has not ended starts the clock; an ended one stops it. */
+static void head_track(struct conn *c)
+{
+	if (!head_arriving(c))
+		c->head_clock = 0;
+	else if (!c->head_clock) {
+		clock_gettime(CLOCK_MONOTONIC, &c->head_t0);
+		c->head_clock = 1;
+	}
+}
+
+/* The deadline passed: 408, recorded, and the connection ends. */
+static void head_too_slow(struct conn *c)
+{
+	if (!c->audit_due) {
+		request_reset(c);
+		c->audit_due = 1;
+	}
+	proxy_fail(c, 408, "the request head did not arrive within %d s",
+		   c->cfg->head_timeout_ms / 1000);
+	c->outcome = AUDIT_OUTCOME_GUEST_TIMEOUT;
+	send_error(c);
+	proxy_audit_log(c, 408);
+}
+
+/* Reads and serves until the connection ends. */
+static void serve_loop(struct conn *c)
+{
+	char buf[16384];
+
+	for (;;) {
+		ssize_t n;
+
+		if (head_deadline(c)) {
+			head_too_slow(c);
+			return;
+		}
+		n = proxy_io_client_read(c, buf, sizeof(buf));
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && c->head_clock &&
+		    c->cfg->head_timeout_ms > 0)
+			continue; /* the deadline's own timeout: answered above */
+		if (serve_bytes(c, buf, n))
+			return;
+		head_track(c);
+	}
+}
+
 unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long conn_id)
 {
 	struct conn *c = calloc(1, sizeof(*c));
-	char buf[16384];
 	unsigned long served = 0;
 
 	if (!c) {
@@ -320,12 +413,12 @@ unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long 
 	if (!c->secrets)
 		goto out;
 	proxy_io_timeouts(fd, cfg->io_timeout_ms);
+	c->rcv_ms = cfg->io_timeout_ms;
 	clock_gettime(CLOCK_MONOTONIC, &c->t0); /* for a connection that fails before a request */
 	http_parser_init(&c->rq, HTTP_REQUEST);
 	c->rq.data = c;
 	reqcheck_init(&c->rc);
-	while (!serve_bytes(c, buf, proxy_io_client_read(c, buf, sizeof(buf))))
-		;
+	serve_loop(c);
 	/* A request the guest abandoned after its head went upstream is recorded too. */
 	proxy_audit_due(c);
 	proxy_io_client_flush(c);

@@ -9,6 +9,7 @@
 #include <openssl/ssl.h>
 
 #include "broker/audit.h"
+#include "broker/hold_budget.h"
 #include "broker/approvals.h"
 #include "broker/mitm_ca.h"
 #include "broker/policy.h"
@@ -31,17 +32,20 @@ struct secret_source {
 struct proxy_config {
 	const struct rules *rules;
 	const struct secret_source *secrets;
-	SSL_CTX *tls;		/* verified upstream TLS (upstream_tls.h) */
-	struct mitm_ca *mitm;	/* the session CA for CONNECT (mitm_ca.h), or NULL: no CONNECT */
-	const struct policy *policy;	/* the global policy (policy.h), or NULL: none */
-	struct approvals *approvals;	/* where held requests wait (approvals.h) */
-	int io_timeout_ms;	/* idle time allowed on either side */
-	int connect_timeout_ms; /* per upstream address */
-	int log;		/* one line per request on stderr */
+	SSL_CTX *tls;	      /* verified upstream TLS (upstream_tls.h) */
+	struct mitm_ca *mitm; /* the session CA for CONNECT (mitm_ca.h), or NULL: no CONNECT */
+	const struct policy *policy; /* the global policy (policy.h), or NULL: none */
+	struct approvals *approvals; /* where held requests wait (approvals.h) */
+	int io_timeout_ms;	     /* idle time allowed on either side */
+	int connect_timeout_ms;	     /* per upstream address */
+	int log;		     /* one line per request on stderr */
 	/* The audit log (broker/audit.h), or NULL; appends are serialised by audit_lock. */
 	struct audit *audit;
 	pthread_mutex_t *audit_lock;
 	const char *session; /* session id in audit records */
+	/* What requests held for approval may take: this session's and the broker's. */
+	struct hold_budget *hold_session, *hold_total;
+	int head_timeout_ms; /* a request's whole head must arrive within this */
 };
 
 /* Serves the connection FD until it ends or misbehaves, then closes it. One bad connection

@@ -8,13 +8,41 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The path part of log_path ("scheme://host[:port]/path"): host and port have
- * their own fields in the audit record. */
+#include <openssl/evp.h>
+
+/* The path and query as the guest sent them — before any credential was injected, so no
+ * secret's value can be in them — or, for a request refused before its URL was read, the
+ * path part of log_path. Host and port have their own fields in the audit record. The record
+ * keeps the first AUDIT_FIELD_MAX bytes; target_sha() tells longer ones apart. */
 static const char *target_path(const struct conn *c)
 {
 	const char *auth = strstr(c->log_path, "://");
 	const char *path = auth ? strchr(auth + 3, '/') : NULL;
+
+	if (c->have_target && c->req.url_len)
+		return c->target_off < c->req.url_len
+			       ? c->req.arena + c->req.url_off + c->target_off
+			       : "/";
 	return path ? path : c->log_path;
+}
+
+/* SHA-256 (hex) of the whole request target as sent; "" when there is none. */
+static void target_sha(const struct conn *c, char hex[65])
+{
+	static const char hexd[] = "0123456789abcdef";
+	unsigned char md[32];
+	unsigned i;
+
+	hex[0] = '\0';
+	if (!c->have_target || !c->req.url_len ||
+	    EVP_Digest(c->req.arena + c->req.url_off, c->req.url_len, md, NULL, EVP_sha256(),
+		       NULL) != 1)
+		return;
+	for (i = 0; i < 32; i++) {
+		hex[2 * i] = hexd[md[i] >> 4];
+		hex[2 * i + 1] = hexd[md[i] & 15];
+	}
+	hex[64] = '\0';
 }
 
 static const char *outcome(const struct conn *c, int status)
@@ -33,18 +61,16 @@ static const char *outcome(const struct conn *c, int status)
 static void audit_request(struct conn *c, int status, uint64_t duration_us)
 {
 	const struct proxy_config *cfg = c->cfg;
-	const char *decision = "allow";
-	/* A refusal that could not be sent (the guest had gone) still decided the request. */
-	int st = status ? status : c->err_status;
+	/* The broker's own decision, never the upstream's answer: "error" is a request refused
+	 * before any rule was asked (malformed, a slow head, inconsistent). */
+	const char *decision = c->decision ? c->decision : c->serve_ca ? "allow" : "error";
+	char sha[65];
 
 	if (!cfg->audit)
 		return;
 	if (strncmp(c->rule, "tripwire:", 9) == 0)
 		decision = "tripwire";
-	else if (st == 403)
-		decision = "deny";
-	else if (st >= 400 || (st == 0 && !c->dest))
-		decision = "error";
+	target_sha(c, sha);
 	struct audit_record r = {
 		.session = cfg->session,
 		.method = c->method[0] ? c->method : "-",
@@ -53,6 +79,7 @@ static void audit_request(struct conn *c, int status, uint64_t duration_us)
 			: c->port > 0 ? (unsigned)c->port
 				      : 0,
 		.path = target_path(c),
+		.target_sha256 = sha[0] ? sha : NULL,
 		.rule = c->rule[0] ? c->rule : NULL,
 		.secrets = c->inj_names,
 		.n_secrets = c->n_inj_names,

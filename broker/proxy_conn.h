@@ -86,8 +86,13 @@ struct conn {
 	char carry[16384 + 128]; /* body bytes waiting for the rest of a placeholder */
 	size_t carry_n;
 	struct secbuf body_buf; /* BODY_BUFFER: the whole body, placeholders replaced */
-	/* What decided the current request (decide.h), for the audit log. */
-	const char *layer;
+	/* What decided the current request (decide.h), for the audit log: the broker's decision
+	 * ("allow", "deny"; NULL: none was made), whatever the upstream answered. */
+	const char *layer, *decision;
+	/* The request target as the guest sent it: its path and query start at this offset in
+	 * the URL (have_target: the URL was parsed). */
+	size_t target_off;
+	int have_target;
 	char secret_name[DECIDE_MAX_INJECT * (RULES_NAME_MAX + 1)]; /* all, joined by "," */
 	const char *inj_names[DECIDE_MAX_INJECT]; /* every secret injected (names in rules) */
 	size_t n_inj_names;
@@ -95,6 +100,8 @@ struct conn {
 	int audit_due;	     /* a request began and has no audit record yet */
 	const char *outcome; /* AUDIT_OUTCOME_* when the guest's side ended the request */
 	int head_seen;	     /* the head's end was parsed: fields after it are trailers */
+	struct timespec head_t0; /* when the head now arriving began (head_clock set) */
+	int head_clock, rcv_ms;	 /* rcv_ms: the guest socket's receive timeout now */
 	/* The strict grammar the guest's bytes pass before http_parser reads them. */
 	struct reqcheck rc;
 	char approval_id[APPROVAL_ID_LEN + 1];
@@ -104,6 +111,8 @@ struct conn {
 	EVP_MD_CTX *hold_md;  /* SHA-256 of the request as received */
 	char hold_raw[65536]; /* the body's first bytes as the guest sent them */
 	size_t hold_raw_n;
+	size_t hold_bytes; /* taken from the hold budgets (hold_budget.h) */
+	int hold_counted;  /* ... and the request itself */
 
 	/* A compressed response being decoded (proxy_decode.c). */
 	struct proxy_decode *dec;
@@ -183,8 +192,8 @@ int proxy_body_feed(struct conn *c, const char *at, size_t len, int final);
 int proxy_body_finish(struct conn *c);
 int proxy_body_send_held(struct conn *c);
 /* proxy_hold.c: a request held whole for approval. */
-void proxy_hold_begin(struct conn *c);
-void proxy_hold_body(struct conn *c, const char *at, size_t len);
+int proxy_hold_begin(struct conn *c);
+int proxy_hold_body(struct conn *c, const char *at, size_t len);
 int proxy_hold_decide(struct conn *c);
 void proxy_hold_end(struct conn *c);
 

@@ -19,9 +19,30 @@ static void md_add(struct conn *c, const void *b, size_t n)
 		EVP_DigestUpdate(c->hold_md, b, n);
 }
 
-void proxy_hold_begin(struct conn *c)
+/* Takes N more bytes (and, with REQ, the request) from the hold budgets; past either, the
+ * request is answered 503 at once. */
+static int take(struct conn *c, size_t n, int req)
+{
+	const char *which = "";
+
+	if (!hold_budget_take(c->cfg->hold_session, c->cfg->hold_total, n, req ? 1 : 0, &which)) {
+		c->hold_bytes += n;
+		c->hold_counted |= req;
+		return 0;
+	}
+	proxy_fail(c, 503, "the %s's budget for requests held for approval is spent; try later",
+		   which);
+	c->decision = "deny";
+	c->outcome = AUDIT_OUTCOME_OVER_BUDGET;
+	return -1;
+}
+
+int proxy_hold_begin(struct conn *c)
 {
 	size_t i;
+
+	if (take(c, c->req.used, 1))
+		return -1;
 
 	c->hold_raw_n = 0;
 	c->hold_md = EVP_MD_CTX_new();
@@ -41,19 +62,31 @@ void proxy_hold_begin(struct conn *c)
 		md_add(c, "\r\n", 2);
 	}
 	md_add(c, "\r\n", 2);
+	return 0;
 }
 
-void proxy_hold_body(struct conn *c, const char *at, size_t len)
+int proxy_hold_body(struct conn *c, const char *at, size_t len)
 {
 	size_t room = sizeof(c->hold_raw) - c->hold_raw_n, k = len < room ? len : room;
 
+	if (take(c, len, 0))
+		return -1;
 	md_add(c, at, len);
 	memcpy(c->hold_raw + c->hold_raw_n, at, k);
 	c->hold_raw_n += k;
+	return 0;
 }
 
 void proxy_hold_end(struct conn *c)
 {
+	if (c->hold_bytes || c->hold_counted) {
+		/* The held body's memory goes with its budget. */
+		secbuf_wipe(&c->body_buf);
+		hold_budget_give(c->cfg->hold_session, c->cfg->hold_total, c->hold_bytes,
+				 c->hold_counted ? 1 : 0);
+		c->hold_bytes = 0;
+		c->hold_counted = 0;
+	}
 	EVP_MD_CTX_free(c->hold_md);
 	c->hold_md = NULL;
 	c->hold = c->hold_needs_body = 0;
@@ -140,6 +173,7 @@ int proxy_hold_decide(struct conn *c)
 		if (n_refs >= 0 && d.verdict == VERDICT_ALLOW)
 			return 0; /* no rule covers these refs */
 		if (d.verdict == VERDICT_DENY) {
+			c->decision = "deny";
 			proxy_fail(c, 403, "%s", d.why);
 			return -1;
 		}
@@ -148,6 +182,7 @@ int proxy_hold_decide(struct conn *c)
 		c->layer = decide_layer_name(LAYER_APPROVAL);
 	}
 	if (!c->cfg->approvals) {
+		c->decision = "deny";
 		proxy_fail(c, 403, "needs approval (%s), and this broker takes none", c->rule);
 		return -1;
 	}
@@ -179,6 +214,7 @@ int proxy_hold_decide(struct conn *c)
 	c->layer = decide_layer_name(LAYER_APPROVAL);
 	if (out == APPROVAL_APPROVED)
 		return 0;
+	c->decision = "deny";
 	proxy_fail(c, 403, "approval %s %s: %s", c->approval_id,
 		   out == APPROVAL_EXPIRED ? "expired" : "denied", reason);
 	return -1;

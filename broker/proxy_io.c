@@ -115,6 +115,8 @@ int proxy_io_up_open(struct conn *c)
 		dest_connect(c->dest, c->cfg->policy, c->cfg->connect_timeout_ms, why, sizeof(why));
 	if (c->up_fd < 0) {
 		proxy_fail(c, c->up_fd == DEST_REFUSED ? 403 : 502, "%s", why);
+		if (c->up_fd == DEST_REFUSED)
+			c->decision = "deny"; /* deny_cidrs on the address the name resolved to */
 		c->up_fd = -1;
 		return -1;
 	}

@@ -12,12 +12,21 @@
 
 #include <openssl/crypto.h>
 
+#include "broker/reqpath.h"
+
 /* VAL is WANT (any case) but for trailing whitespace, which is not part of a field value. */
 static int val_is(const char *val, size_t len, const char *want)
 {
 	while (len && (val[len - 1] == ' ' || val[len - 1] == '\t'))
 		len--;
 	return len == strlen(want) && !strncasecmp(val, want, len);
+}
+
+/* Headers some frameworks read as the request's real method. */
+static int method_override(const struct head *h, size_t i)
+{
+	return proxy_head_is(h, i, "x-http-method-override") ||
+	       proxy_head_is(h, i, "x-http-method") || proxy_head_is(h, i, "x-method-override");
 }
 
 /* The head's framing and the headers the proxy acts on. Whatever a guest can frame one way
@@ -53,6 +62,10 @@ static int head_framing(struct conn *c, const http_parser *p, size_t *host_hdr)
 				return -1;
 			}
 			c->expect_continue = 1;
+		} else if (method_override(&c->req, i)) {
+			/* The upstream would act on a method the decision never saw. */
+			proxy_fail(c, 400, "method override headers are not accepted");
+			return -1;
 		} else if (proxy_head_is(&c->req, i, "upgrade")) {
 			proxy_fail(c, 501, "protocol upgrades are not supported");
 			return -1;
@@ -86,7 +99,7 @@ static int head_framing(struct conn *c, const http_parser *p, size_t *host_hdr)
 struct request_plan {
 	const char *url, *query;
 	size_t qlen, host_hdr, n_inj;
-	char scheme[8], path[PROXY_MAX_URL + 1];
+	char scheme[8], path[PROXY_MAX_URL + 1], qbuf[PROXY_MAX_URL + 1];
 	int port, https_url;
 	struct rules_req q;
 	const struct rules_secret *inj[DECIDE_MAX_INJECT];
@@ -107,6 +120,34 @@ static int head_begin(struct conn *c, const http_parser *p)
 	snprintf(c->method, sizeof(c->method), "%s", http_method_str(p->method));
 	c->client_10 = p->http_major == 1 && p->http_minor == 0;
 	c->is_head = p->method == HTTP_HEAD;
+	return 0;
+}
+
+/* The target in its one canonical spelling (reqpath.h): what every rule is matched against and
+ * what the upstream gets, so the two cannot read it differently. */
+static int request_canon(struct conn *c, struct request_plan *r)
+{
+	char raw[PROXY_MAX_URL + 1];
+	const char *why;
+
+	snprintf(raw, sizeof(raw), "%s", r->path);
+	if (reqpath_canon_path(raw, strlen(raw), r->path, &why) ||
+	    reqpath_canon_query(r->query, r->qlen, r->qbuf, &why)) {
+		proxy_target_log(c, r->scheme, r->port, raw);
+		proxy_fail(c, 400, "%s", why);
+		return -1;
+	}
+	r->query = r->qbuf;
+	r->qlen = strlen(r->qbuf);
+	r->q.method = c->method;
+	r->q.host = c->host;
+	r->q.port = r->port;
+	r->q.path = r->path;
+	proxy_target_log(c, r->scheme, r->port, r->path);
+	if (!proxy_rewrite_path_ok(r->path, strlen(r->path))) {
+		proxy_fail(c, 400, "dot segments, encoded slashes or backslashes in the path");
+		return -1;
+	}
 	return 0;
 }
 
@@ -137,16 +178,7 @@ static int request_target(struct conn *c, struct request_plan *r)
 			   c->cl_ssl ? "CONNECT host" : "URL");
 		return -1;
 	}
-	r->q.method = c->method;
-	r->q.host = c->host;
-	r->q.port = r->port;
-	r->q.path = r->path;
-	proxy_target_log(c, r->scheme, r->port, r->path);
-	if (!proxy_rewrite_path_ok(r->path, strlen(r->path))) {
-		proxy_fail(c, 400, "dot segments, encoded slashes or backslashes in the path");
-		return -1;
-	}
-	return 0;
+	return request_canon(c, r);
 }
 
 /* decide() on the request; the secrets to inject into r->inj. Every injected secret is named
@@ -170,6 +202,7 @@ static int request_decide(struct conn *c, struct request_plan *r)
 			at = sizeof(c->secret_name) - 1;
 	}
 	c->n_inj_names = d.n_inject;
+	c->decision = d.verdict == VERDICT_DENY ? "deny" : "allow";
 	if (d.verdict == VERDICT_DENY) {
 		proxy_fail(c, 403, "%s", d.why);
 		return -1;
@@ -194,7 +227,10 @@ static int request_tripwire(struct conn *c, const struct request_plan *r)
 	 * (a host may echo what another request carried), so all are loaded, once. */
 	for (i = 0; i < c->cfg->rules->n_secrets; i++)
 		proxy_rewrite_secret(c, &c->cfg->rules->secrets[i]);
-	if (proxy_rewrite_placeholders(c, &r->q, r->url, c->req.url_len, NULL, PH_URL))
+	/* The URL as sent and as canonical: decoding may spell a placeholder out. */
+	if (proxy_rewrite_placeholders(c, &r->q, r->url, c->req.url_len, NULL, PH_URL) ||
+	    proxy_rewrite_placeholders(c, &r->q, r->path, strlen(r->path), NULL, PH_URL) ||
+	    proxy_rewrite_placeholders(c, &r->q, r->query, r->qlen, NULL, PH_URL))
 		return -1;
 	for (i = 0; i < c->req.n; i++)
 		if (proxy_rewrite_placeholders(c, &r->q, proxy_head_val(&c->req, i),
@@ -236,7 +272,8 @@ static int request_hold_or_send(struct conn *c)
 
 	if (c->hold) {
 		/* Nothing reaches the upstream, not even a connection, before the decision. */
-		proxy_hold_begin(c);
+		if (proxy_hold_begin(c))
+			return -1;
 		if (c->expect_continue && !c->client_10 &&
 		    proxy_io_client_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25))
 			return -1;

@@ -277,6 +277,11 @@ static int head_fields(struct conn *c, const struct rules_req *q, const struct r
 			;
 		if (drop[j] || is_injected_field(c, inj, n_inj, i))
 			continue;
+		/* A part of an answer hides the rest of it from the scrubber: with a credential
+		 * in the request, whole answers only. */
+		if (n_inj &&
+		    (proxy_head_is(&c->req, i, "range") || proxy_head_is(&c->req, i, "if-range")))
+			continue;
 		secbuf_add(o, c->req.arena + c->req.h[i].name_off, c->req.h[i].name_len);
 		secbuf_str(o, ": ");
 		if (proxy_rewrite_placeholders(c, q, proxy_head_val(&c->req, i),

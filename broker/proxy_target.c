@@ -66,6 +66,11 @@ int proxy_target(struct conn *c, const char *url, char scheme[8], int *port,
 		*query = url + u.field_data[UF_QUERY].off;
 		*qlen = u.field_data[UF_QUERY].len;
 	}
+	/* The path and query as sent, for the audit record (a fragment never gets here). */
+	c->target_off = u.field_set & (1 << UF_PATH)	? u.field_data[UF_PATH].off
+			: u.field_set & (1 << UF_QUERY) ? (size_t)u.field_data[UF_QUERY].off - 1
+							: c->req.url_len;
+	c->have_target = 1;
 	if (c->cl_ssl) {
 		if (u.field_set & ((1 << UF_SCHEMA) | (1 << UF_HOST))) {
 			proxy_fail(c, 400, "requests in a tunnel use origin form (/path)");

@@ -35,6 +35,7 @@ int proxy_tunnel_connect(struct conn *c)
 	decide_connect(c->cfg->policy, c->cfg->rules, c->host, c->tun_port, &d);
 	snprintf(c->rule, sizeof(c->rule), "%s", d.rule);
 	c->layer = decide_layer_name(d.layer);
+	c->decision = d.verdict == VERDICT_DENY ? "deny" : "allow";
 	if (d.verdict != VERDICT_ALLOW) {
 		proxy_fail(c, 403, "%s", d.why);
 		return -1;
@@ -105,6 +106,7 @@ int proxy_tunnel_start(struct conn *c, int early_bytes)
 		proxy_fail(c, 400, "the TLS server name (%.64s) does not match the CONNECT host %s",
 			   sni ? sni : "none", c->tun_host);
 		snprintf(c->rule, sizeof(c->rule), "sni-mismatch");
+		c->decision = NULL; /* refused as inconsistent, not by a rule */
 		return -1;
 	}
 	proxy_audit_log(c, 200);

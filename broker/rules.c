@@ -4,6 +4,7 @@
 #include "broker/rules_internal.h"
 
 #include "broker/hostname.h"
+#include "broker/reqpath.h"
 #include "lib/errbuf.h"
 #include "lib/json_strict.h"
 
@@ -100,6 +101,10 @@ static int parse_dest(json_t *o, struct rules_dest *d, const char *where, char *
 				   "%s: \"method\"/\"path_prefix\" must be non-empty strings, "
 				   "the prefix starting with '/'",
 				   where);
+	/* Requests are matched in their canonical spelling (reqpath.h); so is the prefix. */
+	if (d->path_prefix &&
+	    reqpath_canon_path(d->path_prefix, strlen(d->path_prefix), d->path_prefix, &why))
+		return errbuf_fail(err, errlen, -1, "%s: \"path_prefix\": %s", where, why);
 	a = json_object_get(o, "allow_addresses");
 	if (a && (!json_is_array(a) || json_array_size(a) > RULES_ADDRS_MAX))
 		return errbuf_fail(err, errlen, -1,

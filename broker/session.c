@@ -31,6 +31,8 @@ struct broker_session {
 	unsigned refs;			     /* the session itself, plus one per connection */
 	int ended;
 	unsigned long next_conn;
+	unsigned max_conns;
+	struct hold_budget hold; /* what this session's held requests take */
 };
 
 int broker_session_id_ok(const char *id)
@@ -55,6 +57,7 @@ static void session_free(struct broker_session *s)
 			strerror(-rc));
 	mitm_ca_free(s->cfg.mitm);
 	rules_free(&s->rules);
+	hold_budget_destroy(&s->hold);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->audit_lock);
 	free(s);
@@ -120,7 +123,7 @@ static void *accept_thread(void *arg)
 		}
 		pthread_mutex_lock(&s->lock);
 		if (!s->ended)
-			for (int i = 0; i < BROKER_SESSION_MAX_CONNS && slot < 0; i++)
+			for (int i = 0; i < (int)s->max_conns && slot < 0; i++)
 				if (s->conns[i] < 0)
 					slot = i;
 		j = slot >= 0 ? malloc(sizeof(*j)) : NULL;
@@ -168,6 +171,10 @@ struct broker_session *broker_session_start(const struct broker_common *common, 
 		s->conns[i] = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->audit_lock, NULL);
+	hold_budget_init(&s->hold, common->hold_session_bytes, common->hold_session_reqs);
+	s->max_conns = common->max_conns && common->max_conns < BROKER_SESSION_MAX_CONNS
+			       ? common->max_conns
+			       : BROKER_SESSION_MAX_CONNS;
 	if (audit_path && audit_open(audit_path, &s->audit, err, errlen) < 0)
 		goto fail;
 	s->cfg = (struct proxy_config){
@@ -182,6 +189,9 @@ struct broker_session *broker_session_start(const struct broker_common *common, 
 		.session = s->id,
 		.policy = common->policy,
 		.approvals = common->approvals,
+		.hold_session = &s->hold,
+		.hold_total = common->hold_total,
+		.head_timeout_ms = common->head_timeout_ms,
 	};
 	/* The session CA for CONNECT: made here, never written anywhere; the guest fetches its
 	 * certificate through the proxy and trusts nothing else. */

@@ -25,8 +25,12 @@ struct broker_common {
 	SSL_CTX *tls;			     /* verified upstream TLS */
 	int log;			     /* one line per request on stderr */
 	int io_timeout_ms, connect_timeout_ms;
-	const struct policy *policy;  /* the global policy, or NULL */
-	struct approvals *approvals; /* requests held for a person, all sessions */
+	const struct policy *policy;		      /* the global policy, or NULL */
+	struct approvals *approvals;		      /* requests held for a person, all sessions */
+	struct hold_budget *hold_total;		      /* what all sessions may hold */
+	size_t hold_session_bytes, hold_session_reqs; /* what each may */
+	int head_timeout_ms;			      /* a request head's deadline */
+	unsigned max_conns; /* open connections per session, <= BROKER_SESSION_MAX_CONNS */
 };
 
 struct broker_session;

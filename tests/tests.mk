@@ -30,12 +30,12 @@ FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker
                              lib/json_where.c lib/json_strict.c lib/errbuf.c lib/io.c
 FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lssl -lcrypto -ljansson -lpthread
 # The loaders of the two policy layers: the global policy and a session's scope.
-FUZZ_DEPS_fuzz_policy := broker/policy.c broker/policy_load.c broker/hostname.c lib/json_where.c \
-                         lib/json_strict.c
+FUZZ_DEPS_fuzz_policy := broker/policy.c broker/policy_load.c broker/hostname.c broker/reqpath.c \
+                         lib/json_where.c lib/json_strict.c
 FUZZ_LIBS_fuzz_policy := -ljansson
-FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/hostname.c broker/policy.c \
-                        broker/policy_load.c broker/decide.c lib/json_where.c lib/json_strict.c \
-                        lib/errbuf.c
+FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/hostname.c broker/reqpath.c \
+                        broker/policy.c broker/policy_load.c broker/decide.c lib/json_where.c \
+                        lib/json_strict.c lib/errbuf.c
 FUZZ_LIBS_fuzz_scope := -ljansson -lcrypto
 FUZZ_DEPS_fuzz_response := $(FUZZ_DEPS_fuzz_proxy_head)
 FUZZ_LIBS_fuzz_response := $(FUZZ_LIBS_fuzz_proxy_head)

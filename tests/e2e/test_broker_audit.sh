@@ -32,6 +32,22 @@ UP=$(wait_port "$D/up.port")
 python3 "$RECORD" "$D/dead.log" --close-after-head > "$D/dead.port" &
 pids="$pids $!"
 DEAD=$(wait_port "$D/dead.port")
+# An upstream that answers 404 under /nf/ and 500 elsewhere: its errors are its own.
+python3 - > "$D/err.port" << 'PY' &
+import http.server, socketserver, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_GET(self):
+        self.send_response(404 if self.path.startswith("/nf/") else 500)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+s = socketserver.ThreadingTCPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+pids="$pids $!"
+ERR=$(wait_port "$D/err.port")
 
 LOOP='"allow_addresses": ["127.0.0.1"]'
 cat > "$D/rules.json" << RULES
@@ -39,7 +55,8 @@ cat > "$D/rules.json" << RULES
     { "name": "KEY_A", "inject": { "header": "X-Key-A", "value": "{}" },
       "destinations": [ { "scheme": "http", "host": "127.0.0.1", "port": $UP,
                           "path_prefix": "/api/", $LOOP },
-                        { "scheme": "http", "host": "127.0.0.1", "port": $DEAD, $LOOP } ] },
+                        { "scheme": "http", "host": "127.0.0.1", "port": $DEAD, $LOOP },
+                        { "scheme": "http", "host": "127.0.0.1", "port": $ERR, $LOOP } ] },
     { "name": "KEY_B", "inject": { "query": "key_b" },
       "destinations": [ { "scheme": "http", "host": "127.0.0.1", "port": $UP,
                           "path_prefix": "/api/two/", $LOOP } ] } ] }
@@ -56,7 +73,7 @@ while [ ! -S "$SOCK" ] && [ $i -lt 100 ]; do
 	sleep 0.05
 	i=$((i + 1))
 done
-if [ -z "$UP" ] || [ -z "$DEAD" ] || [ ! -S "$SOCK" ]; then
+if [ -z "$UP" ] || [ -z "$DEAD" ] || [ -z "$ERR" ] || [ ! -S "$SOCK" ]; then
 	not_ok "upstreams and broker start" "$(cat "$D/broker.log")"
 	plan_done
 	exit 1
@@ -163,6 +180,42 @@ if tail -n 1 "$AUDIT" | grep -q '"method":"-",.*"status":400,"outcome":"refused"
 	ok "... and the malformed one its own (400, refused, nothing of the last request)"
 else
 	not_ok "the malformed request's own record" "$(tail -n 2 "$AUDIT")" "$(cat "$D/k.out")"
+fi
+
+# The decision is the broker's: an upstream's 404 or 500 is its status, not an "error".
+get() { printf 'GET http://127.0.0.1:%s%s HTTP/1.1\r\nConnection: close\r\n\r\n' "$1" "$2" |
+	"$CLIENT" raw "$SOCK" > /dev/null; }
+get "$ERR" /nf/x
+get "$ERR" /boom
+one_record "an allowed request the upstream answers 404: decision allow, status 404" /nf/x \
+	'"decision":"allow"' '"status":404' '"outcome":"answered"' '"secrets":\["KEY_A"\]'
+one_record "... and 500: decision allow, status 500" /boom '"decision":"allow"' '"status":500'
+
+# The path and query as the guest sent them, beyond 200 bytes, with a hash of the target:
+# requests that differ only in their query, or past the record's cut, stay distinct.
+LONG=/api/$(printf 'a%.0s' $(seq 1 300))
+get "$UP" "$LONG?v=1"
+get "$UP" "$LONG?v=2"
+one_record "a 300-byte path and its query, recorded whole (1)" "$LONG?v=1" '"target_sha256":"[0-9a-f]\{64\}"'
+one_record "... (2)" "$LONG?v=2" '"decision":"allow"'
+get "$UP" "/api/two/q?guest=%7e1"
+one_record "the query as sent, without the injected credential" "/api/two/q?guest=%7e1" \
+	'"secrets":\["KEY_A","KEY_B"\]'
+if grep -q '^REQ GET /api/two/q?guest=~1&key_b=bbbb-2222 ' "$D/up.log"; then
+	ok "(the upstream got the canonical query and the credential)"
+else
+	not_ok "(the upstream got the canonical query and the credential)" "$(grep two/q "$D/up.log")"
+fi
+HUGE=/api/$(printf 'b%.0s' $(seq 1 3000))
+get "$UP" "$HUGE?x=1"
+get "$UP" "$HUGE?x=2"
+cut=$(printf '%s' "$HUGE?x=1" | cut -c1-2048)
+n=$(grep -c -F "\"path\":\"$cut\"," "$AUDIT")
+shas=$(grep -F "\"path\":\"$cut\"," "$AUDIT" | sed 's/.*"target_sha256":"\([0-9a-f]*\)".*/\1/' | sort -u | wc -l)
+if [ "$n" = 2 ] && [ "$shas" = 2 ]; then
+	ok "targets longer than the record's 2048 bytes: cut there, told apart by target_sha256"
+else
+	not_ok "long targets cut and told apart" "records: $n, distinct hashes: $shas"
 fi
 
 "$BIN/bulkhead" audit verify "$AUDIT" > "$D/verify" 2>&1

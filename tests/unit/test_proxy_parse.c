@@ -172,7 +172,7 @@ static void test_targets(void **state)
 	expect("GET / HTTP/1.1\r\nHost: api.test\r\n\r\n", "HTTP/1.1 400", "absolute URL");
 	expect("GET ftp://api.test/ HTTP/1.1\r\n\r\n", "HTTP/1.1 400", NULL);
 	expect("GET http://u:p@api.test/ HTTP/1.1\r\n\r\n", "HTTP/1.1 400", "credentials");
-	expect("GET http://api.test/a/../b HTTP/1.1\r\n\r\n", "HTTP/1.1 400", "dot segments");
+	expect("GET http://api.test/a/../b HTTP/1.1\r\n\r\n", "HTTP/1.1 400", "dot segment");
 	expect("GET http://api.test/a/%2e%2e/b HTTP/1.1\r\n\r\n", "HTTP/1.1 400", NULL);
 	expect("GET http://api.test/a%2Fb HTTP/1.1\r\n\r\n", "HTTP/1.1 400", NULL);
 	expect("GET http://api.test/ HTTP/1.1\r\nHost: other.test\r\n\r\n", "HTTP/1.1 400",
