@@ -135,7 +135,7 @@ for enc in bspunct octal octalall ubrace ubraceall pctu pctuall css cssall css6 
 		not_ok "the upstream's $enc form decodes to the secret" "sent: $sent" "decoded: $dec"
 	elif [ "$(status_of "enc-$enc")" = "HTTP/1.1 200 OK" ] && grep -q "$R" "$D/enc-$enc.out" &&
 		! grep -qF -- "$sent" "$D/enc-$enc.out"; then
-		ok "echo as $enc ($(printf %s "$sent" | cut -c1-40)...): scrubbed in head and body"
+		ok "echo as $enc: scrubbed in head and body" # (dash's echo would decode the sample)
 	else
 		not_ok "echo as $enc scrubbed" "sent: $sent" "$(cat "$D/enc-$enc.out")"
 	fi
