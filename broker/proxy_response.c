@@ -131,6 +131,36 @@ static int head_ok(const struct head *h)
 	return 1;
 }
 
+/* Whether the current request went to a host that receives a credential: one was injected
+ * into it, or a secret's destination names its host and port (another path or method of the
+ * same host may have stored what it received there). */
+static int credential_host(const struct conn *c)
+{
+	const struct rules *r = c->cfg ? c->cfg->rules : NULL;
+	size_t i, j;
+
+	if (c->n_inj_names)
+		return 1;
+	for (i = 0; r && i < r->n_secrets; i++)
+		for (j = 0; j < r->secrets[i].n_dests; j++)
+			if (!strcasecmp(r->secrets[i].dests[j].host, c->host) &&
+			    (int)r->secrets[i].dests[j].port == c->port)
+				return 1;
+	return 0;
+}
+
+/* A part of a representation (206, or a Content-Range on any status): a secret split across
+ * two ranges would reach the guest in pieces the scrubber never sees together. */
+static int partial(const struct conn *c, unsigned status)
+{
+	size_t i;
+
+	for (i = 0; i < c->resp.n; i++)
+		if (proxy_head_is(&c->resp, i, "content-range"))
+			return 1;
+	return status == 206;
+}
+
 static int put_secbuf(void *arg, const uint8_t *b, size_t n)
 {
 	secbuf_add(arg, b, n);
@@ -177,6 +207,15 @@ static int rp_headers(http_parser *p)
 		return 0;
 	if (!head_ok(&c->resp)) {
 		proxy_fail(c, 502, "upstream %s sent a malformed response head", c->host);
+		return -1;
+	}
+	if (partial(c, p->status_code) && credential_host(c)) {
+		proxy_fail(
+			c, 502,
+			"upstream %s sent a partial response (206 or Content-Range) from a host "
+			"that receives credentials: ranges are refused there, the scrubber cannot "
+			"see across them",
+			c->host);
 		return -1;
 	}
 	if (proxy_decode_plan(c, !resp_no_body(c, p->status_code)) < 0)
@@ -277,6 +316,11 @@ static int relay(struct conn *c)
 	char buf[16384];
 	int got = 0;
 
+	/* A close without TLS close_notify (as many servers end a body framed by the close) is
+	 * the end of the stream, not a failure: the parser then ends a close-framed body, whose
+	 * held tail is flushed, and still refuses a body cut short of its length or last chunk. */
+	if (c->up_ssl)
+		SSL_set_options(c->up_ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
 	http_parser_init(&c->rp, HTTP_RESPONSE);
 	c->rp.data = c;
 	c->up_keep = 0;

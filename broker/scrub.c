@@ -19,13 +19,14 @@ void scrub_init(struct scrub *s)
 
 /* State at stream boundary Q (bytes before Q consumed), bit OFF+i of a pattern: its first
  * i+1 characters end exactly at Q. d0: the last token was a character; d1, d2: then one or
- * two whitespace tokens (base64 only); any = d0 | d1 | d2. Tokens are at most 6 bytes, so 8
- * boundaries are kept. */
-#define RING(s, q, k) ((s)->ring + ((((q)&7) * 4) + (k)) * ((s)->words + 1) + 1)
+ * two whitespace tokens (base64 only); any = d0 | d1 | d2. Tokens are at most
+ * SCRUB_TOKEN_MAX bytes, so SCRUB_RING boundaries are kept. */
+#define RING(s, q, k) ((s)->ring + ((((q) & (SCRUB_RING - 1)) * 4) + (k)) * ((s)->words + 1) + 1)
+#define WS(s, q)      ((s)->ring_ws[(q) & (SCRUB_RING - 1)])
 
 static void ring_clear(struct scrub *s)
 {
-	memset(s->ring, 0, 32 * (s->words + 1) * sizeof(uint64_t));
+	memset(s->ring, 0, 4 * SCRUB_RING * (s->words + 1) * sizeof(uint64_t));
 	memset(s->ring_ws, 0, sizeof(s->ring_ws));
 }
 
@@ -77,7 +78,7 @@ static int on_match(struct scrub *s, const uint64_t *d0, uint64_t q)
 static inline int step_plain(struct scrub *s, uint64_t q, uint8_t b)
 {
 	const size_t w = s->words;
-	const int src_ws = s->ring_ws[(q - 1) & 7];
+	const int src_ws = WS(s, q - 1);
 	const uint64_t *src = RING(s, q - 1, src_ws ? 3 : 0), *m = s->mask + (size_t)b * w;
 	const uint64_t *st = s->starts, *fi = s->finals;
 	const uint64_t *below = src - 1; /* the word below; below[0] is the zero word */
@@ -91,7 +92,7 @@ static inline int step_plain(struct scrub *s, uint64_t q, uint8_t b)
 		d0[j] = x;
 		fin |= x & fi[j];
 	}
-	s->ring_ws[q & 7] = 0;
+	WS(s, q) = 0;
 	return fin ? on_match(s, d0, q) : 0;
 }
 
@@ -100,7 +101,7 @@ static inline int step_plain(struct scrub *s, uint64_t q, uint8_t b)
 static inline int step_pair(struct scrub *s, uint64_t q, uint8_t b, uint8_t v)
 {
 	const size_t w = s->words;
-	const int ws1 = s->ring_ws[(q - 1) & 7], ws2 = s->ring_ws[(q - 2) & 7];
+	const int ws1 = WS(s, q - 1), ws2 = WS(s, q - 2);
 	const uint64_t *s1 = RING(s, q - 1, ws1 ? 3 : 0), *s2 = RING(s, q - 2, ws2 ? 3 : 0);
 	const uint64_t *m1 = s->mask + (size_t)b * w, *m2 = s->mask + (size_t)v * w;
 	const uint64_t *st = s->starts, *fi = s->finals, *rb = s->rawbits;
@@ -115,7 +116,7 @@ static inline int step_pair(struct scrub *s, uint64_t q, uint8_t b, uint8_t v)
 		d0[j] = x;
 		fin |= x & fi[j];
 	}
-	s->ring_ws[q & 7] = 0;
+	WS(s, q) = 0;
 	return fin ? on_match(s, d0, q) : 0;
 }
 
@@ -137,7 +138,7 @@ static int step(struct scrub *s, uint64_t q)
 		return step_pair(s, q, t[0].val, t[1].val);
 	for (k = 0; k < nt; k++) {
 		uint64_t src_q = q - t[k].len;
-		int src_ws = s->ring_ws[src_q & 7];
+		int src_ws = WS(s, src_q);
 		const uint64_t *src = RING(s, src_q, src_ws ? 3 : 0), *below = src - 1;
 		const uint64_t *m = s->mask + (size_t)t[k].val * w;
 
@@ -163,7 +164,7 @@ static int step(struct scrub *s, uint64_t q)
 	}
 	for (j = 0; ws && j < w; j++)
 		any[j] = d0[j] | d1[j] | d2[j];
-	s->ring_ws[q & 7] = (uint8_t)ws;
+	WS(s, q) = (uint8_t)ws;
 	return fin ? on_match(s, d0, q) : 0;
 }
 
@@ -209,6 +210,28 @@ static int release(struct scrub *s, uint64_t upto, scrub_out_fn out, void *arg)
 	return 0;
 }
 
+/* Whether the tokens ending at END are exactly the raw byte and a hex pair: inside a run of
+ * hex digits that no escape's prefix ('\\', '#', 'x', 'u', '%') begins, or longer than any
+ * escape's digits. s->hexrun counts the run's digits, its top bit set when the run began
+ * the message (nothing before it). */
+static int only_pair(const struct scrub *s, const uint8_t *end)
+{
+	size_t n = s->hexrun & 0x7f;
+
+	if (n < 2)
+		return 0;
+	return n > 9 || (s->hexrun & 0x80) || !(scrub_class[end[-1 - (long)n]] & SCRUB_C_RUNPRE);
+}
+
+static uint8_t hex_pair(const uint8_t *end)
+{
+	uint8_t h = end[-2], l = end[-1];
+
+	h = h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10;
+	l = l <= '9' ? l - '0' : (l | 0x20) - 'a' + 10;
+	return (uint8_t)(h << 4 | l);
+}
+
 int scrub_feed(struct scrub *s, const uint8_t *in, size_t n, scrub_out_fn out, void *arg)
 {
 	size_t held = s->total - s->base, i;
@@ -231,12 +254,19 @@ int scrub_feed(struct scrub *s, const uint8_t *in, size_t n, scrub_out_fn out, v
 		uint64_t q = ++s->total;
 		const uint8_t *end = s->hold + (q - s->base);
 
-		/* Bytes that can only be themselves skip the escape decoder (a choice made on the
-		 * bytes alone, which the guest may know; never on the matcher's state). */
+		/* Bytes that can only be themselves, or a hex pair, skip the escape decoder (a
+		 * choice made on the bytes alone, which the guest may know; never on the
+		 * matcher's state). */
+		if (scrub_class[end[-1]] & SCRUB_C_HEX)
+			s->hexrun = !s->hexrun			? (q - s->base >= 2 ? 1 : 0x81)
+				    : (s->hexrun & 0x7f) < 0x7f ? s->hexrun + 1
+								: s->hexrun;
+		else
+			s->hexrun = 0;
 		if (scrub_only_raw(end, q - s->base))
 			rc = step_plain(s, q, end[-1]);
-		else if (scrub_only_pair(end, q - s->base))
-			rc = step_pair(s, q, end[-1], scrub_hex_pair(end));
+		else if (only_pair(s, end))
+			rc = step_pair(s, q, end[-1], hex_pair(end));
 		else
 			rc = step(s, q);
 		if (rc)
@@ -251,6 +281,7 @@ static void stream_reset(struct scrub *s)
 		OPENSSL_cleanse(s->hold, s->hold_cap);
 	s->base = s->total = 0;
 	s->n_ranges = 0;
+	s->hexrun = 0;
 	if (s->ring)
 		ring_clear(s);
 }

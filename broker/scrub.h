@@ -39,8 +39,8 @@ struct scrub {
 	uint64_t *starts, *finals, *sep; /* first bits, last bits, base64 interior bits */
 	uint64_t *rawbits;		 /* bits of the raw patterns (where hex pairs apply) */
 	uint64_t *ring;			 /* 8 boundaries x 4 state vectors (see scrub.c) */
-	uint8_t ring_ws[8];
-	uint64_t *vbits; /* scratch for finding a match's start */
+	uint8_t ring_ws[16];		 /* SCRUB_RING */
+	uint64_t *vbits;		 /* scratch for finding a match's start */
 	size_t vwords;
 	size_t lag;
 	/* The current message. */
@@ -50,6 +50,7 @@ struct scrub {
 	struct scrub_range *ranges;
 	size_t n_ranges, cap_ranges;
 	size_t replaced; /* how many replacements, for the log */
+	uint8_t hexrun;	 /* hex digits ending here, for the decoder's fast test (scrub.c) */
 };
 
 /* Receives scrubbed output; returns 0 or a negative errno (which scrub_feed returns). */

@@ -141,7 +141,7 @@ int scrub_compile(struct scrub *s)
 	s->sep = s->finals + w;
 	s->rawbits = s->sep + w;
 	s->ring = s->rawbits + w;
-	s->vbits = s->ring + 32 * (w + 1);
+	s->vbits = s->ring + 4 * SCRUB_RING * (w + 1);
 	s->words = w;
 	s->vwords = vw;
 	for (i = 0; i < s->n_pats; i++) {

@@ -1,23 +1,34 @@
 /* broker/scrub_token.c: the escaping layers the scrubber sees through — which characters the
- * bytes just before a position may decode to (percent, JSON, \x, HTML, hex pairs, '+' for a
- * space) — and, once a complete match is reported, where it began. */
+ * bytes just before a position may decode to. One decoder for every form (percent and %uHHHH,
+ * JSON/JavaScript \uHHHH, \u{H..}, \UHHHHHHHH, \xHH, octal, a backslash before any other
+ * character, CSS hex escapes, HTML numeric and named references, hex pairs, '+' for a space),
+ * each at most SCRUB_TOKEN_MAX bytes. It reads only bytes before the position, so it never
+ * waits for what follows; where a real decoder would read on (a semicolon-less reference or
+ * a CSS escape followed by more digits) it accepts the shorter reading too: only a complete
+ * secret is ever replaced, so reading too much costs nothing but the rare false match. */
 #include "broker/scrub_internal.h"
 
 #include <string.h>
 
 #define H SCRUB_C_HEX
-#define E SCRUB_C_SHORT
 #define X SCRUB_C_SPECIAL
+#define N SCRUB_C_NUMPRE
+#define L SCRUB_C_LEGACY
+#define U SCRUB_C_RUNPRE
 const uint8_t scrub_class[256] = {
-	['\t'] = X, ['\n'] = X, ['\r'] = X, [' '] = X,	   ['+'] = X,	  [';'] = X, ['"'] = E,
-	['\\'] = E, ['/'] = E,	['\''] = E, ['b'] = H | E, ['f'] = H | E, ['n'] = E, ['r'] = E,
-	['t'] = E,  ['0'] = H,	['1'] = H,  ['2'] = H,	   ['3'] = H,	  ['4'] = H, ['5'] = H,
-	['6'] = H,  ['7'] = H,	['8'] = H,  ['9'] = H,	   ['a'] = H,	  ['c'] = H, ['d'] = H,
-	['e'] = H,  ['A'] = H,	['B'] = H,  ['C'] = H,	   ['D'] = H,	  ['E'] = H, ['F'] = H,
+	['\t'] = X, ['\n'] = X, ['\r'] = X,    ['\f'] = X,    [' '] = X,     ['+'] = X,
+	[';'] = X,  ['}'] = X,	['#'] = N | U, ['x'] = N | U, ['X'] = N | U, ['\\'] = N | U,
+	['u'] = U,  ['U'] = U,	['%'] = U,     ['p'] = L,     ['t'] = L,     ['P'] = L,
+	['T'] = L,  ['0'] = H,	['1'] = H,     ['2'] = H,     ['3'] = H,     ['4'] = H,
+	['5'] = H,  ['6'] = H,	['7'] = H,     ['8'] = H,     ['9'] = H,     ['a'] = H,
+	['b'] = H,  ['c'] = H,	['d'] = H,     ['e'] = H,     ['f'] = H,     ['A'] = H,
+	['B'] = H,  ['C'] = H,	['D'] = H,     ['E'] = H,     ['F'] = H,
 };
 #undef H
-#undef E
 #undef X
+#undef N
+#undef L
+#undef U
 
 static int hexval(uint8_t c)
 {
@@ -27,169 +38,198 @@ static int hexval(uint8_t c)
 	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
+static int digit(uint8_t c, int base)
+{
+	int v = base == 16 ? hexval(c) : c >= '0' && c <= '9' ? c - '0' : -1;
+
+	return v < base ? v : -1;
+}
+
 static int is_ws(uint8_t c)
 {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-/* JSON (and JavaScript) two-byte escapes: the character after the backslash, decoded. */
-static int short_escape(uint8_t c)
+/* The tokens found so far at one position. */
+struct toks {
+	struct scrub_tok *t;
+	size_t n;
+};
+
+/* Adds a token of LEN bytes decoding to V (dropped when V is not a byte). At most
+ * SCRUB_TOKENS_MAX can exist at one position (see scrub_internal.h). */
+static void add(struct toks *k, size_t len, long v, int ws, int raw)
 {
-	switch (c) {
-	case '"':
-	case '\\':
-	case '/':
-	case '\'':
-		return c;
-	case 'b':
-		return '\b';
-	case 'f':
-		return '\f';
-	case 'n':
-		return '\n';
-	case 'r':
-		return '\r';
-	case 't':
-		return '\t';
-	default:
-		return -1;
-	}
+	size_t i;
+
+	if (v < 0 || v > 255 || len > SCRUB_TOKEN_MAX || k->n == SCRUB_TOKENS_MAX)
+		return;
+	for (i = 0; i < k->n; i++)
+		if (k->t[i].len == len && k->t[i].val == v && k->t[i].raw == raw)
+			return;
+	k->t[k->n++] = (struct scrub_tok){ (uint8_t)len, (uint8_t)v, (uint8_t)ws, (uint8_t)raw };
 }
 
-/* An HTML character reference of LEN bytes ending at END (with its ';'), or -1. */
-static int html_ref(const uint8_t *end, size_t len)
+/* The run of BASE digits that ends SKIP bytes before END (at most MAX+1 of them, within
+ * AVAIL): how many, and their value in *V. */
+static size_t run(const uint8_t *end, size_t avail, size_t skip, int base, size_t max, long *v)
+{
+	size_t n = 0;
+	long mul = 1;
+
+	*v = 0;
+	while (n <= max && skip + n < avail) {
+		int d = digit(end[-1 - (long)(skip + n)], base);
+
+		if (d < 0)
+			break;
+		*v += d * mul;
+		mul *= base;
+		n++;
+	}
+	return n;
+}
+
+/* Whether PRE stands right before the AT bytes that end at END. */
+static int before(const uint8_t *end, size_t avail, size_t at, const char *pre)
+{
+	size_t l = strlen(pre);
+
+	return at + l <= avail && !memcmp(end - at - l, pre, l);
+}
+
+/* A number of DIGITS to MAX digits in BASE, then SKIP bytes of terminator, after PRE. */
+static void number(struct toks *k, const uint8_t *end, size_t avail, size_t skip, int base,
+		   size_t max, const char *pre)
+{
+	long v;
+	size_t n = run(end, avail, skip, base, max, &v);
+
+	if (n && n <= max && before(end, avail, n + skip, pre))
+		add(k, n + skip + strlen(pre), v, 0, 0);
+}
+
+/* HTML5's named references for ASCII characters (the short ones: at most SCRUB_TOKEN_MAX
+ * bytes with '&' and ';'; `&DiacriticalGrave;` and `&VerticalLine;` are longer). &hyphen;,
+ * &dash; and &tilde; name other characters, but encoders' tables use them for '-' and '~'. */
+static const struct {
+	const char *name;
+	uint8_t v;
+} named[] = {
+	{ "excl", '!' },   { "quot", '"' },	{ "QUOT", '"' },     { "num", '#' },
+	{ "dollar", '$' }, { "percnt", '%' },	{ "amp", '&' },	     { "AMP", '&' },
+	{ "apos", '\'' },  { "lpar", '(' },	{ "rpar", ')' },     { "ast", '*' },
+	{ "midast", '*' }, { "plus", '+' },	{ "comma", ',' },    { "period", '.' },
+	{ "sol", '/' },	   { "colon", ':' },	{ "semi", ';' },     { "lt", '<' },
+	{ "LT", '<' },	   { "equals", '=' },	{ "gt", '>' },	     { "GT", '>' },
+	{ "quest", '?' },  { "commat", '@' },	{ "lsqb", '[' },     { "lbrack", '[' },
+	{ "bsol", '\\' },  { "rsqb", ']' },	{ "rbrack", ']' },   { "Hat", '^' },
+	{ "lowbar", '_' }, { "UnderBar", '_' }, { "grave", '`' },    { "lcub", '{' },
+	{ "lbrace", '{' }, { "verbar", '|' },	{ "vert", '|' },     { "rcub", '}' },
+	{ "rbrace", '}' }, { "Tab", '\t' },	{ "NewLine", '\n' }, { "hyphen", '-' },
+	{ "dash", '-' },   { "tilde", '~' },
+};
+
+/* A named reference ending at END: with its ';' (SEMI), or one of the legacy names that
+ * HTML also reads without it. */
+static void named_ref(struct toks *k, const uint8_t *end, size_t avail, int semi)
 {
 	static const struct {
-		const char *s;
+		const char *name;
 		uint8_t v;
-	} named[] = { { "&amp;", '&' },
-		      { "&lt;", '<' },
-		      { "&gt;", '>' },
-		      { "&quot;", '"' },
-		      { "&apos;", '\'' } };
-	const uint8_t *p = end - len;
-	size_t i;
-	int v = 0;
+	} legacy[] = { { "amp", '&' }, { "AMP", '&' }, { "lt", '<' },	{ "LT", '<' },
+		       { "gt", '>' },  { "GT", '>' },  { "quot", '"' }, { "QUOT", '"' } };
+	size_t i, n = (size_t)semi, len;
 
-	if (p[0] != '&')
-		return -1;
+	for (i = 0; !semi && i < sizeof(legacy) / sizeof(legacy[0]); i++) {
+		len = strlen(legacy[i].name);
+		if (before(end, avail, len, "&") && !memcmp(end - len, legacy[i].name, len))
+			add(k, len + 1, legacy[i].v, 0, 0);
+	}
+	if (!semi)
+		return;
+	while (n < avail && n < SCRUB_TOKEN_MAX - 1 && (end[-1 - (long)n] | 0x20) >= 'a' &&
+	       (end[-1 - (long)n] | 0x20) <= 'z')
+		n++;
+	len = n - 1; /* the name's bytes */
+	if (!len || !before(end, avail, n, "&"))
+		return;
 	for (i = 0; i < sizeof(named) / sizeof(named[0]); i++)
-		if (strlen(named[i].s) == len && !memcmp(p, named[i].s, len))
-			return named[i].v;
-	if (p[1] != '#')
-		return -1;
-	if ((p[2] | 0x20) == 'x') { /* &#xH; or &#xHH; */
-		if (len < 5)
-			return -1;
-		for (i = 3; i < len - 1; i++) {
-			if (hexval(p[i]) < 0)
-				return -1;
-			v = v * 16 + hexval(p[i]);
-		}
-		return v;
+		if (strlen(named[i].name) == len && !memcmp(end - 1 - len, named[i].name, len))
+			add(k, len + 2, named[i].v, 0, 0);
+}
+
+/* A backslash and one character: JSON's, JavaScript's and C's short escapes, and any other
+ * character but a hex digit escaped as itself (regular expressions, Markdown, shells, CSS). */
+static void backslash(struct toks *k, uint8_t b)
+{
+	static const char from[] = "bfnrtv", to[] = "\b\f\n\r\t\v";
+	const char *s = b ? strchr(from, b) : NULL;
+
+	if (s)
+		add(k, 2, to[s - from], is_ws((uint8_t)to[s - from]), 0);
+	if (b >= 0x20 && b < 0x7f && hexval(b) < 0)
+		add(k, 2, b, is_ws(b), 0);
+}
+
+/* Forms that end in a hex digit. */
+static void hex_end(struct toks *k, const uint8_t *end, size_t avail)
+{
+	int p1 = avail >= 2 ? hexval(end[-2]) : -1, v = p1 * 16 + hexval(end[-1]);
+	size_t n;
+	long w;
+
+	if (p1 >= 0) {
+		/* A hex pair is a hex dump's character: only the raw value's patterns take it. */
+		add(k, 2, v, 0, 1);
+		if (before(end, avail, 2, "%"))
+			add(k, 3, v, is_ws((uint8_t)v), 0);
+		if (before(end, avail, 2, "\\x"))
+			add(k, 4, v, 0, 0);
 	}
-	for (i = 2; i < len - 1; i++) { /* &#D; to &#DDD; */
-		if (p[i] < '0' || p[i] > '9')
-			return -1;
-		v = v * 10 + (p[i] - '0');
-	}
-	return v <= 255 ? v : -1;
+	if (before(end, avail, 1, "\\x"))
+		add(k, 3, hexval(end[-1]), 0, 0);
+	/* \uHHHH and %uHHHH take four digits, \UHHHHHHHH eight, whatever stands before them. */
+	n = run(end, avail, 0, 16, 8, &w);
+	if (n >= 4 && (before(end, avail, 4, "\\u") || before(end, avail, 4, "%u") ||
+		       before(end, avail, 4, "%U")))
+		add(k, 6, w & 0xffff, 0, 0);
+	if (n >= 8 && before(end, avail, 8, "\\U"))
+		add(k, 10, w & 0xffffffff, 0, 0);
+	number(k, end, avail, 0, 8, 3, "\\");  /* octal */
+	number(k, end, avail, 0, 16, 6, "\\"); /* CSS */
+	number(k, end, avail, 0, 10, 9, "&#"); /* a reference without its ';' */
+	number(k, end, avail, 0, 16, 8, "&#x");
+	number(k, end, avail, 0, 16, 8, "&#X");
 }
 
 size_t scrub_tokens(const uint8_t *end, size_t avail, struct scrub_tok *t)
 {
+	struct toks k = { t, 0 };
 	uint8_t b = end[-1];
-	size_t n = 0, len;
-	int v;
 
-	t[n++] = (struct scrub_tok){ 1, b, (uint8_t)is_ws(b), 0 };
-	if (b == '+') { /* form encoding */
-		t[n++] = (struct scrub_tok){ 1, ' ', 0, 0 };
-		return n;
+	add(&k, 1, b, is_ws(b), 0);
+	if (b == '+') /* form encoding */
+		add(&k, 1, ' ', 0, 0);
+	if (avail >= 2 && end[-2] == '\\')
+		backslash(&k, b);
+	if (hexval(b) >= 0)
+		hex_end(&k, end, avail);
+	if (b == ';') {
+		number(&k, end, avail, 1, 10, 9, "&#");
+		number(&k, end, avail, 1, 16, 8, "&#x");
+		number(&k, end, avail, 1, 16, 8, "&#X");
+		named_ref(&k, end, avail, 1);
 	}
-	if (hexval(b) >= 0 && avail >= 2 && hexval(end[-2]) >= 0) {
-		v = hexval(end[-2]) * 16 + hexval(b);
-		/* A hex pair is a hex dump's character: only the raw value's patterns take it. */
-		t[n++] = (struct scrub_tok){ 2, (uint8_t)v, 0, 1 };
-		if (avail >= 3 && end[-3] == '%')
-			t[n++] = (struct scrub_tok){ 3, (uint8_t)v, (uint8_t)is_ws((uint8_t)v), 0 };
-		else if (avail >= 4 && end[-3] == 'x' && end[-4] == '\\')
-			t[n++] = (struct scrub_tok){ 4, (uint8_t)v, 0, 0 };
-		else if (avail >= 6 && end[-3] == '0' && end[-4] == '0' && end[-5] == 'u' &&
-			 end[-6] == '\\')
-			t[n++] = (struct scrub_tok){ 6, (uint8_t)v, 0, 0 };
-		return n;
+	if (scrub_class[b] & SCRUB_C_LEGACY)
+		named_ref(&k, end, avail, 0);
+	if (b == '}')
+		number(&k, end, avail, 1, 16, 8, "\\u{");
+	/* CSS: a hex escape ends at the first white space after it (CRLF counts as one). */
+	if (b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\f') {
+		number(&k, end, avail, 1, 16, 6, "\\");
+		if (b == '\n' && avail >= 2 && end[-2] == '\r')
+			number(&k, end, avail, 2, 16, 6, "\\");
 	}
-	if (avail >= 2 && end[-2] == '\\' && (v = short_escape(b)) >= 0) {
-		t[n++] = (struct scrub_tok){ 2, (uint8_t)v, (uint8_t)is_ws((uint8_t)v), 0 };
-		return n;
-	}
-	if (b == ';')
-		for (len = 4; len <= SCRUB_TOKEN_MAX && len <= avail; len++)
-			if ((v = html_ref(end, len)) >= 0 && n < SCRUB_TOKENS_MAX)
-				t[n++] = (struct scrub_tok){ (uint8_t)len, (uint8_t)v, 0, 0 };
-	return n;
-}
-
-/* --- where a complete match began ------------------------------------------------------- */
-
-/* Walks back from Q over every way the bytes decode, states (i, w): characters i+1..m of P
- * matched, w whitespace tokens after character i. The same language as the forward matcher
- * in scrub.c; run only when it has reported a complete match, so its cost is no signal. */
-uint64_t scrub_match_start(struct scrub *s, const struct scrub_pat *p, const uint8_t *hold,
-			   uint64_t base, uint64_t lo, uint64_t q)
-{
-	const size_t k1 = SCRUB_WS_MAX + 1, vw = ((p->m + 1) * k1 + 63) / 64;
-	uint64_t best = q, x;
-	size_t idle = 0;
-
-#define VSLOT(pos)     (s->vbits + ((pos)&7) * vw)
-#define VSET(pos, idx) (VSLOT(pos)[(idx) / 64] |= 1ull << ((idx) % 64))
-	memset(s->vbits, 0, 8 * vw * sizeof(uint64_t));
-	VSET(q, p->m * k1);
-	for (x = q; x > lo && idle < SCRUB_TOKEN_MAX; x--) {
-		uint64_t *cur = VSLOT(x);
-		struct scrub_tok t[SCRUB_TOKENS_MAX];
-		size_t nt = 0, j, k;
-		int any = 0;
-
-		for (j = 0; j < vw && !any; j++)
-			any = cur[j] != 0;
-		if (!any) {
-			idle++;
-			continue;
-		}
-		idle = 0;
-		nt = scrub_tokens(hold + (x - base),
-				  x - lo < SCRUB_TOKEN_MAX ? x - lo : SCRUB_TOKEN_MAX, t);
-		for (j = 0; j < vw; j++) {
-			uint64_t word = cur[j];
-
-			while (word) {
-				size_t idx = j * 64 + (size_t)__builtin_ctzll(word), i = idx / k1,
-				       w = idx % k1;
-
-				word &= word - 1;
-				for (k = 0; k < nt; k++) {
-					uint64_t at = x - t[k].len;
-
-					if (t[k].raw && p->b64)
-						continue;
-					if (i >= 1 && (t[k].val == p->acc[i - 1][0] ||
-						       t[k].val == p->acc[i - 1][1])) {
-						VSET(at, (i - 1) * k1);
-						if (i == 1 && at < best)
-							best = at;
-					}
-					if (p->b64 && t[k].ws && i >= 1 && i < p->m &&
-					    w < SCRUB_WS_MAX)
-						VSET(at, i * k1 + w + 1);
-				}
-			}
-		}
-		memset(cur, 0, vw * sizeof(uint64_t));
-	}
-#undef VSET
-#undef VSLOT
-	return best;
+	return k.n;
 }

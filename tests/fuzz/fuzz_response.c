@@ -2,13 +2,15 @@
  * hostile upstream answers, through the real proxy_response_relay(): http_parser, header filtering,
  * Content-Encoding decoding, the scrubber and the chunk framing toward the guest.
  *
- * Input: a flags byte (HEAD request, HTTP/1.0 guest), a seed for where the upstream's writes
- * break, then the upstream's bytes. They arrive over a SOCK_SEQPACKET pair, one write per
- * read, so the broker sees the same read boundaries every time. Each input runs twice: with
- * secret A loaded and with secret B (same length). Checks: ASan and UBSan on every path; a
+ * Input: a flags byte (HEAD request, HTTP/1.0 guest, a credential injected), a seed for where the
+ * upstream's writes break, then the upstream's bytes. They arrive over a SOCK_SEQPACKET pair, one
+ * write per read, so the broker sees the same read boundaries every time. Each input runs twice:
+ * with secret A loaded and with secret B (same length). Checks: ASan and UBSan on every path; a
  * relay that succeeded sent exactly one response the guest can parse; no covered form of a
  * run's secret in what the guest receives (raw, hex, base64 fragments at every alignment in
- * both alphabets, every byte percent- or \u-escaped); and unless the scrubber found a
+ * both alphabets, every byte percent- or \u-escaped or in another language's escape:
+ * octal, \u{..}, %uHHHH, CSS, padded HTML references); no partial response (206,
+ * Content-Range) where a credential was injected; and unless the scrubber found a
  * complete match in either run, the bytes on the wire, chunk framing included, are identical
  * with A and with B: the framing does not depend on whether the upstream's bytes begin a
  * secret. */
@@ -112,6 +114,7 @@ static int relay(const uint8_t *data, size_t size, uint8_t flags, uint32_t seed,
 	c->up_fd = usv[0];
 	c->is_head = flags & 1;
 	c->client_10 = (flags >> 1) & 1;
+	c->n_inj_names = (flags >> 2) & 1; /* a credential went with the request */
 	snprintf(c->host, sizeof(c->host), "fuzz.test");
 	scrub_init(&c->scrub);
 	if (scrub_add_secret(&c->scrub, (const uint8_t *)secret, strlen(secret)))
@@ -189,7 +192,11 @@ static int holds(const struct buf *b, const char *form, size_t n)
 /* Aborts when any form of SECRET the scrubber covers is in B. */
 static void check_forms(const struct buf *b, const char *secret)
 {
-	size_t n = strlen(secret), off, i;
+	static const char *const lang[] = {
+		"\\%03o",  "\\u{%x}",  "%%u%04X", "\\%x ",    "\\%06x",
+		"&#%04d;", "&#x%04X;", "\\U%08x", "&#X%08x;", "&#%09d;"
+	};
+	size_t n = strlen(secret), off, i, k;
 	char form[512], plain[64];
 
 	if (holds(b, secret, n))
@@ -210,6 +217,19 @@ static void check_forms(const struct buf *b, const char *secret)
 		sprintf(form + 6 * i, "\\u%04x", (unsigned char)secret[i]);
 	if (holds(b, form, 6 * n))
 		goto found;
+	/* The other languages' escapes, every character escaped. */
+	for (k = 0; k < sizeof(lang) / sizeof(lang[0]); k++) {
+		size_t l = 0;
+
+		for (i = 0; i < n; i++)
+/* The formats are the fixed table above. */
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wformat-nonliteral"
+			l += (size_t)sprintf(form + l, lang[k], (unsigned char)secret[i]);
+#pragma clang diagnostic pop
+		if (holds(b, form, l))
+			goto found;
+	}
 	for (off = 0; off < 3; off++) {
 		size_t first = off ? off + 1 : 0, end = (off + n) * 8 / 6;
 
@@ -253,6 +273,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* A relay that succeeded sent exactly one response the guest can parse. */
 	if ((!body_of(&wa, &ca, flags & 1) && !ra) || (!body_of(&wb, &cb, flags & 1) && !rb)) {
 		fprintf(stderr, "fuzz_response: a relayed response is not well framed\n");
+		abort();
+	}
+	/* Toward a host a credential went to, no partial response reaches the guest. */
+	if ((flags & 4) && ((wa.n >= 12 && !memcmp(wa.b, "HTTP/1.1 206", 12)) ||
+			    (wa.n && memmem(wa.b, wa.n, "Content-Range", 13)))) {
+		fprintf(stderr, "fuzz_response: a partial response reached the guest\n");
 		abort();
 	}
 	check_forms(&wa, SECRET_A);

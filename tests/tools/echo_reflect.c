@@ -73,6 +73,70 @@ static void b64(struct buf *o, const uint8_t *in, size_t n, int url, size_t widt
 	free(e);
 }
 
+/* The HTML5 name an encoder writes for an ASCII punctuation character, or NULL. */
+static const char *html5_name(uint8_t c)
+{
+	static const char *const names[][2] = {
+		{ "!", "excl" },   { "\"", "quot" },  { "#", "num" },	{ "$", "dollar" },
+		{ "%", "percnt" }, { "&", "amp" },    { "'", "apos" },	{ "(", "lpar" },
+		{ ")", "rpar" },   { "*", "ast" },    { "+", "plus" },	{ ",", "comma" },
+		{ ".", "period" }, { "/", "sol" },    { ":", "colon" }, { ";", "semi" },
+		{ "<", "lt" },	   { "=", "equals" }, { ">", "gt" },	{ "?", "quest" },
+		{ "@", "commat" }, { "[", "lsqb" },   { "\\", "bsol" }, { "]", "rsqb" },
+		{ "^", "Hat" },	   { "_", "lowbar" }, { "`", "grave" }, { "{", "lcub" },
+		{ "|", "verbar" }, { "}", "rcub" },
+	}; /* '-' and '~' have none (&hyphen; and &tilde; name other characters) */
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i][0][0] == c)
+			return names[i][1];
+	return NULL;
+}
+
+/* One character C (followed by NEXT) in one of the escape forms of many languages; a name
+ * ending in "all": every character, else only what is not a letter or digit (what most
+ * encoders escape). 0, or -1: ENC is not one of them. */
+static int lang_escape(struct buf *o, const char *enc, uint8_t c, uint8_t next)
+{
+	int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+	size_t l = strlen(enc);
+	int all = l > 3 && !strcmp(enc + l - 3, "all");
+	char t[32], base[16];
+
+	snprintf(base, sizeof(base), "%.*s", (int)(all ? l - 3 : l), enc);
+	if (!strcmp(base, "css6") || !strcmp(base, "bigu"))
+		all = 1;
+	if (!strcmp(base, "bspunct")) /* regex and Markdown escaping */
+		snprintf(t, sizeof(t), "\\%c", c);
+	else if (!strcmp(base, "octal"))
+		snprintf(t, sizeof(t), "\\%03o", c);
+	else if (!strcmp(base, "ubrace")) /* JavaScript, Rust, Swift */
+		snprintf(t, sizeof(t), "\\u{%x}", c);
+	else if (!strcmp(base, "pctu")) /* JavaScript's escape() */
+		snprintf(t, sizeof(t), "%%u%04X", c);
+	else if (!strcmp(base, "css"))
+		snprintf(t, sizeof(t), "\\%x ", c);
+	else if (!strcmp(base, "css6"))
+		snprintf(t, sizeof(t), "\\%06x", c);
+	else if (!strcmp(base, "html0"))
+		snprintf(t, sizeof(t), "&#%04d;", c);
+	else if (!strcmp(base, "htmlx0"))
+		snprintf(t, sizeof(t), "&#x%04X;", c);
+	else if (!strcmp(base, "htmlnosemi")) /* the ';' only where a digit follows */
+		snprintf(t, sizeof(t), "&#%d%s", c, next >= '0' && next <= '9' ? ";" : "");
+	else if (!strcmp(base, "html5"))
+		snprintf(t, sizeof(t), "&%s;", html5_name(c) ? html5_name(c) : "");
+	else if (!strcmp(base, "bigu")) /* Python's and C's \U */
+		snprintf(t, sizeof(t), "\\U%08X", c);
+	else
+		return -1;
+	if ((alnum && !all) || (!strcmp(base, "html5") && !html5_name(c)))
+		snprintf(t, sizeof(t), "%c", c);
+	put(o, t, strlen(t));
+	return 0;
+}
+
 int reflect_encode(const char *enc, const uint8_t *in, size_t n, char **out, size_t *out_n)
 {
 	struct buf o = { 0 };
@@ -119,7 +183,7 @@ int reflect_encode(const char *enc, const uint8_t *in, size_t n, char **out, siz
 				put(&o, t, (size_t)snprintf(t, sizeof(t), "&#%u;", c));
 			} else if (!strcmp(enc, "bsx"))
 				putx(&o, "\\x", c, 2, 0, "");
-			else {
+			else if (lang_escape(&o, enc, c, i + 1 < n ? in[i + 1] : 0)) {
 				free(o.b);
 				return -1;
 			}
@@ -206,11 +270,11 @@ int reflect_answer(reflect_write_fn w, void *arg, const char *path, const uint8_
 		   size_t n, FILE *log)
 {
 	char enc[32] = "raw", ce[32] = "", te[32] = "", pause[16] = "0", mib[16] = "64",
-	     pad[16] = "0", hdr[512];
+	     pad[16] = "0", range[16] = "", hdr[512];
 	struct buf body = { 0 }, z = { 0 };
 	char *e;
 	size_t en;
-	int l, rc = 0, has_nl;
+	int l, rc = 0, has_nl, eof;
 
 	param(path, "enc", enc, sizeof(enc));
 	param(path, "ce", ce, sizeof(ce));
@@ -218,6 +282,7 @@ int reflect_answer(reflect_write_fn w, void *arg, const char *path, const uint8_
 	param(path, "pause", pause, sizeof(pause));
 	param(path, "mib", mib, sizeof(mib));
 	param(path, "pad", pad, sizeof(pad));
+	param(path, "range", range, sizeof(range));
 	if (reflect_encode(enc, payload, n, &e, &en))
 		return w(arg, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", 47);
 	if (log) {
@@ -225,14 +290,21 @@ int reflect_answer(reflect_write_fn w, void *arg, const char *path, const uint8_
 		fflush(log);
 	}
 	has_nl = memchr(e, '\n', en) || memchr(e, '\r', en);
+	/* te=eof: no framing at all, the body ends where the connection does. */
+	eof = !strncmp(te, "eof", 3);
 	l = snprintf(hdr, sizeof(hdr),
-		     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n%s%s%s"
-		     "Transfer-Encoding: %s\r\n",
+		     "HTTP/1.1 %s\r\nContent-Type: application/json\r\n%s%s%s%s%s%s%s%s",
+		     !strcmp(range, "206") ? "206 Partial Content" : "200 OK",
 		     *ce ? "Content-Encoding: " : "",
 		     !strcmp(ce, "stacked") ? "gzip, gzip"
 		     : !strcmp(ce, "bomb")  ? "gzip"
 					    : ce,
-		     *ce ? "\r\n" : "", *te ? te : "chunked");
+		     *ce ? "\r\n" : "", *range ? "Content-Range: bytes 0-99/1000\r\n" : "",
+		     eof ? "" : "Transfer-Encoding: ",
+		     eof   ? ""
+		     : *te ? te
+			   : "chunked",
+		     eof ? "Connection: close" : "", "\r\n");
 	if (w(arg, hdr, (size_t)l) ||
 	    (!has_nl && en < 8000 &&
 	     (w(arg, "X-Reflect-Out: ", 15) || w(arg, e, en) || w(arg, "\r\n", 2))) ||
@@ -268,12 +340,16 @@ int reflect_answer(reflect_write_fn w, void *arg, const char *path, const uint8_
 	} else {
 		struct timespec ts = { atol(pause) / 1000, (atol(pause) % 1000) * 1000000L };
 
-		rc = chunk(w, arg, body.b, body.n);
+		rc = eof ? w(arg, body.b, body.n) : chunk(w, arg, body.b, body.n);
 		if (!rc && (ts.tv_sec || ts.tv_nsec))
 			nanosleep(&ts, NULL);
-		rc = rc || chunk(w, arg, "\"}\n", 3);
+		rc = rc || (eof ? w(arg, "\"}\n", 3) : chunk(w, arg, "\"}\n", 3));
 	}
 	free(body.b);
 	free(z.b);
-	return rc || w(arg, "0\r\n\r\n", 5);
+	if (rc)
+		return -1;
+	if (eof)
+		return !strcmp(te, "eof-abrupt") ? REFLECT_CLOSE_ABRUPT : REFLECT_CLOSE;
+	return w(arg, "0\r\n\r\n", 5);
 }

@@ -13,9 +13,15 @@ typedef int (*reflect_write_fn)(void *arg, const void *b, size_t n);
 int reflect_encode(const char *enc, const uint8_t *in, size_t n, char **out, size_t *out_n);
 
 /* The whole response to a /reflect request whose target is PATH (query: enc=, ce=gzip|deflate|
- * br|stacked|bomb, mib= for the bomb, te= a Transfer-Encoding, pause= milliseconds between
- * the part ending with the value and the rest, pad= bytes of filler before the value) and whose
- * X-Reflect value is PAYLOAD. The encoded value goes to LOG as "reflect: VALUE". */
+ * br|stacked|bomb, mib= for the bomb, te= a Transfer-Encoding, or eof / eof-abrupt for a body
+ * ended by closing the connection (with or without TLS close_notify), range=206 for a 206
+ * answer or range=1 for a Content-Range on a 200, pause= milliseconds between the part ending
+ * with the value and the rest, pad= bytes of filler before the value) and whose X-Reflect
+ * value is PAYLOAD. The encoded value goes to LOG as "reflect: VALUE". Returns 0, -1 on a
+ * write error, or REFLECT_CLOSE / REFLECT_CLOSE_ABRUPT: the caller must close the connection
+ * now (abrupt: without TLS close_notify, as many servers do). */
+#define REFLECT_CLOSE	     1
+#define REFLECT_CLOSE_ABRUPT 2
 int reflect_answer(reflect_write_fn w, void *arg, const char *path, const uint8_t *payload,
 		   size_t n, FILE *log);
 

@@ -38,6 +38,7 @@ struct client {
 	size_t fname_n;
 	char reflect[8192]; /* the X-Reflect value */
 	size_t reflect_n;
+	int abrupt; /* close without TLS close_notify */
 };
 
 static int cwrite(struct client *c, const void *b, size_t n)
@@ -161,7 +162,8 @@ static int on_complete(http_parser *p)
 		c->body = 0;
 		c->nfirst = 0;
 		c->state = 0;
-		return rc ? -1 : 0;
+		c->abrupt = rc == REFLECT_CLOSE_ABRUPT;
+		return rc ? -1 : 0; /* -1 also ends the connection after an EOF-framed answer */
 	}
 	if (path && !strncmp(path + 1, "/repeat/", 8)) {
 		path++;
@@ -246,12 +248,14 @@ static void *serve(void *arg)
 
 		if (n <= 0)
 			break;
-		if (http_parser_execute(&p, &s, buf, (size_t)n) != (size_t)n)
+		if (http_parser_execute(&p, &s, buf, (size_t)n) != (size_t)n ||
+		    HTTP_PARSER_ERRNO(&p) != HPE_OK)
 			break;
 	}
 out:
 	if (c->ssl) {
-		SSL_shutdown(c->ssl);
+		if (!c->abrupt)
+			SSL_shutdown(c->ssl);
 		SSL_free(c->ssl);
 	}
 	close(c->fd);

@@ -100,7 +100,19 @@ static void wrap(const char *in, size_t width, const char *sep, char *out)
 }
 
 /* One byte in one escape form. */
-enum esc { PCT_UP, PCT_LOW, JSON_U, JSON_U_UP, BS_X, HTML_DEC, HTML_HEX, HEX_LOW, HEX_UP };
+enum esc {
+	PCT_UP,
+	PCT_LOW,
+	JSON_U,
+	JSON_U_UP,
+	BS_X,
+	HTML_DEC,
+	HTML_HEX,
+	HEX_LOW,
+	HEX_UP,
+	OCT,
+	HTML_HEX8
+};
 
 static int put_esc(char *out, enum esc e, unsigned char c)
 {
@@ -123,6 +135,10 @@ static int put_esc(char *out, enum esc e, unsigned char c)
 		return sprintf(out, "%02x", c);
 	case HEX_UP:
 		return sprintf(out, "%02X", c);
+	case OCT:
+		return sprintf(out, "\\%03o", c);
+	case HTML_HEX8: /* the longest form a character may take */
+		return sprintf(out, "&#x%08X;", c);
 	}
 	return 0;
 }
@@ -410,10 +426,10 @@ static size_t observe(struct scrub *s, const char *in, size_t len, const size_t 
 static void test_fixed_lag(void **state)
 {
 	static const char alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-				    "+/_-%\\";
-	char forms[6][256];
+				    "+/_-%\\&#;{}";
+	char forms[9][512];
 	struct scrub s;
-	size_t trial, lag, maxk[6], i;
+	size_t trial, lag, maxk[9], i;
 
 	(void)state;
 	setup_secret(&s, SECRET);
@@ -425,13 +441,18 @@ static void test_fixed_lag(void **state)
 	escape(SECRET, HEX_LOW, 1, forms[3]);
 	escape(SECRET, PCT_UP, 1, forms[4]);
 	escape(SECRET, JSON_U, 1, forms[5]);
-	for (i = 0; i < 6; i++)
+	escape(SECRET, OCT, 1, forms[6]);
+	escape(SECRET, HTML_HEX8, 1, forms[7]);
+	strcpy(forms[8], "ghp&lowbar;S3cretValue&plus;&sol;xyz");
+	for (i = 0; i < 9; i++)
 		maxk[i] = strlen(forms[i]) - 1;
 	/* A base64 form is complete (replaced) before its padding characters. */
 	maxk[1] = strlen(SECRET) * 8 / 6 - 1;
 	maxk[2] = (strlen(SECRET) + 1) * 8 / 6 - 1;
+	/* A reference without its ';' is complete too. */
+	maxk[7] = strlen(forms[7]) - 2;
 	for (trial = 0; trial < 3000; trial++) {
-		size_t form = next() % 6;
+		size_t form = next() % 9;
 		const char *f = forms[form];
 		size_t k = 1 + next() % maxk[form], pre = next() % 3000, post = next() % 40;
 		size_t len = pre + k + post, cuts[16], n_cuts = 0, la[18], lb[18], na, nb;

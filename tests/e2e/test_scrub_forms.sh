@@ -1,0 +1,216 @@
+#!/bin/sh
+# tests/e2e/test_scrub_forms.sh: the response scrubber's edges through the real broker, host
+# only, against a TLS echo upstream (tests/tools/https_echo.c, echo_reflect.c): the secret's
+# destination echoes it in the escape forms of many languages (backslash-escaped punctuation,
+# octal, \u{..}, %uHHHH, CSS, padded and semicolon-less HTML numeric references, HTML5 named
+# references): all scrubbed; a body ended by the connection's close arrives whole (the held
+# tail flushed, scrubbed); a partial answer (206, Content-Range) from a destination that
+# receives credentials is refused with 502 and audited.
+. "$(dirname "$0")/lib.sh"
+
+BROKER=$BIN/bulkhead-broker
+TOOLS=$(cd "$BUILD/tests" 2> /dev/null && pwd)
+ECHO=$TOOLS/https-echo
+CLIENT=$TOOLS/proxy-client
+for f in "$BROKER" "$ECHO" "$CLIENT"; do
+	if [ ! -x "$f" ]; then
+		skip "scrub forms suite" "$f not built (make $BUILD/bin/bulkhead-broker $BUILD/tests/https-echo $BUILD/tests/proxy-client)"
+		plan_done
+		exit 0
+	fi
+done
+if ! command -v openssl > /dev/null || ! command -v python3 > /dev/null; then
+	skip "scrub forms suite" "openssl or python3 is missing (apt-get install openssl python3)"
+	plan_done
+	exit 0
+fi
+
+D=$TMP
+pids=""
+cleanup() {
+	for p in $pids; do kill "$p" 2> /dev/null; done
+	rm -rf "$D"
+}
+trap cleanup EXIT
+
+# Punctuation in every class an encoder escapes; letters and digits stay raw in most forms.
+SECRET='tok_Xy7.Qz/9+Lm=Wk-:a~b@c'
+R='\[bulkhead:redacted\]'
+
+if ! test_pki; then
+	not_ok "test PKI made with openssl"
+	plan_done
+	exit 1
+fi
+"$ECHO" --cert "$D/up.pem" --key "$D/up.key" --log "$D/up.log" > "$D/up.port" 2> "$D/up.err" &
+pids="$pids $!"
+i=0
+while [ ! -s "$D/up.port" ] && [ $i -lt 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+PORT=$(cat "$D/up.port")
+# A second upstream that no credential goes to.
+"$ECHO" --cert "$D/up.pem" --key "$D/up.key" > "$D/free.port" 2> "$D/free.err" &
+pids="$pids $!"
+i=0
+while [ ! -s "$D/free.port" ] && [ $i -lt 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+FREE=$(cat "$D/free.port")
+
+LOOP='"allow_addresses": ["127.0.0.1", "::1"]'
+cat > "$D/rules.json" << RULES
+{
+  "secrets": [
+    { "name": "TOK", "inject": { "header": "X-Api-Key", "value": "{}" },
+      "destinations": [ { "scheme": "https", "host": "localhost", "port": $PORT,
+                          "path_prefix": "/sec/", $LOOP } ] }
+  ],
+  "allow": [
+    { "scheme": "https", "host": "localhost", "port": $PORT, "path_prefix": "/open/", $LOOP },
+    { "scheme": "https", "host": "localhost", "port": $FREE, $LOOP }
+  ]
+}
+RULES
+printf '{"TOK": "%s"}\n' "$SECRET" > "$D/secrets.json"
+chmod 600 "$D/secrets.json"
+SOCK=$D/broker.sock
+"$BROKER" --listen "$SOCK" --rules "$D/rules.json" --secrets-file "$D/secrets.json" \
+	--ca-file "$D/ca.pem" --audit "$D/audit.log" 2> "$D/broker.log" &
+pids="$pids $!"
+i=0
+while [ ! -S "$SOCK" ] && [ $i -lt 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+if [ ! -S "$SOCK" ]; then
+	not_ok "broker starts" "$(cat "$D/broker.log")"
+	plan_done
+	exit 1
+fi
+ok "broker starts with a secret and an echo upstream"
+
+# ask NAME PATH QUERY [X-REFLECT]: the upstream echoes X-Reflect (the secret by default) as
+# QUERY says.
+ask() {
+	: > "$D/up.log"
+	printf 'GET http://localhost:%s/%s/reflect?%s HTTP/1.1\r\nX-Reflect: %s\r\nConnection: close\r\n\r\n' \
+		"$PORT" "$2" "$3" "${4:-BULKHEAD_SECRET_TOK}" | "$CLIENT" raw "$SOCK" > "$D/$1.out"
+	cat "$D/$1.out" >> "$D/all.out"
+}
+status_of() { head -n 1 "$D/$1.out" | tr -d '\r'; }
+sent_of() { sed -n 's/^reflect: //p' "$D/up.log" | head -n 1; }
+# The body the guest's HTTP client reads: de-chunked; empty unless the chunked framing ends.
+body_of() {
+	python3 - "$D/$1.out" << 'PY'
+import sys
+d = open(sys.argv[1], 'rb').read()
+head, _, rest = d.partition(b'\r\n\r\n')
+out = b''
+while True:
+    line, _, rest = rest.partition(b'\r\n')
+    try:
+        n = int(line, 16)
+    except ValueError:
+        sys.exit(0)
+    if n == 0:
+        sys.stdout.buffer.write(out)
+        sys.exit(0)
+    out += rest[:n]
+    rest = rest[n + 2:]
+PY
+}
+
+# --- the escape forms ---------------------------------------------------------------------------
+
+# Each decodes to the secret with the language's own decoder (checked here with Python's).
+for enc in bspunct octal octalall ubrace ubraceall pctu pctuall css cssall css6 html0 htmlx0 \
+	htmlnosemi html5 bigu; do
+	ask "enc-$enc" sec "enc=$enc"
+	sent=$(sent_of)
+	dec=$(printf %s "$sent" | python3 "$(dirname "$0")/../tools/scrub_decode.py" "$enc")
+	if [ "$dec" != "$SECRET" ]; then
+		not_ok "the upstream's $enc form decodes to the secret" "sent: $sent" "decoded: $dec"
+	elif [ "$(status_of "enc-$enc")" = "HTTP/1.1 200 OK" ] && grep -q "$R" "$D/enc-$enc.out" &&
+		! grep -qF -- "$sent" "$D/enc-$enc.out"; then
+		ok "echo as $enc: scrubbed in head and body" # (dash's echo would decode the sample)
+	else
+		not_ok "echo as $enc scrubbed" "sent: $sent" "$(cat "$D/enc-$enc.out")"
+	fi
+done
+
+# --- bodies ended by the connection's close ------------------------------------------------------
+
+# A body longer than the lag, no Content-Length, not chunked: the last bytes (where the old
+# broker held its lag) must reach the guest, scrubbed, with or without TLS close_notify.
+for te in eof eof-abrupt; do
+	ask "$te-open" open "pad=3000&te=$te" 'plain-guess-value'
+	b=$(body_of "$te-open")
+	if [ "$(status_of "$te-open")" = "HTTP/1.1 200 OK" ] && [ ${#b} -eq 3037 ] &&
+		[ "$(printf %s "$b" | tail -c 19)" = 'plain-guess-value"}' ]; then
+		ok "$te: a connection-framed body arrives whole (${#b} bytes, its tail included)"
+	else
+		not_ok "$te: a connection-framed body arrives whole" "body: ${#b} bytes, ends: $(printf %s "$b" | tail -c 40)" \
+			"$(tail -c 300 "$D/$te-open.out")"
+	fi
+	ask "$te-sec" sec "pad=3000&te=$te"
+	b=$(body_of "$te-sec")
+	if printf %s "$b" | tail -c 40 | grep -q "\"echo\":\"$R\"}" && ! grep -qF -- "$SECRET" "$D/$te-sec.out"
+	then
+		ok "$te: the held tail is flushed at the close, the secret in it scrubbed"
+	else
+		not_ok "$te: the held tail flushed and scrubbed" "$(tail -c 300 "$D/$te-sec.out")"
+	fi
+done
+
+# --- partial answers ---------------------------------------------------------------------------
+
+# A range lets a guest read a secret in pieces the scrubber never sees together.
+for r in 206 1; do
+	ask "range-$r" sec "range=$r"
+	if [ "$(status_of "range-$r")" = "HTTP/1.1 502 Bad Gateway" ] &&
+		grep -q 'partial response' "$D/range-$r.out" && ! grep -q '"echo"' "$D/range-$r.out"
+	then
+		ok "range=$r from the secret's destination: 502 ($(tail -n 1 "$D/range-$r.out" | cut -c1-90))"
+	else
+		not_ok "range=$r from the secret's destination refused with 502" "$(head -c 600 "$D/range-$r.out")"
+	fi
+done
+# The same host without a credential on that path is still a host that receives one.
+ask range-open open "range=206" 'abc'
+if [ "$(status_of range-open)" = "HTTP/1.1 502 Bad Gateway" ]; then
+	ok "a 206 from a host that receives the credential on another path: 502"
+else
+	not_ok "206 from the credential's host refused" "$(head -c 400 "$D/range-open.out")"
+fi
+# A host no credential goes to may answer with ranges (downloads resume).
+printf 'GET http://localhost:%s/free/reflect?range=206 HTTP/1.1\r\nX-Reflect: abc\r\nConnection: close\r\n\r\n' \
+	"$FREE" | "$CLIENT" raw "$SOCK" > "$D/range-free.out"
+if [ "$(status_of range-free)" = "HTTP/1.1 206 Partial Content" ] &&
+	grep -q '"echo":"abc"' "$D/range-free.out"; then
+	ok "a 206 from a host that receives no credential is relayed"
+else
+	not_ok "206 from a host without credentials relayed" "$(head -c 400 "$D/range-free.out")"
+fi
+if grep '"status":502' "$D/audit.log" | grep -q '"outcome":"refused"' &&
+	[ "$(grep -c '"status":502' "$D/audit.log")" -ge 3 ]; then
+	ok "each refused partial answer is audited (502, refused)"
+else
+	not_ok "refused partial answers audited" "$(cat "$D/audit.log")"
+fi
+
+# --- nothing leaked --------------------------------------------------------------------------
+
+if grep -qF -- "$SECRET" "$D/all.out" "$D/broker.log"; then
+	not_ok "no raw secret in what the guest received or the log"
+else
+	ok "no raw secret in the $(wc -c < "$D/all.out") bytes received or in the log"
+fi
+if grep -q 'runtime error\|AddressSanitizer' "$D/broker.log"; then
+	not_ok "no sanitizer report from the broker" "$(grep -A5 'runtime error\|AddressSanitizer' "$D/broker.log" | head -n 20)"
+else
+	ok "no sanitizer report from the broker"
+fi
+plan_done
