@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bulkhead — top-level build. Non-recursive: each folder's *.mk adds its own targets.
 # `make` builds everything; `make demo` runs a real session; `make test` runs all tests.
 # Every target first makes sure the Debian packages in ci/packages.txt are installed.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/: performance, always side by side with a reference measured in the same run.
 BENCH_RUNS ?= 20
 bench: all

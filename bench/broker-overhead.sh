@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Broker overhead: keep-alive HTTP/1.1 GETs to a local HTTPS echo upstream, straight (verified TLS)
 # and through bulkhead-broker's Unix socket as a guest's requests arrive (the broker injects a
 # Bearer secret, opens verified TLS, scrubs the echoed secret), in the same run. Prints latency

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Exec round trip: `bulkhead exec ID -- true` in a running session (vsock, the
 # agent, a fork+exec in the guest), next to the host spawning `true` itself
 # through a shell in the same run (what an exec costs without the VM boundary).

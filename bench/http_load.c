@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/http_load.c: http-load's connections — one thread each: connect (to the broker's Unix
  * socket, or verified TLS straight to the upstream), send the request, read and check the
  * response, record its latency. The options, the run and the report are http_load_main.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/http_load.h: http-load's pieces — what every connection does (set once by main in
  * http_load_main.c) and one connection's worker (http_load.c). */
 #ifndef BULKHEAD_BENCH_HTTP_LOAD_H

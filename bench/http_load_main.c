@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/http_load_main.c: http-load, a keep-alive HTTP/1.1 GET load generator for the broker
  * benchmark — straight to an HTTPS upstream (verified TLS) or as a guest would, through the
  * broker's Unix socket with absolute-form requests. Prints latency percentiles and requests/s;

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # What the jail adds to a session's start: first the jail step alone (bench/jail_step.c), then
 # whole sessions, `bulkhead run -- true` with the jail (the default) and with --no-jail,
 # alternating in the same run. Prints medians and differences.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/jail_step.c: what the jail step (jail/jail.c) costs a session, measured alone, since a
  * difference of a millisecond or two drowns in the noise of a whole session's start.
  *

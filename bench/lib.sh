@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/lib.sh: what the benchmark scripts share. Source it: . "$(dirname "$0")/lib.sh"
 # now_us: the time in microseconds (date's %6N truncates, as dividing %N by 1000 would;
 # one process fewer per call, which matters next to a reference of a millisecond or two).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Inside L1 (bench/nested.sh boots it): where a session's boot goes under bulkhead-vmm on a KVM
 # with hardware semantics. (1) `bulkhead bench boot` with both engines: bulkhead-vmm, and QEMU
 # -accel kvm booting the same kernel and image beside it. (2) The kernel's own clock for the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Inside L1 (bench/nested.sh boots it): `bulkhead run -- true`, whole sessions, under
 # bulkhead-vmm (--engine kvm) against QEMU 10 with -accel kvm and with TCG, measured in the
 # same run; medians and ratios to the kvm engine. For TCG /dev/kvm is moved aside meanwhile

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Inside L1 (bench/nested.sh boots it): SESSIONS whole sessions in a row under bulkhead-vmm,
 # each checked (its output and exit code) and each under a deadline of its own (timeout(1),
 # 120 s): a hang shows as status 124 with the session's number, never as a stalled run.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Boots L1 (tests/nested/: a KVM host with hardware semantics under QEMU 10's TCG) once and runs
 # the in-L1 benchmarks there, bench/nested-NAME.sh for each NAME given (default: boot engines):
 # boot  - bulkhead bench boot under both engines; initramfs unpack and i8042 probe costs

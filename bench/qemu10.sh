@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Should the qemu engine use QEMU 10 where it is available? On this host (TCG), whole sessions
 # (`bulkhead run --engine qemu --no-jail -- true`, unjailed because QEMU 10 lives in the cache of
 # tests/nested/fetch.sh, outside the jail's /usr) under Debian's QEMU 7.2 and under QEMU 10 from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/scrub_bench.c: the response scrubber's throughput on one core, with three secrets of
  * 28 to 40 bytes loaded, over three kinds of body: prose (few bytes may begin an escape),
  * hex and base64 (a hex pair at most positions), and hostile text (escape prefixes,

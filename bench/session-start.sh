@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Session start-to-exit latency: `bulkhead run -- true`, against the very engine
 # command bulkhead runs (as `bulkhead run -v` prints it) started directly, minus
 # its vsock device (whose back end only exists inside a session): the guest then

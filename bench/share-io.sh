@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Work-share I/O: sequential write and read of 256 MiB and a 2,000-file
 # create/stat/delete run, inside the guest on /work (virtio-fs) and, as the
 # reference, the same busybox commands on the host directory in the same run.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/vmm-memory.sh: bulkhead-vmm's own memory — its RSS beyond the guest RAM the guest
 # touched. A test guest touches 32 MiB and says so; we then read /proc/PID/smaps and split
 # the RSS into the guest-RAM memfd mapping and everything else. Goal: everything else

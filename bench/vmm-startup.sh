@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/vmm-startup.sh: VMM start-up — from exec to the guest's first instruction (a guest
 # whose first instruction writes the serial port; bench/vmm/first_byte.c times the byte),
 # median of RUNS (>= 20) for bulkhead-vmm and for qemu-system-x86_64 -M microvm starting a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/vsock-throughput.sh: host <-> guest stream throughput through a session's bulkhead-vsock
 # (`bulkhead start` with the test initramfs, the guest side of each transfer run by `bulkhead
 # exec`), next to the same byte pump over a host Unix socketpair, round by round in the same run.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/approvals.c: the queue of held requests (see approvals.h). One mutex; each held
  * request waits on its own condition variable with a deadline. */
 #include "broker/approvals.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/approvals.h: requests held for a person's decision. A connection thread whose request
  * an approval rule covers files it here and waits; `bulkhead approvals` (over the control
  * socket) lists, shows, approves or denies it. An approval belongs to exactly one held

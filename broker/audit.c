@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/audit.c: appends hash-chained JSON lines to the audit log and verifies a log's
  * chain (format and durability rules in audit.h). */
 #include "broker/audit.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/audit.h: the broker's audit log — one JSON object per line, each line chained to
  * the previous one by its SHA-256, and the checker behind `bulkhead audit verify`. */
 #ifndef BULKHEAD_BROKER_AUDIT_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # broker/: bulkhead-broker, the credential broker (issues 6 and 7). Its pieces build into one
 # library that the CLI (vault, audit), the broker daemon and the unit tests link.
 # Programs' main()s (and the broker's command line) stay out of the library.

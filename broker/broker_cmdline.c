@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/broker_cmdline.c: bulkhead-broker's command line (see broker_cmdline.h). */
 #include "broker/broker_cmdline.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/broker_cmdline.h: bulkhead-broker's command line — one session's broker (a socket and
  * its scope) or the shared broker (a control socket), and the sources both read. */
 #ifndef BULKHEAD_BROKER_BROKER_CMDLINE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/broker_main.c: bulkhead-broker — one session's broker (a socket and a rules file), or
  * the shared broker that sessions register with over its control socket (broker/control.c).
  * Options are parsed in broker_cmdline.c; here: load, lock down, serve. */

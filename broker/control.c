@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/control.c: the broker's control socket (lib/control_proto.h). One thread per
  * connection: it checks the request's version and op, then serves it; a registration's thread
  * waits for the connection to end and revokes the session. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/control.h: the shared broker's control socket. `bulkhead run` connects, sends one
  * registration — the session id, its scope, and (as SCM_RIGHTS) the listening socket of the
  * session's broker vsock port — and keeps the connection open for the session's life. When it

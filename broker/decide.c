@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/decide.c: decide() — global denials, then the scope, then approval rules; default
  * deny (see decide.h). Address-level denials (deny_cidrs against what a name resolves to) are
  * checked where the address becomes known, in dest.c, with the same policy. */

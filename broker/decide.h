@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/decide.h: the one function that decides a request. Three layers, in this order:
  * the global policy's denials (the organisation's backstop), the session's scope (which
  * destinations, which secrets), then the global policy's approval rules; anything no rule

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/dest.c: address policy and connection set-up for upstreams. The check and the
  * connect use the same sockaddr, so DNS answers that change between the two cannot steer the
  * broker to an address that was never checked. */

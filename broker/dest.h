@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/dest.h: turns a rule's destination into a connected TCP socket. The broker resolves
  * the name itself, refuses non-public addresses unless the destination lists that exact
  * address, and connects to the very address it checked (no second lookup to race). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/harden.c: the broker's own lock-down (see harden.h). */
 #include "broker/harden.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/harden.h: the broker's lock-down, once its vault, rules and TLS context are loaded and
  * before the first guest byte. The broker must talk to the network, resolve names, write its
  * audit log and answer its control socket, so it is not jailed like the VM's processes; but a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/hold_budget.c: budgets of bytes and requests held for approval (see hold_budget.h).
  * A session's lock is always taken before the broker's, so two takers never wait on each
  * other in opposite orders. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/hold_budget.h: how much a broker holds for approval. A held request keeps its whole
  * body in the broker's memory until a person decides (up to the approval TTL), so many
  * sessions holding large bodies could exhaust a shared broker's memory for everyone. Each

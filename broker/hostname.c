@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/hostname.c: host names and IP literals in their one canonical spelling (see
  * hostname.h). */
 #include "broker/hostname.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/hostname.h: the one canonical spelling of a host name or IP literal. Every name the
  * broker compares — policy deny_hosts and approval hosts, scope destinations, a request's URL
  * host and Host header, the CONNECT host and the TLS server name — goes through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/mitm_ca.c: the session CA and its per-host leaves (see mitm_ca.h). One EC P-256 key
  * signs, one more serves every leaf; both are generated fresh per broker and never written. */
 #include "broker/mitm_ca.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/mitm_ca.h: the session's own certificate authority, for CONNECT interception. The
  * broker makes it at start-up; its private key lives only in the broker's memory and dies with
  * it. The guest trusts this CA alone (bulkhead-init installs its certificate), so a guest TLS

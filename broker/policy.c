@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/policy.c: the questions the global policy answers (see policy.h): is this host, address,
  * secret or share denied, and does a session's scope ask for anything it forbids. Loading is in
  * policy_load.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/policy.h: the global policy — the organisation's backstop, which no session scope
  * can exceed. Loaded from JSON (/etc/bulkhead/policy.json or --policy), strictly: an unknown
  * key is an error, so a typo never silently widens or narrows it.

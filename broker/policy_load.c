@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/policy_load.c: loading the global policy (see policy.h) — strict JSON, every error
  * naming the value's line and column (lib/json_where.h) and its path in the file. The
  * questions a loaded policy answers are in policy.c. */

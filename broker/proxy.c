@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy.c: serves one guest connection. The guest's request is parsed by http_parser,
  * decided against the rules at the end of its head, rewritten (proxy_rewrite.c) and streamed
  * to the upstream; the response comes back through proxy_response.c. CONNECT tunnels end here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy.h: one guest connection to the broker — HTTP/1.1 forward-proxy requests in
  * absolute form, decided by the rules, credentials injected, responses scrubbed. */
 #ifndef BULKHEAD_BROKER_PROXY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy_audit.c: the record of each request — one audit line (broker/audit.h) and one
  * log line, written exactly once per request whatever ends it: an answer, the broker's own
  * refusal, or the guest going away after the head (with its credential) went upstream. A

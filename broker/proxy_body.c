@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy_body.c: request bodies on their way upstream. Placeholders a guest program
  * holds (BULKHEAD_SECRET_<name>) are replaced here too, toward the secret's own destinations
  * only; anywhere else they trip and the request is blocked. The body is scanned as it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy_conn.h: the proxy's internals, shared by its files — one guest connection's
  * state and the helpers that work on it, each named for its file (proxy_<file>_...). Not an
  * interface: proxy.h is. proxy.c drives the connection, proxy_request.c a request's head,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy_decode.c: a response body the broker cannot read is never relayed. The broker
  * asks upstreams for identity; an answer compressed anyway with gzip or deflate is decoded
  * (bounded), scrubbed and relayed whole without Content-Encoding; any other content coding,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy_hold.c: a request an approval rule covers is held whole — head and body, with
  * the SHA-256 of both as the guest sent them — and nothing reaches the upstream, not even a
  * connection, until a person has said yes (broker/approvals.c). A git push rule needs the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy_io.c: the proxy's bytes — both sides' reads and writes (plain or TLS) and the
  * upstream connection. */
 #include "broker/proxy_conn.h"

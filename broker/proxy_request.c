@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy_request.c: a request's head, once http_parser has read it — its framing, where
  * it goes, the decision, the placeholder tripwire, the head the upstream gets, then holding it
  * for a person or sending it. One function per phase; proxy_request_headers runs them in

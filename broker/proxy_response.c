@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy_response.c: relays the upstream's answer — parsed by http_parser, hop-by-hop
  * headers dropped, re-framed as chunked, every secret form scrubbed out of head and body.
  * A compressed body is decoded first and goes out whole at its end (proxy_decode.c). */

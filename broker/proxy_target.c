@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy_target.c: where a guest's request goes — the URL's scheme, host, port and path,
  * the CONNECT authority and the Host header — with every host name in its canonical spelling
  * (hostname.h) before anything compares it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy_tunnel.c: CONNECT — decided on its host and port before any request inside
  * is known; then the guest's TLS ends at the broker, with a leaf from the session CA for the
  * CONNECT host, and the requests inside are served like any other (proxy.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/reqcheck.c: RFC 9112's request grammar, strictly (see reqcheck.h). Lines are
  * collected whole (bounded) and judged whole; bodies are only counted. */
 #include "broker/reqcheck.h"

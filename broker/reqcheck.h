@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/reqcheck.h: the strict grammar of what a guest sends the broker (RFC 9112), checked
  * byte by byte before http_parser sees a byte. http_parser 2.9 as Debian builds it (not
  * HTTP_PARSER_STRICT) accepts what an upstream may read differently: a space before a header

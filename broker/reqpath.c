@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/reqpath.c: the request target's canonical spelling (see reqpath.h). */
 #include "broker/reqpath.h"
 

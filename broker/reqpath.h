@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/reqpath.h: a request target's one canonical spelling (RFC 3986 6.2.2), made once,
  * before any rule, approval or decision sees the path, and forwarded upstream as it is, so
  * the upstream serves exactly what was judged. Servers decode %XX before they route (a CGI's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/rules.c: loads injection rules from JSON (strict: unknown keys are errors, so a typo
  * never silently widens or narrows policy), matches requests and renders credentials. */
 #include "broker/rules.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/rules.h: injection rules — which secret goes to which destinations, in which form, and
  * which destinations may be reached without a secret. Loaded from JSON; default deny. */
 #ifndef BULKHEAD_BROKER_RULES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/rules_grant.c: what a scope grants besides network rules — the session's work share
  * and when the grant expires (see rules.h). The broker has no use for them (the launcher
  * applies them before anything starts), but every reader of a scope parses them the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/rules_internal.h: what rules.c lends rules_grant.c; not an interface. */
 #ifndef BULKHEAD_BROKER_RULES_INTERNAL_H
 #define BULKHEAD_BROKER_RULES_INTERNAL_H

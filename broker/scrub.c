@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/scrub.c: the scrubber's stream. Every byte runs the same bit-parallel step over all
  * patterns (no early exit on a partial match), and each feed releases everything but the
  * last L-1 bytes of the message, so what the guest sees after a read, and when, depends on

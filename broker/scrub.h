@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/scrub.h: removes secret values from upstream responses as they stream. One matcher
  * knows every form a response may carry a secret in (raw, percent/JSON/HTML/\x escapes, hex,
  * base64 at any alignment and line-wrapped), and a fixed lag makes what goes out after each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/scrub_internal.h: the scrubber's pieces, shared by its files — scrub.c runs the
  * stream and the fixed lag, scrub_pattern.c turns secrets into compiled patterns,
  * scrub_token.c decodes escapes, scrub_start.c finds where a complete match began. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/scrub_pattern.c: a secret becomes patterns (the value; its base64 at the three
  * alignments, standard and URL alphabets in one), compiled into one bit-parallel matcher
  * whose state is a fixed number of words; the lag follows from the longest encoded form. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/scrub_start.c: once the forward matcher reports a complete match, where it began:
  * the same language walked backwards over the held bytes. */
 #include "broker/scrub_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/scrub_token.c: the escaping layers the scrubber sees through — which characters the
  * bytes just before a position may decode to. One decoder for every form (percent and %uHHHH,
  * JSON/JavaScript \uHHHH, \u{H..}, \UHHHHHHHH, \xHH, octal, a backslash before any other

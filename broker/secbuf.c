@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/secbuf.c: growing buffers that wipe what they leave behind (see secbuf.h). */
 #include "broker/secbuf.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/secbuf.h: growing buffers for bytes that may hold a secret — a rewritten request head,
  * a body with its placeholders replaced, a decoded response, the scrubber's held bytes. When
  * one grows, the old storage is wiped before it is freed, and freeing wipes it too, so no copy

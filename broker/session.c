@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/session.c: a session's listener thread and its connection threads (see session.h).
  * Every connection thread holds a reference; ending the session shuts the sockets down so
  * each thread returns soon, and the last one out frees the session. */

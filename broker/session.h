@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/session.h: one session inside the broker — its rules, audit log, session CA and the
  * socket its guest's connections arrive on. Which socket a connection came in on is the only
  * thing that says which session it belongs to; nothing the guest sends does. */

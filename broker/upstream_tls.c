@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/upstream_tls.c: the broker's TLS client. Verification failures are fatal and named
  * (the guest gets a 502 saying which check failed), never downgraded to a warning. */
 #include "broker/upstream_tls.h"

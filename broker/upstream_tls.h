@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/upstream_tls.h: verified TLS from the broker to an upstream (TLS >= 1.2, the peer's
  * chain checked against the system trust store or one CA file, the name or IP checked). */
 #ifndef BULKHEAD_BROKER_UPSTREAM_TLS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/vault.c: the encrypted secret vault (format in vault.h): opening, reading and
  * editing it. Plaintext lives only in locked, non-dumpable pages that are wiped before
  * release; the file is only ever replaced whole, by rename, after its successor is on disk.

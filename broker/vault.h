@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/vault.h: the secret vault — one AES-256-GCM file, opened with a key file or a
  * passphrase (scrypt); the broker reads secrets from it, `bulkhead vault` edits it. */
 #ifndef BULKHEAD_BROKER_VAULT_H

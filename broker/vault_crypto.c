@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/vault_crypto.c: the vault's keys and ciphers — key files and passphrase files read
  * into locked memory, new key files, the AES key derived from either (HKDF or scrypt), and
  * AES-256-GCM over the contents with the header as additional data. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/vault_file.c: the vault's file handling — bounded reads, whole-file replacement by
  * temp file and rename with the fsyncs that make it durable, and the directory lock that
  * keeps two writers from losing each other's changes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/vault_format.c: the vault's bytes (layout in vault.h) — building and checking the
  * header, and parsing and building the plaintext list of entries. Everything here reads
  * or writes memory only; files and ciphers are elsewhere. */

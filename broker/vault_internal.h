@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/vault_internal.h: the vault's internals, shared by its files — the open vault's
  * state and the helpers each file lends the others. Not an interface: vault.h is. vault.c
  * opens, reads and edits a vault; vault_format.c lays out its bytes; vault_crypto.c holds

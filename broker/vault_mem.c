@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/vault_mem.c: locked memory for plaintext secrets. Keys, passphrases and vault
  * contents live only here: pages kept out of swap (best effort), core dumps and forked
  * children, and wiped before they are unmapped. */

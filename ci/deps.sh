@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # `make deps`: installs the Debian packages in ci/packages.txt that are missing.
 # Idempotent and quiet when everything is present (one dpkg-query, no apt-get).
 set -eu

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/approvals_cmd.c: `bulkhead approvals list|show ID|approve ID|deny ID [--reason R]` —
  * asks every broker on this host (the shared one, <run dir>/broker.sock, and each session's
  * private one, <run dir>/<session>/broker.ctl) over its control socket (lib/control_proto.h).

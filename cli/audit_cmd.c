@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/audit_cmd.c: `bulkhead audit verify FILE` — checks that every line of an audit log
  * parses and that the hash chain links, and names the first line where it does not. */
 #include "cli/broker_cmds.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/bench.c: `bulkhead bench boot` — boots the engine N times with the command `true` and
  * times each boot's phases from outside: engine start-up (spawn to the kernel's first console
  * byte) and kernel (first byte to "Run /init as init process"), plus bulkhead-vmm's own

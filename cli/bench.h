@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/bench.h: `bulkhead bench` — boot latency of the engines, measured from outside. */
 #ifndef BULKHEAD_CLI_BENCH_H
 #define BULKHEAD_CLI_BENCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/broker_cmd.c: `bulkhead broker` — the shared credential broker in the foreground. It
  * runs bulkhead-broker with a control socket in bulkhead's run directory and the per-session
  * audit logs where private brokers put them; every other option is bulkhead-broker's own. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/broker_cmds.h: the CLI's commands for the credential broker's state: the vault and
  * the audit log. */
 #ifndef BULKHEAD_CLI_BROKER_CMDS_H

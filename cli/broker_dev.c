@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/broker_dev.c: the session's broker — a private bulkhead-broker, or a registration with a
  * shared one. Either way its socket is created and listening before (passed as a descriptor);
  * the guest reaches it only through that one vsock port. */

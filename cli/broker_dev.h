@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/broker_dev.h: the session's credential broker — a private bulkhead-broker
  * listening on the session's vsock port BROKER_VSOCK_PORT, started when the
  * session has a scope (rules); without one the guest has no way out at all. */

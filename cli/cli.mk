@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cli/: the `bulkhead` command. Its pieces build into one library (everything but main.c)
 # that the command and the unit tests link.
 CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))

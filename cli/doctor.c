@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/doctor.c: `bulkhead doctor` — what this host can run (cli/kvm_probe.c), QEMU,
  * virtiofsd and the guest kernel, whether the jail works, and which engine `auto` picks. */
 #include "cli/doctor.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/doctor.h: `bulkhead doctor` and its jail check. */
 #ifndef BULKHEAD_CLI_DOCTOR_H
 #define BULKHEAD_CLI_DOCTOR_H

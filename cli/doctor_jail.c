@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/doctor_jail.c: `bulkhead doctor`'s jail and cgroup lines. The jail is tried for real: a
  * static program of ours (bulkhead-vsock --help) started through jail_spawn exactly as a
  * session starts its back end, in an empty root with the ids a session would get; and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/engine.c: pick the engine for a session from what this host's KVM can do, and the
  * kernel command line every guest starts with. */
 #include "cli/engine.h"

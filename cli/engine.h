@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/engine.h: the engines that run a session's VM behind one table of operations
  * (bulkhead-vmm on KVM, QEMU microvm), and the choice between them. */
 #ifndef BULKHEAD_CLI_ENGINE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/engine_kvm.c: the kvm engine — our kernel and initramfs under bulkhead-vmm, with the
  * serial console on a pipe to us and the VMM's stderr on the diag pipe. */
 #include "cli/paths.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/engine_qemu.c: the QEMU engine — our kernel and initramfs under
  * qemu-system-x86_64 -M microvm, with the serial console on a pipe to us. */
 #include "cli/engine_spawn.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/engine_spawn.c: argument vectors and the VM process's start, for both engines. */
 #include "cli/engine_spawn.h"
 #include "jail/jail.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/engine_spawn.h: what both engines share — building an argument vector and
  * starting the VM process with its console on a pipe to us. */
 #ifndef BULKHEAD_CLI_ENGINE_SPAWN_H

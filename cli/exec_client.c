@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/exec_client.c: one exec in the guest, host side (see exec_client.h). */
 #include "cli/exec_client.h"
 #include "lib/unix_listen.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/exec_client.h: the host side of one exec in the guest (lib/agent_proto.h):
  * connect through the session's vsock socket, send the request, then relay stdin,
  * signals and window size one way and stdout/stderr/exit the other.

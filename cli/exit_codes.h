@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/exit_codes.h: the exit codes of bulkhead's commands besides a guest command's own (the
  * README's "Exit codes" table: 0-255 the command's, 128+N its signal N). */
 #ifndef BULKHEAD_CLI_EXIT_CODES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/kvm_probe.c: what this host's KVM can run, found by running the tiny probe guests
  * (tests/guests/) under bulkhead-vmm: usable at all, guest kernel mode native or emulated
  * (a timed loop), a ring-3 syscall that lands in ring 0. */

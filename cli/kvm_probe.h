@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/kvm_probe.h: what this host's KVM can run, found by running tiny probe guests. */
 #ifndef BULKHEAD_CLI_KVM_PROBE_H
 #define BULKHEAD_CLI_KVM_PROBE_H

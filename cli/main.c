@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/main.c: the `bulkhead` command — one table of subcommands. */
 #include "cli/bench.h"
 #include "cli/broker_cmds.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/out.c: non-blocking stdout and stderr for a session (see out.h). */
 #include "cli/out.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/out.h: our own stdout and stderr while a session runs — the guest's output, console
  * noise with -v, the final one-line messages — never wait on a reader that stopped reading.
  * A guest that fills our stderr (a console flood with -v, 64 KiB of its own stderr) while

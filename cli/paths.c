@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/paths.c: locate sibling programs and guest artefacts relative to our binary. */
 #include "cli/paths.h"
 

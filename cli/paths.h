@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/paths.h: where the CLI finds its sibling programs and guest artefacts.
  * Layout (build tree and install alike): PREFIX/bin/{bulkhead,bulkhead-vmm},
  * PREFIX/lib/bulkhead/{vmlinux,bzImage,initramfs.cpio,guests/}. */

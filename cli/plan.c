@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/plan.c: a request resolved into a session's plan (see plan.h), step by step: the
  * guest's files, the work share, the scope's grants, the global policy, the session's end,
  * the engine and the kernel command line. */

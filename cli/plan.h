@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/plan.h: a session, decided before anything starts.
  *
  * What was asked (struct session_request: from `run`/`start` options, cli/session_opts.c;

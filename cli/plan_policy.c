@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/plan_policy.c: the global policy (broker/policy.h) over a session's plan, before any VM
  * starts: its share, its limits, its scope and its lifetime. What the policy refuses is named
  * in one line; nothing has been started by then, so nothing is left behind. */

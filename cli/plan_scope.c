@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/plan_scope.c: what the session's scope grants besides network rules (broker/rules.h):
  * its work share, which --work may repeat or narrow to read-only, never name another
  * directory or widen; and its expiry, after which the session may not start and at which it

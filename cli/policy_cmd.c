@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/policy_cmd.c: `bulkhead policy check FILE...` (global policies and session scopes,
  * errors with line and column) and `bulkhead policy explain` (what decide() says about one
  * request, and which rule says it). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/run.c: `bulkhead run` and `bulkhead start` — a request from the options, a plan from
  * the request, and a session from the plan (cli/session.c); `start` runs it detached and
  * prints its id once the guest is ready. */

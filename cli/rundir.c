@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/rundir.c: per-session private directories, and clean-up of ones whose
  * bulkhead was killed before it could remove them. */
 #include "cli/rundir.h"

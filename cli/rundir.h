@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/rundir.h: a session's private run directory — sockets for its back ends live
  * here, nowhere else; created 0700 at start, removed when the session ends. */
 #ifndef BULKHEAD_CLI_RUNDIR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/session.c: one session's life — its helpers acquired in order, the guest watched to
  * its end, everything released in reverse — whatever started it (run, start). */
 #include "cli/session.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/session.h: a session's life, from its plan (cli/plan.h) to its exit code.
  *
  *   session_run          acquire the helpers in order (session_helpers.c: one table), watch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/session_agent.c: the agent side of a session — wait for the guest's
  * "ready", start the main command through the exec agent, relay it. Nothing here
  * blocks on the guest: the ready frame is parsed as it arrives, within a deadline. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/session_cmds.c: commands on a session started with `bulkhead start`:
  * `bulkhead exec ID -- CMD` (one more command in the same VM) and `bulkhead stop ID`. */
 #include "cli/exec_client.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/session_cmds.h: the commands that start, enter and stop sessions. */
 #ifndef BULKHEAD_CLI_SESSION_CMDS_H
 #define BULKHEAD_CLI_SESSION_CMDS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/session_console.c: the guest's serial console and the engine's stderr during a
  * session (see session_console.h). */
 #include "cli/session_console.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/session_console.h: what a session's guest says outside the exec agent — the serial
  * console (kernel noise, and init's one framed error) and the engine's and back ends'
  * stderr — kept for --console FILE, shown with -v, and remembered to explain an end. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/session_helpers.c: everything a session acquires, as rows of one table started in
  * order and stopped in reverse (for the rows that started). A new way to start a session
  * (an image, an OCI bundle, a pooled guest) is a plan and, where it needs one, a row. */

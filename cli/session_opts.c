@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/session_opts.c: the options of `bulkhead run` and `bulkhead start`, parsed once into a
  * session request (cli/plan.h). Usage errors are one line on stderr and EXIT_BULKHEAD. */
 #include "cli/plan.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/session_watch.c: the session loop — the guest's console, our signals, the session's
  * deadlines, the helpers' ends and the exec agent's link — and the exit code it ends with.
  * Every event is served without blocking, so a deadline holds whatever the guest does. */

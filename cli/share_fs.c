@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/share_fs.c: start and stop the session's virtiofsd.
  *
  * virtiofsd starts through the jail (jail/jail.h, map_root): inside a fresh user namespace

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/share_fs.h: the work share — one virtiofsd per session, serving DIR to the
  * guest as virtio-fs tag "work", started through the jail in its own user and mount
  * namespaces. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/share_fs_modes.c: what virtiofsd may not do to the host's files on the guest's behalf,
  * whatever it is asked: set the set-user-ID or set-group-ID bit. virtiofsd runs as the
  * share's owner (cli/share_fs.c), so a guest that could chmod 6755 would leave a program on

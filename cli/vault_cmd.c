@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/vault_cmd.c: `bulkhead vault init|put|list|rm|rotate-key` — edits the broker's vault.
  * Secret values come only from stdin or --from-file, never argv or the environment. */
 #include "cli/broker_cmds.h"

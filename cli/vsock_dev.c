@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/vsock_dev.c: start and stop the session's bulkhead-vsock. The vhost-user
  * socket is created and listening before the back end starts (passed as a
  * descriptor), so the engine can connect at once without a race. */

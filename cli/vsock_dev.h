@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli/vsock_dev.h: the session's vsock — one bulkhead-vsock back end per session,
  * its host-side sockets in the run directory, and the agent's ready listener. */
 #ifndef BULKHEAD_CLI_VSOCK_DEV_H

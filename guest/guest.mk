@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # guest/: bulkhead-init, linked statically so the initramfs needs no libc.
 GUEST_INIT      := $(LIBDIR)/bulkhead-init
 INIT_SRCS   := $(wildcard guest/init/*.c) lib/console_frame.c lib/agent_proto.c lib/io.c

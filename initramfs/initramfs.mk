@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # initramfs/: the guest's early user space, written without root by gen_init_cpio.
 # Uncompressed on purpose: the kernel needs no decompressor and boot skips that step.
 # Two images: initramfs.cpio, what sessions boot (init, busybox and the tools layer: curl

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Prints the gen_init_cpio list for the guest's initramfs: bulkhead-init as /init,
 # busybox with a link per applet, the few /etc files programs expect, and the tools
 # layer (curl, git and their libraries: tools-layer.sh). One entry per path.

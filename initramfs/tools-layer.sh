@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Prints the gen_init_cpio lines of the guest's tools layer: this host's own curl and
 # git (with the git-core helpers https remotes and local work need), their shared
 # libraries and dynamic loader, git's templates, and the TLS layout whose CA bundle

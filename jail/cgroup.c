@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/cgroup.c: the session's cgroups (see cgroup.h). */
 #include "jail/cgroup.h"
 #include "jail/jail_int.h"

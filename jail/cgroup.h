@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/cgroup.h: per-session resource limits. Every process of a session (the VM, virtiofsd,
  * bulkhead-vsock, a private broker) joins the session's cgroups before it execs: memory
  * (guest RAM plus a bounded overhead), pids and CPU time (the session's vCPUs plus one for its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/jail.h: the jail step, one function that starts every confined process of a session.
  *
  * The processes that touch guest data (the VM process and bulkhead-vsock) start in fresh PID,

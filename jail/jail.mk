@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # jail/: starting and confining a session's processes (the jail step, its ids, cgroups, process
 # plumbing), one library that the CLI, its test tools and benchmarks link.
 JAIL_SRCS := $(wildcard jail/*.c)

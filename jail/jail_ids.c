@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/jail_ids.c: whom a session's jailed processes run as (see jail_ids.h): a uid/gid of the
  * session's own, leased with an flock so two live sessions never share one. */
 #include "jail/jail_ids.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/jail_ids.h: whom a session's jailed processes run as. Started as root, a uid/gid of the
  * session's own, leased with an flock so that two live sessions never share one (no shared
  * keyring, rlimit or file); not root, our own ids (a user namespace maps only them). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/jail_int.h: inside the jail library: the steps of jail_spawn's child, each in the file
  * that holds its subsystem, and the one way the library writes a kernel file. Not for callers
  * outside jail/. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/jail_loader.c: a dynamic program's loader and libraries in an empty root (see
  * jail_loader.h), read from this host's own layout. */
 #include "jail/jail_loader.h"

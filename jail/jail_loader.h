@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/jail_loader.h: what a dynamically linked program needs in an empty root to start: /usr
  * read-only (programs and libraries, nothing secret), the loader's cache, and the host's
  * top-level paths a loader may start from (PT_INTERP is /lib64/...): on a merged-/usr host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/jail_root.c: what a jailed process sees of the host's files (see jail.h): an empty
  * read-only root holding only its mounts and links, or, without one, its mounts bound over
  * themselves in a mount namespace of its own. Every mount is a copy of that one mount alone

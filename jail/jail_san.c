@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/jail_san.c: a dynamic program's root for the jail in a sanitizer build (see jail_san.h).
  * Only /usr and the loader's own paths, read-only: nothing secret, and never in a normal
  * build, whose jailed programs are static. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/jail_san.h: the jail of bulkhead-vmm and bulkhead-vsock in a sanitizer build (make
  * SAN=..., BULKHEAD_SANITIZED). Those programs are static and get an empty root; with ASan they
  * are dynamic (it has no static run time), so their root then also holds what the loader

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/jail_spec.c: whether a spec is one the jail can follow (see jail.h), checked in the
  * launcher before anything starts, so that a mistake in a caller is an error with a reason and
  * not a child that fails half-way through its set-up. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/jail_userns.c: user namespace maps, written by the jailed child itself (a launcher
  * without privilege maps only itself) or by the launcher for its child (map_root: the
  * namespace's root is another user, which only a privileged writer may map). */

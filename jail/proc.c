@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/proc.c: session signals, helper-process set-up, listening sockets. */
 #include "jail/proc.h"
 #include "jail/cgroup.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jail/proc.h: process plumbing the CLI's pieces share — the session's signals,
  * starting a helper process, and listening sockets in the run directory. */
 #ifndef BULKHEAD_JAIL_PROC_H

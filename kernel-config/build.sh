@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Builds the guest kernel (vmlinux + bzImage) from Debian's linux-source-6.1 with
 # our config fragment (kernel-config/compile.sh), cached outside the tree, keyed by
 # everything that shapes it: the fragment, the recipe, the source version, the compiler.

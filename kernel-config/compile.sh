@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The guest kernel's recipe: Debian's linux-source tree SRC, tinyconfig plus our fragment,
 # built out of tree; DIR gets vmlinux (debug info stripped), bzImage, gen_init_cpio and the
 # final config. Its text is part of the cache key (build.sh): change it and the kernel is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The guest kernel, built once per config/source/compiler and cached outside the tree.
 KERNEL_OUT := $(LIBDIR)/vmlinux $(LIBDIR)/bzImage $(LIBDIR)/gen_init_cpio
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/agent_proto.c: the exec agent protocol's codecs, writer and incremental reader. */
 #include "lib/agent_proto.h"
 

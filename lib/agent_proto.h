@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/agent_proto.h: host <-> guest exec agent frames over vsock (v1).
  *
  * One vsock stream per exec. The host connects to the agent's port

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/boot_args.h: what the host tells bulkhead-init on the kernel command line (v2).
  * Only set-up facts travel here; commands go over vsock (lib/agent_proto.h).
  *

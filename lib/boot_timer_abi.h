@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/boot_timer_abi.h: the boot-timer contract between bulkhead-init (guest) and
  * bulkhead-vmm, and the line the VMM prints for `bulkhead bench boot`. */
 #ifndef BULKHEAD_LIB_BOOT_TIMER_ABI_H

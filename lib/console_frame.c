@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/console_frame.c: encoder and strict push parser for console frames (see header). */
 #include "lib/console_frame.h"
 

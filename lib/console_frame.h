@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/console_frame.h: bulkhead-init -> host frames on the serial console (v2).
  *
  * Before the vsock agent is up, the guest's only way to tell the host why a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/errbuf.c: one-line errors into the caller's buffer (see errbuf.h). */
 #include "lib/errbuf.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/errbuf.h: set-up errors as one line in the caller's buffer (`char *err, size_t errlen`,
  * the convention of the loaders and the vault), written by one helper. */
 #ifndef BULKHEAD_LIB_ERRBUF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/io.c: whole reads and writes on blocking descriptors (see io.h). Used by the host's
  * programs and by bulkhead-init, so it needs nothing but libc. */
 #include "lib/io.h"

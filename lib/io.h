@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/io.h: whole reads and writes on blocking descriptors — the loops that retry after EINTR
  * and short transfers, written once. Loops with a deadline or a stop to give way to
  * (lib/vhost_user.c, vmm/stopwait.c, cli/out.c) are not these and keep their own. */

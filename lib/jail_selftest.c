@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/jail_selftest.c: what a jailed process reports about itself (see the header). Only
  * system calls and stderr: it runs inside an empty root with no /proc. */
 #include "lib/jail_selftest.h"

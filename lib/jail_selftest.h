@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/jail_selftest.h: the jail's test hook shared by bulkhead-vsock and bulkhead-vmm
  * (--jail-selftest): "selftest: ..." lines on stderr that tests/e2e/test_jail.sh and
  * tests/e2e/test_vmm_jail.sh parse. The format is a contract with those tests. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/json_strict.c: the unknown-key check of strict JSON loading (see json_strict.h). */
 #include "lib/json_strict.h"
 

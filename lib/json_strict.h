@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/json_strict.h: strict JSON loading's key check — an object may hold only the keys its
  * loader knows, so a typo never silently widens or narrows what a file says. The global policy
  * (broker/policy.c) and a session's scope (broker/rules.c) both load this way, and each names

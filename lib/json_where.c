@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/json_where.c: a small scanner that walks a JSON text to a path (see the header). It
  * only skips values and compares keys; jansson has already parsed the text for meaning. */
 #include "lib/json_where.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/json_where.h: where a value sits in a JSON text. jansson reports line and column for
  * syntax errors only; a policy or scope file that parses but holds a wrong value should get
  * the same precision, so the loaders name the value by its path ("limits.max_cpus",

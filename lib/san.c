@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/san.c: a sanitizer build's needs in bulkhead-vmm and bulkhead-vsock (see lib/san.h).
  * Both run with an empty environment (the jail) and under seccomp, so the run time's options
  * are set here, and its system calls join their allow-lists. Leak detection is off: it stops

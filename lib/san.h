@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/san.h: what a sanitizer build (make SAN=..., which defines BULKHEAD_SANITIZED) needs in
  * the programs that lock themselves down with seccomp (bulkhead-vmm, bulkhead-vsock): the
  * sanitizer runtime's own system calls in their allow-lists, and run-time defaults (lib/san.c,

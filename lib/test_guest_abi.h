@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/test_guest_abi.h: the port-I/O and MMIO contract between bulkhead-vmm --test-guest and the
  * freestanding guests in tests/guests/. Shared by both sides; assembler-safe (macros only). */
 #ifndef BULKHEAD_LIB_TEST_GUEST_ABI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/unix_listen.c: making and adopting listening Unix sockets (see the header). */
 #include "lib/unix_listen.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/unix_listen.h: the Unix sockets every bulkhead process uses — listening ones made
  * here, or handed over by the launcher as a descriptor and checked before use, and
  * connections to them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/vhost_user.c: vhost-user message framing — size-checked encoding and decoding, and fd
  * passing with SCM_RIGHTS; the peer is untrusted, so every length is checked before use. */
 #include "lib/vhost_user.h"

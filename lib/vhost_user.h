@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/vhost_user.h: the vhost-user protocol (wire version 1), as spoken between bulkhead-vmm's
  * front end and its device back ends (bulkhead-vsock, virtiofsd) over a Unix stream socket.
  *

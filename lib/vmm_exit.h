@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lib/vmm_exit.h: what bulkhead-vmm's exit status means; shared with the CLI (doctor, run)
  * and the tests. Keep docs in sync when a value changes: these are a public contract. */
 #ifndef BULKHEAD_LIB_VMM_EXIT_H

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs every test suite (unit, fuzz, end-to-end, nested), each of which prints TAP, and
 # prints one summary line: "N passed, N failed, N skipped". Exit 1 on any failure.
 # Usage: tests/run.sh [SUITE-NAME-PATTERN...]   (e.g. tests/run.sh e2e/run unit/)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/: unit tests (cmocka), end-to-end suites (real VMs), fuzzers (libFuzzer).
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/boot_timer.c: one port, one timestamp, one stderr line — the first write only, so a
  * guest cannot flood the log or move the mark. */
 #include "vmm/boot_timer.h"

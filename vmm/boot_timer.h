@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/boot_timer.h: the boot-timer port (lib/boot_timer_abi.h) — timestamps the guest's
  * "init started" write against VM creation and the first KVM_RUN. */
 #ifndef BULKHEAD_VMM_BOOT_TIMER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/bus.c: a small table lookup; devices are few, so linear search is the fast path. */
 #include "vmm/bus.h"
 

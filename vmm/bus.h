@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/bus.h: port-I/O and MMIO dispatch — devices register address ranges; accesses that
  * hit no device are counted and read as all-ones, never fatal (a guest may probe anything). */
 #ifndef BULKHEAD_VMM_BUS_H

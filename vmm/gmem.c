@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/gmem.c: guest RAM in a sealed memfd, and the one bounds check for guest addresses. */
 #include "vmm/gmem.h"
 

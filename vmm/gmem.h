@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/gmem.h: guest RAM — one sealed memfd (shareable with vhost-user back ends) mapped into
  * this process, exposed to the guest as one or more guest-physical windows. */
 #ifndef BULKHEAD_VMM_GMEM_H

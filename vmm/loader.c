@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/loader.c: map kernel files, and load ELF64 executables into guest RAM, all-or-nothing. */
 #include "vmm/loader.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/loader.h: kernel images in host memory — mapping a file with a size limit, and the
  * ELF64 loader (arch-independent). Loaders check every size and offset the file claims and
  * either load everything or touch nothing. */

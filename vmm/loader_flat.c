@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/loader_flat.c: the simplest loader — file bytes to one RAM range, bounds-checked. */
 #include "vmm/loader_flat.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/loader_flat.h: loads a flat binary (a test guest) into guest RAM at a fixed address. */
 #ifndef BULKHEAD_VMM_LOADER_FLAT_H
 #define BULKHEAD_VMM_LOADER_FLAT_H

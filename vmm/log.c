@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/log.c: one line per message so callers (doctor, run, tests) can parse stderr. */
 #include "vmm/log.h"
 

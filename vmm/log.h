@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/log.h: bulkhead-vmm's one-line diagnostics on stderr ("bulkhead-vmm: ..."). */
 #ifndef BULKHEAD_VMM_LOG_H
 #define BULKHEAD_VMM_LOG_H

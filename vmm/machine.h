@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/machine.h: one bulkhead-vmm instance — options (vmm/options.h), the VM, its vCPUs
  * and the state of every device — and the declarative device table main.c walks in order at
  * start-up and in reverse at exit. Device set-up lives in its device file; this header only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vmm/main.c: bulkhead-vmm — options (vmm/options.c), then acquire in order (VM, devices,
  * images, vCPUs), lock down (one place: lock_down_and_run), run, release in reverse.

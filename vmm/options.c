@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/options.c: bulkhead-vmm's command line. Every user-given number is strict decimal in
  * range, every descriptor is open and of the kind its option needs, each refusal is one
  * line naming the option and what it wants. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/options.h: bulkhead-vmm's command line — what a run is asked to do, every number and
  * descriptor checked before any VM exists. */
 #ifndef BULKHEAD_VMM_OPTIONS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/seccomp.c: the allow-lists (see seccomp.h), built with libseccomp for the native
  * architecture only; every other architecture's calls (x32 included) kill the process.
  * Derived from the code each role runs after lock-down, checked with strace -f on test

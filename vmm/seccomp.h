@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/seccomp.h: bulkhead-vmm's system-call allow-lists, one per thread role (main, vCPU,
  * back-end watcher). All are compiled to BPF by the main thread during set-up; each thread
  * then installs its own for itself only (no TSYNC), with one system call and no allocation,

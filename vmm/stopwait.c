@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/stopwait.c: waits that end with the VM (see stopwait.h). The stop eventfd is written
  * once and never read, so it stays readable from the stop request on. */
 #include "vmm/stopwait.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/stopwait.h: blocking I/O that gives way to the VM's stop — what a vCPU or the main
  * thread uses to wait on anything outside the VM (the console's reader), so that a stop
  * request (the guest's end, --timeout-ms, a failed back end) is never held up by it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/testdev.c: the test-guest ports — how a freestanding guest talks, stops and times. */
 #include "vmm/testdev.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/testdev.h: the devices of --test-guest mode (lib/test_guest_abi.h): a write-only
  * serial sink, the exit port and the timestamp-mark port. Mapped in test mode only. */
 #ifndef BULKHEAD_VMM_TESTDEV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/uart.c: the 8250/16550A register model. Transmission is instant (the THR is always
  * empty again by the next access), reception is idle (no input yet), the modem lines loop
  * back in MCR loopback mode so Linux's probe recognises the chip. */

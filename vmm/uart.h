@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/uart.h: an 8250/16550A UART — the guest's console. Transmitted bytes go to an output
  * fd byte-exact; interrupts reach the guest on one GSI of the in-kernel irqchip. */
 #ifndef BULKHEAD_VMM_UART_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/vcpu.c: vCPU lifetime and the run loop — each KVM exit becomes a bus access, or ends
  * the run with a documented status (lib/vmm_exit.h) and one line on stderr. */
 #include "vmm/vcpu.h"

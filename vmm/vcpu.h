@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/vcpu.h: one vCPU — its fd, its shared kvm_run page, its host thread, and the run loop
  * that turns KVM exits into bus accesses or a final exit status (lib/vmm_exit.h). */
 #ifndef BULKHEAD_VMM_VCPU_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/vm.c: VM lifetime — acquire in order, release in reverse. */
 #include "vmm/vm.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/vm.h: one virtual machine — the KVM handles, guest RAM, the I/O buses and the
  * "stop with this status" request that devices raise. Everything a VM needs lives here, so
  * two VMs in one process share nothing mutable. */

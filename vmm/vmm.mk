@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # vmm/: bulkhead-vmm, the KVM microVM monitor. Everything but main.c and the allow-lists goes
 # into $(VMM_LIB) so unit tests (tests/unit/test_vmm_*.c) can call the VMM's pieces directly.
 VMM_SRCS := $(filter-out vmm/main.c vmm/seccomp.c,$(wildcard vmm/*.c vmm/x86/*.c vmm/virtio/*.c))

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/backend.c: vhost-user requests for the vsock device: features, the memory table,
  * ring set-up and tear-down, the config space (guest CID). The front end is a separate,
  * possibly compromised process too: every index and value is checked. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/backend.h: the vhost-user device side of bulkhead-vsock — one front end (QEMU or
  * bulkhead-vmm) configures memory and rings of the vsock device through these messages. */
 #ifndef BULKHEAD_VSOCK_BACKEND_H

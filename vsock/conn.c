@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/conn.c: the host side of each connection — the table, non-blocking Unix sockets, the
  * "CONNECT <port>" handshake, and the buffer that holds guest data the host has not taken yet
  * (never more than the credit we granted: VSOCK_BUF_ALLOC per connection). */

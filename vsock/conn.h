@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/conn.h: inside bulkhead-vsock — the connection table and each connection's host-side
  * Unix socket (connect, handshake, bounded buffering of guest data). */
 #ifndef BULKHEAD_VSOCK_CONN_H

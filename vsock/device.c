@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/device.c: the vsock packet state machine — guest packets from the tx queue (every
  * header field checked; a violation resets that connection and is counted) and the rx pump that
  * feeds the guest control packets and host data within the guest's credit. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/main.c: bulkhead-vsock — acquire the sockets, lock down, then one epoll loop serving the
  * vhost-user front end, the guest's kicks and the host-side Unix sockets until the front end
  * goes away; release. Options are parsed in options.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/options.c: bulkhead-vsock's command line (see options.h). */
 #include "vsock/options.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/options.h: bulkhead-vsock's command line — where the front end and the host's programs
  * reach it and which guest it serves, every value checked before anything is opened. */
 #ifndef BULKHEAD_VSOCK_OPTIONS_H

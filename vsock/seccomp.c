@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/seccomp.c: the allow-list (see seccomp.h), built with libseccomp for the native
  * architecture only; every other architecture's calls (x32 included) kill the process.
  * bulkhead-vsock has one thread, so one role: its epoll loop (vsock/main.c) after set-up.

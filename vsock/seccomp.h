@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/seccomp.h: bulkhead-vsock's system-call allow-list, installed once its sockets and
  * event loop are set up and before the front end's first message (so before any guest
  * byte). Anything else kills the process (SIGSYS), except a few calls that fail instead:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/virtq.c: split-virtqueue processing for the back end. The rings live in memory the
  * guest can rewrite at any moment, so every shared field is read once into a local and checked
  * there; only vmem_ptr() turns guest addresses into pointers. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/virtq.h: the device side of a split virtqueue in guest memory: popping descriptor
  * chains (every index, flag, address and length checked) and publishing used entries. */
 #ifndef BULKHEAD_VSOCK_VIRTQ_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/vmem.c: guest memory as the back end sees it — regions from SET_MEM_TABLE and the
  * single overflow-safe translation every guest address goes through. */
 #include "vsock/vmem.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/vmem.h: the front end's memory regions (SET_MEM_TABLE) mapped into the back end, and
  * the one checked helper that turns a guest address and length into a host pointer. */
 #ifndef BULKHEAD_VSOCK_VMEM_H

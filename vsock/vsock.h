@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsock/vsock.h: the virtio-vsock device of bulkhead-vsock — stream connections between the
  * guest and host Unix sockets (hybrid semantics), with credit-based flow control both ways. */
 #ifndef BULKHEAD_VSOCK_VSOCK_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # vsock/: bulkhead-vsock, the vhost-user virtio-vsock back end. Everything but main.c goes into
 # $(VSOCK_LIB) so unit tests (tests/unit/test_vsock*.c) drive the queues and the state machine.
 VSOCK_SRCS := $(filter-out vsock/main.c vsock/seccomp.c,$(wildcard vsock/*.c))

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/vmm/first_byte.c: times a program from just before fork+exec to the first byte on
  * its stdout — for a VMM running a guest whose first instruction writes the serial port,
  * that is "exec to the guest's first instruction", the same yardstick for every VMM.

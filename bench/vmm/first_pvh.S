@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/vmm/first_pvh.S: the QEMU side of the start-up benchmark — a PVH ELF whose first
  * instruction writes '!' to the serial port, then leaves through isa-debug-exit (0xf4).
  * Entered by QEMU in 32-bit protected mode at the address in its Xen PVH note. */

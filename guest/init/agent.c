@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* guest/init/agent.c: the exec agent — listens on vsock AGENT_PORT; each host
  * connection is one exec (lib/agent_proto.h), served by its own child process.
  * The "ready" connection to the host doubles as the session's lifeline: when the

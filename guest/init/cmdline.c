@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* guest/init/cmdline.c: the kernel command line's bulkhead.* parameters
  * (lib/boot_args.h), read once. */
 #include "guest/init/init.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* guest/init/console.c: the only writer of frames; the command never sees this fd. */
 #include "guest/init/init.h"
 #include "lib/console_frame.h"

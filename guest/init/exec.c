@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* guest/init/exec.c: start a command with pipes or a pseudo-terminal — shared by
  * the one-shot session (console frames) and the vsock exec agent. */
 #include "guest/init/exec.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* guest/init/exec.h: starting a guest command with pipes or a pseudo-terminal. */
 #ifndef BULKHEAD_GUEST_EXEC_H
 #define BULKHEAD_GUEST_EXEC_H

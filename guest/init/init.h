@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* guest/init/init.h: bulkhead-init, the guest's PID 1 — shared internal declarations. */
 #ifndef BULKHEAD_GUEST_INIT_H
 #define BULKHEAD_GUEST_INIT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* guest/init/main.c: bulkhead-init, PID 1 of every guest: set up, serve the
  * host's execs through the vsock agent, power off when the host is done. */
 #include "guest/init/init.h"

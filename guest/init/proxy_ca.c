@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* guest/init/proxy_ca.c: trust the session CA, and nothing else. The broker terminates the
  * guest's TLS (CONNECT) with leaves from its per-session CA; bulkhead-init asks the broker
  * for that CA's certificate at start-up and writes it as the system bundle, before any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* guest/init/proxy_shim.c: the guest's only way out — an HTTP proxy address on
  * 127.0.0.1:3128 that carries each connection, byte for byte, to the session's
  * credential broker over vsock (host port BROKER_VSOCK_PORT). The broker decides

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* guest/init/setup.c: the file systems and settings every session starts with. */
 #include "guest/init/init.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* guest/init/work.c: the work share — whether the host gave one (bulkhead.work=
  * on the kernel command line), and mounting it at /work. */
 #include "guest/init/init.h"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/e2e/lib.sh: TAP helpers for end-to-end suites (sourced, POSIX sh).
 # Provides ok/not_ok/skip/plan_done, check_eq, and $BIN, $LIBDIR, $BULKHEAD, $TMP.
 BUILD=${BUILD:-build}

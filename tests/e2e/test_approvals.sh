@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Per-request approval, host only: a shared broker (bulkhead broker) with a global policy that
 # holds writes to one API and pushes to main; sessions registered as `bulkhead run --broker`
 # registers them; `bulkhead approvals` deciding. Approve -> the request completes; deny -> 403

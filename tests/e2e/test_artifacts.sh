@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The guest artefacts `make` produces: kernel images of the right kind, a config
 # that kept what the fragment asked for, an initramfs holding init and busybox.
 . "$(dirname "$0")/lib.sh"

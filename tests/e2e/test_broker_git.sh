@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # End to end (QEMU engine here), the README's flow: tokens in the vault; a session whose
 # command calls an HTTPS API with curl and clones, commits to and pushes a private repository
 # with git — both over https:// through the broker (CONNECT, the session CA, the token

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/e2e/test_broker_limits.sh: what one session can take from a shared broker, measured on
 # real shared brokers (bulkhead-broker --control) with sessions registered as `bulkhead run
 # --broker` registers them, in front of https-echo.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # End to end (QEMU engine here): a guest command reaches an HTTPS API through the
 # session's broker — the guest's proxy shim (127.0.0.1:3128) -> vsock -> bulkhead-broker
 # -> verified TLS — with a token from the vault injected on the way, and the token

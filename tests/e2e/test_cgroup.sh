@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Per-session cgroups (jail/cgroup.c): every process of a session is in them, with the memory,
 # pids and CPU limits set; a session that goes over its memory limit ends with a clear
 # message while another session beside it is unaffected; nothing is left afterwards.

@@ -1,5 +1,6 @@
 #!/bin/sh
-# The documents stay true to the tree: every file or folder path and every function the
+# SPDX-License-Identifier: Apache-2.0
+# The documents stay true to the tree, and the licence is stated: every file or folder path and every function the
 # architecture, the threat model and the READMEs name in `backticks` exists. A path counts
 # when it has a folder and an extension or ends in /; a function when written name() .
 . "$(dirname "$0")/lib.sh"
@@ -36,4 +37,14 @@ for doc in $docs; do
 		not_ok "$doc names files or functions that do not exist" "$missing"
 	fi
 done
+# The licence: LICENSE at the top, and an SPDX line near the top of every source file.
+unlicensed=$(git ls-files -- '*.c' '*.h' '*.S' '*.ld' '*.sh' '*.mk' '*.py' '*.config' Makefile .ci/run |
+	while read -r f; do
+		head -n 3 "$f" | grep -q 'SPDX-License-Identifier: Apache-2.0' || echo "$f"
+	done)
+if [ -f LICENSE ] && grep -q 'Apache License' LICENSE && [ -z "$unlicensed" ]; then
+	ok "LICENSE is Apache-2.0 and every source file says so (SPDX)"
+else
+	not_ok "the licence is not stated everywhere" "${unlicensed:-LICENSE missing}"
+fi
 plan_done

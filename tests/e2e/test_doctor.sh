@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # End to end: bulkhead-vmm --test-guest runs the freestanding guests of tests/guests/ on this
 # host's KVM with their documented exit statuses (lib/vmm_exit.h), and `bulkhead doctor`
 # reports facts consistent with what those probes show.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # End to end: the vsock exec agent — `bulkhead run` through the agent (stdin,
 # binary output, streams kept apart, exit codes and signals), and sessions with
 # many execs (`bulkhead start` / `exec` / `stop`), under the QEMU engine here.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # End to end: the guest's tools layer (initramfs/tools-layer.sh) — curl and git start
 # with their libraries, git works as root in a repository and clones it through its
 # helpers, the https helper loads, and the TLS paths lead to the session's CA bundle

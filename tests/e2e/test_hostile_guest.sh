@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # A guest command running as root takes its exec agent's vsock stream (pidfd_getfd on its
 # parent) and sends the host what the agent never would: half a frame header and then
 # nothing, a frame trickled a byte at a time, a flood of whole frames, an oversized length,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The jail of the VM process and the device back ends (jail/jail.c): from inside a jailed
 # bulkhead-vsock and bulkhead-vmm (their --jail-selftest hooks, started by the launcher's own
 # jail step, in empty roots), then from outside a live session's QEMU, bulkhead-vsock and
@@ -130,11 +131,11 @@ else
 		"$(ls /proc/$v/root | tr '\n' ' ' | sed 's/ $//')"
 	if [ "$(cat /proc/$q/comm)" = bulkhead-vmm ]; then
 		# The kvm engine (a host with KVM): a static VMM in an empty root; its files came as
-		# descriptors, /dev/kvm the only one of a device.
+		# descriptors, /dev/kvm (and stdin's /dev/null) the only ones of a device.
 		check_eq "bulkhead-vmm's root is empty" "" "$(ls -A /proc/$q/root)"
 		fds=$(for f in /proc/$q/fd/*; do readlink "$f"; done |
-			grep -vE '^(anon_inode:|socket:|pipe:|/memfd:|/dev/kvm$)')
-		check_eq "bulkhead-vmm holds no descriptor of a host file but /dev/kvm (sockets, pipes, KVM's, its memfd)" "" "$fds"
+			grep -vE '^(anon_inode:|socket:|pipe:|/memfd:|/dev/kvm$|/null$)')
+		check_eq "bulkhead-vmm holds no descriptor of a host file but /dev/kvm (sockets, pipes, KVM's, its memfd, stdin from /dev/null)" "" "$fds"
 	else
 		extra=$(ls /proc/$q/root | grep -vxE 'usr|boot|etc|bin|sbin|lib|lib32|lib64|libx32')
 		if [ -z "$extra" ] && [ "$(ls /proc/$q/root/boot | tr '\n' ' ')" = "initrd kernel " ] &&

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The global policy without a VM: `bulkhead policy check` and `policy explain` against golden
 # outputs (tests/golden/policy/), and `bulkhead run` refusing, before any VM starts, what the
 # policy forbids — each refusal naming the rule.

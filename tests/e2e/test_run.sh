@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # End to end: `bulkhead run` boots a real guest (engine auto; QEMU under TCG on
 # hosts whose KVM cannot run Linux user space) and returns the command's output
 # and exit status exactly.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # What a scope grants besides network rules (broker/rules_grant.c, cli/scope_grant.c): its work
 # share (the session's /work, which --work may repeat or narrow to read-only, never change or
 # widen; the global policy's deny_share_paths applies) and its expiry (no start after it, the

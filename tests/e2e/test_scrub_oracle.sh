@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/e2e/test_scrub_oracle.sh: the response scrubber through the real broker, host only.
 # A guest (tests/tools/scrub_probe.c) sends guesses for an allow-listed echo upstream to
 # repeat and watches everything it can (status, chunk sizes, bytes before the upstream's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # End to end: the work share (`--work DIR[:ro]`): virtio-fs through a per-session
 # virtiofsd, byte-exact both ways, host-enforced read-only, no escape from DIR,
 # files owned by DIR's owner, and nothing left behind.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # When `bulkhead run` (or `bulkhead stop`) returns, nothing of the session is left: no
 # process of it runs or waits to be reaped (virtiofsd's sandboxed child included), its uid
 # lease is free, its cgroups are gone, its share can be removed. A caller may reuse all of

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/e2e/test_vhost_user_virtiofsd.sh: bulkhead-vmm's virtio-mmio transport and vhost-user
 # front end against Debian's real virtiofsd: handshake, memory table, ring set-up (each step
 # acked), one FUSE_INIT through the rings, then virtiofsd killed mid-session is noticed.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # End to end: bulkhead-vmm's Linux machine (--machine) seen from inside freestanding test
 # guests on this host's KVM: boot registers and zero page, CPUID and N vCPUs with their APIC
 # IDs, the 8250 byte-exact and its interrupt, i8042 reset and triple-fault statuses; ring

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # End to end on this host's KVM: bulkhead-vmm's own jail. Every thread runs under its own
 # seccomp allow-list from before the first guest instruction (seen from outside in
 # /proc/PID/task/*/status, and from inside with --jail-selftest), the guests still work under

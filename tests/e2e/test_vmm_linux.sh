@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # End to end: our Linux kernel under bulkhead-vmm, through `bulkhead run --engine kvm`.
 # Where KVM runs Linux user space (doctor: native), a full session's exit code comes back.
 # Where it does not (kvm_pvm: guest ring 0 emulated, ring-3 syscalls broken), the kernel still

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # End to end under KVM: bulkhead-vmm's virtio-mmio transport and vhost-user front end
 # carry real FUSE traffic to Debian's virtiofsd. The kernel mounts the share as its
 # root (rootfstype=virtiofs root=work) before any user space runs, then reads the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/e2e/test_vsock.sh: bulkhead-vsock under QEMU (TCG) with a real guest — byte-exact data
 # both ways (SHA-256), prompt resets with no listener, the CONNECT handshake, a guest that stops
 # reading not growing the back end's memory, and the back end's lifecycle.

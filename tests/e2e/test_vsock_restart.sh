@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/e2e/test_vsock_restart.sh: ring restarts in bulkhead-vsock, without KVM. The probe plays
 # bulkhead-vmm (its own virtio-mmio transport and vhost-user front end) and the guest (the
 # freestanding test guest's driver, tests/guests/vsock_drv.c) against the real back end:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/fuzz/fuzz_agent_proto.c: libFuzzer target for the exec agent protocol
  * (lib/agent_proto.h) as the host reads it: the input, after one byte that picks
  * the reader's buffer size, is the byte stream a hostile guest agent writes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/fuzz/fuzz_console_frame.c: libFuzzer target for the console frame parser,
  * the host's first reader of guest-controlled bytes. The input is fed in pieces
  * whose sizes come from the input itself, to exercise every state boundary. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/fuzz/fuzz_policy.c: libFuzzer target for the global policy loader (broker/policy.c)
  * and the host canonicalisation it relies on (broker/hostname.c). The input is a policy file.
  * Checks, beyond ASan and UBSan: a load either succeeds or says why; a loaded policy holds

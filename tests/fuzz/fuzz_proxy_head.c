@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/fuzz/fuzz_proxy_head.c: libFuzzer target for the broker's side of a guest connection:
  * whatever bytes a hostile guest sends on the broker port, through the real proxy_serve() —
  * request heads, both body framings, CONNECT with the session CA, keep-alive sequences.

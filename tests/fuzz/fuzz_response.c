@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/fuzz/fuzz_response.c: libFuzzer target for the broker's response path — whatever a
  * hostile upstream answers, through the real proxy_response_relay(): http_parser, header filtering,
  * Content-Encoding decoding, the scrubber and the chunk framing toward the guest.

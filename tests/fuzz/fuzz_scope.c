@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/fuzz/fuzz_scope.c: libFuzzer target for the session scope loader (broker/rules.c,
  * rules_grant.c) and what runs on a loaded scope: decide() for a few requests and the check
  * against a global policy. The input is a scope file. Checks, beyond ASan and UBSan: a load

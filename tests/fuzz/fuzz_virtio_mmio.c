@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/fuzz/fuzz_virtio_mmio.c: libFuzzer target for the virtio-mmio transport as a hostile
  * driver drives it: a sequence of MMIO reads and writes of any size and offset around the
  * register window, sent through the VM's bus as a vCPU exit would be (no KVM).

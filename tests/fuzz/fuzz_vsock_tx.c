@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/fuzz/fuzz_vsock_tx.c: libFuzzer target for bulkhead-vsock's handling of the guest's
  * virtqueues. The input is guest memory: two 4 KiB regions (separate heap blocks, adjacent in
  * guest-physical space, so a buffer spanning both must be refused) holding the tx and rx

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/fuzz/fuzz_vu_front.c: libFuzzer target for bulkhead-vmm's vhost-user front end
  * (vmm/virtio/vu_front.c, vhost_user_dev.c, lib/vhost_user.c) as a hostile back end answers
  * it: every byte and descriptor the back end sends, through a real socket, while the VMM sets

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs one libFuzzer binary for a bounded time from its seed corpus; prints TAP.
 # A crash, leak or sanitizer report fails the test and leaves the reproducer in
 # build/fuzz/artifacts/.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guest-tools/agent_attack.c: a hostile guest command (static, run as root in the
  * guest) that takes its exec agent's vsock stream away from it and writes to the host what
  * the agent never would, to show that no such stream can hold a session past its deadline.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/guest-tools/: static test programs for the guest, and the test initramfs that carries
 # them: the base initramfs with a second cpio appended (the kernel unpacks both).
 GUEST_TOOLS_DIR := $(BUILD)/tests/guest-tools

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guest-tools/vsock_tool.c: a static byte pump for the vsock tests — AF_VSOCK modes run
  * in the guest, Unix-socket modes (the hybrid side) run on the host; same binary for both. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/cpus.c: (--machine --cpus N) every vCPU starts, and each sees its own APIC ID
  * in CPUID leaf 1, in leaf 0xb and in its LAPIC; CPUID shows the hypervisor bit and N cores.
  * Prints "cpus: N ok" and exits 0; n > 0 names the first failed check. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/first.S: the bulkhead-vmm side of the start-up benchmark (bench/vmm-startup.sh):
  * the first instruction writes '!' to the serial port, then the guest exits with code 0. */
 #include "lib/test_guest_abi.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/flood.c: writes console lines forever (the test serial port, or the 8250 with
  * --machine: the same port), a 4 KiB block of them per VM exit (rep outsb), so a pipe nobody
  * reads is full within milliseconds even where exits are slow (nested or emulated KVM). The

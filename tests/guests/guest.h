@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/guest.h: the guest side of lib/test_guest_abi.h — port I/O, serial output,
  * exit and timestamp marks — for the freestanding C test guests. */
 #ifndef BULKHEAD_TESTS_GUEST_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/guests/: freestanding test and probe guests for bulkhead-vmm --test-guest, built as
 # flat binaries into $(LIBDIR)/guests/NAME.bin. A guest is NAME.c (linked with start.S) or
 # NAME.S (self-contained). ABI: lib/test_guest_abi.h. Helpers (GUEST_HELPERS, not guests

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/halt.S: HLT with interrupts off, nothing can wake it: the VMM must end the
  * run with VMM_EXIT_HALTED (lib/vmm_exit.h). */
 	.section .text.start, "ax"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/hello.c: prints one known line and exits with a known code — the smallest
  * end-to-end check of serial output and the exit port. */
 #include "tests/guests/guest.h"

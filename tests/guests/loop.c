@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/loop.c: the doctor's kernel-mode speed probe — a calibrated ring-0 dec/jnz
  * loop bracketed by timestamp marks, a few rounds so the host can take the fastest. */
 #include "tests/guests/guest.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/reset.S: (--machine) asks the i8042 to pulse the CPU reset line, as Linux's
  * reboot=k does: the VMM must end with VMM_EXIT_RESET in test mode. */
 	.section .text.start, "ax"

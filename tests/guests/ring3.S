@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/ring3.S: the doctor's ring-3 syscall probe. Ring 0 enables SYSCALL, drops to
  * ring 3 with SYSRETQ, ring 3 executes SYSCALL; the handler prints '0' + (CS & 3) and a
  * newline, then exits with code 0. A correct KVM prints "0"; hosts whose SYSCALL lands in

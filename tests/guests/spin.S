@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/spin.S: never stops — for --timeout-ms, which must end the run with
  * VMM_EXIT_TIMEOUT (124) even though the guest never exits to the VMM by itself. */
 	.section .text.start, "ax"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/start.S: entry of the C test guests — keep the entry registers for checks,
  * give each vCPU its own stack (by RDX, the vCPU index), run guest_main() on vCPU 0 and
  * exit with its value; other vCPUs run guest_ap(index, count), by default a halt loop. */

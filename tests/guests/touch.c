@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/touch.c: the memory benchmark's guest (bench/vmm-memory.sh): writes one byte
  * per 4 KiB page of TOUCH_MIB MiB above 8 MiB, says "touched" on serial, then spins until the
  * harness has read the VMM's RSS and kills it. */

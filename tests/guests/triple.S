@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/triple.S: an exception with no IDT (limit 0, as the VMM enters guests) faults,
  * double-faults, then triple-faults: the VMM must end with VMM_EXIT_SHUTDOWN. */
 	.section .text.start, "ax"

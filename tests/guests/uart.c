@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/uart.c: (--machine) the 8250 as Linux drives it: register read-back, the
  * loopback and FIFO probes, every byte value through THR to stdout unchanged, and the THRE
  * interrupt on IRQ 4 through the in-kernel PIC. Exit 0 = all as documented; n > 0 names the

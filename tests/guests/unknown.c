@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/unknown.c: hostile-ish probing of addresses nobody serves — unknown ports and
  * MMIO must read as all-ones and never stop the VM. Exit code 0 = all as documented; n > 0
  * names the first check that failed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/vsock.c: (--machine --virtio-vsock SOCK,cid=3) the ring restart scenarios of
  * tests/guests/vsock_drv.h against bulkhead-vsock, with the host side's echo and stream
  * listeners (vsock-restart-probe serve). Prints "vsock: NAME ok" per scenario, then resets the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/vsock_drv.c: the driver side of virtio-vsock over virtio-mmio, just enough for
  * the ring restart scenarios (see vsock_drv.h): one connection at a time, polled rings (no
  * interrupts), every value the device writes checked before use. Freestanding: no libc, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/vsock_drv.h: a minimal virtio-mmio vsock driver (the guest's side) and the ring
  * restart scenarios of tests/e2e (a queue toggled QueueReady 0 -> 1, a device reset and
  * re-initialisation, a reset while a connection is busy). Freestanding: the same code runs in

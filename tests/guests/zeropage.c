@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/guests/zeropage.c: (--machine) the boot state Linux relies on, checked from inside:
  * entry registers, control registers, the zero page (e820, command line, initrd address and
  * size) and the MP table. Exit 0 = all as documented; n > 0 names the first failed check.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Boots L1 once (tests/nested/README.md): QEMU 10 from the package cache, TCG emulating AMD SVM
 # with nested paging, 2 vCPUs and 4 GiB, Debian's cloud kernel and the image from image.sh; L1
 # runs PLAN (l1-run.sh) and powers off. Its kernel console goes to OUTDIR/console, its report

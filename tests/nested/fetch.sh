@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Fetches what L1 (the nested KVM host, tests/nested/README.md) is made of from Debian's apt
 # sources, nothing installed on this host: Debian's cloud kernel and its KVM modules, and QEMU 10
 # from bookworm-backports (the host's QEMU 7.2 is left as it is). A private apt state (its own

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Builds L1's initramfs (tests/nested/README.md): Debian's cloud kernel modules for KVM (from
 # fetch.sh), QEMU 10 and its firmware, this host's tools that the suites call (dash, coreutils,
 # procps, script, openssl, virtiofsd, ...) with their shared libraries, busybox for the rest,

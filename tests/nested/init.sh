@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # L1's PID 1 (tests/nested/README.md). Stage 1 copies the initramfs into a tmpfs and
 # switch_roots there (pivot_root, which the jail and virtiofsd use, refuses the initramfs root);
 # stage 2 mounts what a host has (cgroup v2 included), loads the KVM modules, runs the plan named

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs a plan inside L1 (tests/nested/README.md) and reports on stdout (the second serial port)
 # in a line protocol that tests/nested/run.sh turns into TAP:
 #   nested: TEXT                a fact about L1 (boot time, versions)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Inside L1 (tests/nested/run.sh): whole sessions under bulkhead-vmm (--engine kvm) beyond what
 # the e2e suites run there: the engine really is bulkhead-vmm, jailed; the work share read-write
 # and read-only; 2 and 4 vCPUs seen by the guest and used at once; the session's cgroup v2 limits;

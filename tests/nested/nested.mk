@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/nested/: bulkhead-vmm under a KVM host with hardware semantics (L1, AMD SVM emulated by
 # QEMU 10's TCG; tests/nested/README.md). `make test` runs it as the suite nested/l1; alone:
 .PHONY: test-nested

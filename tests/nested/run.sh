@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The nested suite (tests/nested/README.md): boots L1, a KVM host with hardware semantics under
 # QEMU TCG, once, and turns what it reports (l1-run.sh's line protocol) into TAP: each check of
 # each suite run inside L1 becomes one line here, named "L1 SUITE: ...". A suite that exits

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The watchdog of one command in L1 (tests/nested/l1-run.sh starts it beside the command, in a
 # session of its own so that it can be stopped whole): after SECONDS, if PID still runs, it
 # prints the state of PID and every descendant (each thread's state, kernel wait channel, kernel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/echo_reflect.c: the echo upstream's /reflect answers — the request's X-Reflect
  * value repeated in a chosen encoding (the forms a real API may echo a field in), optionally
  * compressed or sent with a pause in the middle, so tests can check what the broker lets

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/echo_reflect.h: the echo upstream's /reflect answers (echo_reflect.c). */
 #ifndef BULKHEAD_TESTS_ECHO_REFLECT_H
 #define BULKHEAD_TESTS_ECHO_REFLECT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/fd_connect.c: connects Unix sockets onto chosen descriptors, then runs a
  * command with them open (how a launcher hands bulkhead-vmm its back ends' sockets).
  *

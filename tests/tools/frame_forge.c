@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/frame_forge.c: prints perfectly valid console frames (right magic,
  * sequence numbers and CRC) claiming a guest failure, for the e2e test that a
  * command printing them changes neither its exit status nor its output.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/git_https_cgi.c: the git test server's CGI half — the request's meta-variables
  * (RFC 3875), `git http-backend` started on the spooled body, and its answer relayed over TLS
  * (chunked unless it gave a Content-Length). */

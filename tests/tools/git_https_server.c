@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/git_https_server.c: a git smart-HTTP server for tests — TLS (>= 1.2) on 127.0.0.1
  * in front of the real `git http-backend` run as a CGI, refusing every request without one exact
  * Authorization value. One forked process and one request per connection (Connection: close).

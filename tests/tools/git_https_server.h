@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/git_https_server.h: what the git test server's two halves share — one
  * connection's request (git_https_server.c parses it over TLS) and the CGI that answers it
  * (git_https_cgi.c runs `git http-backend`). */

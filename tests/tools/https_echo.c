@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/https_echo.c: a test upstream on 127.0.0.1 that answers every request with its
  * request line and headers in the body, plus an optional string (header and body) so tests can
  * make it echo a secret; /reflect echoes the X-Reflect header in a chosen encoding

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/jail_probe.c: runs a program through the launcher's own jail step
  * (jail/jail.c's jail_spawn, exactly as a session starts bulkhead-vsock), with a
  * listening Unix socket as its descriptor 3, and reports how it ended:

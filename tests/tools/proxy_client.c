@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/proxy_client.c: drives bulkhead-broker in tests and benchmarks — raw bytes in and
  * everything back out (so tests can search every byte the guest would see), many concurrent
  * connections, and keep-alive latency through the broker or straight to the upstream. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/reap_check.c: runs a command as the reaper of everything it leaves behind
  * (PR_SET_CHILD_SUBREAPER), and reports what is left the moment it returns: any process
  * it started that still runs, or died and was never reaped, becomes our child then.

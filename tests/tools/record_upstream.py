@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """tests/tools/record_upstream.py: a plain-HTTP test upstream on 127.0.0.1 built on Python's
 own http.server, a lenient parser like many real servers (it splits the request line on any
 whitespace and does not know a header name with a space before its colon). It appends every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/tools/scrub_decode.py: decodes stdin as the named escape form with Python's own
 # decoders (html.unescape) or the form's plain rule, so a test knows that what an upstream
 # sent really is the secret in that form. Usage: python3 scrub_decode.py FORM < text

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/scrub_probe.c: plays a guest that tries to learn a secret from the broker's
  * response scrubber. It sends guesses for an echo upstream to repeat and records everything a
  * guest can observe of each answer: the status, the chunk sizes on the wire, the bytes that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/vhost_user_mute.c: a vhost-user back end that stops answering.
  *   vhost-user-mute SOCKET REQUEST
  * Listens on SOCKET for one front end and answers it as a vsock back end would (features:

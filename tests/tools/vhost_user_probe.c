@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/vhost_user_probe.c: drives bulkhead-vmm's virtio-mmio transport and vhost-user
  * front end against a real back end (virtiofsd), playing the guest driver through the MMIO
  * bus, then kills the back end and times how long the VMM takes to notice.

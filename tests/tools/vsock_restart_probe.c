@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/tools/vsock_restart_probe.c: ring restarts against the real bulkhead-vsock without KVM.
  *   vsock-restart-probe serve PREFIX
  *       the host side of the scenarios: PREFIX_5000 echoes, PREFIX_5001 streams a pattern

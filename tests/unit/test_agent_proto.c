@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_agent_proto.c: the exec agent's frame parser, reader, writer and codecs. */
 #include "lib/agent_proto.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_audit.c: the audit log's chain verifies, continues across reopen, and an
  * edited, deleted, reordered or inserted line is reported at the first line it breaks. */
 #include "broker/audit.h"

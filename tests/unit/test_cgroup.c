@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_cgroup.c: a session's cgroups (jail/cgroup.c): where they go under our own
  * cgroup for v1 and v2, the limits written, joining, the OOM count and clean-up, against a
  * tree of plain directories standing in for /sys/fs/cgroup; then against the host's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_console_frame.c: the console frame encoder and strict parser. */
 #include "lib/console_frame.h"
 

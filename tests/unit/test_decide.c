@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_decide.c: precedence, table-driven — every combination of what the global
  * policy says (nothing, deny the host, deny the secret, require approval), what the scope
  * says (a secret's destination, an allow-list entry, nothing) and the kind of request (read,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_hostname.c: the canonical spelling of hosts (broker/hostname.c) — what one
  * host may be written as maps to one string, and what could name a host two ways (other
  * spellings of an IPv4 address, IPv6 forms carrying one, empty labels, non-ASCII) is refused. */

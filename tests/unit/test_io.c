@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_io.c: the whole-read and whole-write helpers (lib/io.c) under what makes the
  * loops they replace necessary — short transfers and signals in the middle of a call — and the
  * one-line error helper (lib/errbuf.c). */

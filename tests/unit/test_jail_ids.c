@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_jail_ids.c: whom a session's jailed processes run as (jail/jail_ids.c):
  * --jail-uid's strict grammar, uid leases in a directory of our own (two sessions never
  * share a uid; a held one is refused; a released one is free; a planted link is not followed),

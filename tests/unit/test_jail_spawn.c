@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_jail_spawn.c: jail_spawn's contract, seen from inside the jailed process.
  * This program is its own probe: started with --probe it prints what it was given (ids,
  * capabilities, flags, rlimits, descriptors, root, network, mounts) and exits. As root: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_jail_spec.c: the jail's contract with its callers, without starting anyone:
  * which specs it follows and which it refuses (in the launcher, with a reason, before any
  * child exists), and the dynamic program's root (jail_loader.c, jail_san.c) built from this

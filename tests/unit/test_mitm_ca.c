@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_mitm_ca.c: the session CA — leaves chain to it and carry exactly the host
  * they were minted for; nothing that could smuggle another name gets a leaf; the cache hands
  * back the same context for a host. */

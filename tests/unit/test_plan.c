@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_plan.c: `run`/`start` options into a request, and a request into a plan
  * (cli/plan.c): the work share judged once, the scope's grants, the global policy, the
  * session's end, and the one kernel command line. No VM starts here. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_proc.c: process plumbing (jail/proc.c): a stopped helper takes its whole
  * process group and what it left behind with it; the session's last reap leaves no child of
  * any kind; a helper's set-up (signals, group, parent-death signal, stdio, cgroup); a helper

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_proxy_parse.c: hostile request heads against proxy_serve() over a socketpair —
  * bad lengths, both framings, oversized and too many headers, non-absolute URLs, dot segments,
  * CONNECT, Host mismatch, default deny, tripwire, private addresses — each answered with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_reqcheck.c: the strict request grammar (broker/reqcheck.c) — each leniency
  * of http_parser 2.9 that could frame a request two ways is refused, well-formed requests
  * (also pipelined, chunked with trailers, fed one byte at a time) pass with the right

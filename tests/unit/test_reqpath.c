@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_reqpath.c: the request target's canonical spelling (broker/reqpath.c) —
  * every spelling a server routes like a rule's path comes out as that path, what servers read
  * differently is refused, and the query is decoded the same way. */

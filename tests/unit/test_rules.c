@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_rules.c: the broker's rule file (strict loading), request matching, credential
  * rendering, and the address policy that keeps upstreams off private networks. */
 #include "broker/dest.h"

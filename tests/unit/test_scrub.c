@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_scrub.c: secret scrubbing of response streams — every encoding the matcher
  * claims (raw, base64 std/url at each alignment and line-wrapped, hex in any case, percent in
  * either case and on every byte, JSON \u and short escapes, \x, HTML references, '+' for a

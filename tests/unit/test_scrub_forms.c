@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_scrub_forms.c: the scrubber's escape forms beyond percent, JSON and plain
  * HTML (test_scrub.c): every printable ASCII character through each form — octal, \u{..},
  * %uHHHH, \UHHHHHHHH, CSS hex escapes (with their white space, zero-padded), padded and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_secbuf.c: the broker's growing buffers for bytes that may hold a secret
  * (broker/secbuf.c): what goes in comes out whole, across every growth. */
 #include "broker/secbuf.h"

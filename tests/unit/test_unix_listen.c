@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_unix_listen.c: listening sockets made here or adopted by number, and
  * connections to them. */
 #include "lib/unix_listen.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_vault.c: the vault round-trips, refuses every changed or cut byte, wrong
  * keys and loose key files, validates names, re-keys, and survives a failed write. */
 #include "broker/vault.h"

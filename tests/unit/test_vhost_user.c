@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_vhost_user.c: vhost-user framing over a socketpair — sizes per request,
  * unknown requests, fd passing, surplus and missing fds, truncated messages — and the front
  * end against a back end that refuses, lies or dies. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_virtio_mmio.c: the virtio-mmio register state machine as a hostile driver
  * sees it — status order, feature negotiation, queue set-up only after FEATURES_OK, ring
  * checks, wrong sizes and offsets, reset. The transport runs unwired (no KVM). */

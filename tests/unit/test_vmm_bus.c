@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_vmm_bus.c: I/O dispatch — unknown accesses read all-ones and are counted,
  * devices only ever see in-range offsets, overlapping registrations are refused. */
 #include "vmm/bus.h"

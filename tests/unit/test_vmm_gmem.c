@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_vmm_gmem.c: the one guest-memory check (gmem_ptr) at every edge, window
  * bookkeeping, and the memfd's seals — the boundary a hostile guest pushes on first. */
 #include "vmm/gmem.h"

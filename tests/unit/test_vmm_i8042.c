@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_vmm_i8042.c: bulkhead-vmm's 8042 answers every command of Linux's probe at
  * once, in the order drivers/input/serio/i8042.c sends them, so no guest waits out a poll. */
 #include "vmm/x86/i8042.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_vmm_loader.c: the ELF and bzImage loaders and the zero page against
  * truncated, overlapping, out-of-RAM and oversized inputs: each refused with a clear error
  * and RAM left untouched, never a crash. Built images are synthetic and tiny. */

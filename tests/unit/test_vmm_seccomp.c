@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_vmm_seccomp.c: bulkhead-vmm's allow-lists (vmm/seccomp.c) hold what each
  * thread role does after lock-down, without KVM: in a child process, a vCPU thread and the
  * back-end watcher install their own lists and do their work (console and log writes that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_vmm_stop.c: every helper that blocks a vCPU or the main thread gives way once
  * the VM is stopping — the console (UART, test serial) toward a reader that stopped reading,
  * and the vhost-user front end toward a back end that stopped answering — and a back end's

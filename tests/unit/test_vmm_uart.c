@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_vmm_uart.c: the 8250 register model (what Linux's probe and driver rely
  * on) and CPUID normalisation (APIC IDs, topology, hypervisor bit), without KVM. */
 #include "vmm/uart.h"

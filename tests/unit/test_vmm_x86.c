@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_vmm_x86.c: the boot GDT and identity map — the invariants SYSCALL/SYSRET
  * and long-mode entry rely on, and the page walker used for fault reports. */
 #include "vmm/gmem.h"

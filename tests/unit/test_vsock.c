@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_vsock.c: bulkhead-vsock's queues and state machine driven as a hostile guest
  * would — a fake guest memory region holds real split rings; every malformed chain or packet
  * must be rejected, counted and (where a connection exists) answered with a reset. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_vsock_backend.c: bulkhead-vsock's vhost-user side driven by a fake front end
  * over a socketpair — the set-up sequence QEMU and bulkhead-vmm send, the guest CID in the
  * config space, and refusals of bad indices, sizes and features. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_vsock_seccomp.c: bulkhead-vsock's allow-list (vsock/seccomp.c) holds what its
  * loop does after lock-down, and refuses the rest: in a child process, the list is installed,
  * then the loop's work runs (a front-end message with a descriptor, the guest's RAM mapped

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/virtio/mmio.c: the virtio-mmio register window. Every guest write is checked against
  * the virtio 1.x state machine; anything out of order is ignored and counted, never fatal. */
 #include "vmm/virtio/mmio.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/virtio/mmio.h: the virtio-mmio transport (virtio 1.x, version 2 only) — one 4 KiB
  * register window per device, the status state machine, and the eventfds that keep queue
  * notifications (ioeventfd) and interrupts (irqfd) out of the VMM's own threads. */

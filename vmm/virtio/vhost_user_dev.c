@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/virtio/vhost_user_dev.c: a virtio device whose queues live in a vhost-user back end.
  * The VMM keeps only the register window and the config space; rings, kicks and interrupts go
  * straight between the guest (through KVM) and the back end. */

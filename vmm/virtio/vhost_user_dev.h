@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/virtio/vhost_user_dev.h: declared virtio devices served by vhost-user back ends
  * (virtio-fs by virtiofsd, virtio-vsock by bulkhead-vsock), placed in the MMIO hole, and the
  * watch that stops the VM when a back end dies. The API bulkhead-vmm's device table uses. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/virtio/vu_front.c: vhost-user requests from the VMM's side. Every request asks for an
  * ack (REPLY_ACK), so a back end that refuses anything is caught at that step; the first
  * failure sticks, so a broken conversation is never half-continued. */

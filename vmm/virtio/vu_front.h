@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/virtio/vu_front.h: the vhost-user front end — bulkhead-vmm's side of the conversation
  * with one device back end (lib/vhost_user.h is the wire format). */
 #ifndef BULKHEAD_VMM_VIRTIO_VU_FRONT_H

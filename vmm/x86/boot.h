@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/boot.h: direct 64-bit Linux boot — the bzImage loader, the zero page
  * (boot_params: e820, command line, initrd) and the MP table. */
 #ifndef BULKHEAD_VMM_X86_BOOT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/bzimage.c: the bzImage loader (boot protocol >= 2.12, 64-bit entry), and the
  * choice between it and the ELF loader. Every header field is checked before use. */
 #include "lib/errbuf.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/cpuid.c: the CPUID a vCPU reports — what KVM supports, normalised: this vCPU's
  * APIC ID, a topology of vm->ncpus single-thread cores in one package, the hypervisor bit,
  * and no leaves a guest must not rely on (PMU, power management). Without a CPUID table KVM

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/cpuid.h: CPUID normalisation, separate from the ioctls so it can be unit-tested. */
 #ifndef BULKHEAD_VMM_X86_CPUID_H
 #define BULKHEAD_VMM_X86_CPUID_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/gdt.c: encode the boot GDT once, and derive segment registers from it. */
 #include "vmm/x86/gdt.h"
 

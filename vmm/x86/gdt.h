@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/gdt.h: the boot GDT — descriptor encoding, and decoding into KVM segment state so
  * the registers we load always agree with the table the guest can read. */
 #ifndef BULKHEAD_VMM_X86_GDT_H

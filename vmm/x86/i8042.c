@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/i8042.c: enough of an 8042 for Linux to find a controller with no devices behind
  * it, and for `outb 0xfe, 0x64` (pulse the reset line) to end the VM cleanly. Every command
  * Linux's probe sends is answered at once: a command left unanswered costs the guest a 0.5 s

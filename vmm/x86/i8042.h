@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/i8042.h: the PC keyboard controller, reduced to what Linux's probe and its
  * reboot=k path use; the CPU-reset command ends the VM with a configured status. */
 #ifndef BULKHEAD_VMM_X86_I8042_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/layout.h: where bulkhead-vmm puts its boot structures in guest-physical memory
  * (all below 1 MiB, clear of the loaded image at 1 MiB and above) and where devices live. */
 #ifndef BULKHEAD_VMM_X86_LAYOUT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/mptable.c: the Intel MultiProcessor Specification 1.4 tables Linux reads (without
  * ACPI) to find the vCPUs, the IOAPIC and how the ISA interrupts are wired. */
 #include "vmm/vm.h"

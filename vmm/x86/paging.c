@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/paging.c: 4-level paging, just enough to enter long mode and to read back. */
 #include "vmm/x86/paging.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/paging.h: the boot identity map, and a page-table walker for diagnostics (both
  * touch guest memory only through gmem_ptr()). */
 #ifndef BULKHEAD_VMM_X86_PAGING_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/vcpu_arch.c: x86 vCPU state — direct entry into 64-bit long mode, and the
  * "where is it" report used when a guest stops abnormally. */
 #include "vmm/log.h"

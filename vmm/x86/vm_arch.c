@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/vm_arch.c: x86 VM-wide set-up KVM needs before the first vCPU is created: its
  * private pages, and (Linux machines) the in-kernel PIC/IOAPIC/LAPICs and the PIT. */
 #include "vmm/log.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/zeropage.c: boot_params ("zero page") for the 64-bit boot protocol — e820 map,
  * command line, initrd placement — written into guest RAM through gmem only. */
 #include "vmm/x86/boot.h"
