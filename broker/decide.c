@@ -22,11 +22,12 @@ const char *decide_layer_name(enum layer l)
 	return names[l];
 }
 
-static int ends_with(const char *s, const char *suffix)
+/* Whether S ends with SUFFIX: exactly, or in any case (ANYCASE). */
+static int ends_with(const char *s, const char *suffix, int anycase)
 {
 	size_t n = strlen(s), k = strlen(suffix);
 
-	return n >= k && !strcmp(s + n - k, suffix);
+	return n >= k && !(anycase ? strcasecmp : strcmp)(s + n - k, suffix);
 }
 
 int decide_read_only(const char *method, const char *path)
@@ -36,7 +37,7 @@ int decide_read_only(const char *method, const char *path)
 	if (!strcmp(method, "GET") || !strcmp(method, "HEAD") || !strcmp(method, "OPTIONS"))
 		return 1;
 	snprintf(p, sizeof(p), "%.*s", (int)strcspn(path, "?"), path);
-	return !strcmp(method, "POST") && ends_with(p, "/git-upload-pack");
+	return !strcmp(method, "POST") && ends_with(p, "/git-upload-pack", 0);
 }
 
 static int is_push(const struct decide_req *q)
@@ -44,7 +45,9 @@ static int is_push(const struct decide_req *q)
 	char p[512];
 
 	snprintf(p, sizeof(p), "%.*s", (int)strcspn(q->path, "?"), q->path);
-	return !strcmp(q->method, "POST") && ends_with(p, "/git-receive-pack");
+	/* Any case: a server that routes paths without regard to case still takes it for a push
+	 * (holding too much is safe; the read-only fetch above stays exact, so no less is held). */
+	return !strcmp(q->method, "POST") && ends_with(p, "/git-receive-pack", 1);
 }
 
 /* Whether approval rule R covers Q. *needs_body: R is about pushed refs, which Q's body holds. */
@@ -55,7 +58,10 @@ static int approval_covers(const struct policy_approval_rule *r, const struct de
 
 	if (!policy_host_match(r->host, q->host))
 		return 0;
-	if (r->path_prefix && strncmp(q->path, r->path_prefix, strlen(r->path_prefix)))
+	/* Any case: paths are case-sensitive (RFC 3986), but some upstreams route them without
+	 * regard to case (names of owners and repositories in forge APIs), and a rule that holds
+	 * writes must not be stepped around by "/W/" for "/w/". Grants stay exact (narrower). */
+	if (r->path_prefix && strncasecmp(q->path, r->path_prefix, strlen(r->path_prefix)))
 		return 0;
 	if (r->git_ref) {
 		if (!is_push(q))

@@ -26,8 +26,31 @@ static int val_is(const char *val, size_t len, const char *want)
 /* Headers some frameworks read as the request's real method. */
 static int method_override(const struct head *h, size_t i)
 {
-	return proxy_head_is(h, i, "x-http-method-override") ||
-	       proxy_head_is(h, i, "x-http-method") || proxy_head_is(h, i, "x-method-override");
+	static const char *const names[] = { "x-http-method-override", "x-http-method",
+					     "x-method-override", "x-method", "x-original-method" };
+
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		if (proxy_head_is(h, i, names[k]))
+			return 1;
+	return 0;
+}
+
+/* Whether the (canonical) query has a parameter named "_method", in any case: Rails, Laravel
+ * and Symfony read it as the request's real method. */
+static int query_method_override(const char *q, size_t n)
+{
+	static const char name[] = "_method";
+	size_t k = sizeof(name) - 1;
+
+	for (size_t i = 0; i < n;) {
+		size_t end = i;
+		while (end < n && q[end] != '&' && q[end] != ';')
+			end++;
+		if (end - i >= k && !strncasecmp(q + i, name, k) && (end - i == k || q[i + k] == '='))
+			return 1;
+		i = end + 1;
+	}
+	return 0;
 }
 
 /* The head's framing and the headers the proxy acts on. Whatever a guest can frame one way
@@ -140,6 +163,11 @@ static int request_canon(struct conn *c, struct request_plan *r)
 	}
 	r->query = r->qbuf;
 	r->qlen = strlen(r->qbuf);
+	if (query_method_override(r->query, r->qlen)) {
+		proxy_target_log(c, r->scheme, r->port, r->path);
+		proxy_fail(c, 400, "a method override in the query (_method) is refused");
+		return -1;
+	}
 	r->q.method = c->method;
 	r->q.host = c->host;
 	r->q.port = r->port;

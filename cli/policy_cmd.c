@@ -8,6 +8,7 @@
 #include "broker/decide.h"
 #include "broker/hostname.h"
 #include "broker/policy.h"
+#include "broker/reqpath.h"
 #include "broker/rules.h"
 #include "lib/json_where.h"
 
@@ -130,6 +131,35 @@ static int check_one(const char *path)
 	return rc;
 }
 
+/* URL's path and query as the broker judges them: in their canonical spelling
+ * (broker/reqpath.h), or refused as the broker refuses them. */
+static int explain_target(const char *url, const struct http_parser_url *u, char *out,
+			  size_t outlen)
+{
+	char raw[4096], query[4096];
+	const char *why = NULL;
+	int has_path = (u->field_set & (1 << UF_PATH)) != 0;
+	int has_query = (u->field_set & (1 << UF_QUERY)) != 0;
+	size_t plen = has_path ? u->field_data[UF_PATH].len : 1;
+	size_t qlen = has_query ? u->field_data[UF_QUERY].len : 0;
+
+	if (plen >= sizeof(raw) || qlen >= sizeof(query) || plen + qlen + 2 > outlen) {
+		fprintf(stderr, "bulkhead policy explain: the URL is too long\n");
+		return -1;
+	}
+	if (reqpath_canon_path(has_path ? url + u->field_data[UF_PATH].off : "/", plen, raw,
+			       &why) ||
+	    reqpath_canon_query(url + (has_query ? u->field_data[UF_QUERY].off : 0), qlen, query,
+				&why)) {
+		fprintf(stderr,
+			"bulkhead policy explain: the broker refuses the target in '%s': %s\n", url,
+			why);
+		return -1;
+	}
+	int n = snprintf(out, outlen, "%s%s%s", raw, has_query ? "?" : "", query);
+	return n < 0 || (size_t)n >= outlen ? -1 : 0; /* never: the canonical form is no longer */
+}
+
 static int explain(int argc, char **argv)
 {
 	static const struct option opts[] = { { "policy", required_argument, NULL, 'p' },
@@ -179,12 +209,8 @@ static int explain(int argc, char **argv)
 	}
 	if (u.field_set & (1 << UF_PORT))
 		port = u.port;
-	snprintf(path, sizeof(path), "%.*s%s%.*s",
-		 (u.field_set & (1 << UF_PATH)) ? (int)u.field_data[UF_PATH].len : 1,
-		 (u.field_set & (1 << UF_PATH)) ? url + u.field_data[UF_PATH].off : "/",
-		 (u.field_set & (1 << UF_QUERY)) ? "?" : "",
-		 (u.field_set & (1 << UF_QUERY)) ? (int)u.field_data[UF_QUERY].len : 0,
-		 (u.field_set & (1 << UF_QUERY)) ? url + u.field_data[UF_QUERY].off : "");
+	if (explain_target(url, &u, path, sizeof(path)))
+		return EXIT_BULKHEAD;
 	if (!policy_path && access(POLICY_DEFAULT_PATH, F_OK) == 0)
 		policy_path = POLICY_DEFAULT_PATH;
 	if (policy_path) {

@@ -168,10 +168,25 @@ req canon GET "/%61pi/%7euser/a%2bb?q=%2fx%2D%41&z=1"
 upstream_got canon "GET /api/~user/a%2Bb?q=%2Fx-A&z=1"
 
 # A method the decision never saw: refused, whatever the header's spelling.
-for h in X-HTTP-Method-Override X-HTTP-Method X-Method-Override; do
+for h in X-HTTP-Method-Override X-HTTP-Method X-Method-Override X-Method X-Original-Method; do
 	req override GET /w/items /dev/null "$h: DELETE\r\n"
 	refused override "GET /w/items with $h: DELETE" "method override"
 done
+for q in "_method=DELETE" "a=1&_METHOD=delete" "%5Fmethod=DELETE" "x=1;_method"; do
+	req override_q POST "/x?$q" "$D/json"
+	refused override_q "POST /x?$q (a framework reads the method from the query)" "method override"
+done
+req not_override GET "/x?my_method=DELETE&_methods=1"
+upstream_got not_override "GET /x?my_method=DELETE&_methods=1"
+
+# Paths in another case: some upstreams route without regard to case, so a rule that holds
+# writes holds them in any case (a grant stays exact).
+req upper_w POST /W/items "$D/json"
+held upper_w "POST /W/items (the rule's path in upper case)"
+req upper_pct POST /%57/items "$D/json"
+held upper_pct "POST /%57/items (an escaped upper-case letter)"
+req push_upper POST /repo.git/GIT-RECEIVE-PACK "$D/push_main" 'Content-Type: application/x-git-receive-pack-request\r\n'
+held push_upper "git push to main at /repo.git/GIT-RECEIVE-PACK"
 
 # Range: never toward a destination with a credential (a part of an answer hides the rest
 # from the scrubber); toward one without, it passes.
