@@ -2,6 +2,7 @@
 /* broker/reqcheck.c: RFC 9112's request grammar, strictly (see reqcheck.h). Lines are
  * collected whole (bounded) and judged whole; bodies are only counted. */
 #include "broker/reqcheck.h"
+#include "lib/hex.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,17 +11,6 @@ int reqcheck_tchar(int c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 	       (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* Visible ASCII but '#' (a fragment is never sent) and '\\' (read as '/' by some servers, and
@@ -49,7 +39,7 @@ static int target_ok(const char *t, size_t n, const char **why)
 			return 0;
 		}
 		if (c == '%') {
-			if (i + 2 >= n || hexval(t[i + 1]) < 0 || hexval(t[i + 2]) < 0) {
+			if (i + 2 >= n || hex_digit(t[i + 1]) < 0 || hex_digit(t[i + 2]) < 0) {
 				*why = "'%' not followed by two hex digits in the request target";
 				return 0;
 			}
@@ -164,7 +154,7 @@ static int chunk_size(struct reqcheck *r, const char *l, size_t n)
 		return refuse(r,
 			      n ? "chunk size longer than 15 hex digits" : "empty chunk-size line");
 	for (i = 0; i < n; i++) {
-		int h = hexval(l[i]);
+		int h = hex_digit(l[i]);
 
 		if (h < 0)
 			return refuse(r, "a chunk size must be hex digits only (no extensions)");

@@ -1,19 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* broker/reqpath.c: the request target's canonical spelling (see reqpath.h). */
 #include "broker/reqpath.h"
+#include "lib/hex.h"
 
 #include <string.h>
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 static int unreserved(int c)
 {
@@ -35,7 +25,7 @@ static long canon(const char *in, size_t n, char *out)
 			out[o++] = in[i];
 			continue;
 		}
-		if (i + 2 >= n || (hi = hexval(in[i + 1])) < 0 || (lo = hexval(in[i + 2])) < 0)
+		if (i + 2 >= n || (hi = hex_digit(in[i + 1])) < 0 || (lo = hex_digit(in[i + 2])) < 0)
 			return -1;
 		v = hi << 4 | lo;
 		if (unreserved(v)) {
