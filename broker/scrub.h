@@ -16,8 +16,8 @@
 #define SCRUB_MIN_FRAGMENT 6
 /* Whitespace characters (raw or escaped) allowed between two base64 characters: CRLF. */
 #define SCRUB_WS_MAX 2
-/* The lag is a power of two, at least this: all secrets up to ~60 bytes give the same one. */
-#define SCRUB_LAG_MIN 1024
+/* The lag is a power of two, at least this: all secrets up to 48 bytes give the same one. */
+#define SCRUB_LAG_MIN 2048
 
 /* One pattern: M characters, each accepted as either of two values (base64's standard and
  * URL alphabets), at bits OFF..OFF+M-1 of the matcher's state. */
@@ -40,7 +40,7 @@ struct scrub {
 	uint64_t *starts, *finals, *sep; /* first bits, last bits, base64 interior bits */
 	uint64_t *rawbits;		 /* bits of the raw patterns (where hex pairs apply) */
 	uint64_t *ring;			 /* 8 boundaries x 4 state vectors (see scrub.c) */
-	uint8_t ring_ws[16];		 /* SCRUB_RING */
+	uint8_t ring_ws[32];		 /* SCRUB_RING */
 	uint64_t *vbits;		 /* scratch for finding a match's start */
 	size_t vwords;
 	size_t lag;

@@ -7,13 +7,14 @@
 
 #include "broker/scrub.h"
 
-/* Longest escape (&#x0000005F;, \u{0000005f}, &lowbar;, \U0000005F, \00005f CRLF: at most 12
- * bytes per character) and longest whitespace escape (%0A). */
-#define SCRUB_TOKEN_MAX	   12
+/* Longest escape: Python's \N{LATIN CAPITAL LETTER A} (26 bytes; the padded numeric forms,
+ * &#x0000005F;, \x{000000005f}, \o{00000000137}, \N{U+000000005F}, \uuuuuuuu005f, are at
+ * most 16), and longest whitespace escape (%0A). */
+#define SCRUB_TOKEN_MAX	   26
 #define SCRUB_WS_TOKEN_MAX 3
 /* The matcher keeps its state at this many stream boundaries (a power of two above
  * SCRUB_TOKEN_MAX: a token of that length reads the state from where it began). */
-#define SCRUB_RING 16
+#define SCRUB_RING 32
 
 /* One way the bytes just before a position decode to one character. */
 struct scrub_tok {
@@ -25,8 +26,8 @@ struct scrub_tok {
 
 /* Every token that ends at END, using at most AVAIL bytes before it (AVAIL >= 1). Writes at
  * most SCRUB_TOKENS_MAX tokens; the first is always the raw byte. At one position there are
- * at most six (the raw byte, a hex pair, and the readings of one escape: "\12" is also octal
- * and CSS), so none is ever dropped. */
+ * at most six (the raw byte, a hex pair, and the readings of one escape: "\012" is also
+ * octal, shell \0NNN and CSS), so none is ever dropped. */
 #define SCRUB_TOKENS_MAX 8
 size_t scrub_tokens(const uint8_t *end, size_t avail, struct scrub_tok *t);
 

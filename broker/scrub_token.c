@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* broker/scrub_token.c: the escaping layers the scrubber sees through — which characters the
  * bytes just before a position may decode to. One decoder for every form (percent and %uHHHH,
- * JSON/JavaScript \uHHHH, \u{H..}, \UHHHHHHHH, \xHH, octal, a backslash before any other
- * character, CSS hex escapes, HTML numeric and named references, hex pairs, '+' for a space),
- * each at most SCRUB_TOKEN_MAX bytes. It reads only bytes before the position, so it never
+ * JSON/JavaScript \uHHHH and Java's \uu..uHHHH, \u{H..}, \UHHHHHHHH, \xHH, Perl's \x{H..},
+ * \o{O..} and \N{U+H..}, octal and shell \0NNN, Python's \N{NAME}, a backslash before any
+ * other character, CSS hex escapes, HTML numeric and named references, hex pairs, '+' for a
+ * space), each at most SCRUB_TOKEN_MAX bytes. It reads only bytes before the position, so it never
  * waits for what follows; where a real decoder would read on (a semicolon-less reference or
  * a CSS escape followed by more digits) it accepts the shorter reading too: only a complete
  * secret is ever replaced, so reading too much costs nothing but the rare false match. */
 #include "broker/scrub_internal.h"
+#include "broker/scrub_unames.h"
 
 #include <string.h>
 
@@ -173,6 +175,19 @@ static void backslash(struct toks *k, uint8_t b)
 		add(k, 2, b, is_ws(b), 0);
 }
 
+/* JSON's \uHHHH and Java's \uu..uHHHH (any number of 'u's; here up to SCRUB_U_MAX): V is
+ * the four digits before END. */
+#define SCRUB_U_MAX 8
+static void java_u(struct toks *k, const uint8_t *end, size_t avail, long v)
+{
+	size_t u = 0;
+
+	while (u <= SCRUB_U_MAX && 4 + u < avail && end[-5 - (long)u] == 'u')
+		u++;
+	if (u && u <= SCRUB_U_MAX && before(end, avail, 4 + u, "\\"))
+		add(k, 5 + u, v, 0, 0);
+}
+
 /* Forms that end in a hex digit. */
 static void hex_end(struct toks *k, const uint8_t *end, size_t avail)
 {
@@ -192,16 +207,63 @@ static void hex_end(struct toks *k, const uint8_t *end, size_t avail)
 		add(k, 3, hexval(end[-1]), 0, 0);
 	/* \uHHHH and %uHHHH take four digits, \UHHHHHHHH eight, whatever stands before them. */
 	n = run(end, avail, 0, 16, 8, &w);
-	if (n >= 4 && (before(end, avail, 4, "\\u") || before(end, avail, 4, "%u") ||
-		       before(end, avail, 4, "%U")))
+	if (n >= 4 && (before(end, avail, 4, "%u") || before(end, avail, 4, "%U")))
 		add(k, 6, w & 0xffff, 0, 0);
+	if (n >= 4)
+		java_u(k, end, avail, w & 0xffff);
 	if (n >= 8 && before(end, avail, 8, "\\U"))
 		add(k, 10, w & 0xffffffff, 0, 0);
-	number(k, end, avail, 0, 8, 3, "\\");  /* octal */
+	/* Octal \D to \DDD, and shells' \0NNN (printf %b, echo -e): "\0" and one to three
+	 * octal digits. */
+	n = run(end, avail, 0, 8, 4, &w);
+	if (n && n <= 4 && before(end, avail, n, "\\") && (n <= 3 || end[-(long)n] == '0'))
+		add(k, n + 1, w, 0, 0);
 	number(k, end, avail, 0, 16, 6, "\\"); /* CSS */
 	number(k, end, avail, 0, 10, 9, "&#"); /* a reference without its ';' */
 	number(k, end, avail, 0, 16, 8, "&#x");
 	number(k, end, avail, 0, 16, 8, "&#X");
+}
+
+static int name_char(uint8_t c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == ' ' || c == '-';
+}
+
+/* Python's \N{NAME}: a character's Unicode name or alias, in any case (broker/scrub_unames.h,
+ * generated from Python's own table). */
+static void uname(struct toks *k, const uint8_t *end, size_t avail)
+{
+	size_t n = 0, i, j;
+	const uint8_t *nm;
+
+	while (n <= SCRUB_UNAME_MAX && n + 1 < avail && name_char(end[-2 - (long)n]))
+		n++;
+	if (!n || n > SCRUB_UNAME_MAX || !before(end, avail, n + 1, "\\N{"))
+		return;
+	nm = end - 1 - n;
+	for (i = 0; i < sizeof(scrub_unames) / sizeof(scrub_unames[0]); i++) {
+		const char *name = scrub_unames[i].name;
+
+		/* Name characters are letters, digits, ' ' and '-': OR-ing 0x20 folds case only. */
+		for (j = 0; j < n && name[j] && (name[j] | 0x20) == (nm[j] | 0x20); j++)
+			;
+		if (j == n && !name[j])
+			add(k, n + 4, scrub_unames[i].v, is_ws(scrub_unames[i].v), 0);
+	}
+}
+
+/* Forms that end in '}': \u{H..} (JavaScript, Rust, Swift; 1 to 8 digits), Perl's (and PCRE's,
+ * PHP's, Go's and Rust's regular expressions') \x{H..} and Perl's \N{U+H..} (1 to 10 hex
+ * digits) and \o{O..} (1 to 11 octal digits): a printable character with at least 8 leading
+ * zeros; and \N{NAME}. */
+static void braced(struct toks *k, const uint8_t *end, size_t avail)
+{
+	number(k, end, avail, 1, 16, 8, "\\u{");
+	number(k, end, avail, 1, 16, 10, "\\x{");
+	number(k, end, avail, 1, 8, 11, "\\o{");
+	number(k, end, avail, 1, 16, 10, "\\N{U+");
+	uname(k, end, avail);
 }
 
 size_t scrub_tokens(const uint8_t *end, size_t avail, struct scrub_tok *t)
@@ -225,7 +287,7 @@ size_t scrub_tokens(const uint8_t *end, size_t avail, struct scrub_tok *t)
 	if (scrub_class[b] & SCRUB_C_LEGACY)
 		named_ref(&k, end, avail, 0);
 	if (b == '}')
-		number(&k, end, avail, 1, 16, 8, "\\u{");
+		braced(&k, end, avail);
 	/* CSS: a hex escape ends at the first white space after it (CRLF counts as one). */
 	if (b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\f') {
 		number(&k, end, avail, 1, 16, 6, "\\");

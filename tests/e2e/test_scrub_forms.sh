@@ -4,7 +4,8 @@
 # only, against a TLS echo upstream (tests/tools/https_echo.c, echo_reflect.c): the secret's
 # destination echoes it in the escape forms of many languages (backslash-escaped punctuation,
 # octal, \u{..}, %uHHHH, CSS, padded and semicolon-less HTML numeric references, HTML5 named
-# references): all scrubbed; a body ended by the connection's close arrives whole (the held
+# references, Perl's \x{..} \o{..} \N{U+..}, shells' \0NNN, Java's \uuu, Python's \N{NAME}),
+# each first decoded to the secret by that language's own decoder: all scrubbed; a body ended by the connection's close arrives whole (the held
 # tail flushed, scrubbed); a partial answer (206, Content-Range) from a destination that
 # receives credentials is refused with 502 and audited.
 . "$(dirname "$0")/lib.sh"
@@ -126,12 +127,50 @@ PY
 
 # --- the escape forms ---------------------------------------------------------------------------
 
-# Each decodes to the secret with the language's own decoder (checked here with Python's).
+# real_decode ENC: stdin as the language's own decoder reads it (bash's printf %b, perl, java,
+# Python's unicode_escape), or Python's decoders and plain rules (scrub_decode.py); fails
+# when the decoder is not installed.
+real_decode() {
+	case $1 in
+	sh0*) command -v bash > /dev/null && bash -c 'printf %b "$(cat)"' ;;
+	perl*) command -v perl > /dev/null &&
+		perl -e 'local $/; my $s = <STDIN>; print eval "qq\x01$s\x01"' ;;
+	javau*)
+		if java -version > /dev/null 2>&1 && command -v javac > /dev/null; then
+			printf 'class D { public static void main(String[] a) { System.out.print("%s"); } }\n' \
+				"$(cat)" > "$D/D.java" && java "$D/D.java"
+		else
+			python3 "$(dirname "$0")/../tools/scrub_decode.py" "$1"
+		fi ;;
+	*) python3 "$(dirname "$0")/../tools/scrub_decode.py" "$1" ;;
+	esac
+}
+
+# The broker's table of Python's \N{} names is what Python reads today.
+if python3 "$(dirname "$0")/../tools/scrub_unames.py" > "$D/unames.h" 2> "$D/unames.err" &&
+	cmp -s "$D/unames.h" "$(dirname "$0")/../../broker/scrub_unames.h"; then
+	ok "broker/scrub_unames.h is what tests/tools/scrub_unames.py makes of this Python"
+else
+	not_ok "broker/scrub_unames.h up to date" "$(cat "$D/unames.err")" \
+		"$(diff "$D/unames.h" "$(dirname "$0")/../../broker/scrub_unames.h" 2>&1 | head -n 20)"
+fi
+
+# Each decodes to the secret with the language's own decoder.
 for enc in bspunct octal octalall ubrace ubraceall pctu pctuall css cssall css6 html0 htmlx0 \
-	htmlnosemi html5 bigu; do
+	htmlnosemi html5 bigu perlx perlx0all perlo perloall perlnuall sh0 sh0all javau javauall \
+	pyname pynameall pynamelcall; do
+	case $enc in
+	sh0*) tool=bash ;;
+	perl*) tool=perl ;;
+	*) tool=python3 ;;
+	esac
+	if ! command -v $tool > /dev/null; then
+		skip "echo as $enc" "$tool is not installed, nothing here decodes the form"
+		continue
+	fi
 	ask "enc-$enc" sec "enc=$enc"
 	sent=$(sent_of)
-	dec=$(printf %s "$sent" | python3 "$(dirname "$0")/../tools/scrub_decode.py" "$enc")
+	dec=$(printf %s "$sent" | real_decode "$enc")
 	if [ "$dec" != "$SECRET" ]; then
 		not_ok "the upstream's $enc form decodes to the secret" "sent: $sent" "decoded: $dec"
 	elif [ "$(status_of "enc-$enc")" = "HTTP/1.1 200 OK" ] && grep -q "$R" "$D/enc-$enc.out" &&

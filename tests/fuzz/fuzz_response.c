@@ -10,7 +10,8 @@
  * relay that succeeded sent exactly one response the guest can parse; no covered form of a
  * run's secret in what the guest receives (raw, hex, base64 fragments at every alignment in
  * both alphabets, every byte percent- or \u-escaped or in another language's escape:
- * octal, \u{..}, %uHHHH, CSS, padded HTML references); no partial response (206,
+ * octal, \u{..}, %uHHHH, CSS, padded HTML references, Perl's \x{..} \o{..} \N{U+..},
+ * shells' \0NNN, Java's \uuu, Python's \N{NAME}); no partial response (206,
  * Content-Range) where a credential was injected; and unless the scrubber found a
  * complete match in either run, the bytes on the wire, chunk framing included, are identical
  * with A and with B: the framing does not depend on whether the upstream's bytes begin a
@@ -194,11 +195,17 @@ static int holds(const struct buf *b, const char *form, size_t n)
 static void check_forms(const struct buf *b, const char *secret)
 {
 	static const char *const lang[] = {
-		"\\%03o",  "\\u{%x}",  "%%u%04X", "\\%x ",    "\\%06x",
-		"&#%04d;", "&#x%04X;", "\\U%08x", "&#X%08x;", "&#%09d;"
+		"\\%03o",	"\\u{%x}",    "%%u%04X",   "\\%x ",	     "\\%06x",
+		"&#%04d;",	"&#x%04X;",   "\\U%08x",   "&#X%08x;",	     "&#%09d;",
+		"\\x{%x}",	"\\x{%010X}", "\\o{%o}",   "\\o{%011o}",     "\\N{U+%X}",
+		"\\N{U+%010x}", "\\0%o",      "\\uuu%04x", "\\uuuuuuuu%04X",
 	};
+	static const char *const digits[] = { "ZERO", "ONE", "TWO",   "THREE", "FOUR",
+					      "FIVE", "SIX", "SEVEN", "EIGHT", "NINE" };
+	static const char *const digits_lc[] = { "zero", "one", "two",	 "three", "four",
+						 "five", "six", "seven", "eight", "nine" };
 	size_t n = strlen(secret), off, i, k;
-	char form[512], plain[64];
+	char form[1024], plain[64];
 
 	if (holds(b, secret, n))
 		goto found;
@@ -228,6 +235,29 @@ static void check_forms(const struct buf *b, const char *secret)
 #pragma clang diagnostic ignored "-Wformat-nonliteral"
 			l += (size_t)sprintf(form + l, lang[k], (unsigned char)secret[i]);
 #pragma clang diagnostic pop
+		if (holds(b, form, l))
+			goto found;
+	}
+	/* Python's \N{NAME}, upper and lower case (the secrets hold lower-case letters, digits and
+	 * '-'). */
+	for (k = 0; k < 2; k++) {
+		size_t l = 0;
+
+		for (i = 0; i < n; i++) {
+			char c = secret[i];
+
+			if (c >= 'a' && c <= 'z')
+				l += (size_t)sprintf(form + l,
+						     k ? "\\N{latin small letter %c}"
+						       : "\\N{LATIN SMALL LETTER %c}",
+						     k ? c : c - 'a' + 'A');
+			else if (c >= '0' && c <= '9')
+				l += (size_t)sprintf(form + l, "\\N{%s%s}", k ? "digit " : "DIGIT ",
+						     (k ? digits_lc : digits)[c - '0']);
+			else
+				l += (size_t)sprintf(form + l, "\\N{%s}",
+						     k ? "hyphen-minus" : "HYPHEN-MINUS");
+		}
 		if (holds(b, form, l))
 			goto found;
 	}

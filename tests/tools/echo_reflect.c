@@ -5,6 +5,7 @@
  * through and what a guest can observe. */
 #include "tests/tools/echo_reflect.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,61 @@ static const char *html5_name(uint8_t c)
 	return NULL;
 }
 
+/* Python's \N{} name of a printable ASCII character C (an encoder's table of its own; the
+ * test checks each with Python's decoder). */
+static void uname(char *t, size_t cap, uint8_t c)
+{
+	static const char *const digits[] = { "ZERO", "ONE", "TWO",   "THREE", "FOUR",
+					      "FIVE", "SIX", "SEVEN", "EIGHT", "NINE" };
+	static const char *const punct[] = {
+		" SPACE",
+		"!EXCLAMATION MARK",
+		"\"QUOTATION MARK",
+		"#NUMBER SIGN",
+		"$DOLLAR SIGN",
+		"%PERCENT SIGN",
+		"&AMPERSAND",
+		"'APOSTROPHE",
+		"(LEFT PARENTHESIS",
+		")RIGHT PARENTHESIS",
+		"*ASTERISK",
+		"+PLUS SIGN",
+		",COMMA",
+		"-HYPHEN-MINUS",
+		".FULL STOP",
+		"/SOLIDUS",
+		":COLON",
+		";SEMICOLON",
+		"<LESS-THAN SIGN",
+		"=EQUALS SIGN",
+		">GREATER-THAN SIGN",
+		"?QUESTION MARK",
+		"@COMMERCIAL AT",
+		"[LEFT SQUARE BRACKET",
+		"\\REVERSE SOLIDUS",
+		"]RIGHT SQUARE BRACKET",
+		"^CIRCUMFLEX ACCENT",
+		"_LOW LINE",
+		"`GRAVE ACCENT",
+		"{LEFT CURLY BRACKET",
+		"|VERTICAL LINE",
+		"}RIGHT CURLY BRACKET",
+		"~TILDE",
+	};
+	size_t i;
+
+	snprintf(t, cap, "%c", c); /* not printable: itself */
+	if (c >= 'a' && c <= 'z')
+		snprintf(t, cap, "\\N{LATIN SMALL LETTER %c}", c - 'a' + 'A');
+	else if (c >= 'A' && c <= 'Z')
+		snprintf(t, cap, "\\N{LATIN CAPITAL LETTER %c}", c);
+	else if (c >= '0' && c <= '9')
+		snprintf(t, cap, "\\N{DIGIT %s}", digits[c - '0']);
+	for (i = 0; i < sizeof(punct) / sizeof(punct[0]); i++)
+		if ((uint8_t)punct[i][0] == c)
+			snprintf(t, cap, "\\N{%s}", punct[i] + 1);
+}
+
 /* One character C (followed by NEXT) in one of the escape forms of many languages; a name
  * ending in "all": every character, else only what is not a letter or digit (what most
  * encoders escape). 0, or -1: ENC is not one of them. */
@@ -103,7 +159,7 @@ static int lang_escape(struct buf *o, const char *enc, uint8_t c, uint8_t next)
 	int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 	size_t l = strlen(enc);
 	int all = l > 3 && !strcmp(enc + l - 3, "all");
-	char t[32], base[16];
+	char t[48], base[16];
 
 	snprintf(base, sizeof(base), "%.*s", (int)(all ? l - 3 : l), enc);
 	if (!strcmp(base, "css6") || !strcmp(base, "bigu"))
@@ -130,7 +186,23 @@ static int lang_escape(struct buf *o, const char *enc, uint8_t c, uint8_t next)
 		snprintf(t, sizeof(t), "&%s;", html5_name(c) ? html5_name(c) : "");
 	else if (!strcmp(base, "bigu")) /* Python's and C's \U */
 		snprintf(t, sizeof(t), "\\U%08X", c);
-	else
+	else if (!strcmp(base, "perlx")) /* Perl, PCRE, PHP, Go's and Rust's regexes */
+		snprintf(t, sizeof(t), "\\x{%x}", c);
+	else if (!strcmp(base, "perlx0"))
+		snprintf(t, sizeof(t), "\\x{%04x}", c);
+	else if (!strcmp(base, "perlo"))
+		snprintf(t, sizeof(t), "\\o{%o}", c);
+	else if (!strcmp(base, "perlnu"))
+		snprintf(t, sizeof(t), "\\N{U+%04X}", c);
+	else if (!strcmp(base, "sh0")) /* printf %b, echo -e */
+		snprintf(t, sizeof(t), "\\0%o", c);
+	else if (!strcmp(base, "javau")) /* Java's source: any number of 'u's */
+		snprintf(t, sizeof(t), "\\uuu%04x", c);
+	else if (!strcmp(base, "pyname") || !strcmp(base, "pynamelc")) {
+		uname(t, sizeof(t), c);
+		for (l = 3; base[6] && t[l]; l++) /* Python reads names in any case */
+			t[l] = (char)tolower((unsigned char)t[l]);
+	} else
 		return -1;
 	if ((alnum && !all) || (!strcmp(base, "html5") && !html5_name(c)))
 		snprintf(t, sizeof(t), "%c", c);

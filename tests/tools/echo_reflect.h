@@ -10,7 +10,10 @@
 typedef int (*reflect_write_fn)(void *arg, const void *b, size_t n);
 
 /* IN in encoding ENC (raw, b64, b64url, mime, pem, b64json, b64jsonwrap, hex, HEX, pct, pctl,
- * pctall, form, jsonu, html, bsx); a malloc'd, NUL-terminated *OUT. -1: unknown ENC. */
+ * pctall, form, jsonu, html, bsx, or a language's escapes: bspunct, octal, ubrace, pctu, css,
+ * css6, html0, htmlx0, htmlnosemi, html5, bigu, perlx, perlx0, perlo, perlnu, sh0, javau,
+ * pyname, pynamelc, each with "all" appended for every character escaped); a malloc'd,
+ * NUL-terminated *OUT. -1: unknown ENC. */
 int reflect_encode(const char *enc, const uint8_t *in, size_t n, char **out, size_t *out_n);
 
 /* The whole response to a /reflect request whose target is PATH (query: enc=, ce=gzip|deflate|

@@ -112,7 +112,10 @@ enum esc {
 	HEX_LOW,
 	HEX_UP,
 	OCT,
-	HTML_HEX8
+	HTML_HEX8,
+	PERL_X10,
+	JAVA_U8,
+	SHELL_0
 };
 
 static int put_esc(char *out, enum esc e, unsigned char c)
@@ -138,8 +141,14 @@ static int put_esc(char *out, enum esc e, unsigned char c)
 		return sprintf(out, "%02X", c);
 	case OCT:
 		return sprintf(out, "\\%03o", c);
-	case HTML_HEX8: /* the longest form a character may take */
+	case HTML_HEX8: /* the longest numeric HTML form */
 		return sprintf(out, "&#x%08X;", c);
+	case PERL_X10:
+		return sprintf(out, "\\x{%010x}", c);
+	case JAVA_U8:
+		return sprintf(out, "\\uuuuuuuu%04X", c);
+	case SHELL_0:
+		return sprintf(out, "\\0%o", c);
 	}
 	return 0;
 }
@@ -428,9 +437,9 @@ static void test_fixed_lag(void **state)
 {
 	static const char alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 				    "+/_-%\\&#;{}";
-	char forms[9][512];
+	char forms[13][512];
 	struct scrub s;
-	size_t trial, lag, maxk[9], i;
+	size_t trial, lag, maxk[13], i;
 
 	(void)state;
 	setup_secret(&s, SECRET);
@@ -445,7 +454,14 @@ static void test_fixed_lag(void **state)
 	escape(SECRET, OCT, 1, forms[6]);
 	escape(SECRET, HTML_HEX8, 1, forms[7]);
 	strcpy(forms[8], "ghp&lowbar;S3cretValue&plus;&sol;xyz");
-	for (i = 0; i < 9; i++)
+	/* Python's names (the longest form a character may take), Perl, Java, shells. */
+	strcpy(forms[9], "\\N{LATIN SMALL LETTER G}\\N{latin small letter h}p\\N{LOW LINE}"
+			 "\\N{LATIN CAPITAL LETTER S}\\N{DIGIT THREE}cretValue\\N{PLUS SIGN}"
+			 "\\N{Solidus}xyz");
+	escape(SECRET, PERL_X10, 1, forms[10]);
+	escape(SECRET, JAVA_U8, 1, forms[11]);
+	escape(SECRET, SHELL_0, 1, forms[12]);
+	for (i = 0; i < 13; i++)
 		maxk[i] = strlen(forms[i]) - 1;
 	/* A base64 form is complete (replaced) before its padding characters. */
 	maxk[1] = strlen(SECRET) * 8 / 6 - 1;
@@ -453,7 +469,7 @@ static void test_fixed_lag(void **state)
 	/* A reference without its ';' is complete too. */
 	maxk[7] = strlen(forms[7]) - 2;
 	for (trial = 0; trial < 3000; trial++) {
-		size_t form = next() % 9;
+		size_t form = next() % 13;
 		const char *f = forms[form];
 		size_t k = 1 + next() % maxk[form], pre = next() % 3000, post = next() % 40;
 		size_t len = pre + k + post, cuts[16], n_cuts = 0, la[18], lb[18], na, nb;

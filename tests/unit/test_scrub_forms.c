@@ -2,11 +2,14 @@
 /* tests/unit/test_scrub_forms.c: the scrubber's escape forms beyond percent, JSON and plain
  * HTML (test_scrub.c): every printable ASCII character through each form — octal, \u{..},
  * %uHHHH, \UHHHHHHHH, CSS hex escapes (with their white space, zero-padded), padded and
- * semicolon-less HTML numeric references, a backslash before punctuation, HTML5 named
- * references — the escaped character alone or the whole value escaped, cut at every offset;
- * near misses left alone; the longest forms of a long value within the lag. */
+ * semicolon-less HTML numeric references, Perl's \x{..} \o{..} \N{U+..}, shells' \0NNN,
+ * Java's \uu..u, Python's \N{NAME}, a backslash before punctuation, HTML5 named references —
+ * the escaped character alone or the whole value escaped, cut at every offset; near misses
+ * and forms past the bounds left alone; the longest forms of a long value within the lag. */
 #include "broker/scrub.h"
+#include "broker/scrub_unames.h"
 
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -153,6 +156,99 @@ static int f_xshort(char *o, unsigned char c, unsigned char n)
 	(void)n;
 	return sprintf(o, "\\x%x", c);
 }
+static int f_perlx(char *o, unsigned char c, unsigned char n)
+{
+	(void)n;
+	return sprintf(o, "\\x{%x}", c);
+}
+static int f_perlx4(char *o, unsigned char c, unsigned char n)
+{
+	(void)n;
+	return sprintf(o, "\\x{%04X}", c);
+}
+static int f_perlx10(char *o, unsigned char c, unsigned char n)
+{
+	(void)n;
+	return sprintf(o, "\\x{%010x}", c);
+}
+static int f_perlo(char *o, unsigned char c, unsigned char n)
+{
+	(void)n;
+	return sprintf(o, "\\o{%o}", c);
+}
+static int f_perlo11(char *o, unsigned char c, unsigned char n)
+{
+	(void)n;
+	return sprintf(o, "\\o{%011o}", c);
+}
+static int f_perlnu(char *o, unsigned char c, unsigned char n)
+{
+	(void)n;
+	return sprintf(o, "\\N{U+%X}", c);
+}
+static int f_perlnu10(char *o, unsigned char c, unsigned char n)
+{
+	(void)n;
+	return sprintf(o, "\\N{U+%010x}", c);
+}
+static int f_shell0(char *o, unsigned char c, unsigned char n)
+{
+	(void)n;
+	return sprintf(o, "\\0%o", c);
+}
+static int f_shell03(char *o, unsigned char c, unsigned char n)
+{
+	(void)n;
+	return sprintf(o, "\\0%03o", c);
+}
+static int f_javau3(char *o, unsigned char c, unsigned char n)
+{
+	(void)n;
+	return sprintf(o, "\\uuu%04x", c);
+}
+static int f_javau8(char *o, unsigned char c, unsigned char n)
+{
+	(void)n;
+	return sprintf(o, "\\uuuuuuuu%04X", c);
+}
+/* Python's \N{NAME}: every name and alias of C in broker/scrub_unames.h (whose names
+ * test_scrub_forms.sh checks against Python's decoder), in upper, lower or mixed case. */
+static int name_form(char *o, unsigned char c, int which, int fold)
+{
+	size_t i, j;
+	int hit = 0;
+
+	for (i = 0; i < sizeof(scrub_unames) / sizeof(scrub_unames[0]); i++) {
+		if (scrub_unames[i].v != c || hit++ != which)
+			continue;
+		strcpy(o, "\\N{");
+		for (j = 0; scrub_unames[i].name[j]; j++) {
+			char ch = scrub_unames[i].name[j];
+
+			if (fold == 1 || (fold == 2 && j % 2))
+				ch = (char)tolower((unsigned char)ch);
+			o[3 + j] = ch;
+		}
+		strcpy(o + 3 + j, "}");
+		return (int)(j + 4);
+	}
+	return name_form(o, c, 0, fold); /* C has fewer names: its first */
+}
+static int f_name(char *o, unsigned char c, unsigned char n)
+{
+	(void)n;
+	return name_form(o, c, 0, 0);
+}
+static int f_name_lower(char *o, unsigned char c, unsigned char n)
+{
+	(void)n;
+	return name_form(o, c, 0, 1);
+}
+static int f_name_alias(char *o, unsigned char c, unsigned char n)
+{
+	(void)n;
+	return name_form(o, c, 1, 2);
+}
 
 static const struct {
 	const char *name;
@@ -174,6 +270,20 @@ static const struct {
 	{ "&#X0000005f;", f_hex8 },
 	{ "&#x5f without ';'", f_hex_nosemi },
 	{ "\\x5f, short digits", f_xshort },
+	{ "Perl \\x{5f}", f_perlx },
+	{ "Perl \\x{005F}", f_perlx4 },
+	{ "Perl \\x{000000005f}", f_perlx10 },
+	{ "Perl \\o{137}", f_perlo },
+	{ "Perl \\o{00000000137}", f_perlo11 },
+	{ "Perl \\N{U+5F}", f_perlnu },
+	{ "Perl \\N{U+000000005f}", f_perlnu10 },
+	{ "shell \\0137", f_shell0 },
+	{ "shell \\0137, three digits", f_shell03 },
+	{ "Java \\uuu005f", f_javau3 },
+	{ "Java \\uuuuuuuu005F", f_javau8 },
+	{ "Python \\N{LOW LINE}", f_name },
+	{ "Python \\N{low line}", f_name_lower },
+	{ "Python \\N{SP}, mixed case", f_name_alias },
 };
 
 /* SECRET with the characters at ONLY (or, when ONLY is NULL, every character) in form F. */
@@ -194,7 +304,7 @@ static void encode(const char *secret, form_fn f, const char *only, char *o)
  * the whole value escaped. */
 static void test_every_printable_every_form(void **state)
 {
-	char secret[16], enc[512], in[600], one[2] = { 0 };
+	char secret[16], enc[1024], in[1100], one[2] = { 0 };
 	struct scrub s;
 	size_t f;
 	int c;
@@ -281,7 +391,10 @@ static void test_near_misses(void **state)
 	static const char *in =
 		"Kp7\\136wQ2\\137 Kp7\\u{5e}wQ2 Kp7&lowbar wQ2 Kp7&#x5e;wQ2 "
 		"Kp7%u005EwQ2 Kp7\\5e wQ2 Kp7&#0000000095;wQ2 Kp7\\u{000000005f}wQ2 "
-		"Kp7&under;wQ2";
+		"Kp7&under;wQ2 Kp7\\uuuuuuuuu005fwQ2 Kp7\\x{00000000005f}wQ2 "
+		"Kp7\\o{000000000137}wQ2 "
+		"Kp7\\N{U+00000000005f}wQ2 Kp7\\00137wQ2 Kp7\\N{LOW  LINE}wQ2 Kp7\\N{LOWLINE}wQ2 "
+		"Kp7\\N{LOW LINE }wQ2 Kp7\\N{CIRCUMFLEX ACCENT}wQ2 Kp7\\x{5e}wQ2 Kp7\\0136wQ2";
 	struct scrub s;
 
 	(void)state;
@@ -290,6 +403,10 @@ static void test_near_misses(void **state)
 	expect_every_cut(&s, "near misses", in, in);
 	/* The same forms with the right character are replaced. */
 	expect_every_cut(&s, "the same, right", "Kp7\\137wQ2 Kp7&#95wQ2", R " " R);
+	expect_every_cut(
+		&s, "the new forms, right",
+		"Kp7\\uuuuuuuu005fwQ2 Kp7\\x{000000005f}wQ2 Kp7\\0137wQ2 Kp7\\N{low LINE}wQ2",
+		R " " R " " R " " R);
 	assert_true(s.replaced > 0);
 	scrub_free(&s);
 }
@@ -298,7 +415,7 @@ static void test_near_misses(void **state)
  * escapes between wrapped lines: matched, so the lag covers the longest span. */
 static void test_longest_forms(void **state)
 {
-	char secret[81], *enc = malloc(2048), *in = malloc(2200);
+	char secret[81], *enc = malloc(4096), *in = malloc(4200);
 	struct scrub s;
 	size_t i;
 
@@ -307,13 +424,16 @@ static void test_longest_forms(void **state)
 		secret[i] = (char)('#' + (i * 37) % 90);
 	secret[80] = 0;
 	setup_secret(&s, secret);
-	assert_true(scrub_lag(&s) >= 80 * 12);
+	assert_true(scrub_lag(&s) >= 80 * 26);
 	encode(secret, f_hex8, NULL, enc);
 	snprintf(in, 2200, "[%s]", enc);
 	expect_every_cut(&s, "80 characters as &#X0000005f;", in, "[" R "]");
 	encode(secret, f_dec9, NULL, enc);
 	snprintf(in, 2200, "[%s]", enc);
 	expect_every_cut(&s, "80 characters as &#000000095;", in, "[" R "]");
+	encode(secret, f_name, NULL, enc);
+	snprintf(in, 4200, "[%s]", enc);
+	expect_every_cut(&s, "80 characters as \\N{LATIN CAPITAL LETTER A}", in, "[" R "]");
 	scrub_free(&s);
 	free(enc);
 	free(in);
