@@ -10,6 +10,7 @@
  * secret is ever replaced, so reading too much costs nothing but the rare false match. */
 #include "broker/scrub_internal.h"
 #include "broker/scrub_unames.h"
+#include "lib/hex.h"
 
 #include <string.h>
 
@@ -33,17 +34,9 @@ const uint8_t scrub_class[256] = {
 #undef L
 #undef U
 
-static int hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c |= 0x20;
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 static int digit(uint8_t c, int base)
 {
-	int v = base == 16 ? hexval(c) : c >= '0' && c <= '9' ? c - '0' : -1;
+	int v = base == 16 ? hex_digit(c) : c >= '0' && c <= '9' ? c - '0' : -1;
 
 	return v < base ? v : -1;
 }
@@ -171,7 +164,7 @@ static void backslash(struct toks *k, uint8_t b)
 
 	if (s)
 		add(k, 2, to[s - from], is_ws((uint8_t)to[s - from]), 0);
-	if (b >= 0x20 && b < 0x7f && hexval(b) < 0)
+	if (b >= 0x20 && b < 0x7f && hex_digit(b) < 0)
 		add(k, 2, b, is_ws(b), 0);
 }
 
@@ -191,7 +184,7 @@ static void java_u(struct toks *k, const uint8_t *end, size_t avail, long v)
 /* Forms that end in a hex digit. */
 static void hex_end(struct toks *k, const uint8_t *end, size_t avail)
 {
-	int p1 = avail >= 2 ? hexval(end[-2]) : -1, v = p1 * 16 + hexval(end[-1]);
+	int p1 = avail >= 2 ? hex_digit(end[-2]) : -1, v = p1 * 16 + hex_digit(end[-1]);
 	size_t n;
 	long w;
 
@@ -204,7 +197,7 @@ static void hex_end(struct toks *k, const uint8_t *end, size_t avail)
 			add(k, 4, v, 0, 0);
 	}
 	if (before(end, avail, 1, "\\x"))
-		add(k, 3, hexval(end[-1]), 0, 0);
+		add(k, 3, hex_digit(end[-1]), 0, 0);
 	/* \uHHHH and %uHHHH take four digits, \UHHHHHHHH eight, whatever stands before them. */
 	n = run(end, avail, 0, 16, 8, &w);
 	if (n >= 4 && (before(end, avail, 4, "%u") || before(end, avail, 4, "%U")))
@@ -276,7 +269,7 @@ size_t scrub_tokens(const uint8_t *end, size_t avail, struct scrub_tok *t)
 		add(&k, 1, ' ', 0, 0);
 	if (avail >= 2 && end[-2] == '\\')
 		backslash(&k, b);
-	if (hexval(b) >= 0)
+	if (hex_digit(b) >= 0)
 		hex_end(&k, end, avail);
 	if (b == ';') {
 		number(&k, end, avail, 1, 10, 9, "&#");
