@@ -46,7 +46,8 @@ static int query_method_override(const char *q, size_t n)
 		size_t end = i;
 		while (end < n && q[end] != '&' && q[end] != ';')
 			end++;
-		if (end - i >= k && !strncasecmp(q + i, name, k) && (end - i == k || q[i + k] == '='))
+		if (end - i >= k && !strncasecmp(q + i, name, k) &&
+		    (end - i == k || q[i + k] == '='))
 			return 1;
 		i = end + 1;
 	}

@@ -25,7 +25,8 @@ static long canon(const char *in, size_t n, char *out)
 			out[o++] = in[i];
 			continue;
 		}
-		if (i + 2 >= n || (hi = hex_digit(in[i + 1])) < 0 || (lo = hex_digit(in[i + 2])) < 0)
+		if (i + 2 >= n || (hi = hex_digit(in[i + 1])) < 0 ||
+		    (lo = hex_digit(in[i + 2])) < 0)
 			return -1;
 		v = hi << 4 | lo;
 		if (unreserved(v)) {

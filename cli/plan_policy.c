@@ -7,6 +7,7 @@
 #include "broker/policy.h"
 #include "broker/rules.h"
 
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -45,6 +46,20 @@ static int check_limits(struct session_plan *p, const struct policy *pol, char *
 	return 0;
 }
 
+/* The share against deny_share_paths, "~/" read as the caller's home and again as the home
+ * of the share's owner: root sharing a user's directory must not share that user's ~/.ssh. */
+static const char *share_denied(const struct policy *pol, const struct share_fs *fs)
+{
+	const char *hit = policy_share_denied(pol, fs->dir, getenv("HOME"));
+	char buf[4096];
+	struct passwd pw, *owner = NULL;
+
+	if (!hit && !getpwuid_r(fs->owner, &pw, buf, sizeof(buf), &owner) && owner &&
+	    owner->pw_dir && *owner->pw_dir)
+		hit = policy_share_denied(pol, fs->dir, owner->pw_dir);
+	return hit;
+}
+
 int plan_policy(struct session_plan *p, const struct rules *scope, char *err, size_t errlen)
 {
 	struct session_request *r = &p->req;
@@ -65,8 +80,7 @@ int plan_policy(struct session_plan *p, const struct rules *scope, char *err, si
 		snprintf(err, errlen, "global policy %s", why);
 		return -1;
 	}
-	if (p->share_origin != SHARE_NONE &&
-	    (hit = policy_share_denied(&pol, p->share.dir, getenv("HOME")))) {
+	if (p->share_origin != SHARE_NONE && (hit = share_denied(&pol, &p->share))) {
 		snprintf(err, errlen,
 			 "%s %s: refused by the global policy (deny_share_paths: \"%s\")",
 			 p->share_origin == SHARE_GRANTED ? "the scope's work" : "--work",

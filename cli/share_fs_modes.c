@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cli/share_fs_modes.c: what virtiofsd may not do to the host's files on the guest's behalf,
- * whatever it is asked: set the set-user-ID or set-group-ID bit. virtiofsd runs as the
- * share's owner (cli/share_fs.c), so a guest that could chmod 6755 would leave a program on
- * the host that runs as that owner for anyone who starts it (as root for a root-owned
- * share). A seccomp filter installed before virtiofsd starts (inherited by its sandbox, and
- * stacked under its own) refuses, with EPERM, every call that would create a file or change a
- * mode with either bit; everything else is left to virtiofsd's own filter. openat2 carries
- * its mode in a struct no filter can read, so it answers ENOSYS (virtiofsd falls back). */
+ * whatever it is asked: set the set-user-ID or set-group-ID bit, or make a file writable by
+ * others. virtiofsd runs as the share's owner (cli/share_fs.c), so a guest that could chmod
+ * 6755 would leave a program on the host that runs as that owner for anyone who starts it (as
+ * root for a root-owned share), and one that could chmod 777 would let any host user change
+ * what the owner later runs (a git hook). A seccomp filter installed before virtiofsd starts
+ * (inherited by its sandbox, and stacked under its own) refuses, with EPERM, every call that
+ * would create a file or change a mode with any of those bits (the guest kernel has applied
+ * its umask to a create's mode already); everything else is left to virtiofsd's own filter. openat2
+ * carries its mode in a struct no filter can read, so it answers ENOSYS (virtiofsd falls back). */
 #include "cli/share_fs.h"
 
 #include <errno.h>
@@ -32,8 +34,8 @@ int share_fs_forbid_setid(void)
 		int nr = seccomp_syscall_resolve_name(mode_calls[i].name);
 		if (nr == __NR_SCMP_ERROR)
 			continue; /* not a call of this architecture (or this libseccomp) */
-		const scmp_datum_t bits[] = { S_ISUID, S_ISGID };
-		for (size_t b = 0; !rc && b < 2; b++)
+		const scmp_datum_t bits[] = { S_ISUID, S_ISGID, S_IWOTH };
+		for (size_t b = 0; !rc && b < sizeof(bits) / sizeof(bits[0]); b++)
 			rc = seccomp_rule_add(
 				ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
 				SCMP_CMP(mode_calls[i].arg, SCMP_CMP_MASKED_EQ, bits[b], bits[b]));

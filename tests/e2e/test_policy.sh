@@ -145,6 +145,27 @@ if [ "$(id -u)" -eq 0 ]; then
 	fi
 fi
 
+# "~/" in deny_share_paths is also the share owner's home: root sharing another user's
+# directory does not get past "~/.ssh" because its own HOME is elsewhere. Here the owner is
+# root (home from the password database) and HOME points elsewhere.
+owner_home=$(getent passwd 0 | cut -d: -f6)
+if [ "$(id -u)" -eq 0 ] && [ -d "$owner_home" ] && [ "$owner_home" != / ]; then
+	keys=bulkhead-policy-test-$$
+	mkdir -p "$owner_home/$keys" "$TMP/elsewhere"
+	printf '{ "deny_share_paths": ["~/%s"] }\n' "$keys" > "$TMP/home-policy.json"
+	HOME=$TMP/elsewhere "$BULKHEAD" run --policy "$TMP/home-policy.json" --work "$owner_home/$keys" \
+		-- true > /dev/null 2> "$TMP/err" < /dev/null
+	rc=$?
+	rmdir "$owner_home/$keys"
+	if [ $rc = 125 ] && grep -q "deny_share_paths: \"~/$keys\"" "$TMP/err"; then
+		ok "~/ in deny_share_paths is the share owner's home too, not only the caller's"
+	else
+		not_ok "~/ in deny_share_paths is the share owner's home too" "rc=$rc" "$(cat "$TMP/err")"
+	fi
+else
+	skip "~/ as the share owner's home" "needs root and a home directory for uid 0"
+fi
+
 printf '{ "deny_hosts": [ "a.example" ], }\n' > "$TMP/broken.json"
 "$BULKHEAD" run --policy "$TMP/broken.json" -- true > /dev/null 2> "$TMP/err"
 rc=$?

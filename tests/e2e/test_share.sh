@@ -142,6 +142,19 @@ check_eq "the guest cannot set the set-user-ID or set-group-ID bit in its share"
 	"suid=1 sgid=1 create=1 mkdir=1 plain=0" "$(tr '\n' ' ' < "$TMP/out" | sed 's/ $//')"
 check_eq "... and the host holds no such file" "" "$(find "$TMP/setid" -perm /6000)"
 check_eq "... while ordinary modes still work" "700" "$(stat -c %a "$TMP/setid/f")"
+# Nor files every host user may write: another user could then change what the owner runs
+# (a git hook, a script). Ordinary creation under the usual umask is untouched.
+mkdir -p "$TMP/wother"
+run_capture run --work "$TMP/wother" -- sh -c '
+	echo x > f; mkdir d; git init -q g; echo "made=$?"
+	chmod 777 d 2> /dev/null; echo "dir=$?"
+	chmod o+w f 2> /dev/null; echo "file=$?"
+	chmod 1777 g/.git/objects 2> /dev/null; echo "sticky=$?"
+	(umask 0; echo y > u) 2> /dev/null; echo "umask0=$?"
+	chmod 775 d; echo "group=$?"'
+check_eq "the guest cannot make a file or directory of its share writable by every host user" \
+	"made=0 dir=1 file=1 sticky=1 umask0=1 group=0" "$(tr '\n' ' ' < "$TMP/out" | sed 's/ $//')"
+check_eq "... and the host holds no such file" "" "$(find "$TMP/wother" -perm -o+w)"
 
 # A share's path may not go through a symbolic link: a guest that planted one in its share
 # cannot redirect a later session that shares a directory below it.
