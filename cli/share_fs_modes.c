@@ -7,8 +7,9 @@
  * what the owner later runs (a git hook). A seccomp filter installed before virtiofsd starts
  * (inherited by its sandbox, and stacked under its own) refuses, with EPERM, every call that
  * would create a file or change a mode with any of those bits (the guest kernel has applied
- * its umask to a create's mode already); everything else is left to virtiofsd's own filter. openat2
- * carries its mode in a struct no filter can read, so it answers ENOSYS (virtiofsd falls back). */
+ * its umask to a create's mode already); everything else is left to virtiofsd's own filter.
+ * openat2 carries its mode in a struct no filter can read, so it answers ENOSYS (virtiofsd
+ * falls back). */
 #include "cli/share_fs.h"
 
 #include <errno.h>
