@@ -15,23 +15,35 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Takes the lease on UID in DIR: 0, -EBUSY when another session holds it, or -errno. */
+/* Takes the lease on UID in DIR: 0, -EBUSY when another session holds it, or -errno.
+ * A lease's file lives only while it is held (jail_ids_release removes it, still locked), so
+ * the directory does not grow with every session ever run. A lock taken on a file that its
+ * holder removed meanwhile is worth nothing: the lock must be on the file the path names now. */
 static int lease(struct jail_ids *ids, const char *dir, unsigned long uid)
 {
 	char path[PATH_MAX];
 
 	if (snprintf(path, sizeof(path), "%s/%lu", dir, uid) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno == EWOULDBLOCK ? EBUSY : errno;
-		close(fd);
-		return -e;
+	for (int tries = 0; tries < 8; tries++) {
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return -errno;
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			int e = errno == EWOULDBLOCK ? EBUSY : errno;
+			close(fd);
+			return -e;
+		}
+		struct stat held, named;
+		if (fstat(fd, &held) == 0 && lstat(path, &named) == 0 &&
+		    held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+			ids->lease_fd = fd;
+			snprintf(ids->lease_path, sizeof(ids->lease_path), "%s", path);
+			return 0;
+		}
+		close(fd); /* its holder ended and removed it between our open and our lock */
 	}
-	ids->lease_fd = fd;
-	return 0;
+	return -EBUSY;
 }
 
 int jail_ids_parse(const char *s, uid_t *uid, gid_t *gid)
@@ -125,8 +137,14 @@ void jail_ids_release(struct jail_ids *ids)
 {
 	if (ids->netns_fd >= 0)
 		close(ids->netns_fd);
-	if (ids->lease_fd >= 0)
-		close(ids->lease_fd); /* the file stays: unlocked, it is free */
+	if (ids->lease_fd >= 0) {
+		/* Removed while still locked: whoever opens it later finds another file at the
+		 * path and takes the lease there (lease()). */
+		if (ids->lease_path[0])
+			unlink(ids->lease_path);
+		close(ids->lease_fd);
+	}
+	ids->lease_path[0] = '\0';
 	ids->netns_fd = ids->lease_fd = -1;
 }
 

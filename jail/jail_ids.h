@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <limits.h>
 #include <sys/types.h>
 
 /* Leased from [JAIL_UID_FIRST, JAIL_UID_FIRST + JAIL_UID_COUNT) (unused by Debian and by
@@ -19,7 +20,8 @@
 struct jail_ids {
 	uid_t uid;
 	gid_t gid;
-	int lease_fd; /* holds the uid for this session (-1: none, not root) */
+	int lease_fd;		   /* holds the uid for this session (-1: none, not root) */
+	char lease_path[PATH_MAX]; /* its lock file, removed when the lease ends */
 	int netns_fd; /* the session's empty network namespace once made (-1: not yet) */
 };
 #define JAIL_IDS_INIT                                                                              \

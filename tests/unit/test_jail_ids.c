@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -142,6 +143,37 @@ static void test_leases_are_distinct(void **state)
 	assert_int_equal(ids[3].uid, freed);
 	for (int i = 0; i < 4; i++)
 		jail_ids_release(&ids[i]);
+}
+
+/* A lease's file lives while the lease does: the directory does not grow with every session
+ * ever run. A file a killed session left (unlocked) is taken over; a lock on a file its holder
+ * removed meanwhile is not a lease (the next one is taken on the file the path names). */
+static void test_lease_files_go_with_their_lease(void **state)
+{
+	const struct jail_lease l = { .dir = dir, .first = TEST_FIRST, .count = 1 };
+	struct jail_ids a = JAIL_IDS_INIT, b = JAIL_IDS_INIT;
+	char err[256], path[128];
+	struct stat st;
+	(void)state;
+	snprintf(path, sizeof(path), "%s/%u", dir, TEST_FIRST);
+	int stale = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600); /* a killed session's */
+	assert_true(stale >= 0);
+	close(stale);
+	assert_int_equal(jail_ids_lease(&a, &l, NULL, err, sizeof(err)), 0);
+	assert_int_equal(a.uid, TEST_FIRST);
+	/* A waiter that opened the file before a holds it... */
+	int early = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(early >= 0);
+	jail_ids_release(&a);
+	assert_int_equal(stat(path, &st), -1); /* ...sees it removed with the lease */
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(flock(early, LOCK_EX | LOCK_NB), 0); /* a lock on nothing that counts */
+	assert_int_equal(jail_ids_lease(&b, &l, NULL, err, sizeof(err)), 0);
+	assert_int_equal(b.uid, TEST_FIRST);
+	assert_int_equal(stat(path, &st), 0);
+	close(early);
+	jail_ids_release(&b);
+	assert_int_equal(stat(path, &st), -1);
 }
 
 static void test_held_uid_is_refused(void **state)
@@ -288,6 +320,8 @@ int main(void)
 		cmocka_unit_test(test_acquire_refuses_malformed),
 		cmocka_unit_test_setup_teardown(test_leases_are_distinct, make_dir, remove_dir),
 		cmocka_unit_test_setup_teardown(test_held_uid_is_refused, make_dir, remove_dir),
+		cmocka_unit_test_setup_teardown(test_lease_files_go_with_their_lease, make_dir,
+						remove_dir),
 		cmocka_unit_test_setup_teardown(test_lease_held_by_another_process, make_dir,
 						remove_dir),
 		cmocka_unit_test_setup_teardown(test_lease_dir_and_links, make_dir, remove_dir),
