@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 # tests/e2e/lib.sh: TAP helpers for end-to-end suites (sourced, POSIX sh).
-# Provides ok/not_ok/skip/plan_done, check_eq, and $BIN, $LIBDIR, $BULKHEAD, $TMP.
+# Provides ok/not_ok/skip/plan_done, check_eq, require, wait_port, $pids (killed at the end),
+# and $BIN, $LIBDIR, $BULKHEAD, $TMP.
 BUILD=${BUILD:-build}
 BIN=$(cd "$BUILD/bin" && pwd)
 LIBDIR=$(cd "$BUILD/lib/bulkhead" && pwd)
 BULKHEAD=$BIN/bulkhead
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/bulkhead-e2e.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
+# Background helpers a suite starts (upstreams, brokers): add each one's pid to $pids; all are
+# killed when the suite ends, before $TMP goes.
+pids=""
+trap 'for p in $pids; do kill "$p" 2> /dev/null; done; rm -rf "$TMP"' EXIT
 _n=0
 
 ok() { _n=$((_n + 1)); echo "ok $_n - $1"; }
@@ -72,4 +76,30 @@ triple_line() {
 	else
 		not_ok "$1: one stderr line with the fault site, or saying it is unknown" "stderr: $(cat "$TMP/err")"
 	fi
+}
+
+# require SUITE NAME...: the whole suite skips, saying what is missing, unless each NAME is an
+# executable file (a path: `make test-programs` builds them) or a command on PATH.
+require() {
+	_suite=$1
+	shift
+	for _r in "$@"; do
+		case $_r in
+		*/*) [ -x "$_r" ] && continue; _why="$_r not built (make test-programs builds it)" ;;
+		*) command -v "$_r" > /dev/null && continue; _why="the $_r command is missing (apt-get install $_r)" ;;
+		esac
+		skip "$_suite" "$_why"
+		plan_done
+		exit 0
+	done
+}
+
+# wait_port FILE: what a helper wrote to FILE once it listens (its port), waiting 5 s at most.
+wait_port() {
+	_i=0
+	while [ ! -s "$1" ] && [ $_i -lt 100 ]; do
+		sleep 0.05
+		_i=$((_i + 1))
+	done
+	cat "$1"
 }

@@ -10,23 +10,9 @@
 BROKER=$BIN/bulkhead-broker
 CLIENT=$(cd "$BUILD/tests" 2> /dev/null && pwd)/proxy-client
 RECORD=$(cd "$(dirname "$0")/../tools" && pwd)/record_upstream.py
-if [ ! -x "$BROKER" ] || [ ! -x "$CLIENT" ] || ! command -v python3 > /dev/null; then
-	skip "audit suite" "needs bulkhead-broker, proxy-client (make test) and python3"
-	plan_done
-	exit 0
-fi
+require "audit suite" "$BROKER" "$CLIENT" python3
 D=$TMP
-pids=""
-trap 'for p in $pids; do kill "$p" 2> /dev/null; done; rm -rf "$D"' EXIT
 
-wait_port() {
-	i=0
-	while [ ! -s "$1" ] && [ $i -lt 100 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	cat "$1"
-}
 python3 "$RECORD" "$D/up.log" > "$D/up.port" &
 pids="$pids $!"
 UP=$(wait_port "$D/up.port")

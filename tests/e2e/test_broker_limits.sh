@@ -17,19 +17,10 @@
 ECHO=$BUILD/tests/https-echo
 CLIENT=$BUILD/tests/proxy-client
 BROKER=$BIN/bulkhead-broker
-for f in "$ECHO" "$CLIENT" "$BROKER"; do
-	if [ ! -x "$f" ]; then
-		skip "broker limits" "$f not built (make test builds it)"; plan_done; exit 0
-	fi
-done
-for c in openssl python3; do
-	command -v $c > /dev/null || { skip "broker limits" "$c missing"; plan_done; exit 0; }
-done
+require "broker limits" "$ECHO" "$CLIENT" "$BROKER" openssl python3
 export BULKHEAD_RUNDIR="$TMP/run"
 mkdir -m 700 "$BULKHEAD_RUNDIR"
 D=$TMP
-pids=""
-trap 'for p in $pids; do kill $p 2>/dev/null; done; rm -rf "$D"' EXIT
 if ! test_pki; then
 	not_ok "test PKI made with openssl"; plan_done; exit 1
 fi

@@ -9,26 +9,9 @@ BROKER=$BIN/bulkhead-broker
 TOOLS=$(cd "$BUILD/tests" 2> /dev/null && pwd)
 ECHO=$TOOLS/https-echo
 CLIENT=$TOOLS/proxy-client
-for f in "$BROKER" "$ECHO" "$CLIENT"; do
-	if [ ! -x "$f" ]; then
-		skip "broker proxy suite" "$f not built (make $BUILD/bin/bulkhead-broker $BUILD/tests/https-echo $BUILD/tests/proxy-client)"
-		plan_done
-		exit 0
-	fi
-done
-if ! command -v openssl > /dev/null; then
-	skip "broker proxy suite" "the openssl command is missing (apt-get install openssl)"
-	plan_done
-	exit 0
-fi
+require "broker proxy suite" "$BROKER" "$ECHO" "$CLIENT" openssl
 
 D=$TMP
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2> /dev/null; done
-	rm -rf "$D"
-}
-trap cleanup EXIT
 
 SECRET='s3cr3t-T0KEN-abcdef-9876'
 B64=$(printf %s "$SECRET" | base64 -w0)

@@ -13,27 +13,13 @@
 BROKER=$BIN/bulkhead-broker
 ECHO=$BUILD/tests/https-echo
 CLIENT=$BUILD/tests/proxy-client
-for f in "$BROKER" "$ECHO" "$CLIENT"; do
-	if [ ! -x "$f" ]; then
-		skip "canonical request targets" "$f not built (make test builds it)"
-		plan_done
-		exit 0
-	fi
-done
-command -v openssl > /dev/null || { skip "canonical request targets" "openssl missing"; plan_done; exit 0; }
+require "canonical request targets" "$BROKER" "$ECHO" "$CLIENT" openssl
 if ! test_pki; then
 	not_ok "test PKI made with openssl"
 	plan_done
 	exit 1
 fi
 D=$TMP
-pids=""
-trap 'for p in $pids; do kill "$p" 2> /dev/null; done; rm -rf "$D"' EXIT
-wait_port() {
-	i=0
-	while [ ! -s "$1" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-	cat "$1"
-}
 "$ECHO" --cert "$D/up.pem" --key "$D/up.key" --log "$D/up.log" > "$D/up.port" 2> /dev/null &
 pids="$pids $!"
 UP=$(wait_port "$D/up.port")

@@ -14,41 +14,18 @@ TOOLS=$(cd "$BUILD/tests" 2> /dev/null && pwd)
 ECHO=$TOOLS/https-echo
 CLIENT=$TOOLS/proxy-client
 RECORD=$(cd "$(dirname "$0")/../tools" && pwd)/record_upstream.py
-for f in "$BROKER" "$ECHO" "$CLIENT"; do
-	if [ ! -x "$f" ]; then
-		skip "strict parsing suite" "$f not built (make test builds it)"
-		plan_done
-		exit 0
-	fi
-done
-for c in openssl python3; do
-	if ! command -v $c > /dev/null; then
-		skip "strict parsing suite" "the $c command is missing (ci/packages.txt)"
-		plan_done
-		exit 0
-	fi
-done
+require "strict parsing suite" "$BROKER" "$ECHO" "$CLIENT" openssl python3
 if ! test_pki; then
 	not_ok "test PKI made with openssl"
 	plan_done
 	exit 1
 fi
 D=$TMP
-pids=""
-trap 'for p in $pids; do kill "$p" 2> /dev/null; done; rm -rf "$D"' EXIT
 
 SECRET='strict-S3CRET-4821-zz'
 PSECRET='plain-P4SS-9917-yy'
 
 # wait_port FILE: the port a tool printed, once it has.
-wait_port() {
-	i=0
-	while [ ! -s "$1" ] && [ $i -lt 100 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	cat "$1"
-}
 "$ECHO" --cert "$TMP/up.pem" --key "$TMP/up.key" --log "$D/echo.log" > "$D/echo.port" \
 	2> /dev/null &
 pids="$pids $!"

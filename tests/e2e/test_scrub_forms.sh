@@ -14,26 +14,9 @@ BROKER=$BIN/bulkhead-broker
 TOOLS=$(cd "$BUILD/tests" 2> /dev/null && pwd)
 ECHO=$TOOLS/https-echo
 CLIENT=$TOOLS/proxy-client
-for f in "$BROKER" "$ECHO" "$CLIENT"; do
-	if [ ! -x "$f" ]; then
-		skip "scrub forms suite" "$f not built (make $BUILD/bin/bulkhead-broker $BUILD/tests/https-echo $BUILD/tests/proxy-client)"
-		plan_done
-		exit 0
-	fi
-done
-if ! command -v openssl > /dev/null || ! command -v python3 > /dev/null; then
-	skip "scrub forms suite" "openssl or python3 is missing (apt-get install openssl python3)"
-	plan_done
-	exit 0
-fi
+require "scrub forms suite" "$BROKER" "$ECHO" "$CLIENT" openssl python3
 
 D=$TMP
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2> /dev/null; done
-	rm -rf "$D"
-}
-trap cleanup EXIT
 
 # Punctuation in every class an encoder escapes; letters and digits stay raw in most forms.
 SECRET='tok_Xy7.Qz/9+Lm=Wk-:a~b@c'

@@ -14,26 +14,9 @@ TOOLS=$(cd "$BUILD/tests" 2> /dev/null && pwd)
 ECHO=$TOOLS/https-echo
 CLIENT=$TOOLS/proxy-client
 PROBE=$TOOLS/scrub-probe
-for f in "$BROKER" "$ECHO" "$CLIENT" "$PROBE"; do
-	if [ ! -x "$f" ]; then
-		skip "scrub oracle suite" "$f not built (make $BUILD/bin/bulkhead-broker $BUILD/tests/https-echo $BUILD/tests/proxy-client $BUILD/tests/scrub-probe)"
-		plan_done
-		exit 0
-	fi
-done
-if ! command -v openssl > /dev/null; then
-	skip "scrub oracle suite" "the openssl command is missing (apt-get install openssl)"
-	plan_done
-	exit 0
-fi
+require "scrub oracle suite" "$BROKER" "$ECHO" "$CLIENT" "$PROBE" openssl
 
 D=$TMP
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2> /dev/null; done
-	rm -rf "$D"
-}
-trap cleanup EXIT
 
 SECRET='s3cr3t-T0KEN-abcdef-9876'
 SPACED='open sesame/42+x'
