@@ -25,20 +25,6 @@ _Static_assert(REQCHECK_LINE_MAX > PROXY_MAX_HEAD, "a line as large as a head re
 #include "broker/upstream_tls.h"
 #include "lib/agent_proto.h"
 
-void proxy_fail(struct conn *c, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-void proxy_fail(struct conn *c, int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (c->err_status)
-		return;
-	c->err_status = status;
-	va_start(ap, fmt);
-	vsnprintf(c->err_msg, sizeof(c->err_msg), fmt, ap);
-	va_end(ap);
-}
-
 static int rq_url(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = CONN(p);
@@ -236,6 +222,7 @@ static const http_parser_settings rq_settings = {
 	.on_message_complete = rq_complete,
 };
 
+/* The recorded refusal (proxy_fail) as the guest's one answer. */
 static void send_error(struct conn *c)
 {
 	static const struct {

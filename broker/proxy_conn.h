@@ -134,8 +134,8 @@ enum { BODY_NONE, BODY_STREAM, BODY_CHUNKED, BODY_BUFFER };
 
 #define CONN(p) ((struct conn *)(p)->data)
 
-/* proxy.c: serves one connection (proxy.h); the request's error, answered before any
- * response byte went out (the first one set wins). */
+/* proxy_error.c: the request's error, answered (by proxy.c, which serves the connection:
+ * proxy.h) before any response byte went out; the first one set wins. */
 void proxy_fail(struct conn *c, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* proxy_request.c: the request's head, phase by phase (http_parser's on_headers_complete). */
