@@ -11,7 +11,8 @@ fi
 export BULKHEAD_RUNDIR="$TMP/run"
 
 # --- run through the agent ----------------------------------------------------
-run_capture run -- sh -c 'head -c 67108864 /dev/urandom | tee /tmp/r | sha256sum >&2; cat /tmp/r'
+# The guest keeps the 64 MiB in its /tmp (RAM): give it room beside its image (--mem 512).
+run_capture run --mem 512 -- sh -c 'head -c 67108864 /dev/urandom | tee /tmp/r | sha256sum >&2; cat /tmp/r'
 want=$(cut -d' ' -f1 < "$TMP/err")
 got=$(sha256sum < "$TMP/out" | cut -d' ' -f1)
 if [ "$rc" = 0 ] && [ -n "$want" ] && [ "$want" = "$got" ] && [ "$(wc -c < "$TMP/out")" = 67108864 ]; then
@@ -21,7 +22,7 @@ else
 fi
 
 head -c 67108864 /dev/urandom > "$TMP/in"
-"$BULKHEAD" run -i -- sh -c 'cat | tee /tmp/in | sha256sum >&2; cat /tmp/in' < "$TMP/in" > "$TMP/out" 2> "$TMP/err"
+"$BULKHEAD" run --mem 512 -i -- sh -c 'cat | tee /tmp/in | sha256sum >&2; cat /tmp/in' < "$TMP/in" > "$TMP/out" 2> "$TMP/err"
 rc=$?
 want=$(sha256sum < "$TMP/in" | cut -d' ' -f1)
 if [ "$rc" = 0 ] && [ "$(cut -d' ' -f1 < "$TMP/err")" = "$want" ] &&
