@@ -29,21 +29,11 @@ if ! test_pki; then
 fi
 "$ECHO" --cert "$D/up.pem" --key "$D/up.key" --log "$D/up.log" > "$D/up.port" 2> "$D/up.err" &
 pids="$pids $!"
-i=0
-while [ ! -s "$D/up.port" ] && [ $i -lt 100 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
-PORT=$(cat "$D/up.port")
+PORT=$(wait_port "$D/up.port")
 # A second upstream that no credential goes to.
 "$ECHO" --cert "$D/up.pem" --key "$D/up.key" > "$D/free.port" 2> "$D/free.err" &
 pids="$pids $!"
-i=0
-while [ ! -s "$D/free.port" ] && [ $i -lt 100 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
-FREE=$(cat "$D/free.port")
+FREE=$(wait_port "$D/free.port")
 
 LOOP='"allow_addresses": ["127.0.0.1", "::1"]'
 cat > "$D/rules.json" << RULES
