@@ -24,11 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BENCH_MAX_RUNS	    1000
-#define BENCH_BOOT_LIMIT    600000 /* ms: one boot may take minutes where ring 0 is emulated */
-#define BENCH_TIMER_WAIT_MS 2000   /* ms after 'Run /init' for bulkhead-vmm's boot-timer line */
-#define BENCH_INIT_LINE	    "Run /init as init process"
-#define BENCH_TAIL	    8192
+#define BENCH_MAX_RUNS	 1000
+#define BENCH_BOOT_LIMIT 600000 /* ms: one boot may take minutes where ring 0 is emulated */
+#define BENCH_INIT_LINE	 "Run /init as init process"
+#define BENCH_TAIL	 8192
 
 enum { PH_SETUP, PH_KERNEL, PH_TOTAL, PH_VMM_INIT, PH_N };
 static const char *const ph_names[PH_N] = { "start-up", "kernel", "total", "vmm-to-init" };
@@ -85,28 +84,6 @@ static bool tail_find(char *tail, size_t *len, const char *buf, size_t n, const 
 	}
 	tail[*len] = '\0';
 	return strstr(tail, needle) != NULL;
-}
-
-/* Reads the VMM's stderr into TAIL until its boot-timer line is there, the pipe closes or
- * MS milliseconds pass. */
-static void wait_boot_timer(int fd, char *tail, size_t *len, int ms)
-{
-	uint64_t end = now_ns() + (uint64_t)ms * 1000000;
-	char buf[4096];
-
-	for (;;) {
-		const char *line = strstr(tail, BOOT_TIMER_LINE_PREFIX);
-		if (line && strchr(line, '\n'))
-			return;
-		uint64_t now = now_ns();
-		struct pollfd p = { fd, POLLIN, 0 };
-		if (now >= end || poll(&p, 1, (int)((end - now) / 1000000) + 1) <= 0)
-			return;
-		ssize_t n = read(fd, buf, sizeof(buf));
-		if (n <= 0)
-			return;
-		tail_find(tail, len, buf, (size_t)n, "");
-	}
 }
 
 /* One boot: fills ns[PH_*] (0 = not measured). Returns 0, or -1 with err set. */
@@ -175,10 +152,6 @@ static int bench_one(const struct launch *tmpl, const struct engine_choice *c, u
 	ns[PH_SETUP] = first - t0;
 	ns[PH_KERNEL] = init - first;
 	ns[PH_TOTAL] = init - t0;
-	/* init's first act (the boot-timer write) comes just after 'Run /init': give bulkhead-vmm
-	 * a moment to print its stamps before the VM is killed. */
-	if (c->kind == ENGINE_KVM && diag_open)
-		wait_boot_timer(diag[0], diag_tail, &diag_len, BENCH_TIMER_WAIT_MS);
 	rc = 0;
 out:
 	kill(-g.pid, SIGKILL);
