@@ -61,20 +61,21 @@ static int dev_virtio_init(struct machine *m)
 	const struct vmm_opts *o = m->o;
 	virtio_devs_init(&m->virtio, &m->vm, X86_VIRTIO_MMIO_GPA, X86_VIRTIO_MMIO_MAX,
 			 X86_VIRTIO_GSI_BASE);
-	const struct vhost_user_dev_cfg cfgs[] = {
-		{ .type = VHOST_USER_DEV_FS,
-		  .socket_path = o->fs_sock,
-		  .socket_fd = o->fs_fd,
-		  .name = "virtiofsd",
-		  .fs_tag = o->fs_tag },
-		{ .type = VHOST_USER_DEV_VSOCK,
-		  .socket_path = o->vsock_sock,
-		  .socket_fd = o->vsock_fd,
-		  .name = "bulkhead-vsock",
-		  .vsock_cid = o->vsock_cid },
-	};
+	struct vhost_user_dev_cfg cfgs[VMM_FS_MAX + 1];
+	size_t ncfg = 0;
+	for (unsigned i = 0; i < o->nfs; i++)
+		cfgs[ncfg++] = (struct vhost_user_dev_cfg){ .type = VHOST_USER_DEV_FS,
+							    .socket_path = o->fs[i].sock,
+							    .socket_fd = o->fs[i].fd,
+							    .name = "virtiofsd",
+							    .fs_tag = o->fs[i].tag };
+	cfgs[ncfg++] = (struct vhost_user_dev_cfg){ .type = VHOST_USER_DEV_VSOCK,
+						    .socket_path = o->vsock_sock,
+						    .socket_fd = o->vsock_fd,
+						    .name = "bulkhead-vsock",
+						    .vsock_cid = o->vsock_cid };
 	int rc;
-	for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++)
+	for (size_t i = 0; i < ncfg; i++)
 		if ((cfgs[i].socket_path || cfgs[i].socket_fd >= 0) &&
 		    (rc = virtio_vhost_user_add(&m->virtio, &cfgs[i])))
 			return rc;

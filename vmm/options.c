@@ -66,7 +66,8 @@ static void usage(FILE *f)
 		"                     SOCKET (virtiofsd); the kernel mounts it by TAG (1..%d "
 		"bytes)\n"
 		"  --virtio-fs fd=N,tag=TAG     the same over descriptor N, a Unix socket already\n"
-		"                     connected to the back end (./fd=N names a file)\n"
+		"                     connected to the back end (./fd=N names a file); up to %d\n"
+		"                     devices, each with its own tag\n"
 		"  --virtio-vsock SOCKET,cid=C  virtio-vsock served by the back end at SOCKET\n"
 		"                     (bulkhead-vsock); the guest's CID is C (3..%u)\n"
 		"  --virtio-vsock fd=N,cid=C    the same over descriptor N (connected)\n"
@@ -89,7 +90,7 @@ static void usage(FILE *f)
 		"  %d    timeout                 %d  bulkhead-vmm failed (one line on stderr)\n",
 		TG_LOAD_GPA, X86_CMDLINE_MAX - 1, VMM_MEM_MIB_MIN,
 		(unsigned long long)VMM_MEM_MIB_MAX, VMM_MEM_MIB_DEFAULT, VMM_LINUX_MEM_MIB_DEFAULT,
-		VM_MAX_VCPUS, VIRTIO_FS_TAG_MAX, UINT32_MAX - 1, TG_EXIT_MAX, TG_PORT_EXIT,
+		VM_MAX_VCPUS, VIRTIO_FS_TAG_MAX, VMM_FS_MAX, UINT32_MAX - 1, TG_EXIT_MAX, TG_PORT_EXIT,
 		VMM_EXIT_HALTED, VMM_EXIT_SHUTDOWN, VMM_EXIT_INTERNAL_ERROR, VMM_EXIT_FAIL_ENTRY,
 		VMM_EXIT_BAD_CODE, VMM_EXIT_UNEXPECTED, VMM_EXIT_RESET, VMM_EXIT_BACKEND,
 		VMM_EXIT_TIMEOUT, VMM_EXIT_SETUP);
@@ -207,9 +208,13 @@ static int check_fds(const struct vmm_opts *o)
 		{ "--kernel-fd ", o->kernel.fd, FD_REGULAR },
 		{ "--initrd-fd ", o->initrd.fd, FD_REGULAR },
 		{ "--kvm-fd ", o->kvm_fd, FD_KVM },
-		{ "--virtio-fs fd=", o->fs_fd, FD_SOCKET },
 		{ "--virtio-vsock fd=", o->vsock_fd, FD_SOCKET },
+		{ "--virtio-fs fd=", o->fs[0].fd, FD_SOCKET },
+		{ "--virtio-fs fd=", o->fs[1].fd, FD_SOCKET },
+		{ "--virtio-fs fd=", o->fs[2].fd, FD_SOCKET },
+		{ "--virtio-fs fd=", o->fs[3].fd, FD_SOCKET },
 	};
+	_Static_assert(VMM_FS_MAX == 4, "one row per virtio-fs device above");
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		for (size_t j = 0; j < i; j++)
 			if (f[i].fd >= 0 && f[i].fd == f[j].fd) {
@@ -246,7 +251,7 @@ static int check_combination(struct vmm_opts *o)
 				   "--test-guest FILE (or --test-guest-fd N)");
 	if (test_guest && !o->machine && (initrd || o->cmdline))
 		return usage_error("--initrd and --cmdline need --kernel or --machine");
-	if ((o->fs_sock || o->fs_fd >= 0 || o->vsock_sock || o->vsock_fd >= 0) && !kernel &&
+	if ((o->nfs || o->vsock_sock || o->vsock_fd >= 0) && !kernel &&
 	    !o->machine)
 		return usage_error("--virtio-fs and --virtio-vsock need --kernel or --machine");
 	if (kernel && o->machine)
@@ -337,14 +342,24 @@ static int parse_one(int c, char *arg, struct vmm_opts *o)
 		return parse_u64(arg, 0, VMM_TIMEOUT_MS_MAX, &o->timeout_ms)
 			       ? bad_value("--timeout-ms", arg, want)
 			       : 0;
-	case OPT_VIRTIO_FS:
-		if (o->fs_tag)
-			return usage_error("--virtio-fs given twice");
-		if (split_device(arg, "tag=", &o->fs_sock, &o->fs_tag) ||
-		    strlen(o->fs_tag) > VIRTIO_FS_TAG_MAX || device_socket(&o->fs_sock, &o->fs_fd))
+	case OPT_VIRTIO_FS: {
+		if (o->nfs == VMM_FS_MAX) {
+			snprintf(want, sizeof(want), "--virtio-fs given more than %d times",
+				 VMM_FS_MAX);
+			return usage_error(want);
+		}
+		struct vmm_fs_opt *fs = &o->fs[o->nfs];
+		if (split_device(arg, "tag=", &fs->sock, &fs->tag) ||
+		    strlen(fs->tag) > VIRTIO_FS_TAG_MAX || device_socket(&fs->sock, &fs->fd))
 			return bad_value("--virtio-fs", arg,
 					 "SOCKET,tag=TAG or fd=N,tag=TAG (TAG 1..36 bytes, N > 2)");
+		/* The guest mounts by tag: two devices with one tag would be a coin toss. */
+		for (unsigned i = 0; i < o->nfs; i++)
+			if (strcmp(o->fs[i].tag, fs->tag) == 0)
+				return bad_value("--virtio-fs", arg, "a tag no other device has");
+		o->nfs++;
 		return 0;
+	}
 	case OPT_VIRTIO_VSOCK:
 		if (o->vsock_cid)
 			return usage_error("--virtio-vsock given twice");
@@ -390,7 +405,9 @@ int vmm_options_parse(int argc, char **argv, struct vmm_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->test_guest.fd = o->kernel.fd = o->initrd.fd = -1;
-	o->kvm_fd = o->fs_fd = o->vsock_fd = -1;
+	o->kvm_fd = o->vsock_fd = -1;
+	for (unsigned i = 0; i < VMM_FS_MAX; i++)
+		o->fs[i].fd = -1;
 	o->cpus = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {

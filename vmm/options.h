@@ -17,6 +17,9 @@
 
 /* Files come as paths (bulkhead-vmm opens them) or as descriptors a launcher opened before
  * an empty root (fd >= 3, checked for their kind; -1 when not given). */
+/* virtio-fs devices in one VM: a session's work share and its image root, with room. */
+#define VMM_FS_MAX 4
+
 struct vmm_opts {
 	struct loader_src test_guest; /* VMM_MODE_TEST / _MACHINE */
 	struct loader_src kernel;     /* VMM_MODE_LINUX */
@@ -29,8 +32,11 @@ struct vmm_opts {
 	unsigned cpus;
 	uint64_t timeout_ms;
 	/* vhost-user devices (Linux mode): a socket path or a connected socket (fd). */
-	const char *fs_sock, *fs_tag;
-	int fs_fd;
+	struct vmm_fs_opt {
+		const char *sock, *tag;
+		int fd;
+	} fs[VMM_FS_MAX]; /* --virtio-fs, in the order given */
+	unsigned nfs;
 	const char *vsock_sock;
 	int vsock_fd;
 	uint64_t vsock_cid;

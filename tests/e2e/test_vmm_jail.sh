@@ -162,6 +162,11 @@ bad "the same descriptor for two options is refused" 'descriptor 3 given to both
 bad "a path and a descriptor for one file are refused" 'not both' --kernel "$TMP/rd" --kernel-fd 3 3< "$TMP/rd"
 bad "--virtio-fs fd=N on a file is refused" '--virtio-fs fd=3: not a connected Unix stream socket' \
 	--kernel-fd 4 --virtio-fs fd=3,tag=work 3< "$TMP/rd" 4< "$TMP/rd"
+bad "two --virtio-fs devices with one tag are refused" 'a tag no other device has' \
+	--kernel "$TMP/rd" --virtio-fs "$TMP/a.sock,tag=work" --virtio-fs "$TMP/b.sock,tag=work"
+bad "a fifth --virtio-fs is refused" 'given more than 4 times' --kernel "$TMP/rd" \
+	--virtio-fs "$TMP/a,tag=a" --virtio-fs "$TMP/b,tag=b" --virtio-fs "$TMP/c,tag=c" \
+	--virtio-fs "$TMP/d,tag=d" --virtio-fs "$TMP/e,tag=e"
 bad "--virtio-vsock fd=2 is refused" 'want SOCKET,cid=C or fd=N,cid=C' --kernel-fd 4 --virtio-vsock fd=2,cid=3 4< "$TMP/rd"
 
 # --- Linux with virtio-fs and virtio-vsock, in the empty root, everything by descriptor ------
