@@ -132,10 +132,12 @@ int engine_cmdline(const struct engine_choice *c, bool quiet, const char *work_m
 {
 	/* panic=-1 and the engine's reboot method make every end of the guest the engine's
 	 * exit. Hosts that emulate guest kernel mode need the quirks of docs/HOSTS.md (QEMU's
-	 * TCG has no such gaps). */
+	 * TCG has no such gaps). random.trust_cpu=on: RDRAND (the CPU's under KVM, the host's
+	 * getrandom under TCG) seeds the kernel's generator at boot; without it a guest's first
+	 * getrandom(), e.g. Python's start, waits a second or more for jitter entropy. */
 	int n = snprintf(buf, len,
 			 "console=ttyS0 8250.nr_uarts=1 panic=-1 reboot=%s rdinit=/init "
-			 "tsc=reliable no_timer_check%s%s%s%s%s",
+			 "tsc=reliable no_timer_check random.trust_cpu=on%s%s%s%s%s",
 			 c->ops->reboot,
 			 c->kind == ENGINE_KVM && c->kvm_emulated
 				 ? " noxsave clearcpuid=smap,smep,pku,umip,popcnt"
