@@ -46,7 +46,7 @@ static int enter_ids(const struct child_args *c, char *step, size_t steplen)
 		return jail_become_ns_root();
 	if (c->uid)
 		/* Ourselves, and nobody else, inside: no root there either. */
-		return jail_userns_map(0, c->uid, c->uid, c->gid, c->gid, true);
+		return jail_userns_map(0, c->uid, c->uid, c->gid, c->gid, 1, true);
 	if (s->ids->netns_fd >= 0) {
 		snprintf(step, steplen, "the session's network namespace");
 		return setns(s->ids->netns_fd, CLONE_NEWNET) < 0 ? -errno : 0;
@@ -105,7 +105,8 @@ static _Noreturn void child(struct child_args *c)
 /* The launcher's side of map_root: the child's maps, then the word to go on. */
 static int map_child(pid_t pid, const struct jail_spec *s, int go_fd, char *err, size_t errlen)
 {
-	int rc = jail_userns_map(pid, 0, s->map_root->uid, 0, s->map_root->gid, geteuid() != 0);
+	int rc = jail_userns_map(pid, 0, s->map_root->uid, 0, s->map_root->gid, s->map_root->count,
+				 geteuid() != 0);
 
 	if (rc < 0)
 		snprintf(err, errlen, "cannot map uid %u into its user namespace: %s",

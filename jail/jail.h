@@ -37,17 +37,26 @@ struct jail_mount {
 	unsigned flags;
 	dev_t dev; /* with JAIL_MOUNT_SAME: what the launcher judged */
 	ino_t ino;
+	/* With JAIL_MOUNT_TREE: a detached mount of the launcher's (fsmount(2), e.g. an overlay
+	 * it assembled) placed at SRC instead of a copy of what is there; its attributes are
+	 * the launcher's, set-user-ID and device nodes off all the same. */
+	int tree_fd;
 };
 #define JAIL_MOUNT_RW	    1u /* writable (else read-only) */
 #define JAIL_MOUNT_DEV	    2u /* a device node: keep it usable */
 #define JAIL_MOUNT_OPTIONAL 4u /* skip when the host has no such path */
 #define JAIL_MOUNT_SAME	    8u /* still dev/ino, with no symbolic link on its path */
+#define JAIL_MOUNT_TREE	    16u /* tree_fd, not a copy of SRC, goes at SRC */
+#define JAIL_TREE_FD_MIN    (3 + JAIL_FDS_MAX) /* tree_fd: clear of the handed-over ones */
 
 /* A user namespace whose only mapping is its root to UID/GID outside; the process becomes
- * that root and keeps its capabilities, which count inside that namespace only. */
+ * that root and keeps its capabilities, which count inside that namespace only. With COUNT
+ * above 1 (a privileged launcher only), ids 0..COUNT-1 inside map to UID.. and GID.. outside:
+ * an image's own owners (root, daemon, a user 1000) stay themselves through virtiofsd. */
 struct jail_userns {
 	uid_t uid;
 	gid_t gid;
+	unsigned count; /* 0 or 1: root alone */
 };
 
 struct jail_spec {

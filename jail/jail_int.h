@@ -17,6 +17,7 @@ int jail_write_file(const char *path, const char *text);
 /* Maps IN_UID/IN_GID of PID's user namespace (0: our own) to OUT_UID/OUT_GID, nothing else;
  * DENY_SETGROUPS first, as a writer without privilege must. 0 or -errno. */
 int jail_userns_map(pid_t pid, uid_t in_uid, uid_t out_uid, gid_t in_gid, gid_t out_gid,
+		    unsigned count,
 		    bool deny_setgroups);
 
 /* jail_root.c: what the process sees of the host's files: an empty root holding the spec's

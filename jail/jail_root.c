@@ -87,6 +87,14 @@ static int open_source(const struct jail_spec *s, const struct jail_mount *m, in
 		snprintf(step, steplen, "uid %u cannot open %s", uid, m->src);
 		return -errno;
 	}
+	if (m->flags & JAIL_MOUNT_TREE) {
+		*tree = fcntl(m->tree_fd, F_DUPFD_CLOEXEC, 3);
+		if (*tree < 0) {
+			snprintf(step, steplen, "mount over %s", m->src);
+			return -errno;
+		}
+		return 0;
+	}
 	*tree = open_tree(*at, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 	if (*tree < 0 || mount_setattr(*tree, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0) {
 		snprintf(step, steplen, "mount %s", m->src);

@@ -8,8 +8,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
-#define JAIL_MOUNT_FLAGS (JAIL_MOUNT_RW | JAIL_MOUNT_DEV | JAIL_MOUNT_OPTIONAL | JAIL_MOUNT_SAME)
+#define JAIL_MOUNT_FLAGS                                                                           \
+	(JAIL_MOUNT_RW | JAIL_MOUNT_DEV | JAIL_MOUNT_OPTIONAL | JAIL_MOUNT_SAME | JAIL_MOUNT_TREE)
 
 static bool absolute(const char *p)
 {
@@ -50,6 +52,16 @@ static int check_mount(const struct jail_spec *s, const struct jail_mount *m, ch
 			 m->src);
 		return -EINVAL;
 	}
+	/* Above the handed-over range: descriptors 3.. are overwritten before the root is built. */
+	if ((m->flags & JAIL_MOUNT_TREE) &&
+	    ((m->flags & JAIL_MOUNT_SAME) || m->tree_fd < JAIL_TREE_FD_MIN ||
+	     fcntl(m->tree_fd, F_GETFD) < 0)) {
+		snprintf(err, errlen,
+			 "mount %s: JAIL_MOUNT_TREE wants an open tree_fd of at least %d (and no "
+			 "SAME)",
+			 m->src, JAIL_TREE_FD_MIN);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -68,6 +80,11 @@ int jail_spec_check(const struct jail_spec *s, char *err, size_t errlen)
 	if (!s->ids && !s->map_root) {
 		snprintf(err, errlen, "neither ids nor a user namespace to run as");
 		return -EINVAL;
+	}
+	if (s->map_root && s->map_root->count > 1 && geteuid() != 0) {
+		snprintf(err, errlen, "a user namespace mapping %u ids needs a privileged launcher",
+			 s->map_root->count);
+		return -EPERM;
 	}
 	if (s->nmounts > JAIL_MOUNTS_MAX || s->nlinks > JAIL_LINKS_MAX || s->nfds > JAIL_FDS_MAX) {
 		snprintf(err, errlen,

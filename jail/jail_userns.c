@@ -24,7 +24,7 @@ int jail_write_file(const char *path, const char *text)
 }
 
 int jail_userns_map(pid_t pid, uid_t in_uid, uid_t out_uid, gid_t in_gid, gid_t out_gid,
-		    bool deny_setgroups)
+		    unsigned count, bool deny_setgroups)
 {
 	char dir[32], path[64], map[64];
 	int rc = 0;
@@ -39,12 +39,14 @@ int jail_userns_map(pid_t pid, uid_t in_uid, uid_t out_uid, gid_t in_gid, gid_t 
 	}
 	if (!rc) {
 		snprintf(path, sizeof(path), "%s/uid_map", dir);
-		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)in_uid, (unsigned)out_uid);
+		snprintf(map, sizeof(map), "%u %u %u\n", (unsigned)in_uid, (unsigned)out_uid,
+			 count ? count : 1);
 		rc = jail_write_file(path, map);
 	}
 	if (!rc) {
 		snprintf(path, sizeof(path), "%s/gid_map", dir);
-		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)in_gid, (unsigned)out_gid);
+		snprintf(map, sizeof(map), "%u %u %u\n", (unsigned)in_gid, (unsigned)out_gid,
+			 count ? count : 1);
 		rc = jail_write_file(path, map);
 	}
 	return rc;
