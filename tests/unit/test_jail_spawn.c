@@ -10,6 +10,7 @@
 #include "jail/jail_loader.h"
 
 #include <errno.h>
+#include <linux/mount.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
@@ -640,6 +641,72 @@ static void test_map_root(void **state)
 	assert_true(no_children_left());
 }
 
+/* A ready-made mount (JAIL_MOUNT_TREE: an image session's overlay) and ids mapped to
+ * themselves: the child sees the tree at its path, its files with their own owners, writes
+ * there as root; the host's path stays empty (the tree never joins the host's tree). */
+static void test_map_root_tree(void **state)
+{
+	const struct jail_userns ids = { .uid = 0, .gid = 0, .count = 65536 };
+	char at[96], err[512], want[128];
+	int say[2], p[2];
+	(void)state;
+	need_root();
+	snprintf(at, sizeof(at), "%s/tree", top);
+	mkdir_owned(at, 0, 0, 0755);
+	int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+	assert_true(fs >= 0);
+	assert_int_equal(syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0), 0);
+	int mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+			       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	assert_true(mnt >= 0);
+	close(fs);
+	int tree = fcntl(mnt, F_DUPFD_CLOEXEC, JAIL_TREE_FD_MIN);
+	close(mnt);
+	int f = openat(tree, "owned", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	assert_true(f >= 0 && fchown(f, 1000, 1000) == 0);
+	close(f);
+	const struct jail_mount m = { .src = at,
+				      .flags = JAIL_MOUNT_RW | JAIL_MOUNT_TREE,
+				      .tree_fd = tree };
+	assert_int_equal(pipe2(say, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	struct jail_spec s = { .map_root = &ids,
+			       .mounts = &m,
+			       .nmounts = 1,
+			       .fds = &say[1],
+			       .nfds = 1,
+			       .out_fd = p[1],
+			       .diag_fd = p[1] };
+	char *argv[] = { self_exe, "--probe", "--say", "--write", at, "--statvfs", at, NULL };
+	pid_t pid = jail_spawn_wait(argv, &s, err, sizeof(err));
+	close(p[1]);
+	close(say[1]);
+	if (pid < 0)
+		fail_msg("%s", err);
+	char hello[8] = "";
+	assert_int_equal(read(say[0], hello, sizeof(hello)), 5);
+	close(say[0]);
+	const char *o = slurp(p[0]);
+	assert_int_equal(wait_status(pid), 0);
+	snprintf(want, sizeof(want), "%10u %10u %10u", 0, 0, 65536);
+	expect(o, "uid_map", want);
+	snprintf(want, sizeof(want), "write %s", at);
+	expect(o, want, "0");
+	snprintf(want, sizeof(want), "flags %s", at);
+	const char *flags = field(o, want);
+	assert_non_null(flags);
+	assert_int_equal(strtoul(flags, NULL, 10) & (ST_NOSUID | ST_NODEV), ST_NOSUID | ST_NODEV);
+	/* The probe's file is in the tree, not at the host's path. */
+	struct stat st;
+	assert_int_equal(fstatat(tree, "probe-file", &st, 0), 0);
+	assert_int_equal(fstatat(tree, "owned", &st, 0), 0);
+	assert_int_equal(st.st_uid, 1000);
+	snprintf(want, sizeof(want), "%s/probe-file", at);
+	assert_int_equal(access(want, F_OK), -1);
+	close(tree);
+	assert_true(no_children_left());
+}
+
 static void expect_refusal(struct jail_spec *s, const char *want)
 {
 	char err[512] = "", *const argv[] = { self_exe, "--probe", NULL };
@@ -727,8 +794,8 @@ int main(int argc, char **argv)
 	alarm(120); /* a test that hangs fails (SIGALRM) rather than stalling the suite */
 #define T(f) cmocka_unit_test_setup_teardown(f, make_top, remove_top)
 	const struct CMUnitTest tests[] = {
-		T(test_session_jail), T(test_failures_by_step),	 T(test_without_root),
-		T(test_map_root),     T(test_map_root_refusals),
+		T(test_session_jail), T(test_failures_by_step), T(test_without_root),
+		T(test_map_root),     T(test_map_root_tree),	T(test_map_root_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

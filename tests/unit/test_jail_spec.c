@@ -134,6 +134,22 @@ static void test_refused_specs(void **state)
 		{ { .src = "/" }, false, "not over the root itself" },
 		{ { .src = "/tmp", .flags = 0x100 }, true, "unknown flags 0x100" },
 		{ { .src = "/tmp", .flags = JAIL_MOUNT_SAME }, false, "without the inode" },
+		/* A ready-made tree: open, clear of the descriptors handed over, not also SAME. */
+		{ { .src = "/tmp", .flags = JAIL_MOUNT_TREE, .tree_fd = -1 },
+		  false,
+		  "tree_fd of at least" },
+		{ { .src = "/tmp", .flags = JAIL_MOUNT_TREE, .tree_fd = 3 },
+		  false,
+		  "tree_fd of at least" },
+		{ { .src = "/tmp", .flags = JAIL_MOUNT_TREE, .tree_fd = 999 },
+		  false,
+		  "tree_fd of at least" },
+		{ { .src = "/tmp",
+		    .flags = JAIL_MOUNT_TREE | JAIL_MOUNT_SAME,
+		    .tree_fd = 20,
+		    .ino = 2 },
+		  false,
+		  "and no SAME" },
 	};
 	for (size_t i = 0; i < sizeof(bad_mounts) / sizeof(bad_mounts[0]); i++) {
 		m = bad_mounts[i].m;
@@ -141,6 +157,15 @@ static void test_refused_specs(void **state)
 		s.empty_root = bad_mounts[i].empty_root;
 		refused(&s, -EINVAL, bad_mounts[i].why);
 	}
+
+	/* A range of ids mapped to themselves is for a privileged launcher only. */
+	const struct jail_userns range = { .uid = 0, .gid = 0, .count = 65536 };
+	s = vsock_like(&dir);
+	s.map_root = &range;
+	s.ids = NULL;
+	s.empty_root = false;
+	if (geteuid() != 0)
+		refused(&s, -EPERM, "needs a privileged launcher");
 
 	const char *link[2] = { "/lib", "usr/lib" };
 	s = vsock_like(&dir);
