@@ -51,6 +51,7 @@ include vsock/vsock.mk
 include tests/guests/guests.mk
 include broker/broker.mk
 include jail/jail.mk
+include image/image.mk
 include cli/cli.mk
 include tests/tests.mk
 include bench/bench.mk

@@ -10,7 +10,7 @@ $(CLI_LIB): $(CLI_SRCS:%.c=$(OBJ)/%.o)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(CLI_BIN): $(OBJ)/cli/main.o $(CLI_LIB) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
+$(CLI_BIN): $(OBJ)/cli/main.o $(CLI_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lz -lcrypto -ljansson -lhttp_parser -lseccomp
 

@@ -5,6 +5,7 @@
 #include "cli/doctor.h"
 #include "cli/exit_codes.h"
 #include "cli/session_cmds.h"
+#include "image/image.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -35,6 +36,8 @@ static const struct command commands[] = {
 	{ "approvals", cmd_approvals,
 	  "approvals list|show|approve|deny  requests held for a person's decision" },
 	{ "audit", cmd_audit, "audit verify FILE               check the audit log's hash chain" },
+	{ "image", image_cmd,
+	  "image build|import|ls|rm ...    root file systems for sessions (mmdebstrap, OCI, docker)" },
 };
 
 static void usage(FILE *f)

@@ -4,7 +4,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 UNIT_LIBS := -lcmocka -lz -lhttp_parser -lssl -lcrypto -ljansson -lseccomp
-$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CLI_LIB) $(JAIL_LIB) $(VMM_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(LIB_A)
+$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CLI_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(VMM_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(UNIT_LIBS)
 # The VMM's allow-lists with each thread role's work (and a sanitizer build's run time).
