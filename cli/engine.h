@@ -14,6 +14,8 @@ enum engine_kind {
 	ENGINE_QEMU, /* qemu-system-x86_64 -M microvm */
 };
 
+#define LAUNCH_FS_MAX 2
+
 /* Everything an engine needs to start a guest. */
 struct jail_ids;
 struct launch {
@@ -22,7 +24,11 @@ struct launch {
 	const char *ram_file;  /* guest RAM in this (new) file, kept afterwards; NULL: a memfd */
 	struct jail_ids *jail; /* the session's jail (jail/jail.h); NULL: --no-jail */
 	bool verbose;
-	const char *fs_sock;	/* vhost-user-fs socket for the share, NULL if no share */
+	/* virtio-fs devices: the work share ("work") and an image's root ("image"), each a
+	 * vhost-user-fs socket (unused entries NULL), in this order. */
+	struct launch_fs {
+		const char *sock, *tag;
+	} fs[LAUNCH_FS_MAX];
 	int diag_w;		/* write end for the engine's stderr */
 	const char *vsock_sock; /* vhost-user-vsock socket, NULL if no vsock */
 	unsigned guest_cid;

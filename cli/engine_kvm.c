@@ -35,11 +35,14 @@ static int kvm_start(const struct launch *l, const struct engine_choice *c, stru
 	}
 	/* Jailed, it gets everything as descriptors opened here, and an empty root: kernel,
 	 * initramfs, /dev/kvm, then the back ends' sockets, as 3, 4, 5, ... */
-	int fds[5];
+	int fds[3 + LAUNCH_FS_MAX + 1];
 	size_t nfds = 0;
 	const char *files[] = { l->kernel, l->initrd, "/dev/kvm" };
-	const char *socks[] = { l->fs_sock, l->vsock_sock };
-	char fdarg[5][16];
+	const char *socks[LAUNCH_FS_MAX + 1];
+	for (size_t i = 0; i < LAUNCH_FS_MAX; i++)
+		socks[i] = l->fs[i].sock;
+	socks[LAUNCH_FS_MAX] = l->vsock_sock;
+	char fdarg[3 + LAUNCH_FS_MAX + 1][16];
 	int rc = 0;
 	for (size_t i = 0; l->jail && !rc && i < 3; i++) {
 		int fd = open(files[i], (i == 2 ? O_RDWR : O_RDONLY) | O_CLOEXEC);
@@ -50,7 +53,7 @@ static int kvm_start(const struct launch *l, const struct engine_choice *c, stru
 			fds[nfds++] = fd;
 		}
 	}
-	for (size_t i = 0; l->jail && !rc && i < 2; i++) {
+	for (size_t i = 0; l->jail && !rc && i < LAUNCH_FS_MAX + 1; i++) {
 		int fd = socks[i] ? unix_connect(socks[i], false) : 0;
 		if (fd < 0) {
 			rc = -1;
@@ -85,12 +88,14 @@ static int kvm_start(const struct launch *l, const struct engine_choice *c, stru
 	engine_argf(&a, "%u", l->cpus);
 	/* bulkhead-vmm adds the virtio_mmio.device= entries to the command line. */
 	size_t next = 3;
-	if (l->fs_sock) {
+	for (size_t i = 0; i < LAUNCH_FS_MAX; i++) {
+		if (!l->fs[i].sock)
+			continue;
 		engine_arg(&a, "--virtio-fs");
 		if (l->jail)
-			engine_argf(&a, "fd=%s,tag=%s", fdarg[next++], SHARE_FS_TAG);
+			engine_argf(&a, "fd=%s,tag=%s", fdarg[next++], l->fs[i].tag);
 		else
-			engine_argf(&a, "%s,tag=%s", l->fs_sock, SHARE_FS_TAG);
+			engine_argf(&a, "%s,tag=%s", l->fs[i].sock, l->fs[i].tag);
 	}
 	if (l->vsock_sock) {
 		engine_arg(&a, "--virtio-vsock");

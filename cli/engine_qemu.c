@@ -29,7 +29,7 @@ struct qemu_jail {
 	struct jail_mount mounts[QEMU_JAIL_MOUNTS];
 	size_t nmounts;
 	struct jail_loader loader; /* its loader and libraries: /usr, the cache, /lib* links */
-	int fds[2];
+	int fds[LAUNCH_FS_MAX + 1];
 	size_t nfds;
 	struct jail_spec spec;
 };
@@ -76,8 +76,11 @@ static int qemu_jail_plan(struct qemu_jail *j, const struct launch *l,
 		}
 		add_mount(j, l->ram_file, JAIL_RAM, JAIL_MOUNT_RW);
 	}
-	const char *socks[] = { l->fs_sock, l->vsock_sock };
-	for (size_t i = 0; i < 2; i++) {
+	const char *socks[LAUNCH_FS_MAX + 1];
+	for (size_t i = 0; i < LAUNCH_FS_MAX; i++)
+		socks[i] = l->fs[i].sock;
+	socks[LAUNCH_FS_MAX] = l->vsock_sock;
+	for (size_t i = 0; i < LAUNCH_FS_MAX + 1; i++) {
 		if (!socks[i])
 			continue;
 		int fd = unix_connect(socks[i], false);
@@ -167,14 +170,16 @@ static int qemu_start(const struct launch *l, const struct engine_choice *c, str
 	engine_arg(&a, "none");
 	engine_arg(&a, "-serial");
 	engine_arg(&a, "stdio");
-	if (l->fs_sock) {
+	for (size_t i = 0; i < LAUNCH_FS_MAX; i++) {
+		if (!l->fs[i].sock)
+			continue;
 		engine_arg(&a, "-chardev");
 		if (l->jail)
-			engine_argf(&a, "socket,id=fs0,fd=%u", next_fd++);
+			engine_argf(&a, "socket,id=fs%zu,fd=%u", i, next_fd++);
 		else
-			engine_argf(&a, "socket,id=fs0,path=%s", l->fs_sock);
+			engine_argf(&a, "socket,id=fs%zu,path=%s", i, l->fs[i].sock);
 		engine_arg(&a, "-device");
-		engine_arg(&a, "vhost-user-fs-device,chardev=fs0,tag=" SHARE_FS_TAG);
+		engine_argf(&a, "vhost-user-fs-device,chardev=fs%zu,tag=%s", i, l->fs[i].tag);
 	}
 	if (l->vsock_sock) {
 		engine_arg(&a, "-chardev");

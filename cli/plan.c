@@ -133,5 +133,5 @@ int plan_resolve(const struct session_request *req, struct session_plan *p, char
 		snprintf(err, errlen, "internal error: kernel command line too long");
 		return -1;
 	}
-	return 0;
+	return plan_image(p, err, errlen);
 }

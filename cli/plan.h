@@ -14,6 +14,8 @@
 #include "cli/engine.h"
 #include "cli/exit_codes.h"
 #include "cli/share_fs.h"
+#include "cli/share_image.h"
+#include "image/image.h"
 #include "lib/boot_args.h"
 
 #include <limits.h>
@@ -41,11 +43,16 @@ struct session_request {
 	const char *jail_uid;	    /* --jail-uid UID[:GID]; NULL: a free one */
 	unsigned mem_limit_mib;	    /* --mem-limit; 0: guest RAM + CGROUP_OVERHEAD_MIB */
 	const char *work;	    /* --work DIR[:ro|:rw], NULL for none */
+	const char *image;	    /* --image NAME, NULL: the initramfs alone */
+	const char *keep_changes;   /* --keep-changes DIR */
+	unsigned disk_mib;	    /* --disk; 0: SHARE_IMAGE_DISK_MIB */
 	struct broker_opts broker;  /* --scope, --vault, --ca-file, --audit, --broker */
 	bool verbose;		    /* -v: the serial console on stderr too */
 	bool interactive;	    /* -i: forward our stdin */
 	bool tty;		    /* -t: a pseudo-terminal in the guest */
-	char **argv;		    /* the main command, NULL-terminated; NULL: detached */
+	bool detached;		    /* `start`: no main command */
+	char **argv;		    /* the main command, NULL-terminated; NULL: detached, or the
+				     * image's own (plan.argv) */
 	char *env[RUN_MAX_ENV + 1]; /* -e KEY=VALUE, NULL-terminated */
 	size_t nenv;
 };
@@ -81,6 +88,12 @@ struct session_plan {
 	unsigned long long mem_limit_bytes; /* the session's cgroup memory limit */
 	struct engine_choice engine;
 	char cmdline[BOOT_ARGS_CMDLINE_MAX];
+	/* --image: the image (its config read once), the command (CMD or the image's) and the
+	 * environment every command starts with (the image's, then -e). */
+	bool has_image;
+	struct image image;
+	char **argv;
+	char *env[IMAGE_ENV_MAX + RUN_MAX_ENV + 1];
 };
 
 /* Resolves req into p. Returns 0, or -1 with one line in err (nothing was started). */
@@ -94,6 +107,11 @@ int plan_scope(struct session_plan *p, const struct rules *scope, char *err, siz
 /* plan_policy.c: the global policy over the plan: its share, limits, scope and lifetime.
  * 0 or -1 with err. */
 int plan_policy(struct session_plan *p, const struct rules *scope, char *err, size_t errlen);
+/* plan_image.c: --image: the image, its command, environment and user, and the kernel
+ * parameter that tells init. 0 or -1 with err. */
+int plan_image(struct session_plan *p, char *err, size_t errlen);
+/* Releases what plan_resolve acquired (the image's config). */
+void plan_release(struct session_plan *p);
 
 /* session_opts.c: `run` and `start` options into a request. Returns -1 when parsed (go on),
  * else the exit code (0 after --help, EXIT_BULKHEAD after a usage error, said on stderr). */

@@ -31,7 +31,9 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "bulkhead: %s\n", err);
 		return EXIT_BULKHEAD;
 	}
-	return session_run(&plan, -1);
+	rc = session_run(&plan, -1);
+	plan_release(&plan);
+	return rc;
 }
 
 int cmd_start(int argc, char **argv)

@@ -18,6 +18,7 @@
 #include "cli/plan.h"
 #include "cli/rundir.h"
 #include "cli/share_fs.h"
+#include "cli/share_image.h"
 #include "cli/vsock_dev.h"
 
 #include <poll.h>
@@ -60,7 +61,7 @@ int agent_link_timeout_ms(const struct agent_link *a);
 int agent_link_handle(struct agent_link *a, const struct pollfd *pfd, int n);
 void agent_link_close(struct agent_link *a);
 
-#define SESSION_MAX_WATCHED 4
+#define SESSION_MAX_WATCHED 6
 
 /* A session while it runs: what each helper acquired, for its release. */
 struct session {
@@ -74,6 +75,7 @@ struct session {
 	struct session_cgroup cg;
 	int diag[2]; /* the engine's and the back ends' stderr: read, write */
 	struct share_fs fs;
+	struct share_image img;
 	struct vsock_dev vs;
 	struct broker_dev br;
 	struct vm_proc vm;

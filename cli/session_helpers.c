@@ -50,6 +50,10 @@ static bool want_share(const struct session *s)
 {
 	return s->plan->share_origin != SHARE_NONE;
 }
+static bool want_image(const struct session *s)
+{
+	return s->plan->has_image;
+}
 static bool want_broker(const struct session *s)
 {
 	return s->plan->req.broker.scope != NULL;
@@ -60,6 +64,27 @@ static bool want_raw_tty(const struct session *s)
 }
 
 /* --- the run directory: every socket of the session, nowhere else --------------------- */
+/* An image's environment, one entry per line (plan_image.c refuses newlines in them), for the
+ * commands `bulkhead exec` starts. */
+static int image_env_put(struct session *s)
+{
+	const struct image_config *c = &s->plan->image.cfg;
+	char buf[IMAGE_ENV_MAX * 256];
+	size_t len = 0;
+	if (!s->plan->has_image)
+		return 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < c->nenv; i++) {
+		int n = snprintf(buf + len, sizeof(buf) - len, "%s\n", c->env[i]);
+		if (n < 0 || (size_t)n >= sizeof(buf) - len) {
+			errno = E2BIG;
+			return -1;
+		}
+		len += (size_t)n;
+	}
+	return rundir_put(&s->rd, "env", buf);
+}
+
 static int rundir_start(struct session *s)
 {
 	if (rundir_create(&s->rd, s->err, sizeof(s->err)) < 0)
@@ -67,7 +92,7 @@ static int rundir_start(struct session *s)
 	if (rundir_file(&s->rd, RUNDIR_VSOCK, 0, s->vsock_dir, sizeof(s->vsock_dir)) < 0)
 		return FAIL(s, "run directory path too long");
 	/* `bulkhead exec` starts its commands where this session's main one would. */
-	if (rundir_put(&s->rd, "cwd", s->plan->guest_cwd) < 0)
+	if (rundir_put(&s->rd, "cwd", s->plan->guest_cwd) < 0 || image_env_put(s) < 0)
 		return FAIL(s, "cannot write to %.300s: %s", s->rd.path, strerror(errno));
 	return 0;
 }
@@ -141,6 +166,22 @@ static void share_stop(struct session *s)
 	share_fs_stop(&s->fs);
 }
 
+/* The image's root, read-only below the session's own write layer. */
+static int image_start(struct session *s)
+{
+	const struct session_request *r = &s->plan->req;
+	if (share_image_start(&s->img, s->plan->image.rootfs, r->keep_changes,
+			      r->disk_mib ? r->disk_mib : SHARE_IMAGE_DISK_MIB, &s->rd, s->diag[1],
+			      s->err, sizeof(s->err)) < 0)
+		return -1;
+	watch_pid(s, "virtiofsd (image)", s->img.pid);
+	return 0;
+}
+static void image_stop(struct session *s)
+{
+	share_image_stop(&s->img);
+}
+
 static int vsock_start(struct session *s)
 {
 	if (vsock_dev_start(&s->vs, &s->rd, s->diag[1], s->jailed ? &s->ids : NULL, s->err,
@@ -211,8 +252,8 @@ static int engine_start(struct session *s)
 		.rows = ws.ws_row,
 		.cols = ws.ws_col,
 		.cwd = p->guest_cwd,
-		.argv = r->argv,
-		.env = r->env,
+		.argv = p->argv,
+		.env = p->env,
 		.in_fd = r->interactive ? 0 : -1,
 		.ready_fd = -1,
 		.notify_fd = s->notify_fd,
@@ -227,7 +268,8 @@ static int engine_start(struct session *s)
 		.jail = s->jailed ? &s->ids : NULL,
 		.cpus = r->cpus,
 		.verbose = r->verbose,
-		.fs_sock = want_share(s) ? s->fs.sock : NULL,
+		.fs = { { want_share(s) ? s->fs.sock : NULL, SHARE_FS_TAG },
+			{ want_image(s) ? s->img.sock : NULL, SHARE_IMAGE_TAG } },
 		.diag_w = s->diag[1],
 		.vsock_sock = s->vs.vhost_sock,
 		.guest_cid = VSOCK_GUEST_CID,
@@ -264,6 +306,7 @@ static const struct helper helpers[] = {
 	{ "cgroups", NULL, cgroup_start, cgroup_stop },
 	{ "diagnostics pipe", NULL, diag_start, diag_stop },
 	{ "virtiofsd", want_share, share_start, share_stop },
+	{ "virtiofsd (image)", want_image, image_start, image_stop },
 	{ "bulkhead-vsock", NULL, vsock_start, vsock_stop },
 	{ "broker", want_broker, broker_start, broker_stop },
 	{ "the guest's sockets to the jail", want_jail, sockets_start, NULL },

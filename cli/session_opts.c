@@ -27,6 +27,13 @@ static const char usage[] =
 	"                          fails (exit 125; default %d)\n"
 	"  --work DIR[:ro]         share DIR with the guest at /work (CMD starts there);\n"
 	"                          :ro makes it read-only, enforced on the host\n"
+	"  --image NAME            run on image NAME ('bulkhead image ls') as the root: "
+	"read-only,\n"
+	"                          with a private write layer; its PATH, HOME, user and working\n"
+	"                          directory apply, and its command when CMD is not given\n"
+	"  --disk MIB              the write layer's size (default %d; it counts against\n"
+	"                          --mem-limit)\n"
+	"  --keep-changes DIR      the write layer in DIR (new or empty), left there afterwards\n"
 	"  --scope FILE            the session's network scope: broker rules (JSON); without\n"
 	"                          it the guest reaches nothing\n"
 	"  --vault FILE            secrets for the scope's rules (see 'bulkhead vault')\n"
@@ -105,7 +112,10 @@ enum {
 	OPT_POLICY,
 	OPT_NO_JAIL,
 	OPT_JAIL_UID,
-	OPT_MEM_LIMIT
+	OPT_MEM_LIMIT,
+	OPT_IMAGE,
+	OPT_DISK,
+	OPT_KEEP_CHANGES,
 };
 
 static const struct option longopts[] = {
@@ -128,6 +138,9 @@ static const struct option longopts[] = {
 	{ "no-jail", no_argument, NULL, OPT_NO_JAIL },
 	{ "jail-uid", required_argument, NULL, OPT_JAIL_UID },
 	{ "mem-limit", required_argument, NULL, OPT_MEM_LIMIT },
+	{ "image", required_argument, NULL, OPT_IMAGE },
+	{ "disk", required_argument, NULL, OPT_DISK },
+	{ "keep-changes", required_argument, NULL, OPT_KEEP_CHANGES },
 	{ "env", required_argument, NULL, 'e' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "interactive", no_argument, NULL, 'i' },
@@ -162,6 +175,10 @@ static const char **text_option(int c, struct session_request *o)
 		return &o->policy;
 	case OPT_JAIL_UID:
 		return &o->jail_uid;
+	case OPT_IMAGE:
+		return &o->image;
+	case OPT_KEEP_CHANGES:
+		return &o->keep_changes;
 	}
 	return NULL;
 }
@@ -198,6 +215,10 @@ static int value_option(int c, char *arg, struct session_request *o)
 		if (parse_uint(arg, 64, 1 << 22, &o->mem_limit_mib) < 0)
 			return bad("--mem-limit '%s': expected MiB, 64 or more", arg);
 		return -1;
+	case OPT_DISK:
+		if (parse_uint(arg, 16, 1 << 20, &o->disk_mib) < 0)
+			return bad("--disk '%s': expected MiB, 16 to %d", arg, 1 << 20);
+		return -1;
 	case OPT_RAM_FILE:
 		if (!*arg || strchr(arg, ','))
 			return bad("--ram-file '%s': expected a path without commas", arg);
@@ -226,8 +247,10 @@ static int check_request(int argc, char **argv, bool detached, struct session_re
 	if (o->broker.shared && (o->broker.vault || o->broker.ca_file || o->broker.audit))
 		return bad("--vault, --ca-file and --audit belong to the shared broker "
 			   "(bulkhead broker) when --broker or BULKHEAD_BROKER is given");
-	if (optind >= argc)
-		return detached ? -1 : bad("no command given");
+	if ((o->disk_mib || o->keep_changes) && !o->image)
+		return bad("--disk and --keep-changes are for sessions on an --image");
+	if (optind >= argc) /* an image may bring its own command */
+		return detached || o->image ? -1 : bad("no command given");
 	if (detached)
 		return bad(
 			"bulkhead start takes no command; run one with 'bulkhead exec ID -- CMD'");
@@ -239,6 +262,7 @@ int session_opts_parse(int argc, char **argv, bool detached, struct session_requ
 {
 	int c;
 	command = detached ? "start" : "run";
+	o->detached = detached;
 	opterr = 0;
 	optind = 1;
 	/* '+': stop at the first non-option, which starts the guest command. */
@@ -262,7 +286,7 @@ int session_opts_parse(int argc, char **argv, bool detached, struct session_requ
 			printf(usage, detached ? "start" : "run",
 			       detached ? "" : " [--] CMD [ARG...]",
 			       detached ? start_what : run_what, MEM_MIN_MIB, MEM_MAX_MIB, CPUS_MAX,
-			       BOOT_TIMEOUT_DEFAULT_S, JAIL_UID_FIRST);
+			       BOOT_TIMEOUT_DEFAULT_S, SHARE_IMAGE_DISK_MIB, JAIL_UID_FIRST);
 			return 0;
 		case ':':
 			return bad("option '%s' needs a value", argv[optind - 1]);

@@ -8,6 +8,7 @@ INITRAMFS      := $(LIBDIR)/initramfs.cpio
 INITRAMFS_BASE := $(LIBDIR)/initramfs-base.cpio
 BUSYBOX        ?= /bin/busybox
 INITRAMFS_DEPS := initramfs/list.sh initramfs/etc/passwd initramfs/etc/group $(GUEST_INIT) \
+                  $(wildcard guest/runtime/*) \
                   $(LIBDIR)/gen_init_cpio
 
 $(INITRAMFS): $(INITRAMFS_DEPS) initramfs/tools-layer.sh $(wildcard /usr/bin/curl /usr/bin/git) \

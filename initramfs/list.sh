@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Prints the gen_init_cpio list for the guest's initramfs: bulkhead-init as /init,
 # busybox with a link per applet, the few /etc files programs expect, and the tools
-# layer (curl, git and their libraries: tools-layer.sh). One entry per path.
+# layer (curl, git and their libraries: tools-layer.sh), and guest/runtime/ (what image
+# sessions' runtimes preload) at /usr/lib/bulkhead. One entry per path.
 # The last entry, /etc/bulkhead-image -> base|tools, tells bulkhead-init the archive was
 # unpacked to its end (a guest too small for it gets a partial root and a clear error).
 # Usage: initramfs/list.sh base|tools INIT BUSYBOX
@@ -39,6 +40,9 @@ file /init $init 0755 0 0
 file /bin/busybox $busybox 0755 0 0
 file /etc/passwd $here/etc/passwd 0644 0 0
 file /etc/group $here/etc/group 0644 0 0
+dir /usr/lib 0755 0 0
+dir /usr/lib/bulkhead 0755 0 0
+file /usr/lib/bulkhead/node-proxy.js $here/../guest/runtime/node-proxy.js 0644 0 0
 LIST
 for applet in $applets; do
 	[ "$applet" = bin/busybox ] && continue

@@ -8,17 +8,26 @@
  *                        early errors)
  *   bulkhead.broker=1    the session has a credential broker on vsock port 1026:
  *                        init installs its session CA (lib/agent_proto.h)
+ *   bulkhead.image=UID:GID[:G1,G2...]
+ *                        the virtio-fs tag BOOT_ARGS_IMAGE_TAG is the commands' root (init
+ *                        mounts it at BOOT_ARGS_IMAGE_DIR, with /proc, /sys, /dev and the
+ *                        work share inside, and starts every command there, chrooted) and
+ *                        they run as UID, GID and the supplementary groups G1...
  */
 #ifndef BULKHEAD_LIB_BOOT_ARGS_H
 #define BULKHEAD_LIB_BOOT_ARGS_H
 
 #define BOOT_ARGS_WORK	      "bulkhead.work="
 #define BOOT_ARGS_BROKER      "bulkhead.broker="
+#define BOOT_ARGS_IMAGE	      "bulkhead.image="
 #define BOOT_ARGS_CMDLINE_MAX 2048 /* COMMAND_LINE_SIZE on x86, including the NUL */
 
 /* The work share: the host's virtio-fs device has this tag (virtiofsd's device under either
  * engine), the guest mounts it at this path and starts commands there. */
 #define BOOT_ARGS_WORK_TAG "work"
 #define BOOT_ARGS_WORK_DIR "/work"
+/* An image's root (--image). */
+#define BOOT_ARGS_IMAGE_TAG "image"
+#define BOOT_ARGS_IMAGE_DIR "/image"
 
 #endif

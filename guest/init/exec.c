@@ -2,9 +2,11 @@
 /* guest/init/exec.c: start a command with pipes or a pseudo-terminal — shared by
  * the one-shot session (console frames) and the vsock exec agent. */
 #include "guest/init/exec.h"
+#include "guest/init/init.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,25 +32,34 @@ static const char *const base_env[] = {
 	"GIT_SSL_CAINFO=/etc/ssl/certs/ca-certificates.crt",
 	"REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
 	"NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt",
+	"PIP_CERT=/etc/ssl/certs/ca-certificates.crt",
+	NULL,
+};
+
+/* In an image, runtimes that ignore HTTPS_PROXY are taught it (guest/runtime/). */
+static const char *const image_env[] = {
+	"NODE_OPTIONS=--require=" GUEST_RUNTIME_IN_IMAGE "/node-proxy.js",
 	NULL,
 };
 
 char **exec_build_env(char *const *extra, bool tty)
 {
 	size_t nb = sizeof(base_env) / sizeof(base_env[0]) - 1, ne = 0;
+	size_t ni = guest_root.dir ? sizeof(image_env) / sizeof(image_env[0]) - 1 : 0;
 	while (extra && extra[ne])
 		ne++;
-	char **env = calloc(nb + ne + 2, sizeof(*env));
+	char **env = calloc(nb + ni + ne + 2, sizeof(*env));
 	if (!env)
 		return NULL;
 	size_t n = 0;
-	for (size_t i = 0; i < nb; i++) {
-		size_t klen = strcspn(base_env[i], "=") + 1;
+	for (size_t i = 0; i < nb + ni; i++) {
+		const char *b = i < nb ? base_env[i] : image_env[i - nb];
+		size_t klen = strcspn(b, "=") + 1;
 		bool overridden = false;
 		for (size_t j = 0; j < ne; j++)
-			overridden |= strncmp(extra[j], base_env[i], klen) == 0;
+			overridden |= strncmp(extra[j], b, klen) == 0;
 		if (!overridden)
-			env[n++] = (char *)base_env[i];
+			env[n++] = (char *)b;
 	}
 	/* A terminal needs a TERM; without one there is none, as with docker. */
 	bool has_term = false;
@@ -91,7 +102,14 @@ static void child(const struct exec_spec *s, const sigset_t *mask, int in, int o
 		if (in < 0)
 			goto fail;
 	}
-	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 || chdir(s->cwd) < 0)
+	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		goto fail;
+	/* An image's command: in its root, as its user (image.c), then where it was asked. */
+	if (guest_root.dir &&
+	    (chroot(guest_root.dir) < 0 || setgroups(guest_root.ngids, guest_root.gids) < 0 ||
+	     setgid(guest_root.gid) < 0 || setuid(guest_root.uid) < 0))
+		goto fail;
+	if (chdir(s->cwd) < 0)
 		goto fail;
 	environ = (char **)s->env; /* execvp searches the command's PATH, not ours */
 	execvp(s->argv[0], (char *const *)s->argv);

@@ -20,7 +20,25 @@ int cmdline_param(const char *name, const char **val, size_t *len);
 /* setup.c: mounts, hostname, console log level. Returns 0 or -errno. */
 int setup_system(void);
 
-/* work.c: mounts the work share at /work when the host gave one (bulkhead.work=).
+/* image.c: the commands' root and user: an image's (bulkhead.image=), or the initramfs's
+ * ("/" as root: dir NULL). */
+#define GUEST_ROOT_GIDS_MAX    32
+#define GUEST_RUNTIME_DIR      "/usr/lib/bulkhead"
+#define GUEST_RUNTIME_IN_IMAGE "/run/bulkhead"
+struct guest_root {
+	const char *dir; /* where the image is mounted; NULL: no image */
+	uid_t uid;
+	gid_t gid;
+	gid_t gids[GUEST_ROOT_GIDS_MAX];
+	size_t ngids;
+};
+extern struct guest_root guest_root;
+/* Mounts the image with /proc, /sys and /dev inside when the host gave one. Returns 1 when
+ * mounted, 0 when there is none, or -errno. */
+int image_mount(void);
+
+/* work.c: mounts the work share at /work (in the image's root, when there is one) when the
+ * host gave one (bulkhead.work=).
  * Returns 1 when mounted, 0 when there is none, or -errno. */
 int work_mount(void);
 

@@ -2,6 +2,7 @@
 /* guest/init/main.c: bulkhead-init, PID 1 of every guest: set up, serve the
  * host's execs through the vsock agent, power off when the host is done. */
 #include "guest/init/init.h"
+#include "lib/boot_args.h"
 #include "lib/boot_timer_abi.h"
 #include "lib/console_frame.h"
 
@@ -63,6 +64,12 @@ int main(void)
 		init_poweroff();
 	}
 
+	int ierr = image_mount();
+	if (ierr < 0) {
+		console_error("bulkhead-init: cannot mount the image at %s: %s",
+			      BOOT_ARGS_IMAGE_DIR, strerror(-ierr));
+		init_poweroff();
+	}
 	int werr = work_mount();
 	if (werr < 0) {
 		console_error("bulkhead-init: cannot mount the work share at /work: %s",

@@ -48,12 +48,22 @@ static int fetch(char *buf, size_t cap, size_t *len)
 	return 0;
 }
 
+/* The bundle at GUEST_CA_BUNDLE in the commands' root (the image's, where tools look), with
+ * the directories it needs. */
 static int write_bundle(const char *pem, size_t len)
 {
-	if ((mkdir("/etc/ssl", 0755) < 0 && errno != EEXIST) ||
-	    (mkdir("/etc/ssl/certs", 0755) < 0 && errno != EEXIST))
-		return -errno;
-	int fd = open(GUEST_CA_BUNDLE, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	const char *root = guest_root.dir ? guest_root.dir : "";
+	const char *dirs[] = { "/etc", "/etc/ssl", "/etc/ssl/certs" };
+	char path[128];
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", root, dirs[i]);
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			return -errno;
+	}
+	snprintf(path, sizeof(path), "%s%s", root, GUEST_CA_BUNDLE);
+	/* An image's bundle may be a symbolic link (to a file of its own): replace the link. */
+	unlink(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
 	ssize_t w = write(fd, pem, len);

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cli/plan_image.c: a session on an image (--image NAME): the image found and its config read
+ * once, then what it decides — the command when none is given, the environment (the image's,
+ * then -e over it), where commands start without a work share, and the user init runs them
+ * as (bulkhead.image= on the kernel command line, lib/boot_args.h). */
+#include "cli/plan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Whether -e sets the variable of ENTRY ("KEY=..."): then the image's gives way. */
+static bool overridden(const struct session_request *r, const char *entry)
+{
+	size_t klen = strcspn(entry, "=") + 1;
+	for (size_t i = 0; i < r->nenv; i++)
+		if (strncmp(r->env[i], entry, klen) == 0)
+			return true;
+	return false;
+}
+
+static int image_env(struct session_plan *p, char *err, size_t errlen)
+{
+	const struct image_config *c = &p->image.cfg;
+	size_t n = 0;
+	for (size_t i = 0; i < c->nenv; i++) {
+		/* `bulkhead exec` reads them back one per line (the run directory's "env"). */
+		if (strchr(c->env[i], '\n')) {
+			snprintf(err, errlen, "image '%s': an environment entry holds a newline",
+				 p->image.name);
+			return -1;
+		}
+		if (!overridden(&p->req, c->env[i]))
+			p->env[n++] = c->env[i];
+	}
+	for (size_t i = 0; i < p->req.nenv; i++)
+		p->env[n++] = p->req.env[i];
+	p->env[n] = NULL;
+	return 0;
+}
+
+/* " bulkhead.image=UID:GID[:G1,G2,...]" after what is there. */
+static int image_param(struct session_plan *p, char *err, size_t errlen)
+{
+	const struct image_config *c = &p->image.cfg;
+	size_t len = strlen(p->cmdline), cap = sizeof(p->cmdline);
+	int n = snprintf(p->cmdline + len, cap - len, " %s%u:%u", BOOT_ARGS_IMAGE, (unsigned)c->uid,
+			 (unsigned)c->gid);
+	for (size_t i = 0; n > 0 && (size_t)n < cap - len && i < c->ngids; i++) {
+		len += (size_t)n;
+		n = snprintf(p->cmdline + len, cap - len, "%c%u", i ? ',' : ':',
+			     (unsigned)c->gids[i]);
+	}
+	if (n < 0 || (size_t)n >= cap - len) {
+		snprintf(err, errlen, "image '%s': too many groups for the kernel command line",
+			 p->image.name);
+		return -1;
+	}
+	return 0;
+}
+
+int plan_image(struct session_plan *p, char *err, size_t errlen)
+{
+	const struct session_request *r = &p->req;
+	p->argv = r->argv;
+	if (!r->image) {
+		memcpy(p->env, r->env, sizeof(r->env));
+		return 0;
+	}
+	if (image_open(r->image, &p->image, err, errlen) < 0)
+		return -1;
+	p->has_image = true;
+	/* `run --image NAME` alone runs the image's command, as a container would. */
+	if (!p->argv && !r->detached) {
+		if (!p->image.cfg.ncmd) {
+			snprintf(err, errlen, "image '%s' has no command of its own: give CMD",
+				 r->image);
+			return -1;
+		}
+		p->argv = p->image.cfg.cmd;
+	}
+	if (image_env(p, err, errlen) < 0 || image_param(p, err, errlen) < 0)
+		return -1;
+	if (p->share_origin == SHARE_NONE)
+		p->guest_cwd = p->image.cfg.cwd;
+	/* The write layer is a tmpfs whose pages the session's cgroup pays for. */
+	if (!r->keep_changes && !r->mem_limit_mib)
+		p->mem_limit_bytes +=
+			(unsigned long long)(r->disk_mib ? r->disk_mib : SHARE_IMAGE_DISK_MIB)
+			<< 20;
+	return 0;
+}
+
+void plan_release(struct session_plan *p)
+{
+	if (p->has_image)
+		image_close(&p->image);
+	p->has_image = false;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cli/share_image.h: an image as the session's root — the cached image read-only under a
+ * private write layer (overlayfs), served by a virtiofsd of its own as virtio-fs tag "image".
+ *
+ * The overlay is assembled here with the new mount API and never attached to the host's tree:
+ * it exists only in virtiofsd's mount namespace, so it goes away with virtiofsd however the
+ * session ends. The write layer is a tmpfs of --disk MiB, detached too (the session's writes
+ * are gone with it), or, with --keep-changes DIR, DIR itself, left on the host afterwards
+ * (overlayfs's format: a deleted file is a 0/0 character device). */
+#ifndef BULKHEAD_CLI_SHARE_IMAGE_H
+#define BULKHEAD_CLI_SHARE_IMAGE_H
+
+#include "cli/rundir.h"
+#include "lib/boot_args.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define SHARE_IMAGE_TAG	     BOOT_ARGS_IMAGE_TAG
+#define SHARE_IMAGE_DISK_MIB 1024 /* --disk default: the write layer's size */
+
+struct share_image {
+	pid_t pid;	     /* virtiofsd, 0 if none */
+	char sock[108];	     /* vhost-user socket the engine connects to */
+	char mnt[PATH_MAX];  /* where virtiofsd sees the overlay (in its namespace only) */
+	char work[PATH_MAX]; /* with --keep-changes: overlayfs's work directory beside DIR */
+};
+
+/* Serves ROOTFS with a private write layer (KEEP: that directory, created or empty; NULL: a
+ * tmpfs of DISK_MIB). Returns 0, or -1 with a one-line reason in err. */
+int share_image_start(struct share_image *si, const char *rootfs, const char *keep,
+		      unsigned disk_mib, const struct rundir *rd, int diag_fd, char *err,
+		      size_t errlen);
+/* Stops virtiofsd (the overlay and a tmpfs layer go with it); safe to call twice. */
+void share_image_stop(struct share_image *si);
+
+#endif
