@@ -6,8 +6,8 @@
  * keep their owners in the guest (root's, a daemon's, a user's) and what the guest writes
  * lands in the write layer owned as the guest said; its capabilities still count in that
  * namespace only, so it cannot make device nodes, and the overlay is mounted without
- * set-user-ID and device nodes (the seccomp filter of share_fs_forbid_setid refuses new
- * set-user-ID modes besides). And its tree is the overlay, placed over an empty directory of
+ * set-user-ID and device nodes (with --keep-changes, whose files stay on the host, the
+ * seccomp filter of share_fs_forbid_setid refuses set-ID and world-writable modes besides). And its tree is the overlay, placed over an empty directory of
  * the run directory in its own mount namespace: the host's tree never holds it. */
 #include "cli/share_image.h"
 #include "cli/share_fs.h"
@@ -204,7 +204,10 @@ int share_image_start(struct share_image *si, const char *rootfs, const char *ke
 		.nfds = 1,
 		.out_fd = diag_fd,
 		.diag_fd = diag_fd,
-		.seccomp = share_fs_forbid_setid,
+		/* A write layer on the host (--keep-changes) takes no set-ID or world-writable
+		 * mode, as the work share; the tmpfs layer, which nothing on the host can reach,
+		 * takes what the image's tools make (dpkg installing sudo, a 1777 directory). */
+		.seccomp = keep ? share_fs_forbid_setid : NULL,
 	};
 	char source[PATH_MAX + 16], why[PATH_MAX + 128];
 	snprintf(source, sizeof(source), "source=%s", si->mnt);

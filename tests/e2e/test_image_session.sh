@@ -110,6 +110,17 @@ if [ "$rc" = 0 ] && [ "$(stat -c '%F %t:%T' "$TMP/rm-changes/etc/hostname" 2> /d
 else
 	not_ok "a deletion is kept as a whiteout" "rc=$rc" "$(stat -c '%F %t:%T' "$TMP/rm-changes/etc/hostname" 2>&1)"
 fi
+# Modes: the private tmpfs layer takes what package managers make; a layer on the host does not
+# take set-ID or world-writable modes (nothing the guest leaves on the host runs as its owner).
+run_capture run --image "$PY" -- sh -c 'touch /root/s; chmod 4755 /root/s && mkdir -m 1777 /root/t && echo modes-ok'
+check_eq "the tmpfs write layer takes set-user-ID and 1777 modes (dpkg installing sudo)" "modes-ok" "$(cat "$TMP/out")"
+run_capture run --image "$PY" --keep-changes "$TMP/mode-changes" -- sh -c \
+	'touch /root/s; chmod 4755 /root/s; echo suid=$?; chmod 666 /root/s; echo o+w=$?'
+if grep -q "^suid=1" "$TMP/out" && grep -q "^o+w=1" "$TMP/out" && [ ! -u "$TMP/mode-changes/root/s" ]; then
+	ok "a write layer on the host (--keep-changes) refuses set-ID and world-writable modes"
+else
+	not_ok "a write layer on the host refuses set-ID and world-writable modes" "$(cat "$TMP/out")" "$(ls -l "$TMP/mode-changes/root" 2>&1)"
+fi
 ls -d "$TMP"/*.bulkhead-work > /dev/null 2>&1 && not_ok "no overlay work directory is left beside --keep-changes" ||
 	ok "no overlay work directory is left beside --keep-changes"
 
