@@ -45,10 +45,13 @@ static int plan_files(struct session_plan *p, char *err, size_t errlen)
 		snprintf(p->kernel, sizeof(p->kernel), "%s", r->kernel);
 	else
 		paths_join(p->kernel, sizeof(p->kernel), paths_libdir(), "vmlinux");
+	/* On an image, commands run in the image's root and never see the initramfs's tools
+	 * layer (curl, git: 30 MB): the base initramfs boots faster (bench/image-session.sh). */
 	if (r->initrd)
 		snprintf(p->initrd, sizeof(p->initrd), "%s", r->initrd);
 	else
-		paths_join(p->initrd, sizeof(p->initrd), paths_libdir(), "initramfs.cpio");
+		paths_join(p->initrd, sizeof(p->initrd), paths_libdir(),
+			   r->image ? "initramfs-base.cpio" : "initramfs.cpio");
 	if (check_kernel(p->kernel, err, errlen) < 0)
 		return -1;
 	if (access(p->initrd, R_OK) < 0) {
