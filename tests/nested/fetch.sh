@@ -16,10 +16,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=${BULKHEAD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bulkhead}/nested
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 MIRROR=http://deb.debian.org/debian
-# The kernel L1 boots (its metapackage names the versioned image) and the KVM modules it loads;
-# modules these depend on are found from their own modinfo and added.
+# The kernel L1 boots (its metapackage names the versioned image) and the modules it loads (KVM,
+# and overlayfs for image sessions); modules these depend on are found from their own modinfo
+# and added.
 KERNEL_META=linux-image-cloud-amd64
-KVM_MODULES="kvm-amd"
+KVM_MODULES="kvm-amd overlay"
 # QEMU 10: the host's 7.2 is not reliable as L1's TCG (tests/nested/README.md).
 QEMU_PKGS="qemu-system-x86 qemu-system-common qemu-system-data"
 
