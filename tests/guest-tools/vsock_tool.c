@@ -51,25 +51,30 @@ static void report(unsigned long long bytes, double t0)
 		fprintf(stderr, "STATS recv %llu %.3f\n", bytes, bytes ? now_ms() - t0 : 0.0);
 }
 
-/* stdin -> s (then SHUT_WR), s -> stdout, until both directions are done. */
+/* stdin -> s (then SHUT_WR), s -> stdout, until both directions are done. Writes to s never
+ * block: with both ends of a connection pumping at once, two blocking writers each waiting for
+ * the other to read would deadlock once both buffers are full. */
 static int pump(int s)
 {
-	static char buf[1 << 16];
+	static char buf[1 << 16], out[1 << 16];
 	int in_open = 1, s_open = 1;
+	size_t out_len = 0, out_off = 0;
 	unsigned long long got = 0;
 	double t0 = 0;
-	while (s_open || in_open) {
+	while (s_open || in_open || out_len) {
 		/* fd -1 is skipped by poll: a finished direction is not watched. */
-		struct pollfd p[2] = { { s_open ? s : -1, POLLIN, 0 },
-				       { in_open ? 0 : -1, POLLIN, 0 } };
+		struct pollfd p[2] = { { s_open || out_len ? s : -1,
+					 (short)((s_open ? POLLIN : 0) | (out_len ? POLLOUT : 0)),
+					 0 },
+				       { in_open && !out_len ? 0 : -1, POLLIN, 0 } };
 		int n = poll(p, 2, -1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return 1;
-		if (s_open && p[0].revents) {
+		if (s_open && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
 			ssize_t k = read(s, buf, sizeof(buf));
-			if (k < 0 && errno == EINTR)
+			if (k < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			if (k < 0) {
 				printf("ERR read %s\n", strerror(errno));
@@ -86,16 +91,29 @@ static int pump(int s)
 					return 1;
 			}
 		}
-		if (in_open && p[1].revents) {
-			ssize_t k = read(0, buf, sizeof(buf));
+		if (out_len && (p[0].revents & (POLLOUT | POLLERR))) {
+			ssize_t k = send(s, out + out_off, out_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (k < 0 && errno != EINTR && errno != EAGAIN) {
+				printf("ERR write %s\n", strerror(errno));
+				return 1;
+			}
+			if (k > 0) {
+				out_off += (size_t)k;
+				out_len -= (size_t)k;
+			}
+			if (!out_len && !in_open)
+				shutdown(s, SHUT_WR);
+		}
+		if (in_open && !out_len && p[1].revents) {
+			ssize_t k = read(0, out, sizeof(out));
 			if (k < 0 && errno == EINTR)
 				continue;
 			if (k <= 0) {
 				in_open = 0;
 				shutdown(s, SHUT_WR);
-			} else if (io_write_full(s, buf, (size_t)k)) {
-				printf("ERR write %s\n", strerror(errno));
-				return 1;
+			} else {
+				out_off = 0;
+				out_len = (size_t)k;
 			}
 		}
 	}
