@@ -111,14 +111,51 @@ int share_fs_parse(const char *spec, struct share_fs *fs, char *err, size_t errl
 	return share_fs_resolve(path, ro, "--work", fs, err, errlen);
 }
 
-int share_fs_start(struct share_fs *fs, const struct rundir *rd, int diag_fd, char *err,
-		   size_t errlen)
+pid_t share_fs_virtiofsd(const char *dir, const char *cache, const char *sock,
+			 struct jail_spec *spec, char *err, size_t errlen)
 {
 	if (access(VIRTIOFSD, X_OK) < 0) {
 		snprintf(err, errlen, "%s not found: run 'make deps' (package qemu-system-common)",
 			 VIRTIOFSD);
 		return -1;
 	}
+	/* Listening before virtiofsd exists: the engine can connect at once, no race. */
+	int lfd = unix_listen(sock, 1, false);
+	if (lfd < 0) {
+		snprintf(err, errlen, "virtio-fs socket %s: %s", sock, strerror(-lfd));
+		return -1;
+	}
+	spec->fds = &lfd; /* its --fd=3 */
+	spec->nfds = 1;
+	char source[PATH_MAX + 16], cache_opt[32], why[PATH_MAX + 128];
+	snprintf(source, sizeof(source), "source=%s", dir);
+	snprintf(cache_opt, sizeof(cache_opt), "cache=%s", cache);
+	char *const argv[] = { VIRTIOFSD,
+			       "--fd=3",
+			       "-o",
+			       source,
+			       "-o",
+			       "sandbox=namespace",
+			       "-o",
+			       cache_opt,
+			       "-o",
+			       "log_level=warn",
+			       "--rlimit-nofile=4096",
+			       NULL };
+	pid_t pid = jail_spawn_wait(argv, spec, why, sizeof(why));
+	close(lfd);
+	spec->fds = NULL;
+	spec->nfds = 0;
+	if (pid < 0) {
+		snprintf(err, errlen, "virtiofsd: %s", why);
+		unlink(sock);
+	}
+	return pid;
+}
+
+int share_fs_start(struct share_fs *fs, const struct rundir *rd, int diag_fd, char *err,
+		   size_t errlen)
+{
 	/* What is mounted below a share stays outside it (virtiofsd gets the directory alone,
 	 * not the tree): refuse plainly rather than share less than asked. */
 	char below[PATH_MAX];
@@ -133,13 +170,7 @@ int share_fs_start(struct share_fs *fs, const struct rundir *rd, int diag_fd, ch
 		snprintf(err, errlen, "run directory path too long for a socket");
 		return -1;
 	}
-	/* Listening before virtiofsd exists: the engine can connect at once, no race. */
-	int lfd = unix_listen(fs->sock, 1, false);
-	if (lfd < 0) {
-		snprintf(err, errlen, "virtio-fs socket %s: %s", fs->sock, strerror(-lfd));
-		return -1;
-	}
-	/* fd 3 is the listening socket (--fd=3); the share's owner is the namespace's root. */
+	/* The share's owner is the namespace's root. */
 	const struct jail_userns owner = { .uid = fs->owner, .gid = fs->owner_gid };
 	const struct jail_mount share = {
 		.src = fs->dir,
@@ -147,38 +178,20 @@ int share_fs_start(struct share_fs *fs, const struct rundir *rd, int diag_fd, ch
 		.dev = fs->dev, /* the directory the policy judged, checked again in the child */
 		.ino = fs->ino,
 	};
-	const struct jail_spec spec = {
+	struct jail_spec spec = {
 		.map_root = &owner,
 		.mounts = &share,
 		.nmounts = 1,
-		.fds = &lfd,
-		.nfds = 1,
 		.out_fd = diag_fd,
 		.diag_fd = diag_fd,
 		/* The guest may not leave set-user-ID programs on the host through the share. */
 		.seccomp = share_fs_forbid_setid,
 	};
-	char source[PATH_MAX + 16], why[PATH_MAX + 128];
-	snprintf(source, sizeof(source), "source=%s", fs->dir);
 	/* cache=auto: the host side may change while the session runs (a developer
 	 * editing the tree), and auto revalidates on open; see docs/ARCHITECTURE.md. */
-	char *const argv[] = { VIRTIOFSD,
-			       "--fd=3",
-			       "-o",
-			       source,
-			       "-o",
-			       "sandbox=namespace",
-			       "-o",
-			       "cache=auto",
-			       "-o",
-			       "log_level=warn",
-			       "--rlimit-nofile=4096",
-			       NULL };
-	pid_t pid = jail_spawn_wait(argv, &spec, why, sizeof(why));
-	close(lfd);
+	pid_t pid = share_fs_virtiofsd(fs->dir, "auto", fs->sock, &spec, err, errlen);
 	if (pid < 0) {
-		snprintf(err, errlen, "virtiofsd: %s", why);
-		share_fs_stop(fs);
+		fs->sock[0] = '\0';
 		return -1;
 	}
 	fs->pid = pid;

@@ -39,6 +39,14 @@ int share_fs_resolve(const char *dir, bool ro, const char *label, struct share_f
 int share_fs_start(struct share_fs *fs, const struct rundir *rd, int diag_fd, char *err,
 		   size_t errlen);
 
+/* Starts virtiofsd serving DIR with cache mode CACHE ("auto", "always") over a socket it
+ * listens on at SOCK, through the jail as SPEC says (its descriptors are set here). Returns its
+ * pid, or -1 with a one-line reason in err (and no socket left). The work share and an image's
+ * root (cli/share_image.c) both start theirs here. */
+struct jail_spec;
+pid_t share_fs_virtiofsd(const char *dir, const char *cache, const char *sock,
+			 struct jail_spec *spec, char *err, size_t errlen);
+
 /* share_fs_modes.c: in virtiofsd's process before its exec, a seccomp filter that refuses
  * (EPERM) every mode with the set-user-ID or set-group-ID bit. 0 or -errno. */
 int share_fs_forbid_setid(void);

@@ -7,13 +7,13 @@
  * lands in the write layer owned as the guest said; its capabilities still count in that
  * namespace only, so it cannot make device nodes, and the overlay is mounted without
  * set-user-ID and device nodes (with --keep-changes, whose files stay on the host, the
- * seccomp filter of share_fs_forbid_setid refuses set-ID and world-writable modes besides). And its tree is the overlay, placed over an empty directory of
- * the run directory in its own mount namespace: the host's tree never holds it. */
+ * seccomp filter of share_fs_forbid_setid refuses set-ID and world-writable modes besides). And its
+ * tree is the overlay, placed over an empty directory of the run directory in its own mount
+ * namespace: the host's tree never holds it. */
 #include "cli/share_image.h"
 #include "cli/share_fs.h"
 #include "jail/jail.h"
 #include "jail/proc.h"
-#include "lib/unix_listen.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,7 +26,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define VIRTIOFSD     "/usr/lib/qemu/virtiofsd"
 #define IMAGE_IDS     65536  /* ids the image's files may have, mapped to themselves */
 #define OVERLAY_SPECS ":,\\" /* overlayfs's separators: refused in a path */
 
@@ -185,23 +184,14 @@ int share_image_start(struct share_image *si, const char *rootfs, const char *ke
 		share_image_stop(si);
 		return -1;
 	}
-	int lfd = unix_listen(si->sock, 1, false);
-	if (lfd < 0) {
-		snprintf(err, errlen, "virtio-fs socket %s: %s", si->sock, strerror(-lfd));
-		close(tree);
-		share_image_stop(si);
-		return -1;
-	}
 	const struct jail_userns ids = { .uid = 0, .gid = 0, .count = IMAGE_IDS };
 	const struct jail_mount root = { .src = si->mnt,
 					 .flags = JAIL_MOUNT_RW | JAIL_MOUNT_TREE,
 					 .tree_fd = tree };
-	const struct jail_spec spec = {
+	struct jail_spec spec = {
 		.map_root = &ids,
 		.mounts = &root,
 		.nmounts = 1,
-		.fds = &lfd,
-		.nfds = 1,
 		.out_fd = diag_fd,
 		.diag_fd = diag_fd,
 		/* A write layer on the host (--keep-changes) takes no set-ID or world-writable
@@ -209,26 +199,11 @@ int share_image_start(struct share_image *si, const char *rootfs, const char *ke
 		 * takes what the image's tools make (dpkg installing sudo, a 1777 directory). */
 		.seccomp = keep ? share_fs_forbid_setid : NULL,
 	};
-	char source[PATH_MAX + 16], why[PATH_MAX + 128];
-	snprintf(source, sizeof(source), "source=%s", si->mnt);
 	/* cache=always: nothing but this guest changes the tree while the session runs. */
-	char *const argv[] = { VIRTIOFSD,
-			       "--fd=3",
-			       "-o",
-			       source,
-			       "-o",
-			       "sandbox=namespace",
-			       "-o",
-			       "cache=always",
-			       "-o",
-			       "log_level=warn",
-			       "--rlimit-nofile=4096",
-			       NULL };
-	pid_t pid = jail_spawn_wait(argv, &spec, why, sizeof(why));
-	close(lfd);
+	pid_t pid = share_fs_virtiofsd(si->mnt, "always", si->sock, &spec, err, errlen);
 	close(tree); /* virtiofsd's namespace holds the overlay now */
 	if (pid < 0) {
-		snprintf(err, errlen, "virtiofsd (image): %s", why);
+		si->sock[0] = '\0';
 		share_image_stop(si);
 		return -1;
 	}
