@@ -51,9 +51,25 @@ esac
 # An interactive shell on a pty, typed into through script(1)'s terminal: line
 # editing, Ctrl-C interrupting the foreground command, the window size, exit code.
 if command -v script > /dev/null; then
-	(sleep 4; printf 'echo $((6*7))\r'; sleep 1; printf 'sleep 100\r'; sleep 2; printf '\003';
-	 sleep 1; printf 'echo after-$?\r'; sleep 1; printf 'stty size\r'; sleep 1; printf 'exit 3\r') |
-		timeout 120 script -qec "stty rows 33 cols 101; $BULKHEAD run -it -- sh" /dev/null > "$TMP/pty" 2>&1
+	# Each line is typed once the terminal shows what the one before did, never on a clock:
+	# a slow boot (under nested KVM, on a loaded host) would otherwise get the lines early,
+	# and the Ctrl-C would reach the shell instead of its foreground command.
+	type_after() { # PATTERN TEXT: type TEXT once a line matching PATTERN is on the terminal
+		_i=0
+		while ! tr -d '\r' < "$TMP/pty" | grep -q -- "$1" && [ $_i -lt 1200 ]; do
+			sleep 0.1; _i=$((_i + 1))
+		done
+		printf "$2"
+	}
+	: > "$TMP/pty"
+	(type_after '^typed-ready$' 'echo $((6*7))\r'
+	 type_after '^42$' 'echo sleeping; sleep 100\r'
+	 type_after '^sleeping$' ''; sleep 1; printf '\003'
+	 printf 'echo after-$?\r'
+	 type_after '^after-' 'stty size\r'
+	 type_after '^33 101$' 'exit 3\r') |
+		timeout 180 script -qec "stty rows 33 cols 101; $BULKHEAD run -it -- sh -c 'echo typed-ready; exec sh'" \
+			/dev/null > "$TMP/pty" 2>&1
 	rc=$?
 	tr -d '\r' < "$TMP/pty" > "$TMP/pty.txt"
 	check_eq "-it: the shell's exit code comes back" 3 "$rc"
