@@ -22,7 +22,11 @@
 #include <linux/mount.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -38,7 +42,7 @@ static void fs_error(int fsfd, const char *what, char *err, size_t errlen)
 	if (n > 2) {
 		msg[n] = '\0';
 		msg[strcspn(msg, "\n")] = '\0';
-		snprintf(err, errlen, "%s: %s", what, msg + 2); /* "e overlayfs: ..." */
+		snprintf(err, errlen, "%s: %.300s", what, msg + 2); /* "e overlayfs: ..." */
 	} else {
 		snprintf(err, errlen, "%s: %s", what, strerror(e));
 	}
@@ -102,54 +106,119 @@ static int keep_dirs(struct share_image *si, const char *keep, char *err, size_t
 	return 0;
 }
 
-/* The overlay: ROOTFS below, the write layer above. Its descriptor, or -1 with err. */
+/* In a mount namespace of its own: the overlay of ROOTFS under UPPER (NULL: a tmpfs of
+ * DISK_MIB mounted at MNT here) as a detached mount. Its descriptor, or -1 with err. */
+static int overlay_build(const char *rootfs, const char *upper_dir, const char *work_dir,
+			 const char *mnt, unsigned disk_mib, char *err, size_t errlen)
+{
+	char upper[PATH_MAX], work[PATH_MAX], size[32];
+	if (upper_dir) {
+		snprintf(upper, sizeof(upper), "%s", upper_dir);
+		snprintf(work, sizeof(work), "%s", work_dir);
+	} else {
+		/* A tmpfs that only this namespace ever holds; its pages count against the
+		 * session's cgroup. overlayfs takes its upper layer from a mount of the caller's
+		 * own namespace (before Linux 6.15, not from a detached one): so it is mounted
+		 * here, and goes with the overlay. */
+		snprintf(size, sizeof(size), "size=%um,mode=0755", disk_mib);
+		if (snprintf(upper, sizeof(upper), "%s/upper", mnt) >= (int)sizeof(upper) ||
+		    snprintf(work, sizeof(work), "%s/work", mnt) >= (int)sizeof(work)) {
+			snprintf(err, errlen, "the write layer: path too long");
+			return -1;
+		}
+		if (mount("bulkhead-layer", mnt, "tmpfs", MS_NOSUID | MS_NODEV, size) < 0 ||
+		    mkdir(upper, 0755) < 0 || mkdir(work, 0700) < 0) {
+			snprintf(err, errlen, "the write layer (tmpfs): %s", strerror(errno));
+			return -1;
+		}
+	}
+	int fsfd = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
+	if (fsfd < 0) {
+		snprintf(err, errlen, "overlayfs: %s", strerror(errno));
+		return -1;
+	}
+	int m = -1;
+	if (fs_set(fsfd, "lowerdir", rootfs) < 0 || fs_set(fsfd, "upperdir", upper) < 0 ||
+	    fs_set(fsfd, "workdir", work) < 0)
+		fs_error(fsfd, "overlayfs", err, errlen);
+	else
+		m = fs_mount(fsfd, "overlayfs", err, errlen);
+	close(fsfd);
+	return m;
+}
+
+/* The overlay, assembled by a child in a mount namespace of its own (nothing of it ever
+ * touches ours) and handed back over a socket. Its descriptor, or -1 with err. */
 static int overlay(struct share_image *si, const char *rootfs, const char *keep, unsigned disk_mib,
 		   char *err, size_t errlen)
 {
-	char upper[PATH_MAX], work[PATH_MAX], size[32];
-	int layer = -1, fsfd = -1, m = -1;
-	if (keep) {
-		if (keep_dirs(si, keep, err, errlen) < 0)
-			return -1;
-		snprintf(upper, sizeof(upper), "%s", keep);
-		snprintf(work, sizeof(work), "%s", si->work);
-	} else {
-		/* A tmpfs nobody else can reach; its pages count against the session's cgroup. */
-		snprintf(size, sizeof(size), "%um", disk_mib);
-		fsfd = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
-		if (fsfd < 0 || fs_set(fsfd, "size", size) < 0 ||
-		    fs_set(fsfd, "mode", "0755") < 0) {
-			snprintf(err, errlen, "the write layer (tmpfs): %s", strerror(errno));
-			goto out;
+	if (keep && keep_dirs(si, keep, err, errlen) < 0)
+		return -1;
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		char why[512] = "";
+		int m = -1;
+		close(sp[0]);
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			snprintf(why, sizeof(why), "a mount namespace: %s", strerror(errno));
+		else
+			m = overlay_build(rootfs, keep, si->work, si->mnt, disk_mib, why,
+					  sizeof(why));
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} c;
+		struct iovec iov = { .iov_base = why, .iov_len = strlen(why) + 1 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+		if (m >= 0) {
+			msg.msg_control = c.buf;
+			msg.msg_controllen = sizeof(c.buf);
+			struct cmsghdr *h = CMSG_FIRSTHDR(&msg);
+			h->cmsg_level = SOL_SOCKET;
+			h->cmsg_type = SCM_RIGHTS;
+			h->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(h), &m, sizeof(int));
 		}
-		if ((layer = fs_mount(fsfd, "the write layer (tmpfs)", err, errlen)) < 0)
-			goto out;
-		close(fsfd);
-		fsfd = -1;
-		if (mkdirat(layer, "upper", 0755) < 0 || mkdirat(layer, "work", 0700) < 0) {
-			snprintf(err, errlen, "the write layer: %s", strerror(errno));
-			goto out;
-		}
-		snprintf(upper, sizeof(upper), "/proc/self/fd/%d/upper", layer);
-		snprintf(work, sizeof(work), "/proc/self/fd/%d/work", layer);
+		_exit(sendmsg(sp[1], &msg, MSG_NOSIGNAL) < 0 ? 1 : 0);
 	}
-	fsfd = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
-	if (fsfd < 0) {
-		snprintf(err, errlen, "overlayfs: %s", strerror(errno));
-		goto out;
+	close(sp[1]);
+	if (pid < 0) {
+		close(sp[0]);
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		return -1;
 	}
-	if (fs_set(fsfd, "lowerdir", rootfs) < 0 || fs_set(fsfd, "upperdir", upper) < 0 ||
-	    fs_set(fsfd, "workdir", work) < 0) {
-		fs_error(fsfd, "overlayfs", err, errlen);
-		goto out;
+	char why[512] = "";
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} c;
+	struct iovec iov = { .iov_base = why, .iov_len = sizeof(why) - 1 };
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = c.buf,
+			      .msg_controllen = sizeof(c.buf) };
+	ssize_t n = recvmsg(sp[0], &msg, MSG_CMSG_CLOEXEC);
+	close(sp[0]);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	struct cmsghdr *h = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+	if (h && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(sizeof(int))) {
+		int m;
+		memcpy(&m, CMSG_DATA(h), sizeof(int));
+		int high = fcntl(m, F_DUPFD_CLOEXEC, JAIL_TREE_FD_MIN);
+		close(m);
+		if (high < 0)
+			snprintf(err, errlen, "overlayfs: %s", strerror(errno));
+		return high;
 	}
-	m = fs_mount(fsfd, "overlayfs", err, errlen);
-out:
-	if (fsfd >= 0)
-		close(fsfd);
-	if (layer >= 0)
-		close(layer); /* the overlay holds it now */
-	return m;
+	snprintf(err, errlen, "%s", n > 0 && why[0] ? why : "the overlay's builder failed");
+	return -1;
 }
 
 int share_image_start(struct share_image *si, const char *rootfs, const char *keep,

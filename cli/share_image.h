@@ -2,11 +2,12 @@
 /* cli/share_image.h: an image as the session's root — the cached image read-only under a
  * private write layer (overlayfs), served by a virtiofsd of its own as virtio-fs tag "image".
  *
- * The overlay is assembled here with the new mount API and never attached to the host's tree:
- * it exists only in virtiofsd's mount namespace, so it goes away with virtiofsd however the
- * session ends. The write layer is a tmpfs of --disk MiB, detached too (the session's writes
- * are gone with it), or, with --keep-changes DIR, DIR itself, left on the host afterwards
- * (overlayfs's format: a deleted file is a 0/0 character device). */
+ * The overlay is assembled with the new mount API in a short-lived mount namespace and never
+ * attached to the host's tree: it exists only in virtiofsd's mount namespace, so it goes away
+ * with virtiofsd however the session ends. The write layer is a tmpfs of --disk MiB that no
+ * namespace of the host's holds (the session's writes are gone with it), or, with
+ * --keep-changes DIR, DIR itself, left on the host afterwards (overlayfs's format: a deleted
+ * file is a 0/0 character device). */
 #ifndef BULKHEAD_CLI_SHARE_IMAGE_H
 #define BULKHEAD_CLI_SHARE_IMAGE_H
 
