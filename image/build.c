@@ -197,8 +197,8 @@ static int build(struct image_store *s, const char *name, const struct build_opt
 	       existed ? " (already in the store)" : "");
 	rc = 0;
 out:
-	if (rc < 0 && !strstr(err, "free)"))
-		snprintf(err + strlen(err), errlen - strlen(err), "%s", image_store_space(s));
+	if (rc < 0)
+		image_work_failed(s, &w, err, errlen);
 	if (img >= 0)
 		close(img);
 	image_config_free(&cfg);

@@ -89,6 +89,8 @@ void image_now(char buf[IMAGE_CREATED_SZ]);
 /* Removes every block and character device node under ROOTFS and sums what it takes on disk.
  * 0, or -1 with err (the walk could not finish: the image is not published). */
 int image_rootfs_scrub(const char *rootfs, uint64_t *size, char *err, size_t errlen);
+/* What PATH takes on disk (hard links once); 0 when it cannot be walked. */
+uint64_t image_du(const char *path);
 /* UID's home directory from ROOTFS/etc/passwd, resolved inside ROOTFS whatever its links say;
  * "/" when there is none. */
 void image_rootfs_home(const char *rootfs, uid_t uid, char *home, size_t len);
@@ -144,7 +146,11 @@ int image_oci_read(const char *layout, const char *ref, struct image_oci *o, cha
 int image_oci_bundle_config(const char *bundle, const struct image_oci *o, struct image_config *cfg,
 			    char *err, size_t errlen);
 /* The store's space, said after a failure that may be a full disk: " (the store's file system
- * has N KiB free)" when it has less than a MiB, else "". */
-const char *image_store_space(const struct image_store *s);
+ * has N MiB free)" when it has less than a MiB or less than USED (what the failed work took:
+ * whatever failed could not have made a second copy of it), else "". */
+const char *image_store_space(const struct image_store *s, uint64_t used);
+/* Appends that to ERR for a failure of W, before W is removed. */
+void image_work_failed(const struct image_store *s, const struct image_work *w, char *err,
+		       size_t errlen);
 
 #endif

@@ -158,8 +158,8 @@ static int import(struct image_store *s, const char *name, const char *ref, char
 	       existed ? " (already in the store)" : "");
 	rc = 0;
 out:
-	if (rc < 0 && !strstr(err, "free)"))
-		snprintf(err + strlen(err), errlen - strlen(err), "%s", image_store_space(s));
+	if (rc < 0)
+		image_work_failed(s, &w, err, errlen);
 	image_config_free(&cfg);
 	image_work_end(&w);
 	return rc;
