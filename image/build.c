@@ -175,7 +175,8 @@ static int build(struct image_store *s, const char *name, const struct build_opt
 	}
 	snprintf(tar, sizeof(tar), "%s/out.tar", w.dir);
 	snprintf(rootfs, sizeof(rootfs), "%s/img/rootfs", w.dir);
-	if (run_mmdebstrap(&w, o, tar, err, errlen) < 0 ||
+	if (build_check_packages(&w, o, err, errlen) < 0 ||
+	    run_mmdebstrap(&w, o, tar, err, errlen) < 0 ||
 	    image_sha256_file(tar, hex, err, errlen) < 0 || unpack_tar(&w, tar, err, errlen) < 0 ||
 	    image_rootfs_scrub(rootfs, &m.size, err, errlen) < 0)
 		goto out;

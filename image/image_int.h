@@ -133,6 +133,9 @@ int build_packages(struct build_opts *o, const char *list, char *err, size_t err
 /* MIRROR, or the host's apt sources when NULL; one of them must name the suite. */
 int build_sources(struct build_opts *o, const char *mirror, char *err, size_t errlen);
 void build_opts_free(struct build_opts *o);
+/* build_check.c: apt resolves the packages against the build's sources, in W. 0, or -1. */
+int build_check_packages(struct image_work *w, const struct build_opts *o, char *err,
+			 size_t errlen);
 int image_import_cmd(int argc, char **argv);
 /* import_oci.c: what an OCI layout made by skopeo says */
 struct image_oci {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,33 +69,45 @@ static char **tool_env(const struct image_tool *t)
 	return env;
 }
 
-/* What a tool said last on stderr that looks like its error (or else its last line), for our one
+/* What a tool said on stderr that states its error (or else its last line), for our one
  * line: "skopeo failed (exit status 1): ... no space left on device". */
 struct relay {
 	char line[512], said[512];
 	size_t n;
+	bool found;
 };
 
+/* A line that states an error: apt's and mmdebstrap's "E:", skopeo's fatal, umoci's, tar's. */
 static int errorish(const char *s)
 {
-	return strncmp(s, "E: ", 3) == 0 || strstr(s, "level=fatal") || strstr(s, "level=error") ||
-	       strncmp(s, "panic: ", 7) == 0 || strstr(s, "\xe2\xa8\xaf") /* umoci's ⨯ */ ||
-	       strcasestr(s, "error") || strcasestr(s, "no space left");
+	return strncmp(s, "E: ", 3) == 0 || strncmp(s, "tar: ", 5) == 0 ||
+	       strncmp(s, "panic: ", 7) == 0 || strstr(s, "level=fatal") ||
+	       strstr(s, "level=error") || strstr(s, "\xe2\xa8\xaf") /* umoci's cross */ ||
+	       strcasestr(s, "no space left on device");
+}
+
+/* The first error-like line is the cause (later ones report that the tool failed); with none,
+ * the last line. */
+static void relay_line(struct relay *r)
+{
+	r->line[r->n] = '\0';
+	while (r->n && (r->line[0] == ' ' || r->line[0] == '\t'))
+		memmove(r->line, r->line + 1, r->n--);
+	if (r->n && !r->found) {
+		memcpy(r->said, r->line, r->n + 1);
+		r->found = errorish(r->line);
+	}
+	r->n = 0;
 }
 
 static void relay_bytes(struct relay *r, const char *buf, size_t n)
 {
 	io_write_full(2, buf, n);
 	for (size_t i = 0; i < n; i++) {
-		if (buf[i] != '\n' && buf[i] != '\r') {
-			if (r->n < sizeof(r->line) - 1)
-				r->line[r->n++] = buf[i];
-			continue;
-		}
-		r->line[r->n] = '\0';
-		if (r->n && (errorish(r->line) || !r->said[0] || !errorish(r->said)))
-			memcpy(r->said, r->line, r->n + 1);
-		r->n = 0;
+		if (buf[i] == '\n' || buf[i] == '\r')
+			relay_line(r);
+		else if (r->n < sizeof(r->line) - 1)
+			r->line[r->n++] = buf[i];
 	}
 }
 
@@ -104,7 +117,13 @@ static pid_t tool_start(const struct image_tool *t, int out, int errfd, char *er
 	if (!env)
 		return errbuf_fail(err, errlen, -1, "out of memory");
 	pid_t pid = fork();
+	if (pid > 0)
+		setpgid(pid, pid); /* both sides, so that no signal finds it in ours */
 	if (pid == 0) {
+		/* Its own process group, so that a signal reaches all of a tool's processes (mmdebstrap
+		 * waits for its workers before it looks at one); and it is told when we are gone. */
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (null < 0 || dup2(null, 0) < 0 || dup2(out >= 0 ? out : 2, 1) < 0 ||
 		    dup2(errfd, 2) < 0)
@@ -133,7 +152,7 @@ static int tool_wait(const struct image_tool *t, pid_t pid, int out, int errfd,
 
 	while (p[0].fd >= 0 || p[1].fd >= 0) {
 		if (caught && !passed) {
-			kill(pid, caught);
+			kill(-pid, caught);
 			passed = 1;
 		}
 		if (poll(p, 2, -1) < 0)
@@ -163,17 +182,13 @@ static int tool_wait(const struct image_tool *t, pid_t pid, int out, int errfd,
 		lbuf[lpos] = '\0';
 		line(lbuf, arg);
 	}
-	if (r.n) {
-		r.line[r.n] = '\0';
-		if (errorish(r.line) || !r.said[0])
-			memcpy(r.said, r.line, r.n + 1);
-	}
+	relay_line(&r);
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR)
 			return errbuf_fail(err, errlen, -1, "waiting for %s: %s", t->argv[0],
 					   strerror(errno));
 		if (caught && !passed) {
-			kill(pid, caught);
+			kill(-pid, caught);
 			passed = 1;
 		}
 	}
