@@ -144,6 +144,12 @@ run_capture image ls --json
 check_eq "ls --json: name, digest, size, created, source for each" \
 	'[5, ["created", "digest", "name", "size", "source"]]' \
 	"$(json "$TMP/out" "[len(j), sorted(set(k for o in j for k in o))]")"
+ln -s ../sha256/$(printf '%064d' 0) "$S/names/broken"
+run_capture image ls
+grep -q '^broken  *damaged: sha256/0*: No such file or directory' "$TMP/out" &&
+	ok "ls shows a damaged image as damaged, and lists the rest" || not_ok "ls shows a damaged image as damaged" "$(cat "$TMP/out")"
+run_capture image rm broken
+check_eq "rm removes a damaged name" "0 no" "$rc $([ -L "$S/names/broken" ] && echo yes || echo no)"
 dig=$(readlink "$S/names/lay")
 run_capture image rm lay
 [ "$rc" -eq 0 ] && [ ! -e "$S/names/lay" ] && [ -d "$S/sha256/${dig#../sha256/}" ] &&
