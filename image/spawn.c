@@ -120,8 +120,9 @@ static pid_t tool_start(const struct image_tool *t, int out, int errfd, char *er
 	if (pid > 0)
 		setpgid(pid, pid); /* both sides, so that no signal finds it in ours */
 	if (pid == 0) {
-		/* Its own process group, so that a signal reaches all of a tool's processes (mmdebstrap
-		 * waits for its workers before it looks at one); and it is told when we are gone. */
+		/* Its own process group, so that a signal reaches all of a tool's processes
+		 * (mmdebstrap waits for its workers before it looks at one); and it is told when we
+		 * are gone. */
 		setpgid(0, 0);
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);

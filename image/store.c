@@ -309,6 +309,10 @@ static int commit_locked(struct image_store *s, struct image_work *w, const char
 int image_work_commit(struct image_store *s, struct image_work *w, const char *hex,
 		      const char *name, bool *existed, char *err, size_t errlen)
 {
+	/* A signal that came while we worked ourselves (not a tool) stops us here, before
+	 * publishing. */
+	if (image_signal())
+		return errbuf_fail(err, errlen, -1, "interrupted (signal %d)", image_signal());
 	/* What is published must be on disk before the rename that makes it visible. */
 	if (syncfs(w->fd) < 0)
 		return errbuf_fail(err, errlen, -1, "cannot flush %s: %s%s", w->dir,
