@@ -175,7 +175,8 @@ static int build(struct image_store *s, const char *name, const struct build_opt
 	}
 	snprintf(tar, sizeof(tar), "%s/out.tar", w.dir);
 	snprintf(rootfs, sizeof(rootfs), "%s/img/rootfs", w.dir);
-	if (run_mmdebstrap(&w, o, tar, err, errlen) < 0 ||
+	if (build_check_packages(&w, o, err, errlen) < 0 ||
+	    run_mmdebstrap(&w, o, tar, err, errlen) < 0 ||
 	    image_sha256_file(tar, hex, err, errlen) < 0 || unpack_tar(&w, tar, err, errlen) < 0 ||
 	    image_rootfs_scrub(rootfs, &m.size, err, errlen) < 0)
 		goto out;
@@ -197,8 +198,8 @@ static int build(struct image_store *s, const char *name, const struct build_opt
 	       existed ? " (already in the store)" : "");
 	rc = 0;
 out:
-	if (rc < 0 && !strstr(err, "free)"))
-		snprintf(err + strlen(err), errlen - strlen(err), "%s", image_store_space(s));
+	if (rc < 0)
+		image_work_failed(s, &w, err, errlen);
 	if (img >= 0)
 		close(img);
 	image_config_free(&cfg);

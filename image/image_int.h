@@ -89,6 +89,8 @@ void image_now(char buf[IMAGE_CREATED_SZ]);
 /* Removes every block and character device node under ROOTFS and sums what it takes on disk.
  * 0, or -1 with err (the walk could not finish: the image is not published). */
 int image_rootfs_scrub(const char *rootfs, uint64_t *size, char *err, size_t errlen);
+/* What PATH takes on disk (hard links once); 0 when it cannot be walked. */
+uint64_t image_du(const char *path);
 /* UID's home directory from ROOTFS/etc/passwd, resolved inside ROOTFS whatever its links say;
  * "/" when there is none. */
 void image_rootfs_home(const char *rootfs, uid_t uid, char *home, size_t len);
@@ -131,6 +133,9 @@ int build_packages(struct build_opts *o, const char *list, char *err, size_t err
 /* MIRROR, or the host's apt sources when NULL; one of them must name the suite. */
 int build_sources(struct build_opts *o, const char *mirror, char *err, size_t errlen);
 void build_opts_free(struct build_opts *o);
+/* build_check.c: apt resolves the packages against the build's sources, in W. 0, or -1. */
+int build_check_packages(struct image_work *w, const struct build_opts *o, char *err,
+			 size_t errlen);
 int image_import_cmd(int argc, char **argv);
 /* import_oci.c: what an OCI layout made by skopeo says */
 struct image_oci {
@@ -144,7 +149,11 @@ int image_oci_read(const char *layout, const char *ref, struct image_oci *o, cha
 int image_oci_bundle_config(const char *bundle, const struct image_oci *o, struct image_config *cfg,
 			    char *err, size_t errlen);
 /* The store's space, said after a failure that may be a full disk: " (the store's file system
- * has N KiB free)" when it has less than a MiB, else "". */
-const char *image_store_space(const struct image_store *s);
+ * has N MiB free)" when it has less than a MiB or less than USED (what the failed work took:
+ * whatever failed could not have made a second copy of it), else "". */
+const char *image_store_space(const struct image_store *s, uint64_t used);
+/* Appends that to ERR for a failure of W, before W is removed. */
+void image_work_failed(const struct image_store *s, const struct image_work *w, char *err,
+		       size_t errlen);
 
 #endif

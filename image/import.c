@@ -110,10 +110,14 @@ static int unpack(struct image_work *w, const char *ref, struct image_oci *o,
 	const char *root_unpack[] = { "umoci", "unpack", "--image", image, bundle, NULL };
 	const char *user_unpack[] = { "umoci", "unpack", "--rootless", "--image",
 				      image,   bundle,	 NULL };
+	char tmpenv[PATH_MAX + 32];
+	snprintf(tmpenv, sizeof(tmpenv), "TMPDIR=%s", tmpdir);
+	const char *env[] = { tmpenv, NULL };
 	struct image_tool t = { .argv = copy, .out_fd = -1 };
 	if (image_tool_run(&t, err, errlen) < 0 || image_oci_read(layout, REF, o, err, errlen) < 0)
 		return -1;
 	t.argv = geteuid() == 0 ? root_unpack : user_unpack;
+	t.env = env; /* whatever umoci puts aside goes into our work directory too */
 	if (image_tool_run(&t, err, errlen) < 0 ||
 	    image_rootfs_scrub(rootfs, size, err, errlen) < 0 ||
 	    image_oci_bundle_config(bundle, o, cfg, err, errlen) < 0)
@@ -158,8 +162,8 @@ static int import(struct image_store *s, const char *name, const char *ref, char
 	       existed ? " (already in the store)" : "");
 	rc = 0;
 out:
-	if (rc < 0 && !strstr(err, "free)"))
-		snprintf(err + strlen(err), errlen - strlen(err), "%s", image_store_space(s));
+	if (rc < 0)
+		image_work_failed(s, &w, err, errlen);
 	image_config_free(&cfg);
 	image_work_end(&w);
 	return rc;

@@ -22,6 +22,7 @@
 
 /* nftw passes no argument to its callback: the walk's state lives here, one walk at a time. */
 static struct {
+	bool scrub; /* remove device nodes, or only count */
 	uint64_t size;
 	void *seen; /* tsearch tree of inodes with several links, counted once */
 	int err;
@@ -49,7 +50,7 @@ static int scrub_one(const char *path, const struct stat *st, int flag, struct F
 		snprintf(walk.where, sizeof(walk.where), "%s", path);
 		return 1;
 	}
-	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
+	if (walk.scrub && (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))) {
 		if (unlink(path) < 0) {
 			walk.err = errno;
 			snprintf(walk.where, sizeof(walk.where), "%s", path);
@@ -75,9 +76,10 @@ static int scrub_one(const char *path, const struct stat *st, int flag, struct F
 	return 0;
 }
 
-int image_rootfs_scrub(const char *rootfs, uint64_t *size, char *err, size_t errlen)
+static int tree_walk(const char *rootfs, bool scrub, uint64_t *size, char *err, size_t errlen)
 {
 	memset(&walk, 0, sizeof(walk));
+	walk.scrub = scrub;
 	errno = 0;
 	int rc = nftw(rootfs, scrub_one, 32, FTW_PHYS | FTW_MOUNT);
 	if (rc != 0 && !walk.err) {
@@ -91,6 +93,17 @@ int image_rootfs_scrub(const char *rootfs, uint64_t *size, char *err, size_t err
 				   walk.where, strerror(walk.err));
 	*size = walk.size;
 	return 0;
+}
+
+int image_rootfs_scrub(const char *rootfs, uint64_t *size, char *err, size_t errlen)
+{
+	return tree_walk(rootfs, true, size, err, errlen);
+}
+
+uint64_t image_du(const char *path)
+{
+	uint64_t size = 0;
+	return tree_walk(path, false, &size, NULL, 0) == 0 ? size : 0;
 }
 
 /* ROOTFS/etc/passwd, opened as if ROOTFS were "/": its links (absolute ones included) and ".."

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* image/spawn.c: the external tools (mmdebstrap, tar, skopeo, umoci), run by fork and exec with
- * an argument vector — never through a shell — their stderr passed through so that the user sees
- * their progress, their stdout on our stderr (or read by us), stdin on /dev/null. */
+ * an argument vector — never through a shell — their stderr relayed to ours so that the user sees
+ * their progress (and our one line can quote their error), their stdout on our stderr (or read by
+ * us), stdin on /dev/null. */
 #include "image/image_int.h"
 #include "lib/errbuf.h"
+#include "lib/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,15 +69,65 @@ static char **tool_env(const struct image_tool *t)
 	return env;
 }
 
-static pid_t tool_start(const struct image_tool *t, int out, char *err, size_t errlen)
+/* What a tool said on stderr that states its error (or else its last line), for our one
+ * line: "skopeo failed (exit status 1): ... no space left on device". */
+struct relay {
+	char line[512], said[512];
+	size_t n;
+	bool found;
+};
+
+/* A line that states an error: apt's and mmdebstrap's "E:", skopeo's fatal, umoci's, tar's. */
+static int errorish(const char *s)
+{
+	return strncmp(s, "E: ", 3) == 0 || strncmp(s, "tar: ", 5) == 0 ||
+	       strncmp(s, "panic: ", 7) == 0 || strstr(s, "level=fatal") ||
+	       strstr(s, "level=error") || strstr(s, "\xe2\xa8\xaf") /* umoci's cross */ ||
+	       strcasestr(s, "no space left on device");
+}
+
+/* The first error-like line is the cause (later ones report that the tool failed); with none,
+ * the last line. */
+static void relay_line(struct relay *r)
+{
+	r->line[r->n] = '\0';
+	while (r->n && (r->line[0] == ' ' || r->line[0] == '\t'))
+		memmove(r->line, r->line + 1, r->n--);
+	if (r->n && !r->found) {
+		memcpy(r->said, r->line, r->n + 1);
+		r->found = errorish(r->line);
+	}
+	r->n = 0;
+}
+
+static void relay_bytes(struct relay *r, const char *buf, size_t n)
+{
+	io_write_full(2, buf, n);
+	for (size_t i = 0; i < n; i++) {
+		if (buf[i] == '\n' || buf[i] == '\r')
+			relay_line(r);
+		else if (r->n < sizeof(r->line) - 1)
+			r->line[r->n++] = buf[i];
+	}
+}
+
+static pid_t tool_start(const struct image_tool *t, int out, int errfd, char *err, size_t errlen)
 {
 	char **env = tool_env(t);
 	if (!env)
 		return errbuf_fail(err, errlen, -1, "out of memory");
 	pid_t pid = fork();
+	if (pid > 0)
+		setpgid(pid, pid); /* both sides, so that no signal finds it in ours */
 	if (pid == 0) {
+		/* Its own process group, so that a signal reaches all of a tool's processes
+		 * (mmdebstrap waits for its workers before it looks at one); and it is told when we
+		 * are gone. */
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(out >= 0 ? out : 2, 1) < 0)
+		if (null < 0 || dup2(null, 0) < 0 || dup2(out >= 0 ? out : 2, 1) < 0 ||
+		    dup2(errfd, 2) < 0)
 			_exit(127);
 		execvpe(t->argv[0], (char *const *)t->argv, env);
 		fprintf(stderr, "bulkhead image: cannot run %s: %s\n", t->argv[0], strerror(errno));
@@ -86,19 +140,56 @@ static pid_t tool_start(const struct image_tool *t, int out, char *err, size_t e
 	return pid;
 }
 
-/* Waits for PID, passing on a signal we get meanwhile. 0 when it exited 0, else -1 with err. */
-static int tool_wait(const struct image_tool *t, pid_t pid, char *err, size_t errlen)
+/* Relays the tool's stderr (and hands its stdout to LINE, when OUT >= 0) until both end, passing
+ * on a signal we get meanwhile; then reaps it. 0 when it exited 0, else -1 with err. */
+static int tool_wait(const struct image_tool *t, pid_t pid, int out, int errfd,
+		     void (*line)(const char *s, void *arg), void *arg, char *err, size_t errlen)
 {
+	struct pollfd p[2] = { { .fd = errfd, .events = POLLIN }, { .fd = out, .events = POLLIN } };
+	struct relay r = { .n = 0 };
+	char buf[4096], lbuf[4096];
+	size_t lpos = 0;
 	int status, passed = 0;
 
-	for (;;) {
-		if (waitpid(pid, &status, 0) == pid)
-			break;
+	while (p[0].fd >= 0 || p[1].fd >= 0) {
+		if (caught && !passed) {
+			kill(-pid, caught);
+			passed = 1;
+		}
+		if (poll(p, 2, -1) < 0)
+			continue; /* EINTR: the signal is passed on above */
+		for (int i = 0; i < 2; i++) {
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			ssize_t n = read(p[i].fd, buf, sizeof(buf));
+			if (n <= 0) {
+				p[i].fd = -1;
+			} else if (i == 0) {
+				relay_bytes(&r, buf, (size_t)n);
+			} else {
+				for (ssize_t k = 0; k < n; k++) {
+					if (buf[k] == '\n') {
+						lbuf[lpos] = '\0';
+						line(lbuf, arg);
+						lpos = 0;
+					} else if (lpos < sizeof(lbuf) - 1) { /* longer: cut */
+						lbuf[lpos++] = buf[k];
+					}
+				}
+			}
+		}
+	}
+	if (lpos && line) {
+		lbuf[lpos] = '\0';
+		line(lbuf, arg);
+	}
+	relay_line(&r);
+	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR)
 			return errbuf_fail(err, errlen, -1, "waiting for %s: %s", t->argv[0],
 					   strerror(errno));
 		if (caught && !passed) {
-			kill(pid, caught);
+			kill(-pid, caught);
 			passed = 1;
 		}
 	}
@@ -111,48 +202,38 @@ static int tool_wait(const struct image_tool *t, pid_t pid, char *err, size_t er
 		return errbuf_fail(err, errlen, -1, "%s could not be run (is it installed?)",
 				   t->argv[0]);
 	if (WIFEXITED(status))
-		return errbuf_fail(err, errlen, -1, "%s failed (exit status %d)", t->argv[0],
-				   WEXITSTATUS(status));
+		return errbuf_fail(err, errlen, -1, "%s failed (exit status %d)%s%.300s",
+				   t->argv[0], WEXITSTATUS(status), r.said[0] ? ": " : "", r.said);
 	return errbuf_fail(err, errlen, -1, "%s was killed by signal %d", t->argv[0],
 			   WTERMSIG(status));
-}
-
-int image_tool_run(const struct image_tool *t, char *err, size_t errlen)
-{
-	if (caught)
-		return errbuf_fail(err, errlen, -1, "interrupted (signal %d)", caught);
-	pid_t pid = tool_start(t, t->out_fd, err, errlen);
-	return pid < 0 ? -1 : tool_wait(t, pid, err, errlen);
 }
 
 int image_tool_lines(const struct image_tool *t, void (*line)(const char *s, void *arg), void *arg,
 		     char *err, size_t errlen)
 {
-	int p[2];
-	char *buf = NULL;
-	size_t cap = 0;
-	ssize_t n;
+	int o[2] = { -1, -1 }, e[2];
 
 	if (caught)
 		return errbuf_fail(err, errlen, -1, "interrupted (signal %d)", caught);
-	if (pipe2(p, O_CLOEXEC) < 0)
+	if ((line && pipe2(o, O_CLOEXEC) < 0) || pipe2(e, O_CLOEXEC) < 0) {
+		if (o[0] >= 0) {
+			close(o[0]);
+			close(o[1]);
+		}
 		return errbuf_fail(err, errlen, -1, "pipe: %s", strerror(errno));
-	pid_t pid = tool_start(t, p[1], err, errlen);
-	close(p[1]);
-	if (pid < 0) {
-		close(p[0]);
-		return -1;
 	}
-	FILE *f = fdopen(p[0], "r");
-	while (f && (n = getline(&buf, &cap, f)) >= 0) {
-		if (n > 0 && buf[n - 1] == '\n')
-			buf[n - 1] = '\0';
-		line(buf, arg);
-	}
-	free(buf);
-	if (f)
-		fclose(f);
-	else
-		close(p[0]);
-	return tool_wait(t, pid, err, errlen);
+	pid_t pid = tool_start(t, line ? o[1] : t->out_fd, e[1], err, errlen);
+	close(e[1]);
+	if (o[1] >= 0)
+		close(o[1]);
+	int rc = pid < 0 ? -1 : tool_wait(t, pid, o[0], e[0], line, arg, err, errlen);
+	close(e[0]);
+	if (o[0] >= 0)
+		close(o[0]);
+	return rc;
+}
+
+int image_tool_run(const struct image_tool *t, char *err, size_t errlen)
+{
+	return image_tool_lines(t, NULL, NULL, err, errlen);
 }

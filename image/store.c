@@ -126,17 +126,18 @@ int image_store_lock(struct image_store *s, char *err, size_t errlen)
 	return fd;
 }
 
-const char *image_store_space(const struct image_store *s)
+const char *image_store_space(const struct image_store *s, uint64_t used)
 {
 	static char msg[96];
 	struct statvfs v;
 
 	if (s->fd < 0 || fstatvfs(s->fd, &v) < 0)
 		return "";
-	unsigned long long kib = (unsigned long long)v.f_bavail * v.f_frsize / 1024;
-	if (kib >= 1024)
+	uint64_t free_bytes = (uint64_t)v.f_bavail * v.f_frsize;
+	if (free_bytes >= (1u << 20) && free_bytes >= used)
 		return "";
-	snprintf(msg, sizeof(msg), " (the store's file system has %llu KiB free)", kib);
+	snprintf(msg, sizeof(msg), " (the store's file system has %.1f MiB free)",
+		 (double)free_bytes / (1 << 20));
 	return msg;
 }
 
@@ -285,7 +286,7 @@ static int commit_locked(struct image_store *s, struct image_work *w, const char
 		if (errno != EEXIST && errno != ENOTEMPTY)
 			return errbuf_fail(err, errlen, -1,
 					   "cannot move the image into %s/%s: %s%s", s->dir, dst,
-					   strerror(errno), image_store_space(s));
+					   strerror(errno), image_store_space(s, 0));
 		memset(&cfg, 0, sizeof(cfg));
 		if (image_load(s, hex, &meta, &cfg, why, sizeof(why)) == 0) {
 			image_config_free(&cfg);
@@ -301,17 +302,21 @@ static int commit_locked(struct image_store *s, struct image_work *w, const char
 	snprintf(nm, sizeof(nm), "names/%s", name);
 	if (symlinkat(target, w->fd, "name") < 0 || renameat(w->fd, "name", s->fd, nm) < 0)
 		return errbuf_fail(err, errlen, -1, "cannot name the image %s/%s: %s%s", s->dir, nm,
-				   strerror(errno), image_store_space(s));
+				   strerror(errno), image_store_space(s, 0));
 	return 0;
 }
 
 int image_work_commit(struct image_store *s, struct image_work *w, const char *hex,
 		      const char *name, bool *existed, char *err, size_t errlen)
 {
+	/* A signal that came while we worked ourselves (not a tool) stops us here, before
+	 * publishing. */
+	if (image_signal())
+		return errbuf_fail(err, errlen, -1, "interrupted (signal %d)", image_signal());
 	/* What is published must be on disk before the rename that makes it visible. */
 	if (syncfs(w->fd) < 0)
 		return errbuf_fail(err, errlen, -1, "cannot flush %s: %s%s", w->dir,
-				   strerror(errno), image_store_space(s));
+				   strerror(errno), image_store_space(s, 0));
 	int lock = image_store_lock(s, err, errlen);
 	if (lock < 0)
 		return -1;

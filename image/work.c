@@ -214,7 +214,7 @@ int image_work_begin(struct image_store *s, const char *kind, struct image_work 
 	if (!mkdtemp(w->dir))
 		return errbuf_fail(err, errlen, -1,
 				   "cannot create a work directory in %s/tmp: %s%s", s->dir,
-				   strerror(errno), image_store_space(s));
+				   strerror(errno), image_store_space(s, 0));
 	w->fd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	/* Locked before it has its name, so a sweep never sees an unlocked .lock of ours. The
 	 * descriptor is inherited by our tools on purpose (no O_CLOEXEC). */
@@ -223,7 +223,7 @@ int image_work_begin(struct image_store *s, const char *kind, struct image_work 
 	if (w->fd < 0 || w->lockfd < 0 || flock(w->lockfd, LOCK_EX) < 0 ||
 	    renameat(w->fd, ".lock-new", w->fd, ".lock") < 0) {
 		errbuf_set(err, errlen, "cannot set up %s: %s%s", w->dir, strerror(errno),
-			   image_store_space(s));
+			   image_store_space(s, 0));
 		image_work_end(w);
 		return -1;
 	}
@@ -251,4 +251,12 @@ void image_work_end(struct image_work *w)
 		close(w->lockfd);
 	w->lockfd = -1;
 	w->dir[0] = '\0';
+}
+
+void image_work_failed(const struct image_store *s, const struct image_work *w, char *err,
+		       size_t errlen)
+{
+	size_t n = strlen(err);
+	if (!strstr(err, "MiB free)") && w->dir[0])
+		snprintf(err + n, errlen - n, "%s", image_store_space(s, image_du(w->dir)));
 }
