@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Image sessions against the initramfs session, in one run, interleaved:
 #   bulkhead run -- true                         the default session (initramfs only)
+#   bulkhead run --initrd initramfs-base.cpio -- true   the same without the tools layer (curl,
+#                                                git: what an image session boots without)
 #   bulkhead run --image PY -- true              the image root mounted, nothing read from it
 #   bulkhead run --image PY -- python3 -c pass   Python's start through virtio-fs, cold
 #   python3 -c pass on this host                 the same program without a VM
@@ -20,10 +22,11 @@ ms() { echo $(( $(now_us) / 1000 )); }
 py=$(sh tests/tools/test_image.sh py python3,python3-requests)
 echo "image sessions, $RUNS runs each, interleaved; image $py; $(nproc) cores"
 for i in $(seq "$RUNS"); do
-	for case in init image python host; do
+	for case in init base image python host; do
 		t0=$(ms)
 		case $case in
 		init) "$bin" run -- true ;;
+		base) "$bin" run --initrd "$BUILD/lib/bulkhead/initramfs-base.cpio" -- true ;;
 		image) "$bin" run --image "$py" -- true ;;
 		python) "$bin" run --image "$py" -- python3 -c pass ;;
 		host) python3 -c pass ;;
@@ -32,10 +35,11 @@ for i in $(seq "$RUNS"); do
 	done
 done
 init=$(median "$tmp/init")
-for case in init image python host; do
+for case in init base image python host; do
 	m=$(median "$tmp/$case")
 	case $case in
 	init) what="bulkhead run -- true (initramfs)" ;;
+	base) what="bulkhead run --initrd initramfs-base.cpio -- true" ;;
 	image) what="bulkhead run --image $py -- true" ;;
 	python) what="bulkhead run --image $py -- python3 -c pass" ;;
 	host) what="python3 -c pass on the host" ;;
