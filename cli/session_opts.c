@@ -33,7 +33,8 @@ static const char usage[] =
 	"                          directory apply, and its command when CMD is not given\n"
 	"  --disk MIB              the write layer's size (default %d; it counts against\n"
 	"                          --mem-limit)\n"
-	"  --keep-changes DIR      the write layer in DIR (new or empty), left there afterwards\n"
+	"  --keep-changes DIR      the write layer in DIR (new or empty; made 0700: it holds the\n"
+	"                          guest's files), left there afterwards\n"
 	"  --scope FILE            the session's network scope: broker rules (JSON); without\n"
 	"                          it the guest reaches nothing\n"
 	"  --vault FILE            secrets for the scope's rules (see 'bulkhead vault')\n"
@@ -249,6 +250,9 @@ static int check_request(int argc, char **argv, bool detached, struct session_re
 			   "(bulkhead broker) when --broker or BULKHEAD_BROKER is given");
 	if ((o->disk_mib || o->keep_changes) && !o->image)
 		return bad("--disk and --keep-changes are for sessions on an --image");
+	if (o->disk_mib && o->keep_changes)
+		return bad("--disk sizes the tmpfs write layer; with --keep-changes the layer is DIR, "
+			   "on DIR's file system (give one or the other)");
 	if (optind >= argc) /* an image may bring its own command */
 		return detached || o->image ? -1 : bad("no command given");
 	if (detached)

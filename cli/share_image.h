@@ -22,10 +22,12 @@
 #define SHARE_IMAGE_DISK_MIB 1024 /* --disk default: the write layer's size */
 
 struct share_image {
-	pid_t pid;	     /* virtiofsd, 0 if none */
-	char sock[108];	     /* vhost-user socket the engine connects to */
-	char mnt[PATH_MAX];  /* where virtiofsd sees the overlay (in its namespace only) */
-	char work[PATH_MAX]; /* with --keep-changes: overlayfs's work directory beside DIR */
+	pid_t pid;	      /* virtiofsd, 0 if none */
+	char sock[108];	      /* vhost-user socket the engine connects to */
+	char mnt[PATH_MAX];   /* where virtiofsd sees the overlay (in its namespace only) */
+	char keep[PATH_MAX];  /* with --keep-changes: DIR, resolved */
+	char work[PATH_MAX];  /* ... and overlayfs's work directory beside it */
+	int keep_fd, work_fd; /* ... DIR and that directory, held while the overlay is made */
 };
 
 /* Serves ROOTFS with a private write layer (KEEP: that directory, created or empty; NULL: a

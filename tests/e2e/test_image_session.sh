@@ -121,6 +121,27 @@ if grep -q "^suid=1" "$TMP/out" && grep -q "^o+w=1" "$TMP/out" && [ ! -u "$TMP/m
 else
 	not_ok "a write layer on the host refuses set-ID and world-writable modes" "$(cat "$TMP/out")" "$(ls -l "$TMP/mode-changes/root" 2>&1)"
 fi
+# What the guest leaves in DIR may carry the image's modes (a touch copies a set-user-ID program
+# up, mode and all): DIR is 0700, so no other user of the host reaches it.
+run_capture run --image "$PY" --keep-changes "$TMP/suid-changes/" -- touch /usr/bin/su
+if [ "$rc" = 0 ] && [ "$(stat -c %a "$TMP/suid-changes")" = 700 ] && [ -u "$TMP/suid-changes/usr/bin/su" ] &&
+	! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$TMP/suid-changes/usr/bin/su"; then
+	ok "--keep-changes DIR/ is made 0700: a set-user-ID program copied up is out of other users' reach"
+else
+	not_ok "--keep-changes DIR is made 0700" "rc=$rc" "$(stat -c %a "$TMP/suid-changes" 2>&1)" "$(cat "$TMP/err")"
+fi
+# No symbolic link on DIR's path (a link a guest planted in its share must not redirect a later
+# session's writes), and no --disk with it (the layer is DIR's file system).
+mkdir "$TMP/victim" && ln -s "$TMP/victim" "$TMP/link"
+run_capture run --image "$PY" --keep-changes "$TMP/link/kc" -- sh -c 'echo x > /root/planted'
+if [ "$rc" = 125 ] && grep -q "symbolic link" "$TMP/err" && [ -z "$(ls -A "$TMP/victim")" ]; then
+	ok "--keep-changes through a symbolic link is refused, nothing written where it points"
+else
+	not_ok "--keep-changes through a symbolic link is refused" "rc=$rc" "$(cat "$TMP/err")" "$(ls -A "$TMP/victim")"
+fi
+run_capture run --image "$PY" --keep-changes "$TMP/kd" --disk 64 -- true
+[ "$rc" = 125 ] && grep -q -- "--disk" "$TMP/err" && [ ! -e "$TMP/kd" ] &&
+	ok "--disk with --keep-changes is a usage error" || not_ok "--disk with --keep-changes is a usage error" "rc=$rc" "$(cat "$TMP/err")"
 ls -d "$TMP"/*.bulkhead-work > /dev/null 2>&1 && not_ok "no overlay work directory is left beside --keep-changes" ||
 	ok "no overlay work directory is left beside --keep-changes"
 
