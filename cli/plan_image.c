@@ -5,7 +5,9 @@
  * as (bulkhead.image= on the kernel command line, lib/boot_args.h). */
 #include "cli/plan.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Whether -e sets the variable of ENTRY ("KEY=..."): then the image's gives way. */
@@ -58,6 +60,36 @@ static int image_param(struct session_plan *p, char *err, size_t errlen)
 	return 0;
 }
 
+/* --keep-changes inside the work share would hand the guest overlayfs's own directories (its
+ * work directory beside DIR) while it runs: refused. */
+static int keep_outside_share(const struct session_plan *p, char *err, size_t errlen)
+{
+	const char *keep = p->req.keep_changes;
+	char parent[PATH_MAX], real[PATH_MAX];
+	if (!keep || p->share_origin == SHARE_NONE)
+		return 0;
+	snprintf(parent, sizeof(parent), "%s", keep);
+	size_t len = strlen(parent);
+	while (len > 1 && parent[len - 1] == '/')
+		parent[--len] = '\0';
+	char *slash = strrchr(parent, '/');
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else
+		slash[slash == parent ? 1 : 0] = '\0';
+	if (!realpath(parent, real))
+		return 0; /* said when the layer is made */
+	size_t n = strlen(p->share.dir);
+	if (strncmp(real, p->share.dir, n) == 0 && (real[n] == '\0' || real[n] == '/' || n == 1)) {
+		snprintf(err, errlen,
+			 "--keep-changes %s is inside the --work share %s, where the guest could "
+			 "reach the write layer's own files: keep the changes elsewhere",
+			 keep, p->share.dir);
+		return -1;
+	}
+	return 0;
+}
+
 int plan_image(struct session_plan *p, char *err, size_t errlen)
 {
 	const struct session_request *r = &p->req;
@@ -78,7 +110,8 @@ int plan_image(struct session_plan *p, char *err, size_t errlen)
 		}
 		p->argv = p->image.cfg.cmd;
 	}
-	if (image_env(p, err, errlen) < 0 || image_param(p, err, errlen) < 0)
+	if (image_env(p, err, errlen) < 0 || image_param(p, err, errlen) < 0 ||
+	    keep_outside_share(p, err, errlen) < 0)
 		return -1;
 	if (p->share_origin == SHARE_NONE)
 		p->guest_cwd = p->image.cfg.cwd;

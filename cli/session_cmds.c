@@ -197,7 +197,7 @@ int cmd_exec(int argc, char **argv)
 	}
 	if (!cwd)
 		cwd = rundir_get(&rd, "cwd", dflt, sizeof(dflt)) == 0 ? dflt : "/";
-	static char image_env[IMAGE_ENV_MAX * 256];
+	static char image_env[IMAGE_ENV_BYTES + 1];
 	static char *all_env[IMAGE_ENV_MAX + RUN_MAX_ENV + 1];
 	if (rundir_get(&rd, "env", image_env, sizeof(image_env)) == 0)
 		env = exec_env_merge(image_env, &q, all_env);

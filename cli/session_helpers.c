@@ -69,7 +69,7 @@ static bool want_raw_tty(const struct session *s)
 static int image_env_put(struct session *s)
 {
 	const struct image_config *c = &s->plan->image.cfg;
-	char buf[IMAGE_ENV_MAX * 256];
+	static char buf[IMAGE_ENV_BYTES + 1];
 	size_t len = 0;
 	if (!s->plan->has_image)
 		return 0;

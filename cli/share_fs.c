@@ -20,10 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define VIRTIOFSD "/usr/lib/qemu/virtiofsd"
+#define VIRTIOFSD	 "/usr/lib/qemu/virtiofsd"
+#define VIRTIOFSD_NOFILE 65536
 
 /* The first mount point strictly below dir (in buf), or NULL. mountinfo escapes space, tab,
  * newline and backslash as \ooo, so below a dir whose name holds one nothing matches here;
@@ -127,21 +129,21 @@ pid_t share_fs_virtiofsd(const char *dir, const char *cache, const char *sock,
 	}
 	spec->fds = &lfd; /* its --fd=3 */
 	spec->nfds = 1;
-	char source[PATH_MAX + 16], cache_opt[32], why[PATH_MAX + 128];
+	char source[PATH_MAX + 16], cache_opt[32], nofile[48], why[PATH_MAX + 128];
 	snprintf(source, sizeof(source), "source=%s", dir);
+	/* virtiofsd holds a descriptor for every inode the guest has looked up: a pip or npm
+	 * install makes tens of thousands. Within our own hard limit (it cannot raise that); the
+	 * kernel memory they pin counts against the session's cgroup. */
+	struct rlimit rl = { .rlim_max = VIRTIOFSD_NOFILE };
+	getrlimit(RLIMIT_NOFILE, &rl);
+	snprintf(nofile, sizeof(nofile), "--rlimit-nofile=%llu",
+		 (unsigned long long)(rl.rlim_max < VIRTIOFSD_NOFILE ? rl.rlim_max
+								     : VIRTIOFSD_NOFILE));
 	snprintf(cache_opt, sizeof(cache_opt), "cache=%s", cache);
-	char *const argv[] = { VIRTIOFSD,
-			       "--fd=3",
-			       "-o",
-			       source,
-			       "-o",
-			       "sandbox=namespace",
-			       "-o",
-			       cache_opt,
-			       "-o",
-			       "log_level=warn",
-			       "--rlimit-nofile=4096",
-			       NULL };
+	char *const argv[] = {
+		VIRTIOFSD, "--fd=3",  "-o", source,	      "-o",   "sandbox=namespace",
+		"-o",	   cache_opt, "-o", "log_level=warn", nofile, NULL
+	};
 	pid_t pid = jail_spawn_wait(argv, spec, why, sizeof(why));
 	close(lfd);
 	spec->fds = NULL;

@@ -74,123 +74,6 @@ static int fs_mount(int fsfd, const char *what, char *err, size_t errlen)
 	return high;
 }
 
-static void keep_close(struct share_image *si)
-{
-	if (si->keep_fd >= 0)
-		close(si->keep_fd);
-	if (si->work_fd >= 0)
-		close(si->work_fd);
-	si->keep_fd = si->work_fd = -1;
-}
-
-static int fd_path(int fd, char *buf, size_t len)
-{
-	char self[64];
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(self, buf, len - 1);
-	if (n <= 0 || (size_t)n >= len - 1)
-		return -1;
-	buf[n] = '\0';
-	return 0;
-}
-
-/* Whether PATH, reached with no symbolic link, is still the directory FD holds. */
-static bool still_same(const char *path, int fd)
-{
-	struct stat a, b;
-	int at = jail_open_nofollow(path, O_DIRECTORY);
-	bool same = at >= 0 && fstat(at, &a) == 0 && fstat(fd, &b) == 0 && a.st_dev == b.st_dev &&
-		    a.st_ino == b.st_ino;
-	if (at >= 0)
-		close(at);
-	return same;
-}
-
-/* An empty directory DIRFD names; EEXIST-style failures leave errno set. */
-static bool dir_empty(int dirfd)
-{
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *ent;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return false;
-	}
-	while ((ent = readdir(d)) && (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, "..")))
-		;
-	bool empty = !ent;
-	closedir(d);
-	return empty;
-}
-
-/* --keep-changes DIR: DIR (new, or an empty directory) is the upper layer; overlayfs's work
- * directory is DIR.bulkhead-work beside it (the same file system, as overlayfs wants). Neither
- * may be reached through a symbolic link (as with --work: a link a guest planted in a share
- * cannot redirect a later session's writes), and both are held open, so the overlay gets
- * exactly the directories judged here. DIR gets mode 0700: what the guest leaves there may
- * carry modes, owners and file capabilities meant for the guest (a touch copies an image's
- * set-user-ID program up, with its mode), so no other user of the host may reach it. */
-static int keep_dirs(struct share_image *si, const char *keep, char *err, size_t errlen)
-{
-	char path[PATH_MAX], parent[PATH_MAX], name[NAME_MAX + 16];
-	size_t len = strlen(keep);
-	while (len > 1 && keep[len - 1] == '/')
-		len--; /* "DIR/", as shells complete it */
-	if (len == 0 || len >= sizeof(path))
-		return errbuf_fail(err, errlen, -1, "--keep-changes: name a directory");
-	memcpy(path, keep, len);
-	path[len] = '\0';
-	char *slash = strrchr(path, '/');
-	const char *base = slash ? slash + 1 : path;
-	snprintf(parent, sizeof(parent), "%.*s",
-		 slash ? (slash == path ? 1 : (int)(slash - path)) : 1, slash ? path : ".");
-	if (!strcmp(base, ".") || !strcmp(base, "..") || strlen(base) > NAME_MAX - 16)
-		return errbuf_fail(err, errlen, -1,
-				   "--keep-changes %s: name the directory itself (not . or ..)",
-				   keep);
-	int pfd = jail_open_nofollow(parent, O_DIRECTORY);
-	if (pfd < 0)
-		return errbuf_fail(err, errlen, -1, "--keep-changes %s: %s", keep,
-				   pfd == -ELOOP
-					   ? "the path goes through a symbolic link; name the "
-					     "directory itself"
-					   : strerror(-pfd));
-	int rc = -1;
-	if (mkdirat(pfd, base, 0700) < 0 && errno != EEXIST) {
-		errbuf_fail(err, errlen, -1, "--keep-changes %s: %s", keep, strerror(errno));
-		goto out;
-	}
-	si->keep_fd = openat(pfd, base, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (si->keep_fd < 0 || !dir_empty(si->keep_fd) || fchmodat(pfd, base, 0700, 0) < 0) {
-		errbuf_fail(err, errlen, -1, "--keep-changes %s: %s", keep,
-			    si->keep_fd < 0 && (errno == ELOOP || errno == ENOTDIR)
-				    ? "not a directory (a symbolic link or a file)"
-			    : si->keep_fd < 0 ? strerror(errno)
-					      : "not an empty directory: name a new or empty one");
-		goto out;
-	}
-	snprintf(name, sizeof(name), "%s.bulkhead-work", base);
-	if (mkdirat(pfd, name, 0700) < 0 ||
-	    (si->work_fd = openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-		errbuf_fail(err, errlen, -1, "--keep-changes: cannot make %s/%s: %s", parent, name,
-			    errno == EEXIST ? "it exists (left by a session that was killed?)"
-					    : strerror(errno));
-		goto out;
-	}
-	/* Where both are, as the kernel names them: overlayfs looks them up in the builder's own
-	 * mount namespace, which holds copies of ours, not the mounts our descriptors are on. */
-	if (fd_path(si->keep_fd, si->keep, sizeof(si->keep)) < 0 ||
-	    fd_path(si->work_fd, si->work, sizeof(si->work)) < 0) {
-		errbuf_fail(err, errlen, -1, "--keep-changes %s: cannot tell where it is", keep);
-		goto out;
-	}
-	rc = 0;
-out:
-	close(pfd);
-	return rc;
-}
-
 /* In a mount namespace of its own: the overlay of ROOTFS under UPPER (NULL: a tmpfs of
  * DISK_MIB mounted at MNT here) as a detached mount. Its descriptor, or -1 with err. */
 static int overlay_build(const char *rootfs, const char *upper_dir, const char *work_dir,
@@ -237,7 +120,7 @@ static int overlay_build(const char *rootfs, const char *upper_dir, const char *
 static int overlay(struct share_image *si, const char *rootfs, const char *keep, unsigned disk_mib,
 		   char *err, size_t errlen)
 {
-	if (keep && keep_dirs(si, keep, err, errlen) < 0)
+	if (keep && share_keep_open(si, keep, err, errlen) < 0)
 		return -1;
 	int sp[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
@@ -252,8 +135,8 @@ static int overlay(struct share_image *si, const char *rootfs, const char *keep,
 		if (unshare(CLONE_NEWNS) < 0 ||
 		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 			snprintf(why, sizeof(why), "a mount namespace: %s", strerror(errno));
-		else if (keep &&
-			 (!still_same(si->keep, si->keep_fd) || !still_same(si->work, si->work_fd)))
+		else if (keep && (!share_keep_same(si->keep, si->keep_fd) ||
+				  !share_keep_same(si->work, si->work_fd)))
 			snprintf(why, sizeof(why), "--keep-changes %s changed after it was checked",
 				 keep);
 		else
@@ -296,7 +179,7 @@ static int overlay(struct share_image *si, const char *rootfs, const char *keep,
 	close(sp[0]);
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
-	keep_close(si);
+	share_keep_close(si);
 	struct cmsghdr *h = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
 	if (h && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(sizeof(int))) {
 		int m;
@@ -371,7 +254,6 @@ int share_image_start(struct share_image *si, const char *rootfs, const char *ke
 
 void share_image_stop(struct share_image *si)
 {
-	keep_close(si);
 	proc_stop(&si->pid);
 	if (si->sock[0]) {
 		unlink(si->sock);
@@ -381,23 +263,5 @@ void share_image_stop(struct share_image *si)
 		rmdir(si->mnt);
 		si->mnt[0] = '\0';
 	}
-	/* overlayfs's work directory: its "work" holds overlayfs's own leftovers (a spare
-	 * whiteout it keeps for reuse), nothing of the guest's. */
-	if (si->work[0]) {
-		char sub[PATH_MAX + 8];
-		snprintf(sub, sizeof(sub), "%s/work", si->work);
-		DIR *d = opendir(sub);
-		struct dirent *e;
-		while (d && (e = readdir(d)))
-			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-			    unlinkat(dirfd(d), e->d_name, 0) < 0)
-				unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
-		if (d)
-			closedir(d);
-		rmdir(sub);
-		if (rmdir(si->work) < 0 && errno != ENOENT)
-			fprintf(stderr, "bulkhead: cannot remove %s: %s\n", si->work,
-				strerror(errno));
-		si->work[0] = '\0';
-	}
+	share_keep_finish(si);
 }

@@ -15,6 +15,7 @@
 #include "lib/boot_args.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -22,11 +23,14 @@
 #define SHARE_IMAGE_DISK_MIB 1024 /* --disk default: the write layer's size */
 
 struct share_image {
-	pid_t pid;	      /* virtiofsd, 0 if none */
-	char sock[108];	      /* vhost-user socket the engine connects to */
-	char mnt[PATH_MAX];   /* where virtiofsd sees the overlay (in its namespace only) */
-	char keep[PATH_MAX];  /* with --keep-changes: DIR, resolved */
-	char work[PATH_MAX];  /* ... and overlayfs's work directory beside it */
+	pid_t pid;	     /* virtiofsd, 0 if none */
+	char sock[108];	     /* vhost-user socket the engine connects to */
+	char mnt[PATH_MAX];  /* where virtiofsd sees the overlay (in its namespace only) */
+	char keep[PATH_MAX]; /* with --keep-changes: DIR, resolved */
+	char work[PATH_MAX]; /* ... and overlayfs's work directory beside it, */
+	char work_parent[PATH_MAX], work_name[NAME_MAX + 1]; /* ... where it is, */
+	dev_t work_dev;					     /* ... and what it is */
+	ino_t work_ino;
 	int keep_fd, work_fd; /* ... DIR and that directory, held while the overlay is made */
 };
 
@@ -37,5 +41,15 @@ int share_image_start(struct share_image *si, const char *rootfs, const char *ke
 		      size_t errlen);
 /* Stops virtiofsd (the overlay and a tmpfs layer go with it); safe to call twice. */
 void share_image_stop(struct share_image *si);
+
+/* share_image_keep.c: --keep-changes DIR. Opens DIR (made, or empty; no symbolic link on its
+ * path; mode 0700) and its work directory beside it into si. 0 or -1 with err. */
+int share_keep_open(struct share_image *si, const char *keep, char *err, size_t errlen);
+/* Whether PATH, reached with no symbolic link, is still the directory FD holds. */
+bool share_keep_same(const char *path, int fd);
+/* Closes the descriptors share_keep_open left open. */
+void share_keep_close(struct share_image *si);
+/* Once virtiofsd is gone: defuses what the guest left in DIR, removes the work directory. */
+void share_keep_finish(struct share_image *si);
 
 #endif

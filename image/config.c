@@ -122,8 +122,15 @@ static int str_array(json_t *a, size_t max, char **out, size_t *n, const char *w
 
 static int env_check(const struct image_config *cfg, char *why, size_t whylen)
 {
+	size_t bytes = 0;
 	for (size_t i = 0; i < cfg->nenv; i++) {
 		size_t k = key_len(cfg->env[i]);
+		bytes += strlen(cfg->env[i]) + 1;
+		if (strchr(cfg->env[i], '\n'))
+			return errbuf_fail(why, whylen, -1, "config.env[%zu] holds a newline", i);
+		if (bytes > IMAGE_ENV_BYTES)
+			return errbuf_fail(why, whylen, -1, "config.env is over %d bytes",
+					   IMAGE_ENV_BYTES);
 		if (k == 0 || cfg->env[i][k] != '=')
 			return errbuf_fail(why, whylen, -1, "config.env[%zu] is not KEY=VALUE", i);
 		for (size_t j = 0; j < i; j++)

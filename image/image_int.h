@@ -142,6 +142,8 @@ struct image_oci {
 	char digest[7 + IMAGE_HEX_LEN + 1]; /* the manifest's */
 	bool has_cmd;			    /* Entrypoint or Cmd present */
 	bool has_term;			    /* Env names TERM */
+	bool has_home;			    /* Env names HOME */
+	bool user_named;		    /* User names a user or group (not ids alone) */
 };
 int image_oci_read(const char *layout, const char *ref, struct image_oci *o, char *err,
 		   size_t errlen);

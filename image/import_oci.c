@@ -8,6 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
 
 /* umoci fills in runtime defaults the image never said: these are taken out again. */
 #define UMOCI_TERM "TERM=xterm"
@@ -77,6 +83,8 @@ int image_oci_read(const char *layout, const char *ref, struct image_oci *o, cha
 	    !(conf = load_blob(layout, json_object_get(man, "config"), NULL, 0, err, errlen)))
 		goto out;
 	json_t *c = json_object_get(conf, "config");
+	const char *user = json_string_value(json_object_get(c, "User"));
+	o->user_named = user && user[strspn(user, "0123456789:")];
 	o->has_cmd = json_array_size(json_object_get(c, "Entrypoint")) > 0 ||
 		     json_array_size(json_object_get(c, "Cmd")) > 0;
 	json_array_foreach(json_object_get(c, "Env"), i, v)
@@ -84,6 +92,8 @@ int image_oci_read(const char *layout, const char *ref, struct image_oci *o, cha
 		const char *e = json_string_value(v);
 		if (e && strncmp(e, "TERM=", 5) == 0)
 			o->has_term = true;
+		if (e && strncmp(e, "HOME=", 5) == 0)
+			o->has_home = true;
 	}
 	rc = 0;
 out:
@@ -120,11 +130,32 @@ static int ids(json_t *user, struct image_config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+/* Whether ROOTFS/NAME is a regular file reached without a symbolic link or "..", or absent:
+ * umoci resolved a named user through the image's passwd and group files, following links out
+ * of the image as the host would, so a named user counts only when these are the image's own. */
+static bool in_root_file(const char *rootfs, const char *name)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK,
+				.resolve =
+					RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV };
+	int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return false;
+	int fd = (int)syscall(SYS_openat2, root, name, &how, sizeof(how));
+	int e = errno;
+	struct stat st;
+	bool ok = fd >= 0 ? fstat(fd, &st) == 0 && S_ISREG(st.st_mode) : e == ENOENT;
+	if (fd >= 0)
+		close(fd);
+	close(root);
+	return ok;
+}
+
 /* env and args: counted, each string bounded. */
 static int strings(json_t *a, size_t max, const char *what, int env, struct image_config *cfg,
 		   const struct image_oci *o, char *err, size_t errlen)
 {
-	size_t i;
+	size_t i, bytes = 0;
 	json_t *v;
 
 	if (a && !json_is_array(a))
@@ -143,7 +174,19 @@ static int strings(json_t *a, size_t max, const char *what, int env, struct imag
 			if (!strchr(s, '=') || s[0] == '=')
 				return errbuf_fail(err, errlen, -1,
 						   "the image's env[%zu] is not KEY=VALUE", i);
+			/* What no session could run with is refused now, not at every run. */
+			if (strchr(s, '\n'))
+				return errbuf_fail(err, errlen, -1,
+						   "the image's env[%zu] holds a newline", i);
+			if ((bytes += strlen(s) + 1) > IMAGE_ENV_BYTES)
+				return errbuf_fail(err, errlen, -1,
+						   "the image's environment is over %d bytes",
+						   IMAGE_ENV_BYTES);
 			if ((!o->has_term && strcmp(s, UMOCI_TERM) == 0))
+				continue;
+			/* umoci adds a HOME from the image's passwd, read as the host would (through
+			 * links out of the image): ours comes from image_rootfs_home instead. */
+			if (!o->has_home && strncmp(s, "HOME=", 5) == 0)
 				continue;
 			if (image_config_setenv(cfg, s) < 0)
 				return errbuf_fail(err, errlen, -1, "out of memory");
@@ -171,6 +214,15 @@ int image_oci_bundle_config(const char *bundle, const struct image_oci *o, struc
 		goto out;
 	}
 	snprintf(cfg->cwd, sizeof(cfg->cwd), "%s", cwd);
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", bundle);
+	if (o->user_named &&
+	    (!in_root_file(rootfs, "etc/passwd") || !in_root_file(rootfs, "etc/group"))) {
+		errbuf_set(err, errlen,
+			   "the image names its user, but its /etc/passwd or /etc/group is not a "
+			   "file of its own (a symbolic link on the way): refused, as the names "
+			   "could be read from outside the image");
+		goto out;
+	}
 	if (ids(json_object_get(proc, "user"), cfg, err, errlen) < 0 ||
 	    strings(json_object_get(proc, "env"), IMAGE_ENV_MAX, "env", 1, cfg, o, err, errlen) <
 		    0 ||
@@ -180,7 +232,6 @@ int image_oci_bundle_config(const char *bundle, const struct image_oci *o, struc
 	if (!image_config_getenv(cfg, "PATH") && image_config_setenv(cfg, IMAGE_PATH_DEFAULT) < 0)
 		goto full;
 	if (!image_config_getenv(cfg, "HOME")) {
-		snprintf(rootfs, sizeof(rootfs), "%s/rootfs", bundle);
 		memcpy(home, "HOME=", 5);
 		image_rootfs_home(rootfs, cfg->uid, home + 5, sizeof(home) - 5);
 		if (image_config_setenv(cfg, home) < 0)

@@ -85,6 +85,20 @@ static void test_bad_types(void **state)
 {
 	(void)state;
 	refused("env", 0, json_string("PATH=/bin"), "config.env is not an array");
+	/* What no session could start with: a newline (the run directory keeps the environment
+	 * one entry per line) or more than an exec request has room for. */
+	refused("env", 0, json_pack("[sss]", "PATH=/bin", "HOME=/", "A=1\nB=2"),
+		"config.env[2] holds a newline");
+	json_t *big = json_pack("[ss]", "PATH=/bin", "HOME=/");
+	char val[4000];
+	memset(val, 'x', sizeof(val) - 1);
+	val[sizeof(val) - 1] = '\0';
+	for (int i = 0; i < 9; i++) {
+		char e[4100];
+		snprintf(e, sizeof(e), "V%d=%s", i, val);
+		json_array_append_new(big, json_string(e));
+	}
+	refused("env", 0, big, "config.env is over 32768 bytes");
 	refused("cmd", 0, json_pack("[i]", 1), "config.cmd[0] is not a string");
 	refused("cwd", 0, json_integer(5), "config.cwd is not an absolute path");
 	refused("uid", 0, json_string("0"), "config.uid");
