@@ -266,8 +266,10 @@ int image_build_cmd(int argc, char **argv)
 		rc = build_sources(&o, mirror, err, sizeof(err));
 	if (rc == 0)
 		rc = image_store_open(&s, 1, err, sizeof(err));
-	if (rc == 0)
+	if (rc == 0) {
+		image_disk_budget(s.dir, IMAGE_DISK_MAX);
 		rc = build(&s, name, &o, err, sizeof(err));
+	}
 	if (rc < 0)
 		fprintf(stderr, "bulkhead image build: %s\n", err);
 	image_store_close(&s);

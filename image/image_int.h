@@ -113,6 +113,11 @@ int image_tool_lines(const struct image_tool *t, void (*line)(const char *s, voi
  * so that a command can clean up. image_signal() is the one received, or 0. */
 void image_signals_catch(void);
 int image_signal(void);
+/* From now on, the tools of this command may fill at most MAX bytes of DIR's file system
+ * ($BULKHEAD_IMAGE_MAX_MIB overrides) and must leave it 512 MiB: past that the tool is killed
+ * and its run fails saying so; no one file grows past MAX. */
+#define IMAGE_DISK_MAX (16ull << 30)
+void image_disk_budget(const char *dir, uint64_t max);
 
 /* --- the commands --- */
 int image_build_cmd(int argc, char **argv);

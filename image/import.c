@@ -188,6 +188,7 @@ int image_import_cmd(int argc, char **argv)
 		fprintf(stderr, "bulkhead image import: %s\n", err);
 		return 125;
 	}
+	image_disk_budget(s.dir, IMAGE_DISK_MAX);
 	int rc = import(&s, argv[1], ref, err, sizeof(err));
 	if (rc < 0)
 		fprintf(stderr, "bulkhead image import: %s\n", err);

@@ -8,6 +8,9 @@
 #include "lib/io.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,12 +18,51 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
 
 static volatile sig_atomic_t caught;
+
+/* The disk a tool may take (image_disk_budget): the store's file system, how much of it the
+ * whole command may fill, and what it always leaves free. */
+static struct {
+	char dir[PATH_MAX];
+	uint64_t max, start_free;
+	bool over;
+} budget;
+#define BUDGET_RESERVE (512ull << 20)
+
+static uint64_t free_bytes(const char *dir)
+{
+	struct statvfs v;
+	return statvfs(dir, &v) == 0 ? (uint64_t)v.f_bavail * v.f_frsize : 0;
+}
+
+void image_disk_budget(const char *dir, uint64_t max)
+{
+	const char *env = getenv("BULKHEAD_IMAGE_MAX_MIB");
+	char *end;
+	unsigned long long mib = env ? strtoull(env, &end, 10) : 0;
+	if (env && *env && !*end && mib > 0 && mib < (1ull << 40))
+		max = mib << 20;
+	snprintf(budget.dir, sizeof(budget.dir), "%s", dir);
+	budget.max = max;
+	budget.start_free = free_bytes(dir);
+}
+
+/* Whether the tools have taken more than their budget, or nearly all the file system. */
+static bool budget_spent(void)
+{
+	if (!budget.dir[0])
+		return false;
+	uint64_t now = free_bytes(budget.dir);
+	return now < BUDGET_RESERVE ||
+	       (budget.start_free > now && budget.start_free - now > budget.max);
+}
 
 static void on_signal(int sig)
 {
@@ -125,6 +167,11 @@ static pid_t tool_start(const struct image_tool *t, int out, int errfd, char *er
 		 * are gone. */
 		setpgid(0, 0);
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		/* No one file past the budget: a sparse entry of a terabyte stops at once. */
+		if (budget.dir[0]) {
+			struct rlimit fsize = { budget.max, budget.max };
+			setrlimit(RLIMIT_FSIZE, &fsize);
+		}
 		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (null < 0 || dup2(null, 0) < 0 || dup2(out >= 0 ? out : 2, 1) < 0 ||
 		    dup2(errfd, 2) < 0)
@@ -156,7 +203,13 @@ static int tool_wait(const struct image_tool *t, pid_t pid, int out, int errfd,
 			kill(-pid, caught);
 			passed = 1;
 		}
-		if (poll(p, 2, -1) < 0)
+		/* A hostile archive (sparse entries, a layer that inflates a thousandfold) must not
+		 * fill the host's disk: the tool is stopped once it has taken its budget. */
+		if (!budget.over && budget_spent()) {
+			budget.over = true;
+			kill(-pid, SIGKILL);
+		}
+		if (poll(p, 2, budget.dir[0] ? 200 : -1) < 0)
 			continue; /* EINTR: the signal is passed on above */
 		for (int i = 0; i < 2; i++) {
 			if (p[i].fd < 0 || !p[i].revents)
@@ -196,6 +249,16 @@ static int tool_wait(const struct image_tool *t, pid_t pid, int out, int errfd,
 	if (caught)
 		return errbuf_fail(err, errlen, -1, "interrupted (signal %d) while %s ran", caught,
 				   t->argv[0]);
+	/* A file that reached the budget: the tool died of SIGXFSZ, or said EFBIG and gave up. */
+	if (budget.over || (WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) ||
+	    (budget.dir[0] && !(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
+	     strcasestr(r.said, strerror(EFBIG))))
+		return errbuf_fail(
+			err, errlen, -1,
+			"stopped %s: the image would take more than %llu MiB of disk, or "
+			"leave the store's file system under %llu MiB free",
+			t->argv[0], (unsigned long long)(budget.max >> 20),
+			(unsigned long long)(BUDGET_RESERVE >> 20));
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)

@@ -328,5 +328,20 @@ else
 			"$(json "$imgdir/image.json" "[j['recipe']] + [j['config'][k] for k in ('cmd', 'cwd', 'uid', 'env')]")"
 	fi
 fi
+# A layer that inflates a thousandfold (2 GiB of zeros in 5 MB of gzip; a sparse entry does the
+# same): the tools are stopped at the disk budget, not left to fill the host's disk.
+mkdir -p "$TMP/bomb/root"
+truncate -s 2G "$TMP/bomb/root/big"
+umoci init --layout "$TMP/bomb/oci" && umoci new --image "$TMP/bomb/oci:t" &&
+	umoci unpack --image "$TMP/bomb/oci:t" "$TMP/bomb/b" > /dev/null &&
+	cp --sparse=always "$TMP/bomb/root/big" "$TMP/bomb/b/rootfs/" &&
+	umoci repack --image "$TMP/bomb/oci:t" "$TMP/bomb/b" > /dev/null 2>&1
+rm -rf "$TMP/bomb/b" "$TMP/bomb/root"
+names_before=$(names)
+BULKHEAD_IMAGE_MAX_MIB=64 "$BULKHEAD" image import bomb "$TMP/bomb/oci" > "$TMP/out" 2> "$TMP/err" < /dev/null
+rc=$?
+clean "a layer that inflates past the disk budget (BULKHEAD_IMAGE_MAX_MIB=64)"
+grep -q "more than 64 MiB of disk" "$TMP/err" && ok "... and the line says the budget was reached" ||
+	not_ok "... and the line says the budget was reached" "$(tail -n 2 "$TMP/err")"
 check_eq "tmp/ is empty at the end" "" "$(tmp_left)"
 plan_done
