@@ -14,6 +14,27 @@
 #include <time.h>
 #include <unistd.h>
 
+int image_name_check(const char *name, char *err, size_t errlen)
+{
+	size_t n = strlen(name);
+
+	if (n == 0)
+		return errbuf_fail(err, errlen, -1, "an image name may not be empty");
+	if (n > IMAGE_NAME_MAX)
+		return errbuf_fail(err, errlen, -1, "image name '%.16s...' is longer than %d", name,
+				   IMAGE_NAME_MAX);
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		int alnum =
+			(c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
+			return errbuf_fail(err, errlen, -1,
+					   "bad image name '%s': use A-Z a-z 0-9 . _ - (not first)",
+					   name);
+	}
+	return 0;
+}
+
 static const char *const top_keys[] = { "digest", "name",   "source", "created",
 					"size",	  "config", "recipe", NULL };
 static const char *const cfg_keys[] = { "env", "cwd", "uid", "gid", "gids", "cmd", NULL };

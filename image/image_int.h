@@ -32,7 +32,7 @@ struct image_store {
 	int fd;			  /* that directory */
 };
 
-/* 0 when NAME is [A-Za-z0-9][A-Za-z0-9._-]* of at most IMAGE_NAME_MAX, else -1 with why. */
+/* config.c: 0 when NAME is [A-Za-z0-9][A-Za-z0-9._-]* of at most IMAGE_NAME_MAX, else -1 with why. */
 int image_name_check(const char *name, char *err, size_t errlen);
 /* Opens (CREATE: makes) the store with its sha256/, names/ and tmp/. 0, or a negative errno
  * (-ENOENT: there is no store yet) with err. */

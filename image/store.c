@@ -14,27 +14,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-int image_name_check(const char *name, char *err, size_t errlen)
-{
-	size_t n = strlen(name);
-
-	if (n == 0)
-		return errbuf_fail(err, errlen, -1, "an image name may not be empty");
-	if (n > IMAGE_NAME_MAX)
-		return errbuf_fail(err, errlen, -1, "image name '%.16s...' is longer than %d", name,
-				   IMAGE_NAME_MAX);
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
-		int alnum =
-			(c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-		if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
-			return errbuf_fail(err, errlen, -1,
-					   "bad image name '%s': use A-Z a-z 0-9 . _ - (not first)",
-					   name);
-	}
-	return 0;
-}
-
 /* mkdir -p PATH, each missing directory 0700. */
 static int make_dirs(const char *path)
 {
