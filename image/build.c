@@ -162,7 +162,7 @@ static int build(struct image_store *s, const char *name, const struct build_opt
 	struct image_meta m = { 0 };
 	struct image_config cfg = { 0 };
 	char tar[PATH_MAX + 16], rootfs[PATH_MAX + 16], hex[IMAGE_HEX_LEN + 1];
-	struct timespec t0, t1;
+	struct timespec t0;
 	bool existed = false;
 	json_t *recipe = recipe_json(o);
 	int rc = -1, img = -1;
@@ -192,10 +192,7 @@ static int build(struct image_store *s, const char *name, const struct build_opt
 	if (img < 0 || image_json_write(img, &m, &cfg, recipe, err, errlen) < 0 ||
 	    image_work_commit(s, &w, hex, name, &existed, err, errlen) < 0)
 		goto out;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("built %s: %.1f MiB in %.0f s, %s%s\n", name, (double)m.size / (1 << 20),
-	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, m.digest,
-	       existed ? " (already in the store)" : "");
+	image_say_done("built", name, &m, &t0, existed);
 	rc = 0;
 out:
 	if (rc < 0)

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #define IMAGE_HEX_LEN	   64
 #define IMAGE_JSON_MAX	   (1u << 20) /* image.json, and any JSON file we read from a layout */
@@ -32,7 +33,8 @@ struct image_store {
 	int fd;			  /* that directory */
 };
 
-/* config.c: 0 when NAME is [A-Za-z0-9][A-Za-z0-9._-]* of at most IMAGE_NAME_MAX, else -1 with why. */
+/* config.c: 0 when NAME is [A-Za-z0-9][A-Za-z0-9._-]* of at most IMAGE_NAME_MAX, else -1 with why.
+ */
 int image_name_check(const char *name, char *err, size_t errlen);
 /* Opens (CREATE: makes) the store with its sha256/, names/ and tmp/. 0, or a negative errno
  * (-ENOENT: there is no store yet) with err. */
@@ -159,6 +161,10 @@ int image_oci_bundle_config(const char *bundle, const struct image_oci *o, struc
  * has N MiB free)" when it has less than a MiB or less than USED (what the failed work took:
  * whatever failed could not have made a second copy of it), else "". */
 const char *image_store_space(const struct image_store *s, uint64_t used);
+/* The one-line summary of a build or import that VERB ("built") NAME: size, time since T0
+ * (CLOCK_MONOTONIC), digest, and whether the store had it already. */
+void image_say_done(const char *verb, const char *name, const struct image_meta *m,
+		    const struct timespec *t0, bool existed);
 /* Appends that to ERR for a failure of W, before W is removed. */
 void image_work_failed(const struct image_store *s, const struct image_work *w, char *err,
 		       size_t errlen);

@@ -136,7 +136,7 @@ static int import(struct image_store *s, const char *name, const char *ref, char
 	struct image_oci o;
 	struct image_config cfg = { 0 };
 	struct image_meta m = { 0 };
-	struct timespec t0, t1;
+	struct timespec t0;
 	bool existed = false;
 	int rc = -1;
 
@@ -156,10 +156,7 @@ static int import(struct image_store *s, const char *name, const char *ref, char
 		close(img);
 	if (wr < 0 || image_work_commit(s, &w, o.digest + 7, name, &existed, err, errlen) < 0)
 		goto out;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("imported %s: %.1f MiB in %.1f s, %s%s\n", name, (double)m.size / (1 << 20),
-	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, o.digest,
-	       existed ? " (already in the store)" : "");
+	image_say_done("imported", name, &m, &t0, existed);
 	rc = 0;
 out:
 	if (rc < 0)

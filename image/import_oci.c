@@ -184,8 +184,9 @@ static int strings(json_t *a, size_t max, const char *what, int env, struct imag
 						   IMAGE_ENV_BYTES);
 			if ((!o->has_term && strcmp(s, UMOCI_TERM) == 0))
 				continue;
-			/* umoci adds a HOME from the image's passwd, read as the host would (through
-			 * links out of the image): ours comes from image_rootfs_home instead. */
+			/* umoci adds a HOME from the image's passwd, read as the host would
+			 * (through links out of the image): ours comes from image_rootfs_home
+			 * instead. */
 			if (!o->has_home && strncmp(s, "HOME=", 5) == 0)
 				continue;
 			if (image_config_setenv(cfg, s) < 0)

@@ -260,3 +260,13 @@ void image_work_failed(const struct image_store *s, const struct image_work *w, 
 	if (!strstr(err, "MiB free)") && w->dir[0])
 		snprintf(err + n, errlen - n, "%s", image_store_space(s, image_du(w->dir)));
 }
+
+void image_say_done(const char *verb, const char *name, const struct image_meta *m,
+		    const struct timespec *t0, bool existed)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("%s %s: %.1f MiB in %.1f s, %s%s\n", verb, name, (double)m->size / (1 << 20),
+	       (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9,
+	       m->digest, existed ? " (already in the store)" : "");
+}
