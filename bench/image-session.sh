@@ -19,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/lib.sh"
 ms() { echo $(( $(now_us) / 1000 )); }
 
-py=$(sh tests/tools/test_image.sh py python3,python3-requests)
+py=$(sh tests/tools/test_image.sh py python3,python3-requests,python3-pip)
 echo "image sessions, $RUNS runs each, interleaved; image $py; $(nproc) cores"
 for i in $(seq "$RUNS"); do
 	for case in init base image python host; do

@@ -17,7 +17,7 @@ fi
 export BULKHEAD_RUNDIR="$TMP/run"
 SECRET='tok-3b9e1f0c77d2-IMAGE-secret'
 
-if ! PY=$(sh tests/tools/test_image.sh py python3,python3-requests) ||
+if ! PY=$(sh tests/tools/test_image.sh py python3,python3-requests,python3-pip) ||
 	! NODE=$(sh tests/tools/test_image.sh node nodejs); then
 	not_ok "the test images are built (bulkhead image build)"; plan_done; exit 1
 fi
@@ -84,6 +84,40 @@ if [ -s "$TMP/py.ram" ] && grep -qaF "GET /v1/requests" "$TMP/py.ram"; then
 else
 	not_ok "the guest's RAM was kept for the scan and holds the answers"
 fi
+
+# --- pip from a private index that needs the token: pip as it is, through the broker -----------
+# A one-module wheel made here, in a PEP 503 index served only to requests with the token.
+mkdir -p "$TMP/index/simple/bhdemo"
+python3 - "$TMP/index/simple/bhdemo" << 'PY'
+import sys, zipfile
+d = sys.argv[1]
+files = {"bhdemo/__init__.py": "VALUE = 'installed through the broker'\n",
+         "bhdemo-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: bhdemo\nVersion: 1.0\n",
+         "bhdemo-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+files["bhdemo-1.0.dist-info/RECORD"] = "".join(f"{n},,\n" for n in files) + "bhdemo-1.0.dist-info/RECORD,,\n"
+with zipfile.ZipFile(f"{d}/bhdemo-1.0-py3-none-any.whl", "w") as z:
+    for n, t in files.items():
+        z.writestr(n, t)
+open(f"{d}/index.html", "w").write('<a href="bhdemo-1.0-py3-none-any.whl">bhdemo-1.0-py3-none-any.whl</a>\n')
+PY
+printf '%s' "$SECRET" > "$TMP/token"
+python3 tests/tools/https_files.py --cert "$TMP/up.pem" --key "$TMP/up.key" --dir "$TMP/index" \
+	--token-file "$TMP/token" --log "$TMP/index.log" > "$TMP/iport" 2> "$TMP/index.err" &
+pids="$pids $!"
+IPORT=$(wait_port "$TMP/iport")
+sed "s/\"port\": $PORT,/\"port\": $IPORT,/; s|\"path_prefix\": \"/v1/\"|\"path_prefix\": \"/simple/\"|" \
+	"$TMP/scope.json" > "$TMP/index-scope.json"
+run_capture run --image "$PY" --scope "$TMP/index-scope.json" --vault "$TMP/vault" --ca-file "$TMP/ca.pem" \
+	--audit "$TMP/audit.log" -e PIP_DISABLE_PIP_VERSION_CHECK=1 -e PIP_BREAK_SYSTEM_PACKAGES=1 -- \
+	sh -c "pip install -q --index-url https://localhost:$IPORT/simple/ bhdemo && python3 -c 'import bhdemo; print(bhdemo.VALUE)'"
+if [ "$rc" = 0 ] && grep -q "^installed through the broker" "$TMP/out" &&
+	grep -q "GET /simple/bhdemo/bhdemo-1.0-py3-none-any.whl authorised" "$TMP/index.log"; then
+	ok "pip installs from a private index that needs the token, through the broker, unchanged"
+else
+	not_ok "pip installs from a private index through the broker" "rc=$rc" "$(tail -n 5 "$TMP/out" "$TMP/err")" "$(cat "$TMP/index.log")"
+fi
+grep -qF "$SECRET" "$TMP/out" "$TMP/err" && not_ok "the token is nowhere in pip's output" ||
+	ok "the token is nowhere in pip's output"
 
 # --- Node: fetch() and https, unchanged programs --------------------------------------------------
 run_capture run --image "$NODE" $BROKER -- node -e "
