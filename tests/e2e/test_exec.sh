@@ -61,16 +61,27 @@ if command -v script > /dev/null; then
 		done
 		printf "$2"
 	}
-	: > "$TMP/pty"
-	(type_after '^typed-ready$' 'echo $((6*7))\r'
-	 type_after '^42$' 'echo sleeping; sleep 100\r'
-	 type_after '^sleeping$' ''; sleep 1; printf '\003'
-	 printf 'echo after-$?\r'
-	 type_after '^after-' 'stty size\r'
-	 type_after '^33 101$' 'exit 3\r') |
-		timeout 180 script -qec "stty rows 33 cols 101; $BULKHEAD run -it -- sh -c 'echo typed-ready; exec sh'" \
-			/dev/null > "$TMP/pty" 2>&1
-	rc=$?
+	it_session() {
+		: > "$TMP/pty"
+		(type_after '^typed-ready$' 'echo $((6*7))\r'
+		 type_after '^42$' 'echo sleeping; sleep 100\r'
+		 type_after '^sleeping$' ''; sleep 1; printf '\003'
+		 printf 'echo after-$?\r'
+		 type_after '^after-' 'stty size\r'
+		 type_after '^33 101$' 'exit 3\r') |
+			timeout 180 script -qec "stty rows 33 cols 101; $BULKHEAD run -it -- sh -c 'echo typed-ready; exec sh'" \
+				/dev/null > "$TMP/pty" 2>&1
+		rc=$?
+	}
+	it_session
+	# Inside L1 (tests/nested) the guest runs on QEMU's emulated AMD SVM, which has now and then
+	# shut a nested guest down mid-session (bulkhead-vmm's status 101, a triple fault), seen
+	# nowhere else: said here, and the session tried once more. A second one fails the test.
+	if [ "${BULKHEAD_L1:-}" = 1 ] && [ "$rc" = 125 ] &&
+		grep -q "bulkhead-vmm failed (status 101)" "$TMP/pty"; then
+		echo "# L1: the -it guest shut down (bulkhead-vmm status 101); trying it once more"
+		it_session
+	fi
 	tr -d '\r' < "$TMP/pty" > "$TMP/pty.txt"
 	check_eq "-it: the shell's exit code comes back" 3 "$rc"
 	grep -qx 42 "$TMP/pty.txt" && ok "-it: typed commands run" || not_ok "-it: typed commands run" "$(head -c 400 "$TMP/pty.txt")"
