@@ -20,24 +20,19 @@ static bool overridden(const struct session_request *r, const char *entry)
 	return false;
 }
 
-static int image_env(struct session_plan *p, char *err, size_t errlen)
+static void image_env(struct session_plan *p)
 {
 	const struct image_config *c = &p->image.cfg;
 	size_t n = 0;
+	/* image_open refused entries with a newline: `bulkhead exec` reads them back one per
+	 * line (the run directory's "env"). */
 	for (size_t i = 0; i < c->nenv; i++) {
-		/* `bulkhead exec` reads them back one per line (the run directory's "env"). */
-		if (strchr(c->env[i], '\n')) {
-			snprintf(err, errlen, "image '%s': an environment entry holds a newline",
-				 p->image.name);
-			return -1;
-		}
 		if (!overridden(&p->req, c->env[i]))
 			p->env[n++] = c->env[i];
 	}
 	for (size_t i = 0; i < p->req.nenv; i++)
 		p->env[n++] = p->req.env[i];
 	p->env[n] = NULL;
-	return 0;
 }
 
 /* " bulkhead.image=UID:GID[:G1,G2,...]" after what is there. */
@@ -110,8 +105,8 @@ int plan_image(struct session_plan *p, char *err, size_t errlen)
 		}
 		p->argv = p->image.cfg.cmd;
 	}
-	if (image_env(p, err, errlen) < 0 || image_param(p, err, errlen) < 0 ||
-	    keep_outside_share(p, err, errlen) < 0)
+	image_env(p);
+	if (image_param(p, err, errlen) < 0 || keep_outside_share(p, err, errlen) < 0)
 		return -1;
 	if (p->share_origin == SHARE_NONE)
 		p->guest_cwd = p->image.cfg.cwd;

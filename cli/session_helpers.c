@@ -64,7 +64,7 @@ static bool want_raw_tty(const struct session *s)
 }
 
 /* --- the run directory: every socket of the session, nowhere else --------------------- */
-/* An image's environment, one entry per line (plan_image.c refuses newlines in them), for the
+/* An image's environment, one entry per line (image_open refuses newlines in them), for the
  * commands `bulkhead exec` starts. */
 static int image_env_put(struct session *s)
 {

@@ -54,7 +54,7 @@ static int fs_set(int fsfd, const char *key, const char *val)
 	return (int)syscall(SYS_fsconfig, fsfd, FSCONFIG_SET_STRING, key, val, 0);
 }
 
-/* A detached mount of FSFD's file system, at a descriptor number the jail leaves alone. */
+/* A detached mount of FSFD's file system (the parent moves it clear of the jail's range). */
 static int fs_mount(int fsfd, const char *what, char *err, size_t errlen)
 {
 	if (syscall(SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
@@ -63,15 +63,9 @@ static int fs_mount(int fsfd, const char *what, char *err, size_t errlen)
 	}
 	int m = (int)syscall(SYS_fsmount, fsfd, FSMOUNT_CLOEXEC,
 			     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-	if (m < 0) {
+	if (m < 0)
 		snprintf(err, errlen, "%s: %s", what, strerror(errno));
-		return -1;
-	}
-	int high = fcntl(m, F_DUPFD_CLOEXEC, JAIL_TREE_FD_MIN);
-	close(m);
-	if (high < 0)
-		snprintf(err, errlen, "%s: %s", what, strerror(errno));
-	return high;
+	return m;
 }
 
 /* In a mount namespace of its own: the overlay of ROOTFS under UPPER (NULL: a tmpfs of
