@@ -53,6 +53,7 @@ include broker/broker.mk
 include jail/jail.mk
 include image/image.mk
 include cli/cli.mk
+include oci/oci.mk
 include tests/tests.mk
 include bench/bench.mk
 

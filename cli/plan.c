@@ -8,6 +8,7 @@
 
 #include "broker/rules.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -51,7 +52,7 @@ static int plan_files(struct session_plan *p, char *err, size_t errlen)
 		snprintf(p->initrd, sizeof(p->initrd), "%s", r->initrd);
 	else
 		paths_join(p->initrd, sizeof(p->initrd), paths_libdir(),
-			   r->image ? "initramfs-base.cpio" : "initramfs.cpio");
+			   r->image || r->root ? "initramfs-base.cpio" : "initramfs.cpio");
 	if (check_kernel(p->kernel, err, errlen) < 0)
 		return -1;
 	if (access(p->initrd, R_OK) < 0) {
@@ -98,6 +99,53 @@ static int plan_end(struct session_plan *p, char *err, size_t errlen)
 	return 0;
 }
 
+/* A value for the kernel command line: no space, quote or control character can end it or
+ * start another parameter; init checks it again. */
+static bool cmdline_safe(const char *v, size_t max)
+{
+	size_t n = strlen(v);
+	if (n == 0 || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)v[i]) && !strchr("/._-+@", v[i]))
+			return false;
+	return true;
+}
+
+/* bulkhead.hostname= and bulkhead.workdir= (lib/boot_args.h) when asked. */
+static int plan_guest_names(struct session_plan *p, char *err, size_t errlen)
+{
+	const struct session_request *r = &p->req;
+	size_t len = strlen(p->cmdline), cap = sizeof(p->cmdline);
+	int n = 0;
+	if (r->hostname) {
+		if (!cmdline_safe(r->hostname, BOOT_ARGS_HOSTNAME_MAX) ||
+		    r->hostname[strcspn(r->hostname, "/+@")]) {
+			snprintf(err, errlen, "host name '%.80s': only letters, digits, '.', '-' "
+				 "and '_', at most %d", r->hostname, BOOT_ARGS_HOSTNAME_MAX);
+			return -1;
+		}
+		n = snprintf(p->cmdline + len, cap - len, " %s%s", BOOT_ARGS_HOSTNAME, r->hostname);
+		len += n > 0 ? (size_t)n : 0;
+	}
+	if (r->work_dest && len < cap) {
+		if (r->work_dest[0] != '/' || !cmdline_safe(r->work_dest, BOOT_ARGS_WORKDIR_MAX) ||
+		    strstr(r->work_dest, "/..") || strstr(r->work_dest, "//") ||
+		    strcmp(r->work_dest, "/") == 0) {
+			snprintf(err, errlen, "mount destination '%.80s': an absolute path of "
+				 "letters, digits and '/._-+@', without '..', at most %d",
+				 r->work_dest, BOOT_ARGS_WORKDIR_MAX);
+			return -1;
+		}
+		n = snprintf(p->cmdline + len, cap - len, " %s%s", BOOT_ARGS_WORKDIR, r->work_dest);
+	}
+	if (n < 0 || len >= cap || (size_t)n >= cap - len) {
+		snprintf(err, errlen, "internal error: kernel command line too long");
+		return -1;
+	}
+	return 0;
+}
+
 int plan_resolve(const struct session_request *req, struct session_plan *p, char *err,
 		 size_t errlen)
 {
@@ -119,7 +167,7 @@ int plan_resolve(const struct session_request *req, struct session_plan *p, char
 	p->end_kind = END_TIMEOUT;
 	if (plan_rules(p, err, errlen) < 0 || plan_end(p, err, errlen) < 0)
 		return -1;
-	p->guest_cwd = p->share_origin != SHARE_NONE ? "/work" : "/";
+	p->guest_cwd = p->share_origin == SHARE_NONE ? "/" : r->work_dest ? r->work_dest : "/work";
 	p->boot_timeout_s = r->boot_timeout_s ? r->boot_timeout_s : BOOT_TIMEOUT_DEFAULT_S;
 	p->mem_limit_bytes =
 		(unsigned long long)(r->mem_limit_mib ? r->mem_limit_mib
@@ -136,5 +184,7 @@ int plan_resolve(const struct session_request *req, struct session_plan *p, char
 		snprintf(err, errlen, "internal error: kernel command line too long");
 		return -1;
 	}
+	if (plan_guest_names(p, err, errlen) < 0)
+		return -1;
 	return plan_image(p, err, errlen);
 }

@@ -55,6 +55,15 @@ struct session_request {
 				     * image's own (plan.argv) */
 	char *env[RUN_MAX_ENV + 1]; /* -e KEY=VALUE, NULL-terminated */
 	size_t nenv;
+	/* An OCI bundle (oci/): */
+	const struct image *root; /* its root and process, served as they are (no write layer
+				   * of ours: the caller's root is writable unless root_ro) */
+	bool root_ro;
+	const char *work_dest;	/* where the work share appears (NULL: /work) */
+	const char *hostname;	/* the guest's host name (NULL: bulkhead) */
+	int start_fd;		/* > 2: the main command waits until this is readable */
+	bool forward_signals;	/* a program is the caller: every signal goes to the main command
+				 * (none ends the session once it runs), and -t has no "~." */
 };
 #define SESSION_REQUEST_INIT                                                                       \
 	{                                                                                          \
@@ -91,6 +100,7 @@ struct session_plan {
 	/* --image: the image (its config read once), the command (CMD or the image's) and the
 	 * environment every command starts with (the image's, then -e). */
 	bool has_image;
+	bool image_borrowed; /* req.root's: not ours to close */
 	struct image image;
 	char **argv;
 	char *env[IMAGE_ENV_MAX + RUN_MAX_ENV + 1];

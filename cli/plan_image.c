@@ -89,12 +89,16 @@ int plan_image(struct session_plan *p, char *err, size_t errlen)
 {
 	const struct session_request *r = &p->req;
 	p->argv = r->argv;
-	if (!r->image) {
+	if (!r->image && !r->root) {
 		memcpy(p->env, r->env, sizeof(r->env));
 		return 0;
 	}
-	if (image_open(r->image, &p->image, err, errlen) < 0)
+	if (r->root) {
+		p->image = *r->root;
+		p->image_borrowed = true;
+	} else if (image_open(r->image, &p->image, err, errlen) < 0) {
 		return -1;
+	}
 	p->has_image = true;
 	/* `run --image NAME` alone runs the image's command, as a container would. */
 	if (!p->argv && !r->detached) {
@@ -111,7 +115,7 @@ int plan_image(struct session_plan *p, char *err, size_t errlen)
 	if (p->share_origin == SHARE_NONE)
 		p->guest_cwd = p->image.cfg.cwd;
 	/* The write layer is a tmpfs whose pages the session's cgroup pays for. */
-	if (!r->keep_changes && !r->mem_limit_mib)
+	if (!r->keep_changes && !r->root && !r->mem_limit_mib)
 		p->mem_limit_bytes +=
 			(unsigned long long)(r->disk_mib ? r->disk_mib : SHARE_IMAGE_DISK_MIB)
 			<< 20;
@@ -120,7 +124,7 @@ int plan_image(struct session_plan *p, char *err, size_t errlen)
 
 void plan_release(struct session_plan *p)
 {
-	if (p->has_image)
+	if (p->has_image && !p->image_borrowed)
 		image_close(&p->image);
 	p->has_image = false;
 }

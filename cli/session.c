@@ -27,7 +27,7 @@ int session_run(const struct session_plan *p, int notify_fd)
 		fprintf(stderr, "bulkhead: engine: %s\n", p->engine.why);
 	/* Signals that end the session are read from a signalfd by the session loop; block them
 	 * before anything starts so none is lost in between. */
-	s->signal_fd = proc_signalfd();
+	s->signal_fd = p->req.forward_signals ? proc_signalfd_all() : proc_signalfd();
 	/* What a helper leaves behind is ours to wait for, so that nothing of the session
 	 * outlives our return (a caller may remove the share or the cgroup right after). */
 	proc_adopt_orphans();

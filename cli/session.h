@@ -36,7 +36,9 @@ struct agent_link {
 	const char *cwd;
 	char *const *argv, *const *env; /* NULL argv: detached */
 	int in_fd;			/* our stdin when forwarded, else -1 */
-	int notify_fd;			/* detached: where the id goes once ready */
+	int notify_fd;			/* where the id goes once ready (detached, or OCI) */
+	int start_fd;			/* >= 0: the main command waits until it is readable */
+	bool no_escapes;		/* -t without "~.": the caller is a program (OCI) */
 	const char *session_id;
 	/* state */
 	long boot_deadline;	  /* CLOCK_MONOTONIC ms by which the guest must call home */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -31,6 +32,8 @@ int agent_link_pollfds(struct agent_link *a, struct pollfd *pfd)
 		pfd[n++] = (struct pollfd){ .fd = a->ready_lfd, .events = POLLIN };
 	else
 		pfd[n++] = (struct pollfd){ .fd = a->ready_fd, .events = POLLIN };
+	if (a->ready && !a->exec && a->start_fd >= 0)
+		pfd[n++] = (struct pollfd){ .fd = a->start_fd, .events = POLLIN };
 	if (a->exec)
 		n += exec_client_pollfds(a->exec, pfd + n);
 	return n;
@@ -73,14 +76,23 @@ static int start_exec(struct agent_link *a)
 	a->exec->in_fd = a->in_fd;
 	a->exec->out_fd = 1;
 	a->exec->err_fd = 2;
-	a->exec->escapes = (a->flags & AGENT_EXEC_TTY) && a->in_fd >= 0;
+	a->exec->escapes = (a->flags & AGENT_EXEC_TTY) && a->in_fd >= 0 && !a->no_escapes;
+	/* The terminal may have been sized since the session started (a caller that holds the
+	 * terminal's other end sets it once it has it). */
+	struct winsize ws;
+	if ((a->flags & AGENT_EXEC_TTY) && a->in_fd >= 0 && ioctl(a->in_fd, TIOCGWINSZ, &ws) == 0 &&
+	    ws.ws_row && ws.ws_col) {
+		a->rows = ws.ws_row;
+		a->cols = ws.ws_col;
+	}
 	if (exec_client_open(a->exec, a->uds, AGENT_PORT, AGENT_HANDSHAKE_MS, a->flags, a->rows,
 			     a->cols, a->cwd, a->argv, a->env) < 0)
 		return fail(a, "cannot reach the guest's exec agent", a->exec->error);
 	return 0;
 }
 
-/* A detached session is ready: tell `bulkhead start` our id, then leave its terminal. */
+/* The session is ready: tell `bulkhead start` (or `bulkhead-oci create`) our id; a detached
+ * session then leaves its terminal, which a main command still to come keeps. */
 static void notify_started(struct agent_link *a)
 {
 	/* From here on the session outlives `bulkhead start` (cmd_start set it to die with it
@@ -89,6 +101,8 @@ static void notify_started(struct agent_link *a)
 	dprintf(a->notify_fd, "%s\n", a->session_id);
 	close(a->notify_fd);
 	a->notify_fd = -1;
+	if (a->argv)
+		return;
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
 		dup2(devnull, 0);
@@ -115,10 +129,24 @@ static int on_ready_bytes(struct agent_link *a)
 	a->ready = true;
 	free(a->rd);
 	a->rd = NULL;
-	if (a->argv)
+	if (a->notify_fd >= 0)
+		notify_started(a);
+	if (a->argv && a->start_fd < 0)
 		return start_exec(a) < 0 ? -1 : 0;
-	notify_started(a);
 	return 0;
+}
+
+/* The start gate (bulkhead-oci start) opened: one byte, then the main command. */
+static int on_start(struct agent_link *a)
+{
+	char b;
+	ssize_t n = read(a->start_fd, &b, 1);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n != 1)
+		return fail(a, "start", n < 0 ? strerror(errno) : "the start gate closed");
+	a->start_fd = -1; /* the caller's to close */
+	return start_exec(a);
 }
 
 int agent_link_handle(struct agent_link *a, const struct pollfd *pfd, int n)
@@ -149,8 +177,11 @@ int agent_link_handle(struct agent_link *a, const struct pollfd *pfd, int n)
 			return fail(a, "guest agent", "no ready message in time");
 		return 0;
 	}
-	if (!a->exec)
+	if (!a->exec) {
+		if (a->argv && a->start_fd >= 0 && n > 1 && pfd[1].revents)
+			return on_start(a);
 		return 0;
+	}
 	int rc = exec_client_handle(a->exec, pfd + 1, n - 1);
 	if (rc < 0)
 		return fail(a, "exec", a->exec->error);

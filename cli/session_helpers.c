@@ -115,6 +115,21 @@ static void ids_stop(struct session *s)
 }
 
 /* --- cgroups: every process of the session joins them before it runs --------------------- */
+/* Their directories, one per line in the run directory's "cgroup": what `bulkhead-oci delete`
+ * removes after a supervisor killed with SIGKILL (which had no chance to). */
+static void cgroup_note(struct session *s)
+{
+	char buf[CGROUP_MAX_DIRS * (PATH_MAX + 1) + 1] = "";
+	size_t len = 0;
+	for (int i = 0; i < s->cg.n; i++) {
+		int n = snprintf(buf + len, sizeof(buf) - len, "%s\n", s->cg.dirs[i]);
+		if (n < 0 || (size_t)n >= sizeof(buf) - len)
+			return;
+		len += (size_t)n;
+	}
+	rundir_put(&s->rd, "cgroup", buf);
+}
+
 static int cgroup_start(struct session *s)
 {
 	struct cgroup_limits lim = {
@@ -123,8 +138,10 @@ static int cgroup_start(struct session *s)
 		.cpus = s->plan->req.cpus,
 	};
 	char why[256];
-	if (cgroup_create(&s->cg, s->rd.id, &lim, why, sizeof(why)) == 0)
+	if (cgroup_create(&s->cg, s->rd.id, &lim, why, sizeof(why)) == 0) {
 		proc_set_cgroup(&s->cg);
+		cgroup_note(s);
+	}
 	else if (s->plan->req.verbose)
 		fprintf(stderr, "bulkhead: no resource limits for this session: %s\n", why);
 	return 0;
@@ -170,10 +187,15 @@ static void share_stop(struct session *s)
 static int image_start(struct session *s)
 {
 	const struct session_request *r = &s->plan->req;
-	if (share_image_start(&s->img, s->plan->image.rootfs, r->keep_changes,
+	if (r->root) {
+		if (share_root_start(&s->img, r->root->rootfs, r->root_ro, &s->rd, s->diag[1],
+				     s->err, sizeof(s->err)) < 0)
+			return -1;
+	} else if (share_image_start(&s->img, s->plan->image.rootfs, r->keep_changes,
 			      r->disk_mib ? r->disk_mib : SHARE_IMAGE_DISK_MIB, &s->rd, s->diag[1],
-			      s->err, sizeof(s->err)) < 0)
+			      s->err, sizeof(s->err)) < 0) {
 		return -1;
+	}
 	watch_pid(s, "virtiofsd (image)", s->img.pid);
 	return 0;
 }
@@ -257,6 +279,8 @@ static int engine_start(struct session *s)
 		.in_fd = r->interactive ? 0 : -1,
 		.ready_fd = -1,
 		.notify_fd = s->notify_fd,
+		.start_fd = r->start_fd > 2 ? r->start_fd : -1,
+		.no_escapes = r->forward_signals,
 		.session_id = s->rd.id,
 	};
 	struct launch l = {

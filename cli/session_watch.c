@@ -116,6 +116,11 @@ static int on_signal(struct watch *w)
 			exec_client_winsize(ex, ws.ws_row, ws.ws_col);
 		return 0;
 	}
+	/* An OCI caller's signals are the container's: the command's once it runs. */
+	if (w->p->req.forward_signals && ex) {
+		exec_client_signal(ex, sig);
+		return 0;
+	}
 	/* The first Ctrl-C goes to the guest command, as in a shell; a second one (or any
 	 * other signal) stops the session. */
 	if (sig == SIGINT && w->interrupts++ == 0 && ex && !w->p->req.tty) {

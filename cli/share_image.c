@@ -188,6 +188,52 @@ static int overlay(struct share_image *si, const char *rootfs, const char *keep,
 	return -1;
 }
 
+/* The run directory's paths for SI, and the empty directory virtiofsd serves the tree at. */
+static int paths(struct share_image *si, const struct rundir *rd, char *err, size_t errlen)
+{
+	if (rundir_file(rd, "image", 0, si->mnt, sizeof(si->mnt)) < 0 ||
+	    rundir_file(rd, "image.sock", 1, si->sock, sizeof(si->sock)) < 0) {
+		snprintf(err, errlen, "run directory path too long");
+		return -1;
+	}
+	if (mkdir(si->mnt, 0755) < 0) {
+		snprintf(err, errlen, "%s: %s", si->mnt, strerror(errno));
+		si->mnt[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+/* virtiofsd on TREE (a detached mount, closed here), its ids mapped to themselves.
+ * FORBID_SETID: the tree's writes stay on the host, where no set-ID or world-writable mode
+ * may land. */
+static int serve(struct share_image *si, int tree, bool forbid_setid, int diag_fd, char *err,
+		 size_t errlen)
+{
+	const struct jail_userns ids = { .uid = 0, .gid = 0, .count = IMAGE_IDS };
+	const struct jail_mount root = { .src = si->mnt,
+					 .flags = JAIL_MOUNT_RW | JAIL_MOUNT_TREE,
+					 .tree_fd = tree };
+	struct jail_spec spec = {
+		.map_root = &ids,
+		.mounts = &root,
+		.nmounts = 1,
+		.out_fd = diag_fd,
+		.diag_fd = diag_fd,
+		.seccomp = forbid_setid ? share_fs_forbid_setid : NULL,
+	};
+	/* cache=always: nothing but this guest changes the tree while the session runs. */
+	pid_t pid = share_fs_virtiofsd(si->mnt, "always", si->sock, &spec, err, errlen);
+	close(tree); /* virtiofsd's namespace holds it now */
+	if (pid < 0) {
+		si->sock[0] = '\0';
+		share_image_stop(si);
+		return -1;
+	}
+	si->pid = pid;
+	return 0;
+}
+
 int share_image_start(struct share_image *si, const char *rootfs, const char *keep,
 		      unsigned disk_mib, const struct rundir *rd, int diag_fd, char *err,
 		      size_t errlen)
@@ -205,45 +251,54 @@ int share_image_start(struct share_image *si, const char *rootfs, const char *ke
 			 "--image: the image's path (the store's) may not hold ':', ',' or '\\'");
 		return -1;
 	}
-	if (rundir_file(rd, "image", 0, si->mnt, sizeof(si->mnt)) < 0 ||
-	    rundir_file(rd, "image.sock", 1, si->sock, sizeof(si->sock)) < 0) {
-		snprintf(err, errlen, "run directory path too long");
+	if (paths(si, rd, err, errlen) < 0)
 		return -1;
-	}
-	if (mkdir(si->mnt, 0755) < 0) {
-		snprintf(err, errlen, "%s: %s", si->mnt, strerror(errno));
-		return -1;
-	}
 	int tree = overlay(si, rootfs, keep, disk_mib, err, errlen);
 	if (tree < 0) {
 		share_image_stop(si);
 		return -1;
 	}
-	const struct jail_userns ids = { .uid = 0, .gid = 0, .count = IMAGE_IDS };
-	const struct jail_mount root = { .src = si->mnt,
-					 .flags = JAIL_MOUNT_RW | JAIL_MOUNT_TREE,
-					 .tree_fd = tree };
-	struct jail_spec spec = {
-		.map_root = &ids,
-		.mounts = &root,
-		.nmounts = 1,
-		.out_fd = diag_fd,
-		.diag_fd = diag_fd,
-		/* A write layer on the host (--keep-changes) takes no set-ID or world-writable
-		 * mode, as the work share; the tmpfs layer, which nothing on the host can reach,
-		 * takes what the image's tools make (dpkg installing sudo, a 1777 directory). */
-		.seccomp = keep ? share_fs_forbid_setid : NULL,
+	/* A write layer on the host (--keep-changes) takes no set-ID or world-writable mode, as
+	 * the work share; the tmpfs layer, which nothing on the host can reach, takes what the
+	 * image's tools make (dpkg installing sudo, a 1777 directory). */
+	return serve(si, tree, keep != NULL, diag_fd, err, errlen);
+}
+
+int share_root_start(struct share_image *si, const char *root, bool ro, const struct rundir *rd,
+		     int diag_fd, char *err, size_t errlen)
+{
+	memset(si, 0, sizeof(*si));
+	si->keep_fd = si->work_fd = -1;
+	if (geteuid() != 0) {
+		snprintf(err, errlen, "a container's root needs bulkhead to run as root here");
+		return -1;
+	}
+	if (paths(si, rd, err, errlen) < 0)
+		return -1;
+	/* A copy of the mount that holds ROOT, its submounts included, never attached here;
+	 * no set-user-ID or device file of it means anything on the host. */
+	int m = (int)syscall(SYS_open_tree, AT_FDCWD, root,
+			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+	struct mount_attr attr = {
+		.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (ro ? MOUNT_ATTR_RDONLY : 0),
 	};
-	/* cache=always: nothing but this guest changes the tree while the session runs. */
-	pid_t pid = share_fs_virtiofsd(si->mnt, "always", si->sock, &spec, err, errlen);
-	close(tree); /* virtiofsd's namespace holds the overlay now */
-	if (pid < 0) {
-		si->sock[0] = '\0';
+	if (m < 0 || syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+			     sizeof(attr)) < 0) {
+		snprintf(err, errlen, "root %s: %s", root, strerror(errno));
+		if (m >= 0)
+			close(m);
 		share_image_stop(si);
 		return -1;
 	}
-	si->pid = pid;
-	return 0;
+	int tree = fcntl(m, F_DUPFD_CLOEXEC, JAIL_TREE_FD_MIN);
+	close(m);
+	if (tree < 0) {
+		snprintf(err, errlen, "root %s: %s", root, strerror(errno));
+		share_image_stop(si);
+		return -1;
+	}
+	/* The caller's root stays on the host after the session: as a kept write layer. */
+	return serve(si, tree, !ro, diag_fd, err, errlen);
 }
 
 void share_image_stop(struct share_image *si)

@@ -39,6 +39,10 @@ struct share_image {
 int share_image_start(struct share_image *si, const char *rootfs, const char *keep,
 		      unsigned disk_mib, const struct rundir *rd, int diag_fd, char *err,
 		      size_t errlen);
+/* Serves ROOT itself (an OCI bundle's root, the caller's to keep: no write layer of ours),
+ * read-only when RO. 0, or -1 with err. */
+int share_root_start(struct share_image *si, const char *root, bool ro, const struct rundir *rd,
+		     int diag_fd, char *err, size_t errlen);
 /* Stops virtiofsd (the overlay and a tmpfs layer go with it); safe to call twice. */
 void share_image_stop(struct share_image *si);
 

@@ -30,6 +30,22 @@ int proc_signalfd(void)
 	return signalfd(-1, &mask, SFD_CLOEXEC);
 }
 
+int proc_signalfd_all(void)
+{
+	static const int own[] = { SIGKILL, SIGSTOP, SIGCHLD, SIGPIPE, SIGSEGV,
+				   SIGBUS,  SIGILL,  SIGFPE,  SIGTRAP, SIGSYS };
+	sigset_t mask;
+	sigemptyset(&mask);
+	for (int sig = 1; sig <= SIGRTMAX; sig++)
+		if (sig < 32 || sig >= SIGRTMIN)
+			sigaddset(&mask, sig);
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		sigdelset(&mask, own[i]);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return signalfd(-1, &mask, SFD_CLOEXEC);
+}
+
 static const struct session_cgroup *session_cg;
 
 void proc_set_cgroup(const struct session_cgroup *cg)

@@ -10,6 +10,9 @@
  * ignores SIGPIPE; call before starting children so none is lost. Returns a
  * signalfd for them, or -1. */
 int proc_signalfd(void);
+/* The same for every signal a process may be sent to pass on (all but KILL, STOP, CHLD, PIPE and
+ * the faults a program raises itself). */
+int proc_signalfd_all(void);
 
 /* In a freshly forked helper (VM, back end): all signals unblocked, its own
  * process group (a terminal's Ctrl-C reaches us, and we decide), killed if we

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* guest/init/setup.c: the file systems and settings every session starts with. */
 #include "guest/init/init.h"
+#include "lib/boot_args.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/klog.h>
@@ -39,7 +41,17 @@ int setup_system(void)
 	 * printk, and a message inside a frame would fail the session. Everything
 	 * still reaches the kernel log. */
 	klogctl(8 /* SYSLOG_ACTION_CONSOLE_LEVEL */, NULL, 1);
-	if (sethostname("bulkhead", strlen("bulkhead")) < 0)
+	/* bulkhead.hostname=NAME (an OCI bundle's hostname), checked as the host did. */
+	const char *name = "bulkhead";
+	size_t len = strlen(name);
+	if (cmdline_param(BOOT_ARGS_HOSTNAME, &name, &len) > 0) {
+		for (size_t i = 0; i < len; i++)
+			if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
+				len = 0;
+		if (len == 0 || len > BOOT_ARGS_HOSTNAME_MAX)
+			return -EINVAL;
+	}
+	if (sethostname(name, len) < 0)
 		return -errno;
 	return 0;
 }

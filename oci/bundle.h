@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* oci/bundle.h: an OCI bundle's config.json (and an exec's process.json) read into what a
+ * bulkhead session needs, every field checked once, and each mount either placed (one directory
+ * bind mount: the session's share), left to the guest (its own /proc, /sys, /dev, /run), left
+ * out with a reason (the caller's network files: the guest has no network), or refused.
+ *
+ * What the config asks that a microVM cannot honour is said, never silently changed: the
+ * namespaces, capabilities, seccomp profile and cgroup path describe a container on this
+ * kernel, and the guest's own kernel replaces all of them (docs/OCI.md). */
+#ifndef BULKHEAD_OCI_BUNDLE_H
+#define BULKHEAD_OCI_BUNDLE_H
+
+#include "image/image.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define OCI_ID_MAX	 128
+#define OCI_NOTES_MAX	 16 /* mounts left out, each said in the log */
+#define OCI_MEM_MIN_MIB	 64
+#define OCI_MEM_MAX_MIB	 (64 * 1024)
+#define OCI_MEM_DFLT_MIB 512
+#define OCI_CPUS_MAX	 32
+
+/* A process: config.json's "process", or an exec's process.json. Its strings point into the
+ * JSON document the bundle holds. */
+struct oci_process {
+	struct image_config cfg; /* args as cmd, env, cwd, user */
+	bool terminal;
+	unsigned rows, cols; /* consoleSize, 0 when not given */
+};
+
+struct oci_bundle {
+	json_t *doc;
+	char dir[PATH_MAX];  /* the bundle, absolute */
+	char root[PATH_MAX]; /* root.path, absolute */
+	bool root_ro;
+	struct oci_process proc;
+	const char *hostname; /* NULL: none */
+	unsigned mem_mib, cpus; /* guest RAM (linux.resources.memory.limit) and vCPUs (cpu) */
+	/* The one directory bind mount, served as the session's share. */
+	const char *share_src, *share_dest;
+	bool share_ro;
+	/* Annotations for what OCI cannot say. */
+	const char *scope; /* io.bulkhead.scope: a file, or inline JSON (starts with '{') */
+	const char *broker, *vault;
+	const char *notes[OCI_NOTES_MAX]; /* "DEST: why it was left out" */
+	char note_buf[OCI_NOTES_MAX][PATH_MAX + 96];
+	size_t nnotes;
+};
+
+/* Reads DIR/config.json. 0, or -1 with one line in err. */
+int oci_bundle_load(struct oci_bundle *b, const char *dir, char *err, size_t errlen);
+void oci_bundle_free(struct oci_bundle *b);
+
+/* Reads one process object (an exec's --process file) into p; its strings live in *doc, which
+ * the caller frees with json_decref. 0, or -1 with err. */
+int oci_process_load(const char *path, json_t **doc, struct oci_process *p, char *err,
+		     size_t errlen);
+/* The same for an object already parsed (config.json's "process"). */
+int oci_process_parse(json_t *o, struct oci_process *p, char *err, size_t errlen);
+
+/* Whether ID is a container id we accept: [A-Za-z0-9_.+-], 1..OCI_ID_MAX, not "." or "..". */
+bool oci_id_valid(const char *id);
+
+#endif

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* oci/state.c: a container's state directory and its status (see state.h). */
+#include "oci/state.h"
+#include "oci/bundle.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const files[] = { "state.json", "start", "started", "scope.json", NULL };
+
+const char *oci_status_name(enum oci_status s)
+{
+	static const char *const names[] = { "creating", "created", "running", "stopped" };
+	return names[s];
+}
+
+unsigned long long oci_pid_start(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* After the name (which may hold anything): " S ppid ..."; field 22 is the start time. */
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0; /* gone, or a zombie: its command is over */
+	p += 2;
+	for (int field = 3; field < 22 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	return p ? strtoull(p, NULL, 10) : 0;
+}
+
+int oci_container_file(const struct oci_container *c, const char *name, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s", c->dir, name);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* --root and its parents, as runc makes them (0700 where made here). */
+static int mkdir_p(const char *root)
+{
+	char d[PATH_MAX];
+	if (snprintf(d, sizeof(d), "%s", root) >= (int)sizeof(d)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (char *p = d + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(d, 0700) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(d, 0700) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* The status as the supervisor's life says. */
+static void read_status(struct oci_container *c)
+{
+	char path[PATH_MAX + 16];
+	json_error_t je;
+	c->status = OCI_STOPPED;
+	if (oci_container_file(c, "state.json", path, sizeof(path)) < 0)
+		return;
+	c->state = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!c->state)
+		return; /* create died half-way (it holds the lock while it works) */
+	json_int_t pid = json_integer_value(json_object_get(c->state, "pid"));
+	json_int_t start = json_integer_value(json_object_get(c->state, "pid_start"));
+	c->session = json_string_value(json_object_get(c->state, "session"));
+	if (pid <= 1 || pid > 0x7fffffff)
+		return;
+	c->pid = (pid_t)pid;
+	if (oci_pid_start(c->pid) != (unsigned long long)start)
+		return;
+	c->status = OCI_CREATED;
+	if (oci_container_file(c, "started", path, sizeof(path)) == 0 && access(path, F_OK) == 0)
+		c->status = OCI_RUNNING;
+}
+
+int oci_container_open(const struct oci_globals *g, const char *id, bool create,
+		       struct oci_container *c, char *err, size_t errlen)
+{
+	memset(c, 0, sizeof(*c));
+	c->lock_fd = -1;
+	if (!oci_id_valid(id)) {
+		snprintf(err, errlen, "invalid container id '%.140s'", id);
+		errno = EINVAL;
+		return -1;
+	}
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	const char *root = g->root ? g->root : OCI_ROOT_DEFAULT;
+	if (snprintf(c->dir, sizeof(c->dir), "%s/%s", root, id) >= (int)sizeof(c->dir)) {
+		snprintf(err, errlen, "--root %s: path too long", root);
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (create && mkdir_p(root) < 0) {
+		snprintf(err, errlen, "--root %s: %s", root, strerror(errno));
+		return -1;
+	}
+	if (create && mkdir(c->dir, 0700) < 0) {
+		int e = errno;
+		snprintf(err, errlen, e == EEXIST ? "container with id %s already exists" : "%s: %s",
+			 e == EEXIST ? id : c->dir, strerror(e));
+		errno = e;
+		return -1;
+	}
+	c->lock_fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat held, now;
+	if (c->lock_fd < 0 || flock(c->lock_fd, LOCK_EX) < 0 || fstat(c->lock_fd, &held) < 0 ||
+	    stat(c->dir, &now) < 0 || held.st_ino != now.st_ino || held.st_nlink == 0) {
+		/* Gone, or removed while we waited for its lock. */
+		int e = c->lock_fd < 0 && errno != ENOENT ? errno : ENOENT;
+		snprintf(err, errlen, e == ENOENT ? "container %s does not exist" : "%s: %s",
+			 e == ENOENT ? id : c->dir, strerror(e));
+		oci_container_close(c);
+		errno = e;
+		return -1;
+	}
+	if (create)
+		c->status = OCI_CREATING;
+	else
+		read_status(c);
+	return 0;
+}
+
+int oci_container_save(struct oci_container *c, const char *bundle, pid_t pid,
+		       const char *session, json_t *annotations, json_t *process, char *err,
+		       size_t errlen)
+{
+	char path[PATH_MAX + 16], tmp[PATH_MAX + 16], created[40];
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	size_t n = strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(created + n, sizeof(created) - n, ".%09ldZ", ts.tv_nsec);
+	json_t *s = json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:O, s:O}", "id", c->id, "bundle",
+			      bundle, "pid", (json_int_t)pid, "pid_start",
+			      (json_int_t)oci_pid_start(pid), "session", session, "created",
+			      created, "annotations", annotations ? annotations : json_object(),
+			      "process", process);
+	if (!s || oci_container_file(c, "state.json", path, sizeof(path)) < 0 ||
+	    oci_container_file(c, "state.json.tmp", tmp, sizeof(tmp)) < 0 ||
+	    json_dump_file(s, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0) {
+		snprintf(err, errlen, "%s: cannot write its state: %s", c->dir, strerror(errno));
+		json_decref(s);
+		return -1;
+	}
+	json_decref(c->state);
+	c->state = s;
+	c->pid = pid;
+	c->session = json_string_value(json_object_get(s, "session"));
+	c->status = OCI_CREATED;
+	return 0;
+}
+
+void oci_container_remove(struct oci_container *c)
+{
+	char path[PATH_MAX + 16];
+	for (size_t i = 0; files[i]; i++)
+		if (oci_container_file(c, files[i], path, sizeof(path)) == 0)
+			unlink(path);
+	if (oci_container_file(c, "state.json.tmp", path, sizeof(path)) == 0)
+		unlink(path);
+	rmdir(c->dir);
+}
+
+void oci_container_close(struct oci_container *c)
+{
+	json_decref(c->state);
+	c->state = NULL;
+	c->session = NULL;
+	if (c->lock_fd >= 0)
+		close(c->lock_fd);
+	c->lock_fd = -1;
+}
