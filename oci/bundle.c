@@ -289,22 +289,21 @@ static int parse_annotations(struct oci_bundle *b, json_t *a, char *err, size_t 
 	if (!json_is_object(a))
 		return bad(err, errlen, "annotations: not an object");
 	static const char *const keys[] = { "io.bulkhead.scope", "io.bulkhead.broker",
-					     "io.bulkhead.vault" };
-	const char **out[] = { &b->scope, &b->broker, &b->vault };
-	for (size_t i = 0; i < 3; i++) {
+					     "io.bulkhead.vault", "io.bulkhead.ca-file",
+					     "io.bulkhead.audit" };
+	const char **out[] = { &b->scope, &b->broker, &b->vault, &b->ca_file, &b->audit };
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		json_t *v = json_object_get(a, keys[i]);
 		if (v && (!json_is_string(v) || json_string_length(v) == 0 ||
 			  strlen(json_string_value(v)) != json_string_length(v)))
 			return bad(err, errlen, "annotation %s: a non-empty string", keys[i]);
 		*out[i] = json_string_value(v);
+		/* Files and sockets of the host: absolute, as the caller's working directory is
+		 * not the bundle's. The scope may also be the JSON itself. */
+		if (*out[i] && (*out[i])[0] != '/' && !(i == 0 && (*out[i])[0] == '{'))
+			return bad(err, errlen, "annotation %s: an absolute path%s", keys[i],
+				   i == 0 ? " or inline JSON" : "");
 	}
-	if (b->broker && b->broker[0] != '/')
-		return bad(err, errlen, "annotation io.bulkhead.broker: an absolute socket path");
-	if (b->vault && b->vault[0] != '/')
-		return bad(err, errlen, "annotation io.bulkhead.vault: an absolute file path");
-	if (b->scope && b->scope[0] != '/' && b->scope[0] != '{')
-		return bad(err, errlen,
-			   "annotation io.bulkhead.scope: an absolute file path or inline JSON");
 	return 0;
 }
 

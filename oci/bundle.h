@@ -45,7 +45,7 @@ struct oci_bundle {
 	bool share_ro;
 	/* Annotations for what OCI cannot say. */
 	const char *scope; /* io.bulkhead.scope: a file, or inline JSON (starts with '{') */
-	const char *broker, *vault;
+	const char *broker, *vault, *ca_file, *audit; /* io.bulkhead.broker, ... */
 	const char *notes[OCI_NOTES_MAX]; /* "DEST: why it was left out" */
 	char note_buf[OCI_NOTES_MAX][PATH_MAX + 96];
 	size_t nnotes;

@@ -119,6 +119,8 @@ static int request(struct oci_bundle *b, struct image *img, const char *scope, c
 	r->broker.scope = scope;
 	r->broker.shared = b->broker;
 	r->broker.vault = b->vault;
+	r->broker.ca_file = b->ca_file;
+	r->broker.audit = b->audit;
 	if (b->share_src) {
 		if (snprintf(work, worklen, "%s%s", b->share_src, b->share_ro ? ":ro" : "") >=
 		    (int)worklen)

@@ -72,7 +72,7 @@ int main(void)
 	}
 	int werr = work_mount();
 	if (werr < 0) {
-		console_error("bulkhead-init: cannot mount the work share at /work: %s",
+		console_error("bulkhead-init: cannot mount the work share: %s",
 			      strerror(-werr));
 		init_poweroff();
 	}

@@ -9,6 +9,7 @@
 #include "lib/io.h"
 
 #include <errno.h>
+#include <sys/mount.h>
 #include <fcntl.h>
 #include <linux/vm_sockets.h>
 #include <stdio.h>
@@ -48,6 +49,33 @@ static int fetch(char *buf, size_t cap, size_t *len)
 	return 0;
 }
 
+static int write_file(const char *path, const char *pem, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ssize_t w = write(fd, pem, len);
+	int e = errno;
+	close(fd);
+	return w == (ssize_t)len ? 0 : w < 0 ? -e : -EIO;
+}
+
+/* A read-only root (an OCI bundle's root.readonly): the bundle is written to the root's /run
+ * (a tmpfs of ours) and bound over the root's own bundle, which must exist to be covered. */
+static int cover_bundle(const char *root, const char *pem, size_t len)
+{
+	char path[128], at[128];
+	snprintf(path, sizeof(path), "%s/run/bulkhead-ca.crt", root);
+	snprintf(at, sizeof(at), "%s%s", root, GUEST_CA_BUNDLE);
+	int rc = write_file(path, pem, len);
+	if (rc < 0)
+		return rc;
+	if (mount(path, at, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, at, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
 /* The bundle at GUEST_CA_BUNDLE in the commands' root (the image's, where tools look), with
  * the directories it needs. */
 static int write_bundle(const char *pem, size_t len)
@@ -58,18 +86,13 @@ static int write_bundle(const char *pem, size_t len)
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(path, sizeof(path), "%s%s", root, dirs[i]);
 		if (mkdir(path, 0755) < 0 && errno != EEXIST)
-			return -errno;
+			return errno == EROFS && guest_root.dir ? cover_bundle(root, pem, len) : -errno;
 	}
 	snprintf(path, sizeof(path), "%s%s", root, GUEST_CA_BUNDLE);
 	/* An image's bundle may be a symbolic link (to a file of its own): replace the link. */
-	unlink(path);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	ssize_t w = write(fd, pem, len);
-	int e = errno;
-	close(fd);
-	return w == (ssize_t)len ? 0 : w < 0 ? -e : -EIO;
+	if (unlink(path) < 0 && errno == EROFS && guest_root.dir)
+		return cover_bundle(root, pem, len);
+	return write_file(path, pem, len);
 }
 
 int proxy_trust_session_ca(void)
