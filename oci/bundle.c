@@ -258,9 +258,12 @@ static int parse_mount(struct oci_bundle *b, json_t *m, size_t i, char *err, siz
 			   "mounts[%zu]: %s (type %s) is not supported: bulkhead-oci serves bind "
 			   "mounts of a directory and leaves /proc, /sys, /dev and /run to the guest",
 			   i, dest, type[0] ? type : "none");
-	if (network_file(dest) || strcmp(dest, "/dev/shm") == 0) {
-		note(b, dest, network_file(dest) ? "not used: the guest has no network"
-						 : "the guest's own");
+	if (network_file(dest)) {
+		note(b, dest, "not used: the guest has no network");
+		return 0;
+	}
+	if (strncmp(dest, "/dev/", 5) == 0) { /* /dev/shm, Kubernetes' /dev/termination-log */
+		note(b, dest, "not used: the guest's own /dev");
 		return 0;
 	}
 	struct stat st;

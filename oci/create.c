@@ -101,8 +101,9 @@ static const char *scope_file(struct oci_container *c, const char *scope, char *
 }
 
 /* The session as the bundle asks. img and the strings stay the caller's. */
-static int request(struct oci_bundle *b, struct image *img, const char *scope, const char *id,
-		   struct session_request *r, char *work, size_t worklen)
+static int request(const struct oci_globals *g, struct oci_bundle *b, struct image *img,
+		   const char *scope, const char *id, struct session_request *r, char *work,
+		   size_t worklen)
 {
 	*r = (struct session_request)SESSION_REQUEST_INIT;
 	memset(img, 0, sizeof(*img));
@@ -116,10 +117,10 @@ static int request(struct oci_bundle *b, struct image *img, const char *scope, c
 	r->hostname = b->hostname;
 	r->interactive = true; /* the caller's stdin, /dev/null when it gives none */
 	r->forward_signals = true;
-	r->broker.scope = scope;
-	r->broker.shared = b->broker;
-	r->broker.vault = b->vault;
-	r->broker.ca_file = b->ca_file;
+	r->broker.scope = scope ? scope : g->scope;
+	r->broker.shared = b->broker ? b->broker : g->broker;
+	r->broker.vault = b->vault ? b->vault : g->vault;
+	r->broker.ca_file = b->ca_file ? b->ca_file : g->ca_file;
 	r->broker.audit = b->audit;
 	if (b->share_src) {
 		if (snprintf(work, worklen, "%s%s", b->share_src, b->share_ro ? ":ro" : "") >=
@@ -258,7 +259,7 @@ int oci_create(const struct oci_globals *g, int argc, char **argv)
 				       sizeof(err));
 	if (b.scope && !scope)
 		goto fail;
-	if (request(&b, &img, scope, o.id, &req, work, sizeof(work)) < 0) {
+	if (request(g, &b, &img, scope, o.id, &req, work, sizeof(work)) < 0) {
 		snprintf(err, sizeof(err), "mount source path too long");
 		goto fail;
 	}

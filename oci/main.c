@@ -99,8 +99,11 @@ int oci_features(const struct oci_globals *g, int argc, char **argv)
 }
 
 static const char usage[] =
-	"usage: bulkhead-oci [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...\n"
-	"An OCI runtime: each container is a bulkhead microVM (docs/OCI.md).\n"
+	"usage: bulkhead-oci [--root DIR] [--log FILE] [--log-format text|json]\n"
+	"                    [--scope FILE] [--vault FILE] [--ca-file FILE] [--broker SOCK] COMMAND ...\n"
+	"An OCI runtime: each container is a bulkhead microVM (docs/OCI.md). --scope, --vault,\n"
+	"--ca-file and --broker are the broker's defaults for containers whose annotations\n"
+	"(io.bulkhead.scope, .vault, .ca-file, .broker, .audit) say nothing.\n"
 	"  create [--bundle DIR] [--pid-file F] [--console-socket S] ID\n"
 	"  start ID | state ID | kill ID [SIGNAL] | delete [--force] ID\n"
 	"  exec [--process FILE] [--detach] [--pid-file F] [--console-socket S] ID [CMD...]\n"
@@ -145,6 +148,14 @@ static int globals(int argc, char **argv, struct oci_globals *g)
 			g->log = val;
 		else if (strncmp(a, "--log-format", klen) == 0 && klen == 12)
 			g->log_json = strcmp(val, "json") == 0;
+		else if (strncmp(a, "--scope", klen) == 0 && klen == 7)
+			g->scope = val;
+		else if (strncmp(a, "--vault", klen) == 0 && klen == 7)
+			g->vault = val;
+		else if (strncmp(a, "--ca-file", klen) == 0 && klen == 9)
+			g->ca_file = val;
+		else if (strncmp(a, "--broker", klen) == 0 && klen == 8)
+			g->broker = val;
 		else {
 			bool ok = false;
 			for (size_t k = 0; ignored_values[k]; k++)

@@ -26,6 +26,9 @@ struct oci_globals {
 	const char *root; /* --root: where containers' state directories live */
 	const char *log;  /* --log FILE: errors (and notes) also go there */
 	bool log_json;	  /* --log-format json */
+	/* The broker for containers whose bundle says nothing (io.bulkhead.* annotations win):
+	 * an operator's defaults, e.g. dockerd's "runtimeArgs", since Docker sets no annotation. */
+	const char *scope, *vault, *ca_file, *broker;
 };
 
 /* An error for the caller: one line on stderr, and in --log (JSON lines when asked, as runc
