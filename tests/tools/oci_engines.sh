@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: Apache-2.0
+# tests/tools/oci_engines.sh: real container engines (podman, containerd's ctr, dockerd) driven
+# with any OCI runtime binary, each with private state so nothing global is touched (sourced,
+# POSIX sh; after tests/e2e/lib.sh or bench/lib.sh). Each *_start/oci_podman returns non-zero
+# with one line on stderr saying why when that engine cannot run here, so a suite can skip.
+#   oci_refs DIR            $OCI_CRUN, $OCI_RUNC: the reference runtimes, usable on this host
+#   oci_log_runtime F REAL LOGDIR   F: a runtime recording each call to LOGDIR, then exec REAL
+#   oci_podman ROOTFS       $OCI_IMAGE in a private podman store; oci_podman_cmd ARGS...;
+#                           oci_podman_stop
+#   oci_containerd_start DIR; oci_ctr_cmd ARGS...; oci_ctr_run RUNTIME ID CMD...;
+#                           oci_containerd_stop
+#   oci_dockerd_start DIR NAME PATH; oci_docker_cmd ARGS...; oci_dockerd_stop
+# Host limits the engines' defaults exceed: the hard RLIMIT_NOFILE may be low and CAP_SYS_RESOURCE
+# missing, so podman's and dockerd's default rlimits are set to what this host allows
+# ($OCI_NOFILE, $OCI_NPROC); containerd's default spec asks only NOFILE 1024.
+
+OCI_CACHE=${BULKHEAD_CACHE:-$HOME/.cache/bulkhead}/oci
+# Podman records its run root in its database, so it must be the same path in every run.
+OCI_RUNBASE=/run/bulkhead-oci
+OCI_NOFILE=$(ulimit -Hn)
+# Podman lowers its own NPROC limit to pid_max before starting conmon: the lower of the two.
+OCI_NPROC=$(awk '/^Max processes/ { print $4 }' /proc/self/limits)
+[ "$OCI_NPROC" = unlimited ] || [ "$OCI_NPROC" -gt "$(cat /proc/sys/kernel/pid_max)" ] &&
+	OCI_NPROC=$(cat /proc/sys/kernel/pid_max)
+
+# oci_fail REASON: one line on stderr; status 1.
+oci_fail() {
+	echo "$1" >&2
+	return 1
+}
+
+# oci_key DIR: a key of DIR's content (names, types, sizes, modes, owners, times, link targets).
+oci_key() {
+	find "$1" -printf '%P %y %s %m %U %G %T@ %l\n' | LC_ALL=C sort | sha256sum | cut -c1-12
+}
+
+# oci_refs DIR: $OCI_RUNC and $OCI_CRUN. crun 1.8 refuses a hybrid cgroup host whose cgroup2
+# hierarchy has any controller ("cgroups in hybrid mode not supported"); where that is so,
+# $OCI_CRUN is a wrapper in DIR running crun in its own mount namespace with
+# unified/cgroup.controllers covered by an empty file, changing nothing for anyone else.
+oci_refs() {
+	OCI_RUNC=$(command -v runc || echo /usr/sbin/runc)
+	OCI_CRUN=$(command -v crun || echo /usr/bin/crun)
+	if [ -n "$(cat /sys/fs/cgroup/unified/cgroup.controllers 2> /dev/null)" ]; then
+		mkdir -p "$1" &&
+			cat > "$1/crun-hybrid" <<- EOF &&
+				#!/bin/sh
+				# crun with this host's cgroup2 controllers hidden from it (tests/tools/oci_engines.sh)
+				exec unshare -m --propagation private sh -c 'mount --bind /dev/null /sys/fs/cgroup/unified/cgroup.controllers && exec $OCI_CRUN "\$@"' crun "\$@"
+			EOF
+			chmod +x "$1/crun-hybrid" && OCI_CRUN=$1/crun-hybrid
+	fi
+}
+
+# oci_log_runtime FILE REAL LOGDIR: writes FILE, a runtime that appends one record per call to
+# LOGDIR/calls (its arguments, its descriptors, the environment variables engines pass, its
+# parent) and copies the bundle's config.json to LOGDIR, then execs REAL with the same arguments.
+oci_log_runtime() {
+	mkdir -p "$3" && cat > "$1" <<- EOF && chmod +x "$1"
+		#!/bin/sh
+		# a runtime that records each call, then runs $2 (tests/tools/oci_engines.sh)
+		# The descriptors the caller gave, read by a child with no redirection in this shell (sh
+		# moves a redirected descriptor aside to 10 and up); 10 and up are this script's own.
+		find /proc/\$\$/fd -mindepth 1 -fprintf "$3/fds.\$\$" ' %f=%l'
+		{
+			printf 'call:'; for a in "\$@"; do printf ' %s' "\$a"; done; echo
+			echo "  fds:\$(cat "$3/fds.\$\$")"; rm -f "$3/fds.\$\$"
+			echo "  env: \$(env | grep -E '^(_OCI|NOTIFY_SOCKET|LISTEN_|XDG_RUNTIME)' | tr '\n' ' ')"
+			echo "  cwd: \$(pwd); parent: \$(tr '\0' ' ' < /proc/\$PPID/cmdline | cut -c1-160)"
+		} >> "$3/calls"
+		prev=
+		for a in "\$@"; do
+			case \$prev in
+			--bundle | -b) cp "\$a/config.json" "$3/config.\$(date +%s%N).json" 2> /dev/null ;;
+			esac
+			prev=\$a
+		done
+		exec $2 "\$@"
+	EOF
+}
+
+
+# oci_podman ROOTFS: a podman store of its own under $OCI_CACHE, keyed by ROOTFS's content, with
+# ROOTFS imported once as $OCI_IMAGE and kept between runs; its run root and podman's temporary
+# directory under $OCI_RUNBASE. Nothing under /var/lib/containers or /run/libpod is used.
+# Containers get no network (netns none: nothing to set up), rlimits this host allows, no
+# conmon cgroup, events not logged.
+oci_podman() {
+	for _c in podman conmon; do
+		command -v $_c > /dev/null || { oci_fail "the $_c command is missing (apt-get install $_c)"; return 1; }
+	done
+	[ -d "$1" ] || { oci_fail "no root file system at $1"; return 1; }
+	_k=$(oci_key "$1")
+	OCI_PODMAN_DIR=$OCI_CACHE/podman-$_k
+	OCI_PODMAN_RUN=$OCI_RUNBASE/podman-$_k
+	OCI_IMAGE=localhost/bulkhead-oci:$_k
+	mkdir -p "$OCI_PODMAN_DIR/root" "$OCI_PODMAN_DIR/net" "$OCI_PODMAN_RUN/run" "$OCI_PODMAN_RUN/tmp" || {
+		oci_fail "cannot make $OCI_PODMAN_DIR and $OCI_PODMAN_RUN"; return 1; }
+	cat > "$OCI_PODMAN_DIR/containers.conf" <<- EOF2
+		[containers]
+		default_ulimits = ["nofile=$OCI_NOFILE:$OCI_NOFILE", "nproc=$OCI_NPROC:$OCI_NPROC"]
+		netns = "none"
+		cgroups = "no-conmon"
+		log_driver = "k8s-file"
+		[engine]
+		cgroup_manager = "cgroupfs"
+		events_logger = "none"
+		tmp_dir = "$OCI_PODMAN_RUN/tmp"
+		[network]
+		network_config_dir = "$OCI_PODMAN_DIR/net"
+	EOF2
+	cat > "$OCI_PODMAN_DIR/storage.conf" <<- EOF2
+		[storage]
+		driver = "overlay"
+		graphroot = "$OCI_PODMAN_DIR/root"
+		runroot = "$OCI_PODMAN_RUN/run"
+	EOF2
+	# The cgroup parents podman makes (libpod_parent) are removed by oci_podman_stop unless
+	# they were there before.
+	_oci_podman_cg=$(for _d in /sys/fs/cgroup/*/; do [ -d "${_d}libpod_parent" ] || echo "${_d}libpod_parent"; done)
+	if ! oci_podman_cmd image exists "$OCI_IMAGE" 2> /dev/null; then
+		tar -C "$1" -c . | oci_podman_cmd import - "$OCI_IMAGE" > /dev/null 2> "$OCI_PODMAN_DIR/import.err" || {
+			oci_fail "podman import of $1 failed: $(tail -n 1 "$OCI_PODMAN_DIR/import.err")"; return 1; }
+		_oci_podman_prune "$_k"
+	fi
+	oci_podman_cmd run --rm --runtime "${OCI_RUNC:-runc}" "$OCI_IMAGE" true > /dev/null 2> "$OCI_PODMAN_RUN/err" || {
+		oci_fail "podman cannot run a container here with runc: $(tail -n 1 "$OCI_PODMAN_RUN/err")"; return 1; }
+}
+
+# _oci_podman_prune KEY: removes the podman stores of other root file systems (stores are keyed
+# by content, so an image rebuilt leaves the old one behind), unless something is mounted there.
+_oci_podman_prune() {
+	for _d in "$OCI_CACHE"/podman-*; do
+		[ "$_d" = "$OCI_CACHE/podman-$1" ] && continue
+		umount "$_d/root/overlay" 2> /dev/null
+		grep -q " $_d/" /proc/mounts || rm -rf "$_d"
+	done
+}
+
+# oci_podman_cmd ARGS...: podman on the store oci_podman made.
+oci_podman_cmd() {
+	CONTAINERS_CONF=$OCI_PODMAN_DIR/containers.conf CONTAINERS_STORAGE_CONF=$OCI_PODMAN_DIR/storage.conf \
+		podman --root "$OCI_PODMAN_DIR/root" --runroot "$OCI_PODMAN_RUN/run" "$@"
+}
+
+# oci_podman_stop: removes the store's containers, its overlay mount and the cgroups podman
+# made; the store and $OCI_IMAGE stay for the next run.
+oci_podman_stop() {
+	[ -n "${OCI_PODMAN_DIR:-}" ] || return 0
+	oci_podman_cmd rm -af -t 0 > /dev/null 2>&1
+	umount "$OCI_PODMAN_DIR/root/overlay" 2> /dev/null
+	for _d in $_oci_podman_cg; do rmdir "$_d" 2> /dev/null; done
+	return 0
+}
