@@ -152,3 +152,101 @@ oci_podman_stop() {
 	for _d in $_oci_podman_cg; do rmdir "$_d" 2> /dev/null; done
 	return 0
 }
+
+# oci_containerd_start DIR: a containerd of its own (root, state, socket under DIR; no CRI
+# plugin, no metrics or debug listener) with $OCI_IMAGE imported from oci_podman's store (run
+# oci_podman first) as $OCI_CTR_IMAGE in namespace bulkhead-oci. Its shims' runtime state and
+# I/O fifos go under DIR too (oci_ctr_run passes --runc-root, --fifo-dir); containers' cgroups
+# are /bulkhead-oci/ID, their parent removed at the stop when this made it.
+oci_containerd_start() {
+	command -v containerd > /dev/null && command -v ctr > /dev/null && command -v containerd-shim-runc-v2 > /dev/null ||
+		{ oci_fail "containerd, ctr or containerd-shim-runc-v2 is missing (apt-get install containerd)"; return 1; }
+	[ -n "${OCI_IMAGE:-}" ] || { oci_fail "oci_containerd_start: no image (run oci_podman first)"; return 1; }
+	OCI_CTR_DIR=$1
+	OCI_CTR_SOCK=$1/containerd.sock
+	OCI_CTR_NS=bulkhead-oci
+	mkdir -p "$1/root" "$1/state" "$1/runc" "$1/fifo" || { oci_fail "cannot make $1"; return 1; }
+	# containerd 1.6 puts its shims' sockets under /run/containerd/s whatever its state
+	# directory: removed at the stop when this made it.
+	_oci_ctr_made_run=
+	[ -e /run/containerd ] || _oci_ctr_made_run=1
+	_oci_ctr_cg=$(for _d in /sys/fs/cgroup/*/; do [ -d "$_d$OCI_CTR_NS" ] || echo "$_d$OCI_CTR_NS"; done)
+	cat > "$1/config.toml" <<- EOF2
+		version = 2
+		root = "$1/root"
+		state = "$1/state"
+		disabled_plugins = ["io.containerd.grpc.v1.cri"]
+		[grpc]
+		  address = "$OCI_CTR_SOCK"
+		[ttrpc]
+		  address = "$OCI_CTR_SOCK.ttrpc"
+		[debug]
+		  address = ""
+		[metrics]
+		  address = ""
+	EOF2
+	containerd --config "$1/config.toml" > "$1/containerd.log" 2>&1 &
+	OCI_CTR_PID=$!
+	_i=0
+	until ctr -a "$OCI_CTR_SOCK" version > /dev/null 2>&1; do
+		_i=$((_i + 1))
+		if [ $_i -gt 100 ] || ! kill -0 "$OCI_CTR_PID" 2> /dev/null; then
+			oci_fail "containerd did not start: $(tail -n 1 "$1/containerd.log")"
+			oci_containerd_stop
+			return 1
+		fi
+		sleep 0.1
+	done
+	oci_podman_cmd save --format docker-archive -o "$1/image.tar" "$OCI_IMAGE" > /dev/null 2> "$1/err" &&
+		oci_ctr_cmd images import "$1/image.tar" > /dev/null 2>> "$1/err" || {
+		oci_fail "importing $OCI_IMAGE into containerd failed: $(tail -n 1 "$1/err")"
+		oci_containerd_stop
+		return 1
+	}
+	rm -f "$1/image.tar"
+	OCI_CTR_IMAGE=$OCI_IMAGE
+	oci_ctr_run "${OCI_RUNC:-runc}" bulkhead-oci-check true > /dev/null 2> "$1/err" || {
+		oci_fail "containerd cannot run a container here with runc: $(tail -n 1 "$1/err")"
+		oci_containerd_stop
+		return 1
+	}
+}
+
+# oci_ctr_cmd ARGS...: ctr on the containerd oci_containerd_start made.
+oci_ctr_cmd() { ctr -a "$OCI_CTR_SOCK" -n "$OCI_CTR_NS" "$@"; }
+
+# oci_ctr_run RUNTIME ID [CTR-RUN-OPTIONS...] -- CMD...: `ctr run --rm` of $OCI_CTR_IMAGE through
+# the io.containerd.runc.v2 shim with RUNTIME as its runc (a Kubernetes RuntimeClass's path);
+# its status is the command's. Without --, everything after ID is the command.
+oci_ctr_run() {
+	_rt=$1 _id=$2
+	shift 2
+	_opts=
+	case " $* " in
+	*" -- "*)
+		while [ "$1" != -- ]; do _opts="$_opts $1"; shift; done
+		shift ;;
+	esac
+	# shellcheck disable=SC2086 # the options are words
+	oci_ctr_cmd run --rm --runc-binary "$_rt" --runc-root "$OCI_CTR_DIR/runc" --fifo-dir "$OCI_CTR_DIR/fifo" $_opts "$OCI_CTR_IMAGE" "$_id" "$@"
+}
+
+# oci_containerd_stop: kills what is left in the namespace, stops containerd and its shims,
+# and unmounts what it mounted under its DIR.
+oci_containerd_stop() {
+	[ -n "${OCI_CTR_PID:-}" ] || return 0
+	for _t in $(oci_ctr_cmd tasks ls -q 2> /dev/null); do
+		oci_ctr_cmd tasks kill -s KILL "$_t" > /dev/null 2>&1
+		oci_ctr_cmd tasks delete -f "$_t" > /dev/null 2>&1
+	done
+	for _c in $(oci_ctr_cmd containers ls -q 2> /dev/null); do oci_ctr_cmd containers delete "$_c" > /dev/null 2>&1; done
+	kill "$OCI_CTR_PID" 2> /dev/null
+	wait "$OCI_CTR_PID" 2> /dev/null
+	for _m in $(awk -v d="$OCI_CTR_DIR/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r); do
+		umount "$_m" 2> /dev/null || umount -l "$_m"
+	done
+	[ -n "$_oci_ctr_made_run" ] && rmdir /run/containerd/s /run/containerd/fifo /run/containerd 2> /dev/null
+	for _d in $_oci_ctr_cg; do rmdir "$_d" 2> /dev/null; done
+	OCI_CTR_PID=
+	return 0
+}
