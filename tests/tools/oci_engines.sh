@@ -215,20 +215,25 @@ oci_containerd_start() {
 # oci_ctr_cmd ARGS...: ctr on the containerd oci_containerd_start made.
 oci_ctr_cmd() { ctr -a "$OCI_CTR_SOCK" -n "$OCI_CTR_NS" "$@"; }
 
-# oci_ctr_run RUNTIME ID [CTR-RUN-OPTIONS...] -- CMD...: `ctr run --rm` of $OCI_CTR_IMAGE through
-# the io.containerd.runc.v2 shim with RUNTIME as its runc (a Kubernetes RuntimeClass's path);
-# its status is the command's. Without --, everything after ID is the command.
+# oci_ctr_run RUNTIME ID [CTR-RUN-OPTIONS...] -- CMD...: `ctr run --rm` (without --rm when the
+# options hold -d) of $OCI_CTR_IMAGE through the io.containerd.runc.v2 shim with RUNTIME as its
+# runc (a Kubernetes RuntimeClass's path); its status is the command's. Without --, everything
+# after ID is the command.
 oci_ctr_run() {
 	_rt=$1 _id=$2
 	shift 2
-	_opts=
+	_opts=--rm
 	case " $* " in
 	*" -- "*)
-		while [ "$1" != -- ]; do _opts="$_opts $1"; shift; done
+		while [ "$1" != -- ]; do
+			case $1 in -d | --detach) _opts=${_opts#--rm} ;; esac
+			_opts="$_opts $1"
+			shift
+		done
 		shift ;;
 	esac
 	# shellcheck disable=SC2086 # the options are words
-	oci_ctr_cmd run --rm --runc-binary "$_rt" --runc-root "$OCI_CTR_DIR/runc" --fifo-dir "$OCI_CTR_DIR/fifo" $_opts "$OCI_CTR_IMAGE" "$_id" "$@"
+	oci_ctr_cmd run --runc-binary "$_rt" --runc-root "$OCI_CTR_DIR/runc" --fifo-dir "$OCI_CTR_DIR/fifo" $_opts "$OCI_CTR_IMAGE" "$_id" "$@"
 }
 
 # oci_containerd_stop: kills what is left in the namespace, stops containerd and its shims,
