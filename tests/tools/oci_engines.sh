@@ -80,6 +80,17 @@ oci_log_runtime() {
 }
 
 
+# _oci_run_made: the directories dockerd and containerd 1.6 make under /run whatever their
+# own state directories (shim sockets in /run/containerd/s, /run/docker/plugins) that are not
+# there yet. _oci_run_clean LIST: removes those of LIST that are empty again.
+_oci_run_made() {
+	for _d in /run/containerd /run/docker; do [ -e $_d ] || echo $_d; done
+}
+_oci_run_clean() {
+	for _d in $1; do rmdir "$_d"/* "$_d" 2> /dev/null; done
+	return 0
+}
+
 # oci_podman ROOTFS: a podman store of its own under $OCI_CACHE, keyed by ROOTFS's content, with
 # ROOTFS imported once as $OCI_IMAGE and kept between runs; its run root and podman's temporary
 # directory under $OCI_RUNBASE. Nothing under /var/lib/containers or /run/libpod is used.
@@ -166,10 +177,7 @@ oci_containerd_start() {
 	OCI_CTR_SOCK=$1/containerd.sock
 	OCI_CTR_NS=bulkhead-oci
 	mkdir -p "$1/root" "$1/state" "$1/runc" "$1/fifo" || { oci_fail "cannot make $1"; return 1; }
-	# containerd 1.6 puts its shims' sockets under /run/containerd/s whatever its state
-	# directory: removed at the stop when this made it.
-	_oci_ctr_made_run=
-	[ -e /run/containerd ] || _oci_ctr_made_run=1
+	_oci_ctr_run=$(_oci_run_made)
 	_oci_ctr_cg=$(for _d in /sys/fs/cgroup/*/; do [ -d "$_d$OCI_CTR_NS" ] || echo "$_d$OCI_CTR_NS"; done)
 	cat > "$1/config.toml" <<- EOF2
 		version = 2
@@ -250,8 +258,85 @@ oci_containerd_stop() {
 	for _m in $(awk -v d="$OCI_CTR_DIR/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r); do
 		umount "$_m" 2> /dev/null || umount -l "$_m"
 	done
-	[ -n "$_oci_ctr_made_run" ] && rmdir /run/containerd/s /run/containerd/fifo /run/containerd 2> /dev/null
+	_oci_run_clean "$_oci_ctr_run"
 	for _d in $_oci_ctr_cg; do rmdir "$_d" 2> /dev/null; done
 	OCI_CTR_PID=
+	return 0
+}
+
+# oci_dockerd_start DIR NAME PATH: a dockerd of its own (data root, exec root, pid file and socket
+# under DIR, with the containerd it starts itself there) knowing runtime NAME at PATH, with
+# $OCI_IMAGE loaded from oci_podman's store (run oci_podman first). No bridge, no iptables;
+# default ulimits this host allows; containers' cgroups under /bulkhead-oci-docker, removed at
+# the stop when this made it. Always /usr/bin/docker and /usr/sbin/dockerd: another docker
+# client may come first on PATH.
+oci_dockerd_start() {
+	for _c in /usr/sbin/dockerd /usr/bin/docker; do
+		[ -x $_c ] || { oci_fail "$_c is missing (apt-get install docker.io)"; return 1; }
+	done
+	[ -n "${OCI_IMAGE:-}" ] || { oci_fail "oci_dockerd_start: no image (run oci_podman first)"; return 1; }
+	OCI_DOCKER_DIR=$1
+	OCI_DOCKER_SOCK=$1/docker.sock
+	mkdir -p "$1/data" "$1/exec" || { oci_fail "cannot make $1"; return 1; }
+	_oci_docker_run=$(_oci_run_made)
+	_oci_docker_cg=$(for _d in /sys/fs/cgroup/*/; do [ -d "${_d}bulkhead-oci-docker" ] || echo "${_d}bulkhead-oci-docker"; done)
+	cat > "$1/daemon.json" <<- EOF2
+		{
+			"runtimes": { "$2": { "path": "$3" } },
+			"default-ulimits": {
+				"nofile": { "Name": "nofile", "Soft": $OCI_NOFILE, "Hard": $OCI_NOFILE },
+				"nproc": { "Name": "nproc", "Soft": $OCI_NPROC, "Hard": $OCI_NPROC }
+			},
+			"cgroup-parent": "/bulkhead-oci-docker",
+			"exec-opts": ["native.cgroupdriver=cgroupfs"],
+			"bridge": "none", "iptables": false, "ip6tables": false, "ip-forward": false,
+			"ip-masq": false, "userland-proxy": false
+		}
+	EOF2
+	/usr/sbin/dockerd --config-file "$1/daemon.json" --data-root "$1/data" --exec-root "$1/exec" \
+		--pidfile "$1/dockerd.pid" -H "unix://$OCI_DOCKER_SOCK" > "$1/dockerd.log" 2>&1 &
+	OCI_DOCKER_PID=$!
+	_i=0
+	until oci_docker_cmd version > /dev/null 2>&1; do
+		_i=$((_i + 1))
+		if [ $_i -gt 300 ] || ! kill -0 "$OCI_DOCKER_PID" 2> /dev/null; then
+			oci_fail "dockerd did not start: $(grep -E 'level=(error|fatal)' "$1/dockerd.log" | tail -n 1)"
+			oci_dockerd_stop
+			return 1
+		fi
+		sleep 0.1
+	done
+	oci_podman_cmd save --format docker-archive -o "$1/image.tar" "$OCI_IMAGE" > /dev/null 2> "$1/err" &&
+		oci_docker_cmd load -i "$1/image.tar" > /dev/null 2>> "$1/err" || {
+		oci_fail "loading $OCI_IMAGE into dockerd failed: $(tail -n 1 "$1/err")"
+		oci_dockerd_stop
+		return 1
+	}
+	rm -f "$1/image.tar"
+	oci_docker_cmd run --rm --network none "$OCI_IMAGE" true > /dev/null 2> "$1/err" || {
+		oci_fail "dockerd cannot run a container here with runc: $(tail -n 1 "$1/err")"
+		oci_dockerd_stop
+		return 1
+	}
+}
+
+# oci_docker_cmd ARGS...: Debian's docker client on the dockerd oci_dockerd_start made.
+oci_docker_cmd() { /usr/bin/docker -H "unix://$OCI_DOCKER_SOCK" "$@"; }
+
+# oci_dockerd_stop: removes its containers, stops dockerd (which stops its containerd) and
+# unmounts what it mounted under its DIR.
+oci_dockerd_stop() {
+	[ -n "${OCI_DOCKER_PID:-}" ] || return 0
+	_cs=$(oci_docker_cmd ps -aq 2> /dev/null)
+	# shellcheck disable=SC2086 # container ids are words
+	[ -z "$_cs" ] || oci_docker_cmd rm -f $_cs > /dev/null 2>&1
+	kill "$OCI_DOCKER_PID" 2> /dev/null
+	wait "$OCI_DOCKER_PID" 2> /dev/null
+	for _m in $(awk -v d="$OCI_DOCKER_DIR/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r); do
+		umount "$_m" 2> /dev/null || umount -l "$_m"
+	done
+	for _d in $_oci_docker_cg; do rmdir "$_d" 2> /dev/null; done
+	_oci_run_clean "$_oci_docker_run"
+	OCI_DOCKER_PID=
 	return 0
 }
