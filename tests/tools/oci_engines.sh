@@ -3,6 +3,7 @@
 # with any OCI runtime binary, each with private state so nothing global is touched (sourced,
 # POSIX sh; after tests/e2e/lib.sh or bench/lib.sh). Each *_start/oci_podman returns non-zero
 # with one line on stderr saying why when that engine cannot run here, so a suite can skip.
+# Usable under set -e (bench/oci-run.sh): the stop functions tolerate what is already gone.
 #   oci_refs DIR            $OCI_CRUN, $OCI_RUNC: the reference runtimes, usable on this host
 #   oci_log_runtime F REAL LOGDIR   F: a runtime recording each call to LOGDIR, then exec REAL
 #   oci_podman ROOTFS       $OCI_IMAGE in a private podman store; oci_podman_cmd ARGS...;
@@ -20,8 +21,9 @@ OCI_RUNBASE=/run/bulkhead-oci
 OCI_NOFILE=$(ulimit -Hn)
 # Podman lowers its own NPROC limit to pid_max before starting conmon: the lower of the two.
 OCI_NPROC=$(awk '/^Max processes/ { print $4 }' /proc/self/limits)
-[ "$OCI_NPROC" = unlimited ] || [ "$OCI_NPROC" -gt "$(cat /proc/sys/kernel/pid_max)" ] &&
+if [ "$OCI_NPROC" = unlimited ] || [ "$OCI_NPROC" -gt "$(cat /proc/sys/kernel/pid_max)" ]; then
 	OCI_NPROC=$(cat /proc/sys/kernel/pid_max)
+fi
 
 # oci_fail REASON: one line on stderr; status 1.
 oci_fail() {
@@ -87,8 +89,22 @@ _oci_run_made() {
 	for _d in /run/containerd /run/docker; do [ -e $_d ] || echo $_d; done
 }
 _oci_run_clean() {
-	for _d in $1; do rmdir "$_d"/* "$_d" 2> /dev/null; done
+	for _d in $1; do rmdir "$_d"/* "$_d" 2> /dev/null || :; done
 	return 0
+}
+
+# _oci_rmdirs LIST: removes the cgroup directories of LIST, waiting up to 2 s for processes of
+# a container just deleted to leave them.
+_oci_rmdirs() {
+	_i=0
+	while [ $_i -lt 20 ]; do
+		_left=
+		for _d in $1; do [ -d "$_d" ] && ! rmdir "$_d" 2> /dev/null && _left=1; done
+		[ -z "$_left" ] && return 0
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	echo "oci_engines: cgroups left behind: $(for _d in $1; do [ -d "$_d" ] && echo "$_d"; done | tr '\n' ' ')" >&2
 }
 
 # oci_podman ROOTFS: a podman store of its own under $OCI_CACHE, keyed by ROOTFS's content, with
@@ -143,7 +159,7 @@ oci_podman() {
 _oci_podman_prune() {
 	for _d in "$OCI_CACHE"/podman-*; do
 		[ "$_d" = "$OCI_CACHE/podman-$1" ] && continue
-		umount "$_d/root/overlay" 2> /dev/null
+		umount "$_d/root/overlay" 2> /dev/null || :
 		grep -q " $_d/" /proc/mounts || rm -rf "$_d"
 	done
 }
@@ -158,9 +174,9 @@ oci_podman_cmd() {
 # made; the store and $OCI_IMAGE stay for the next run.
 oci_podman_stop() {
 	[ -n "${OCI_PODMAN_DIR:-}" ] || return 0
-	oci_podman_cmd rm -af -t 0 > /dev/null 2>&1
-	umount "$OCI_PODMAN_DIR/root/overlay" 2> /dev/null
-	for _d in $_oci_podman_cg; do rmdir "$_d" 2> /dev/null; done
+	oci_podman_cmd rm -af -t 0 > /dev/null 2>&1 || :
+	umount "$OCI_PODMAN_DIR/root/overlay" 2> /dev/null || :
+	_oci_rmdirs "$_oci_podman_cg"
 	return 0
 }
 
@@ -249,23 +265,24 @@ oci_ctr_run() {
 oci_containerd_stop() {
 	[ -n "${OCI_CTR_PID:-}" ] || return 0
 	for _t in $(oci_ctr_cmd tasks ls -q 2> /dev/null); do
-		oci_ctr_cmd tasks kill -s KILL "$_t" > /dev/null 2>&1
-		oci_ctr_cmd tasks delete -f "$_t" > /dev/null 2>&1
+		oci_ctr_cmd tasks kill -s KILL "$_t" > /dev/null 2>&1 || :
+		oci_ctr_cmd tasks delete -f "$_t" > /dev/null 2>&1 || :
 	done
-	for _c in $(oci_ctr_cmd containers ls -q 2> /dev/null); do oci_ctr_cmd containers delete "$_c" > /dev/null 2>&1; done
-	kill "$OCI_CTR_PID" 2> /dev/null
-	wait "$OCI_CTR_PID" 2> /dev/null
+	for _c in $(oci_ctr_cmd containers ls -q 2> /dev/null); do oci_ctr_cmd containers delete "$_c" > /dev/null 2>&1 || :; done
+	kill "$OCI_CTR_PID" 2> /dev/null || :
+	wait "$OCI_CTR_PID" 2> /dev/null || :
 	for _m in $(awk -v d="$OCI_CTR_DIR/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r); do
-		umount "$_m" 2> /dev/null || umount -l "$_m"
+		umount "$_m" 2> /dev/null || umount -l "$_m" || :
 	done
 	_oci_run_clean "$_oci_ctr_run"
-	for _d in $_oci_ctr_cg; do rmdir "$_d" 2> /dev/null; done
+	_oci_rmdirs "$_oci_ctr_cg"
 	OCI_CTR_PID=
 	return 0
 }
 
-# oci_dockerd_start DIR NAME PATH: a dockerd of its own (data root, exec root, pid file and socket
-# under DIR, with the containerd it starts itself there) knowing runtime NAME at PATH, with
+# oci_dockerd_start DIR [NAME PATH]...: a dockerd of its own (data root, exec root, pid file and
+# socket under DIR, with the containerd it starts itself there) knowing each runtime NAME at PATH
+# (`docker run --runtime NAME`; runc is its default), with
 # $OCI_IMAGE loaded from oci_podman's store (run oci_podman first). No bridge, no iptables;
 # default ulimits this host allows; containers' cgroups under /bulkhead-oci-docker, removed at
 # the stop when this made it. Always /usr/bin/docker and /usr/sbin/dockerd: another docker
@@ -280,9 +297,16 @@ oci_dockerd_start() {
 	mkdir -p "$1/data" "$1/exec" || { oci_fail "cannot make $1"; return 1; }
 	_oci_docker_run=$(_oci_run_made)
 	_oci_docker_cg=$(for _d in /sys/fs/cgroup/*/; do [ -d "${_d}bulkhead-oci-docker" ] || echo "${_d}bulkhead-oci-docker"; done)
+	_rts=
+	shift
+	while [ $# -ge 2 ]; do
+		_rts="$_rts${_rts:+, }\"$1\": { \"path\": \"$2\" }"
+		shift 2
+	done
+	set -- "$OCI_DOCKER_DIR"
 	cat > "$1/daemon.json" <<- EOF2
 		{
-			"runtimes": { "$2": { "path": "$3" } },
+			"runtimes": { $_rts },
 			"default-ulimits": {
 				"nofile": { "Name": "nofile", "Soft": $OCI_NOFILE, "Hard": $OCI_NOFILE },
 				"nproc": { "Name": "nproc", "Soft": $OCI_NPROC, "Hard": $OCI_NPROC }
@@ -327,15 +351,15 @@ oci_docker_cmd() { /usr/bin/docker -H "unix://$OCI_DOCKER_SOCK" "$@"; }
 # unmounts what it mounted under its DIR.
 oci_dockerd_stop() {
 	[ -n "${OCI_DOCKER_PID:-}" ] || return 0
-	_cs=$(oci_docker_cmd ps -aq 2> /dev/null)
+	_cs=$(oci_docker_cmd ps -aq 2> /dev/null) || :
 	# shellcheck disable=SC2086 # container ids are words
-	[ -z "$_cs" ] || oci_docker_cmd rm -f $_cs > /dev/null 2>&1
-	kill "$OCI_DOCKER_PID" 2> /dev/null
-	wait "$OCI_DOCKER_PID" 2> /dev/null
+	[ -z "$_cs" ] || oci_docker_cmd rm -f $_cs > /dev/null 2>&1 || :
+	kill "$OCI_DOCKER_PID" 2> /dev/null || :
+	wait "$OCI_DOCKER_PID" 2> /dev/null || :
 	for _m in $(awk -v d="$OCI_DOCKER_DIR/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r); do
-		umount "$_m" 2> /dev/null || umount -l "$_m"
+		umount "$_m" 2> /dev/null || umount -l "$_m" || :
 	done
-	for _d in $_oci_docker_cg; do rmdir "$_d" 2> /dev/null; done
+	_oci_rmdirs "$_oci_docker_cg"
 	_oci_run_clean "$_oci_docker_run"
 	OCI_DOCKER_PID=
 	return 0
