@@ -104,7 +104,7 @@ void exec_client_signal(struct exec_client *c, int sig)
 {
 	if (sig < 1 || sig > AGENT_SIG_MAX)
 		return;
-	c->pending_signal = sig;
+	c->pending_signal = sig | (c->signal_process ? AGENT_SIGNAL_PROCESS : 0);
 	queue_control(c);
 }
 

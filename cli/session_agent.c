@@ -77,6 +77,7 @@ static int start_exec(struct agent_link *a)
 	a->exec->out_fd = 1;
 	a->exec->err_fd = 2;
 	a->exec->escapes = (a->flags & AGENT_EXEC_TTY) && a->in_fd >= 0 && !a->no_escapes;
+	a->exec->signal_process = a->no_escapes; /* an OCI caller's kill is for the process */
 	/* The terminal may have been sized since the session started (a caller that holds the
 	 * terminal's other end sets it once it has it). */
 	struct winsize ws;

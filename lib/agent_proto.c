@@ -86,8 +86,8 @@ int agent_signal_decode(const uint8_t *p, size_t len, int *sig)
 {
 	if (len != AGENT_SIGNAL_LEN)
 		return -EPROTO;
-	uint32_t v = get_le32(p);
-	if (v < 1 || v > AGENT_SIG_MAX)
+	uint32_t v = get_le32(p), num = v & ~(uint32_t)AGENT_SIGNAL_PROCESS;
+	if (num < 1 || num > AGENT_SIG_MAX)
 		return -EPROTO;
 	*sig = (int)v;
 	return 0;

@@ -47,7 +47,9 @@ enum agent_type {
 	/* host -> guest */
 	AGENT_EXEC = 1,	   /* struct agent_exec + strings (see below) */
 	AGENT_STDIN = 2,   /* bytes for the command's stdin; len 0 = end of input */
-	AGENT_SIGNAL = 3,  /* le32 signal number (1..64), for the command's process group */
+	AGENT_SIGNAL = 3,  /* le32 signal number (1..64), for the command's process group; with
+			    * AGENT_SIGNAL_PROCESS, for the command's process alone (as an OCI
+			    * runtime's kill reaches a container's first process only) */
 	AGENT_WINSIZE = 4, /* le16 rows, le16 cols (tty execs) */
 	/* guest -> host */
 	AGENT_STDOUT = 16, /* bytes of the command's stdout (or its tty) */
@@ -106,6 +108,9 @@ int agent_check_len(int type, size_t len);
 
 /* Fixed payloads. Encoders write little-endian; decoders check the length and every
  * field's range and return 0 or -EPROTO. */
+#define AGENT_SIGNAL_PROCESS 0x100
+/* SIG: a signal number, or'ed with AGENT_SIGNAL_PROCESS; decode gives it back the same way and
+ * refuses any other bit. */
 void agent_signal_encode(uint8_t out[AGENT_SIGNAL_LEN], int sig);
 int agent_signal_decode(const uint8_t *p, size_t len, int *sig);
 void agent_winsize_encode(uint8_t out[AGENT_WINSIZE_LEN], uint16_t rows, uint16_t cols);

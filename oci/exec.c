@@ -132,6 +132,7 @@ static int relay(const char *uds, const struct oci_process *p, int ready_fd)
 	c->in_fd = 0;
 	c->out_fd = 1;
 	c->err_fd = 2;
+	c->signal_process = true; /* as kill(2) on the process the caller knows */
 	struct winsize ws = { .ws_row = (unsigned short)p->rows, .ws_col = (unsigned short)p->cols };
 	if (p->terminal) {
 		struct termios t;

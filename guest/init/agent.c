@@ -71,7 +71,10 @@ static int on_host_frame(struct handler *h, int type, const uint8_t *buf, size_t
 		int sig;
 		if (agent_signal_decode(buf, len, &sig) < 0)
 			return -1;
-		kill(-h->proc.pid, sig);
+		if (sig & AGENT_SIGNAL_PROCESS)
+			kill(h->proc.pid, sig & ~AGENT_SIGNAL_PROCESS);
+		else
+			kill(-h->proc.pid, sig);
 		return 0;
 	}
 	case AGENT_WINSIZE: {

@@ -17,7 +17,7 @@
 
 OCI_CACHE=${BULKHEAD_CACHE:-$HOME/.cache/bulkhead}/oci
 # Podman records its run root in its database, so it must be the same path in every run.
-OCI_RUNBASE=/run/bulkhead-oci
+OCI_RUNBASE=/run/bulkhead-engines
 OCI_NOFILE=$(awk '/^Max open files/ { print $5 }' /proc/self/limits)
 # Podman lowers its own NPROC limit to pid_max before starting conmon: the lower of the two.
 OCI_NPROC=$(awk '/^Max processes/ { print $4 }' /proc/self/limits)

@@ -217,6 +217,14 @@ static void test_fixed_payloads(void **state)
 	assert_int_equal(agent_signal_decode(b, 4, &sig), -EPROTO);
 	agent_signal_encode(b, 65);
 	assert_int_equal(agent_signal_decode(b, 4, &sig), -EPROTO);
+	/* The process-alone bit comes back as sent; no other bit is taken. */
+	agent_signal_encode(b, 15 | AGENT_SIGNAL_PROCESS);
+	assert_int_equal(agent_signal_decode(b, 4, &sig), 0);
+	assert_int_equal(sig, 15 | AGENT_SIGNAL_PROCESS);
+	agent_signal_encode(b, 15 | 0x200);
+	assert_int_equal(agent_signal_decode(b, 4, &sig), -EPROTO);
+	agent_signal_encode(b, AGENT_SIGNAL_PROCESS);
+	assert_int_equal(agent_signal_decode(b, 4, &sig), -EPROTO);
 	memcpy(b, "\0\0\0\x0f", 4); /* 15 in the wrong byte order */
 	assert_int_equal(agent_signal_decode(b, 4, &sig), -EPROTO);
 
