@@ -5,7 +5,7 @@
 # when it has a folder and an extension or ends in /; a function when written name() .
 . "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
-docs="docs/ARCHITECTURE.md docs/THREAT-MODEL.md README.md vmm/README.md vsock/README.md broker/README.md"
+docs="docs/ARCHITECTURE.md docs/THREAT-MODEL.md docs/OCI.md README.md vmm/README.md vsock/README.md broker/README.md"
 for doc in $docs; do
 	[ -f "$doc" ] || continue
 	missing=""
@@ -18,7 +18,7 @@ for doc in $docs; do
 		case $p in
 		*/*)
 			found=
-			for top in . cli jail lib broker vsock vmm guest image tests; do
+			for top in . cli jail lib broker vsock vmm guest image oci tests; do
 				[ -e "$top/$p" ] && found=1
 			done
 			[ -n "$found" ] || missing="$missing $p"
