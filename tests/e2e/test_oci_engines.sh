@@ -83,6 +83,13 @@ if oci_podman "$ROOTFS" 2> "$TMP/podman.why"; then
 			'trap "echo got-term; exit 7" TERM; echo ready; while :; do sleep 0.1; done' > /dev/null 2>&1
 		i=0; while ! pod logs "t-$$" 2> /dev/null | grep -q ready && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 		ex=$(pod exec "t-$$" sh -c 'echo exec-out; exit 4' 2>&1); ex_rc=$?
+		if [ "$rt" = "$OCI" ]; then
+			pty_run sh -c ". tests/tools/oci_engines.sh; OCI_PODMAN_DIR='$OCI_PODMAN_DIR' OCI_PODMAN_RUN='$OCI_PODMAN_RUN'; oci_podman_cmd exec -it t-$$ sh" > "$TMP/pod-exec-it.out" 2>&1
+			grep -q '^42$' "$TMP/pod-exec-it.out" && grep -q '^/dev/pts/' "$TMP/pod-exec-it.out" &&
+				grep -q '^status 5$' "$TMP/pod-exec-it.out" &&
+				ok "podman exec -it: a shell on a terminal in the running container" ||
+				not_ok "podman exec -it: a shell on a terminal" "$(tail -n 8 "$TMP/pod-exec-it.out")"
+		fi
 		pod stop -t 20 "t-$$" > /dev/null 2>&1
 		st=$(pod inspect "t-$$" --format '{{.State.ExitCode}}' 2> /dev/null)
 		logs=$(pod logs "t-$$" 2>&1 | tr '\n' ' ')
