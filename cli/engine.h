@@ -14,7 +14,7 @@ enum engine_kind {
 	ENGINE_QEMU, /* qemu-system-x86_64 -M microvm */
 };
 
-#define LAUNCH_FS_MAX 2
+#define LAUNCH_FS_MAX 4 /* work, image, bind0, bind1 */
 
 /* Everything an engine needs to start a guest. */
 struct jail_ids;

@@ -9,12 +9,12 @@
 #include <limits.h>
 #include <stddef.h>
 
-#define ENGINE_MAX_ARGS 64
+#define ENGINE_MAX_ARGS 96
 
 struct engine_argv {
 	const char *v[ENGINE_MAX_ARGS + 1];
 	unsigned n;
-	char strs[8][PATH_MAX + 64]; /* storage for formatted arguments */
+	char strs[16][PATH_MAX + 64]; /* storage for formatted arguments */
 	unsigned nstrs;
 	int overflow;
 };

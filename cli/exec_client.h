@@ -41,7 +41,7 @@ struct exec_client {
 	 * (the EXEC frame waits here from the start). */
 	uint8_t obuf[AGENT_HDR_LEN + AGENT_MAX_PAYLOAD];
 	size_t olen, ooff;
-	int pending_signal; /* queued while a frame is in flight; 0 if none */
+	int pending_signal;  /* queued while a frame is in flight; 0 if none */
 	bool signal_process; /* signals for the command's process alone, not its group (OCI) */
 	bool pending_winsize;
 	uint16_t rows, cols;

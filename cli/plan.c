@@ -112,7 +112,8 @@ static bool cmdline_safe(const char *v, size_t max)
 	return true;
 }
 
-/* bulkhead.hostname= and bulkhead.workdir= (lib/boot_args.h) when asked. */
+/* bulkhead.hostname= and bulkhead.bindN= (lib/boot_args.h) when asked; each bind's directory
+ * resolved as the work share's is (no symbolic link on its path). */
 static int plan_guest_names(struct session_plan *p, char *err, size_t errlen)
 {
 	const struct session_request *r = &p->req;
@@ -121,25 +122,37 @@ static int plan_guest_names(struct session_plan *p, char *err, size_t errlen)
 	if (r->hostname) {
 		if (!cmdline_safe(r->hostname, BOOT_ARGS_HOSTNAME_MAX) ||
 		    r->hostname[strcspn(r->hostname, "/+@")]) {
-			snprintf(err, errlen, "host name '%.80s': only letters, digits, '.', '-' "
-				 "and '_', at most %d", r->hostname, BOOT_ARGS_HOSTNAME_MAX);
+			snprintf(err, errlen,
+				 "host name '%.80s': only letters, digits, '.', '-' "
+				 "and '_', at most %d",
+				 r->hostname, BOOT_ARGS_HOSTNAME_MAX);
 			return -1;
 		}
 		n = snprintf(p->cmdline + len, cap - len, " %s%s", BOOT_ARGS_HOSTNAME, r->hostname);
 		len += n > 0 ? (size_t)n : 0;
 	}
-	if (r->work_dest && len < cap) {
-		if (r->work_dest[0] != '/' || !cmdline_safe(r->work_dest, BOOT_ARGS_WORKDIR_MAX) ||
-		    strstr(r->work_dest, "/..") || strstr(r->work_dest, "//") ||
-		    strcmp(r->work_dest, "/") == 0) {
-			snprintf(err, errlen, "mount destination '%.80s': an absolute path of "
+	for (size_t i = 0; i < r->nbinds && i < SESSION_BINDS_MAX && n >= 0 && len < cap; i++) {
+		const char *d = r->binds[i].dest;
+		if (d[0] != '/' || !cmdline_safe(d, BOOT_ARGS_BIND_DEST_MAX) || strstr(d, "/..") ||
+		    strstr(d, "//") || strcmp(d, "/") == 0) {
+			snprintf(err, errlen,
+				 "mount destination '%.80s': an absolute path of "
 				 "letters, digits and '/._-+@', without '..', at most %d",
-				 r->work_dest, BOOT_ARGS_WORKDIR_MAX);
+				 d, BOOT_ARGS_BIND_DEST_MAX);
 			return -1;
 		}
-		n = snprintf(p->cmdline + len, cap - len, " %s%s", BOOT_ARGS_WORKDIR, r->work_dest);
+		if (share_fs_resolve(r->binds[i].src, r->binds[i].ro, "mount source", &p->binds[i],
+				     err, errlen) < 0)
+			return -1;
+		n = snprintf(p->cmdline + len, cap - len, " %s%zu=%s:%s", BOOT_ARGS_BIND, i,
+			     r->binds[i].ro ? "ro" : "rw", d);
+		len += n > 0 ? (size_t)n : 0;
 	}
-	if (n < 0 || len >= cap || (size_t)n >= cap - len) {
+	if (r->nbinds > SESSION_BINDS_MAX) {
+		snprintf(err, errlen, "at most %d bind mounts", SESSION_BINDS_MAX);
+		return -1;
+	}
+	if (n < 0 || len >= cap) {
 		snprintf(err, errlen, "internal error: kernel command line too long");
 		return -1;
 	}
@@ -167,7 +180,7 @@ int plan_resolve(const struct session_request *req, struct session_plan *p, char
 	p->end_kind = END_TIMEOUT;
 	if (plan_rules(p, err, errlen) < 0 || plan_end(p, err, errlen) < 0)
 		return -1;
-	p->guest_cwd = p->share_origin == SHARE_NONE ? "/" : r->work_dest ? r->work_dest : "/work";
+	p->guest_cwd = p->share_origin != SHARE_NONE ? "/work" : "/";
 	p->boot_timeout_s = r->boot_timeout_s ? r->boot_timeout_s : BOOT_TIMEOUT_DEFAULT_S;
 	p->mem_limit_bytes =
 		(unsigned long long)(r->mem_limit_mib ? r->mem_limit_mib

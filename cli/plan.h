@@ -23,6 +23,9 @@
 #include <stddef.h>
 
 #define RUN_MAX_ENV 64
+/* Shares beside the work share and an image's root (an OCI bundle's bind mounts): the VMM
+ * takes four virtio-fs devices (lib/boot_args.h's tags "bind0", "bind1"). */
+#define SESSION_BINDS_MAX 2
 /* Time from the engine's start to the guest's call home (--boot-timeout). Under TCG a
  * session is up in about a second; this is for loaded or slow hosts, and ends a guest that
  * never calls. */
@@ -59,11 +62,15 @@ struct session_request {
 	const struct image *root; /* its root and process, served as they are (no write layer
 				   * of ours: the caller's root is writable unless root_ro) */
 	bool root_ro;
-	const char *work_dest;	/* where the work share appears (NULL: /work) */
-	const char *hostname;	/* the guest's host name (NULL: bulkhead) */
-	int start_fd;		/* > 2: the main command waits until this is readable */
-	bool forward_signals;	/* a program is the caller: every signal goes to the main command
-				 * (none ends the session once it runs), and -t has no "~." */
+	struct session_bind { /* further shares: directories at a path of the guest's */
+		const char *src, *dest;
+		bool ro;
+	} binds[SESSION_BINDS_MAX];
+	size_t nbinds;
+	const char *hostname; /* the guest's host name (NULL: bulkhead) */
+	int start_fd;	      /* > 2: the main command waits until this is readable */
+	bool forward_signals; /* a program is the caller: every signal goes to the main command
+			       * (none ends the session once it runs), and -t has no "~." */
 };
 #define SESSION_REQUEST_INIT                                                                       \
 	{                                                                                          \
@@ -87,7 +94,8 @@ struct session_plan {
 	struct session_request req; /* as asked, with the policy's default path filled in */
 	char kernel[PATH_MAX], initrd[PATH_MAX];
 	enum share_origin share_origin;
-	struct share_fs share;	/* the work share (SHARE_NONE: unused) */
+	struct share_fs share;			  /* the work share (SHARE_NONE: unused) */
+	struct share_fs binds[SESSION_BINDS_MAX]; /* req.binds, resolved */
 	const char *guest_cwd;	/* where commands start: "/work" with a share, else "/" */
 	double timeout_s;	/* the session's end at the latest, 0: none */
 	enum plan_end end_kind; /* ... and what sets it */

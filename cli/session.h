@@ -63,7 +63,7 @@ int agent_link_timeout_ms(const struct agent_link *a);
 int agent_link_handle(struct agent_link *a, const struct pollfd *pfd, int n);
 void agent_link_close(struct agent_link *a);
 
-#define SESSION_MAX_WATCHED 6
+#define SESSION_MAX_WATCHED 8
 
 /* A session while it runs: what each helper acquired, for its release. */
 struct session {
@@ -77,6 +77,7 @@ struct session {
 	struct session_cgroup cg;
 	int diag[2]; /* the engine's and the back ends' stderr: read, write */
 	struct share_fs fs;
+	struct share_fs binds[SESSION_BINDS_MAX];
 	struct share_image img;
 	struct vsock_dev vs;
 	struct broker_dev br;

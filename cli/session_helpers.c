@@ -141,8 +141,7 @@ static int cgroup_start(struct session *s)
 	if (cgroup_create(&s->cg, s->rd.id, &lim, why, sizeof(why)) == 0) {
 		proc_set_cgroup(&s->cg);
 		cgroup_note(s);
-	}
-	else if (s->plan->req.verbose)
+	} else if (s->plan->req.verbose)
 		fprintf(stderr, "bulkhead: no resource limits for this session: %s\n", why);
 	return 0;
 }
@@ -173,7 +172,7 @@ static void diag_stop(struct session *s)
 static int share_start(struct session *s)
 {
 	s->fs = s->plan->share;
-	if (share_fs_start(&s->fs, &s->rd, s->diag[1], s->err, sizeof(s->err)) < 0)
+	if (share_fs_start(&s->fs, &s->rd, "fs.sock", s->diag[1], s->err, sizeof(s->err)) < 0)
 		return -1;
 	watch_pid(s, "virtiofsd", s->fs.pid);
 	return 0;
@@ -181,6 +180,30 @@ static int share_start(struct session *s)
 static void share_stop(struct session *s)
 {
 	share_fs_stop(&s->fs);
+}
+
+/* The binds: a virtiofsd each, as the work share's. */
+static bool want_binds(const struct session *s)
+{
+	return s->plan->req.nbinds > 0;
+}
+static int binds_start(struct session *s)
+{
+	for (size_t i = 0; i < s->plan->req.nbinds; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "bind%zu.sock", i);
+		s->binds[i] = s->plan->binds[i];
+		if (share_fs_start(&s->binds[i], &s->rd, name, s->diag[1], s->err, sizeof(s->err)) <
+		    0)
+			return -1;
+		watch_pid(s, "virtiofsd (bind)", s->binds[i].pid);
+	}
+	return 0;
+}
+static void binds_stop(struct session *s)
+{
+	for (size_t i = 0; i < s->plan->req.nbinds; i++)
+		share_fs_stop(&s->binds[i]);
 }
 
 /* The image's root, read-only below the session's own write layer. */
@@ -192,8 +215,8 @@ static int image_start(struct session *s)
 				     s->err, sizeof(s->err)) < 0)
 			return -1;
 	} else if (share_image_start(&s->img, s->plan->image.rootfs, r->keep_changes,
-			      r->disk_mib ? r->disk_mib : SHARE_IMAGE_DISK_MIB, &s->rd, s->diag[1],
-			      s->err, sizeof(s->err)) < 0) {
+				     r->disk_mib ? r->disk_mib : SHARE_IMAGE_DISK_MIB, &s->rd,
+				     s->diag[1], s->err, sizeof(s->err)) < 0) {
 		return -1;
 	}
 	watch_pid(s, "virtiofsd (image)", s->img.pid);
@@ -293,7 +316,9 @@ static int engine_start(struct session *s)
 		.cpus = r->cpus,
 		.verbose = r->verbose,
 		.fs = { { want_share(s) ? s->fs.sock : NULL, SHARE_FS_TAG },
-			{ want_image(s) ? s->img.sock : NULL, SHARE_IMAGE_TAG } },
+			{ want_image(s) ? s->img.sock : NULL, SHARE_IMAGE_TAG },
+			{ r->nbinds > 0 ? s->binds[0].sock : NULL, BOOT_ARGS_BIND_TAG "0" },
+			{ r->nbinds > 1 ? s->binds[1].sock : NULL, BOOT_ARGS_BIND_TAG "1" } },
 		.diag_w = s->diag[1],
 		.vsock_sock = s->vs.vhost_sock,
 		.guest_cid = VSOCK_GUEST_CID,
@@ -331,6 +356,7 @@ static const struct helper helpers[] = {
 	{ "diagnostics pipe", NULL, diag_start, diag_stop },
 	{ "virtiofsd", want_share, share_start, share_stop },
 	{ "virtiofsd (image)", want_image, image_start, image_stop },
+	{ "virtiofsd (binds)", want_binds, binds_start, binds_stop },
 	{ "bulkhead-vsock", NULL, vsock_start, vsock_stop },
 	{ "broker", want_broker, broker_start, broker_stop },
 	{ "the guest's sockets to the jail", want_jail, sockets_start, NULL },

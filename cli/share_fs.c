@@ -155,20 +155,20 @@ pid_t share_fs_virtiofsd(const char *dir, const char *cache, const char *sock,
 	return pid;
 }
 
-int share_fs_start(struct share_fs *fs, const struct rundir *rd, int diag_fd, char *err,
-		   size_t errlen)
+int share_fs_start(struct share_fs *fs, const struct rundir *rd, const char *name, int diag_fd,
+		   char *err, size_t errlen)
 {
 	/* What is mounted below a share stays outside it (virtiofsd gets the directory alone,
 	 * not the tree): refuse plainly rather than share less than asked. */
 	char below[PATH_MAX];
 	if (mount_below(fs->dir, below, sizeof(below))) {
 		snprintf(err, errlen,
-			 "--work %.200s: %.200s is a mount point inside it; share a directory with "
+			 "share %.200s: %.200s is a mount point inside it; share a directory with "
 			 "nothing mounted below it",
 			 fs->dir, below);
 		return -1;
 	}
-	if (rundir_file(rd, "fs.sock", 1, fs->sock, sizeof(fs->sock)) < 0) {
+	if (rundir_file(rd, name, 1, fs->sock, sizeof(fs->sock)) < 0) {
 		snprintf(err, errlen, "run directory path too long for a socket");
 		return -1;
 	}

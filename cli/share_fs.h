@@ -34,10 +34,10 @@ int share_fs_parse(const char *spec, struct share_fs *fs, char *err, size_t errl
 int share_fs_resolve(const char *dir, bool ro, const char *label, struct share_fs *fs, char *err,
 		     size_t errlen);
 
-/* Starts virtiofsd for fs->dir with its socket in rd. diag_fd receives its
- * stderr. Returns 0, or -1 with a one-line reason in err. */
-int share_fs_start(struct share_fs *fs, const struct rundir *rd, int diag_fd, char *err,
-		   size_t errlen);
+/* Starts virtiofsd for fs->dir with its socket NAME (e.g. "fs.sock") in rd. diag_fd receives
+ * its stderr. Returns 0, or -1 with a one-line reason in err. */
+int share_fs_start(struct share_fs *fs, const struct rundir *rd, const char *name, int diag_fd,
+		   char *err, size_t errlen);
 
 /* Starts virtiofsd serving DIR with cache mode CACHE ("auto", "always") over a socket it
  * listens on at SOCK, through the jail as SPEC says (its descriptors are set here). Returns its

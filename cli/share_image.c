@@ -278,7 +278,8 @@ int share_root_start(struct share_image *si, const char *root, bool ro, const st
 	/* A copy of the mount that holds ROOT, its submounts included, never attached here;
 	 * no set-user-ID or device file of it means anything on the host. */
 	int m = (int)syscall(SYS_open_tree, AT_FDCWD, root,
-			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
+				     AT_SYMLINK_NOFOLLOW);
 	struct mount_attr attr = {
 		.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (ro ? MOUNT_ATTR_RDONLY : 0),
 	};

@@ -14,20 +14,21 @@
  *                        work share inside, and starts every command there, chrooted) and
  *                        they run as UID, GID and the supplementary groups G1...
  *   bulkhead.hostname=NAME  the guest's host name (default "bulkhead")
- *   bulkhead.workdir=PATH   the work share appears at PATH instead of BOOT_ARGS_WORK_DIR
- *                        (an OCI bundle's bind mount); letters, digits and "/._-+@" only
+ *   bulkhead.bindN=rw|ro:PATH  (N = 0, 1) the virtio-fs tag "bindN" is to be mounted at PATH
+ *                        (an OCI bundle's bind mounts); letters, digits and "/._-+@" only
  */
 #ifndef BULKHEAD_LIB_BOOT_ARGS_H
 #define BULKHEAD_LIB_BOOT_ARGS_H
 
-#define BOOT_ARGS_WORK	      "bulkhead.work="
-#define BOOT_ARGS_BROKER      "bulkhead.broker="
-#define BOOT_ARGS_IMAGE	      "bulkhead.image="
-#define BOOT_ARGS_HOSTNAME    "bulkhead.hostname="
-#define BOOT_ARGS_WORKDIR     "bulkhead.workdir="
-#define BOOT_ARGS_HOSTNAME_MAX 63
-#define BOOT_ARGS_WORKDIR_MAX  200
-#define BOOT_ARGS_CMDLINE_MAX 2048 /* COMMAND_LINE_SIZE on x86, including the NUL */
+#define BOOT_ARGS_WORK		"bulkhead.work="
+#define BOOT_ARGS_BROKER	"bulkhead.broker="
+#define BOOT_ARGS_IMAGE		"bulkhead.image="
+#define BOOT_ARGS_HOSTNAME	"bulkhead.hostname="
+#define BOOT_ARGS_BIND		"bulkhead.bind" /* then N= */
+#define BOOT_ARGS_BIND_TAG	"bind"		/* then N */
+#define BOOT_ARGS_HOSTNAME_MAX	63
+#define BOOT_ARGS_BIND_DEST_MAX 200
+#define BOOT_ARGS_CMDLINE_MAX	2048 /* COMMAND_LINE_SIZE on x86, including the NUL */
 
 /* The work share: the host's virtio-fs device has this tag (virtiofsd's device under either
  * engine), the guest mounts it at this path and starts commands there. */

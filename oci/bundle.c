@@ -45,8 +45,7 @@ static int get_id(json_t *user, const char *key, unsigned *out, char *err, size_
 	*out = 0;
 	if (!v)
 		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-	    json_integer_value(v) >= IDS_MAX)
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= IDS_MAX)
 		return bad(err, errlen, "process.user.%s: an id from 0 to %d", key, IDS_MAX - 1);
 	*out = (unsigned)json_integer_value(v);
 	return 0;
@@ -57,7 +56,8 @@ static int parse_user(json_t *user, struct image_config *c, char *err, size_t er
 	unsigned uid, gid;
 	if (user && !json_is_object(user))
 		return bad(err, errlen, "process.user: not an object");
-	if (get_id(user, "uid", &uid, err, errlen) < 0 || get_id(user, "gid", &gid, err, errlen) < 0)
+	if (get_id(user, "uid", &uid, err, errlen) < 0 ||
+	    get_id(user, "gid", &gid, err, errlen) < 0)
 		return -1;
 	c->uid = uid;
 	c->gid = gid;
@@ -81,8 +81,8 @@ static int parse_user(json_t *user, struct image_config *c, char *err, size_t er
 
 /* args and env: arrays of strings within the image limits (no newline in env: the exec
  * protocol's and the run directory's format). */
-static int parse_strings(json_t *a, const char *what, char **out, size_t max, size_t *n,
-			 char *err, size_t errlen)
+static int parse_strings(json_t *a, const char *what, char **out, size_t max, size_t *n, char *err,
+			 size_t errlen)
 {
 	json_t *v;
 	size_t i, bytes = 0;
@@ -114,13 +114,13 @@ int oci_process_parse(json_t *o, struct oci_process *p, char *err, size_t errlen
 	if (!json_is_object(o))
 		return bad(err, errlen, "process: missing or not an object");
 	json_t *args = json_object_get(o, "args"), *env = json_object_get(o, "env");
-	if (!args || parse_strings(args, "args", p->cfg.cmd, IMAGE_CMD_MAX, &p->cfg.ncmd, err,
-				   errlen) < 0)
+	if (!args ||
+	    parse_strings(args, "args", p->cfg.cmd, IMAGE_CMD_MAX, &p->cfg.ncmd, err, errlen) < 0)
 		return args ? -1 : bad(err, errlen, "process.args: missing");
 	if (p->cfg.ncmd == 0)
 		return bad(err, errlen, "process.args: empty (no command to run)");
-	if (env && parse_strings(env, "env", p->cfg.env, IMAGE_ENV_MAX, &p->cfg.nenv, err,
-				 errlen) < 0)
+	if (env &&
+	    parse_strings(env, "env", p->cfg.env, IMAGE_ENV_MAX, &p->cfg.nenv, err, errlen) < 0)
 		return -1;
 	const char *cwd = json_string_value(json_object_get(o, "cwd"));
 	if (!cwd || cwd[0] != '/' || strlen(cwd) >= sizeof(p->cfg.cwd))
@@ -191,7 +191,7 @@ static int parse_resources(struct oci_bundle *b, json_t *res, char *err, size_t 
 /* Whether DEST is the guest's own: its kernel's file systems and /run. */
 static bool guest_provides(const char *dest, const char *type)
 {
-	static const char *const kernel_fs[] = { "proc",   "sysfs",	  "devpts", "mqueue",
+	static const char *const kernel_fs[] = { "proc",   "sysfs",   "devpts", "mqueue",
 						 "cgroup", "cgroup2", NULL };
 	for (size_t i = 0; kernel_fs[i]; i++)
 		if (strcmp(type, kernel_fs[i]) == 0)
@@ -205,7 +205,7 @@ static bool guest_provides(const char *dest, const char *type)
 static bool network_file(const char *dest)
 {
 	static const char *const files[] = { "/etc/resolv.conf", "/etc/hosts", "/etc/hostname",
-					      "/run/.containerenv", NULL };
+					     "/run/.containerenv", NULL };
 	for (size_t i = 0; files[i]; i++)
 		if (strcmp(dest, files[i]) == 0)
 			return true;
@@ -254,10 +254,11 @@ static int parse_mount(struct oci_bundle *b, json_t *m, size_t i, char *err, siz
 		return 0;
 	}
 	if (!bind)
-		return bad(err, errlen,
-			   "mounts[%zu]: %s (type %s) is not supported: bulkhead-oci serves bind "
-			   "mounts of a directory and leaves /proc, /sys, /dev and /run to the guest",
-			   i, dest, type[0] ? type : "none");
+		return bad(
+			err, errlen,
+			"mounts[%zu]: %s (type %s) is not supported: bulkhead-oci serves bind "
+			"mounts of a directory and leaves /proc, /sys, /dev and /run to the guest",
+			i, dest, type[0] ? type : "none");
 	if (network_file(dest)) {
 		note(b, dest, "not used: the guest has no network");
 		return 0;
@@ -268,20 +269,24 @@ static int parse_mount(struct oci_bundle *b, json_t *m, size_t i, char *err, siz
 	}
 	struct stat st;
 	if (!src || src[0] != '/' || stat(src, &st) < 0)
-		return bad(err, errlen, "mounts[%zu]: %s: source %s: %s", i, dest, src ? src : "(none)",
+		return bad(err, errlen, "mounts[%zu]: %s: source %s: %s", i, dest,
+			   src ? src : "(none)",
 			   src && src[0] == '/' ? strerror(errno) : "an absolute path is required");
 	if (!S_ISDIR(st.st_mode))
 		return bad(err, errlen,
 			   "mounts[%zu]: %s: a bind mount of a file (%s) is not supported: only "
 			   "directories are shared with the guest",
 			   i, dest, src);
-	if (b->share_dest)
-		return bad(err, errlen,
-			   "mounts[%zu]: %s: only one directory may be bind-mounted (%s is already)",
-			   i, dest, b->share_dest);
-	b->share_src = src;
-	b->share_dest = dest;
-	b->share_ro = has_option(m, "ro");
+	if (b->nbinds == OCI_BINDS_MAX)
+		return bad(
+			err, errlen,
+			"mounts[%zu]: %s: at most %d directories may be bind-mounted (a virtio-fs "
+			"device each)",
+			i, dest, OCI_BINDS_MAX);
+	b->binds[b->nbinds].src = src;
+	b->binds[b->nbinds].dest = dest;
+	b->binds[b->nbinds].ro = has_option(m, "ro");
+	b->nbinds++;
 	return 0;
 }
 
@@ -292,8 +297,8 @@ static int parse_annotations(struct oci_bundle *b, json_t *a, char *err, size_t 
 	if (!json_is_object(a))
 		return bad(err, errlen, "annotations: not an object");
 	static const char *const keys[] = { "io.bulkhead.scope", "io.bulkhead.broker",
-					     "io.bulkhead.vault", "io.bulkhead.ca-file",
-					     "io.bulkhead.audit" };
+					    "io.bulkhead.vault", "io.bulkhead.ca-file",
+					    "io.bulkhead.audit" };
 	const char **out[] = { &b->scope, &b->broker, &b->vault, &b->ca_file, &b->audit };
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		json_t *v = json_object_get(a, keys[i]);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* oci/bundle.h: an OCI bundle's config.json (and an exec's process.json) read into what a
- * bulkhead session needs, every field checked once, and each mount either placed (one directory
- * bind mount: the session's share), left to the guest (its own /proc, /sys, /dev, /run), left
- * out with a reason (the caller's network files: the guest has no network), or refused.
+ * bulkhead session needs, every field checked once, and each mount either placed (a directory bind
+ * mount: a share of its own, up to OCI_BINDS_MAX), left to the guest (its own /proc, /sys, /dev,
+ * /run), left out with a reason (the caller's network files: the guest has no network), or refused.
  *
  * What the config asks that a microVM cannot honour is said, never silently changed: the
  * namespaces, capabilities, seccomp profile and cgroup path describe a container on this
@@ -23,6 +23,7 @@
 #define OCI_MEM_MAX_MIB	 (64 * 1024)
 #define OCI_MEM_DFLT_MIB 512
 #define OCI_CPUS_MAX	 32
+#define OCI_BINDS_MAX	 2 /* SESSION_BINDS_MAX */
 
 /* A process: config.json's "process", or an exec's process.json. Its strings point into the
  * JSON document the bundle holds. */
@@ -38,15 +39,18 @@ struct oci_bundle {
 	char root[PATH_MAX]; /* root.path, absolute */
 	bool root_ro;
 	struct oci_process proc;
-	const char *hostname; /* NULL: none */
+	const char *hostname;	/* NULL: none */
 	unsigned mem_mib, cpus; /* guest RAM (linux.resources.memory.limit) and vCPUs (cpu) */
-	/* The one directory bind mount, served as the session's share. */
-	const char *share_src, *share_dest;
-	bool share_ro;
+	/* Directory bind mounts, each served as a share of its own. */
+	struct {
+		const char *src, *dest;
+		bool ro;
+	} binds[OCI_BINDS_MAX];
+	size_t nbinds;
 	/* Annotations for what OCI cannot say. */
 	const char *scope; /* io.bulkhead.scope: a file, or inline JSON (starts with '{') */
 	const char *broker, *vault, *ca_file, *audit; /* io.bulkhead.broker, ... */
-	const char *notes[OCI_NOTES_MAX]; /* "DEST: why it was left out" */
+	const char *notes[OCI_NOTES_MAX];	      /* "DEST: why it was left out" */
 	char note_buf[OCI_NOTES_MAX][PATH_MAX + 96];
 	size_t nnotes;
 };

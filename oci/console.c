@@ -75,7 +75,8 @@ int oci_console_open(const char *socket_path, unsigned rows, unsigned cols, char
 		return -1;
 	}
 	if (rows && cols) {
-		struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
+		struct winsize ws = { .ws_row = (unsigned short)rows,
+				      .ws_col = (unsigned short)cols };
 		ioctl(tty, TIOCSWINSZ, &ws);
 	}
 	int rc = send_master(socket_path, master, name, err, errlen);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* oci/create.c: `create` and `start`. create turns the bundle into a session request (its root
  * served as it is, its process as the main command, its limits as guest RAM and vCPUs, its
- * one directory bind mount as the share, the io.bulkhead.* annotations as the broker's) and
+ * directory bind mounts as shares, the io.bulkhead.* annotations as the broker's) and
  * forks the session's supervisor, which boots the guest and waits at the start gate (a FIFO in
  * the state directory). create returns once the guest is ready, with the supervisor's pid in
  * --pid-file: the caller (a subreaper: conmon, containerd's shim) adopts it, and its exit
@@ -58,8 +58,9 @@ static int create_opts(const struct oci_globals *g, int argc, char **argv, struc
 			break;
 		case 'f':
 			if (strcmp(optarg, "0") != 0) {
-				oci_error(g, "create: --preserve-fds: a microVM takes no descriptors "
-					     "of the caller's");
+				oci_error(g,
+					  "create: --preserve-fds: a microVM takes no descriptors "
+					  "of the caller's");
 				return -1;
 			}
 			break;
@@ -101,9 +102,8 @@ static const char *scope_file(struct oci_container *c, const char *scope, char *
 }
 
 /* The session as the bundle asks. img and the strings stay the caller's. */
-static int request(const struct oci_globals *g, struct oci_bundle *b, struct image *img,
-		   const char *scope, const char *id, struct session_request *r, char *work,
-		   size_t worklen)
+static void request(const struct oci_globals *g, struct oci_bundle *b, struct image *img,
+		    const char *scope, const char *id, struct session_request *r)
 {
 	*r = (struct session_request)SESSION_REQUEST_INIT;
 	memset(img, 0, sizeof(*img));
@@ -122,14 +122,12 @@ static int request(const struct oci_globals *g, struct oci_bundle *b, struct ima
 	r->broker.vault = b->vault ? b->vault : g->vault;
 	r->broker.ca_file = b->ca_file ? b->ca_file : g->ca_file;
 	r->broker.audit = b->audit;
-	if (b->share_src) {
-		if (snprintf(work, worklen, "%s%s", b->share_src, b->share_ro ? ":ro" : "") >=
-		    (int)worklen)
-			return -1;
-		r->work = work;
-		r->work_dest = b->share_dest;
+	for (size_t i = 0; i < b->nbinds; i++) {
+		r->binds[i].src = b->binds[i].src;
+		r->binds[i].dest = b->binds[i].dest;
+		r->binds[i].ro = b->binds[i].ro;
 	}
-	return 0;
+	r->nbinds = b->nbinds;
 }
 
 /* Waits for the supervisor's word (the session's id once the guest is ready) while passing
@@ -240,7 +238,7 @@ int oci_create(const struct oci_globals *g, int argc, char **argv)
 	static struct oci_container c;
 	static struct image img;
 	static struct session_plan plan;
-	char err[512] = "", scope_path[PATH_MAX + 16], work[PATH_MAX + 8], fifo[PATH_MAX + 16];
+	char err[512] = "", scope_path[PATH_MAX + 16], fifo[PATH_MAX + 16];
 	if (oci_bundle_load(&b, o.bundle, err, sizeof(err)) < 0) {
 		oci_error(g, "create %s: %s", o.id, err);
 		oci_bundle_free(&b);
@@ -255,14 +253,11 @@ int oci_create(const struct oci_globals *g, int argc, char **argv)
 		oci_note(g, "create %s: mount %s", o.id, b.notes[i]);
 	int tty = -1, start_fd = -1, rc = 1;
 	struct session_request req;
-	const char *scope = scope_file(&c, b.scope, scope_path, sizeof(scope_path), err,
-				       sizeof(err));
+	const char *scope =
+		scope_file(&c, b.scope, scope_path, sizeof(scope_path), err, sizeof(err));
 	if (b.scope && !scope)
 		goto fail;
-	if (request(g, &b, &img, scope, o.id, &req, work, sizeof(work)) < 0) {
-		snprintf(err, sizeof(err), "mount source path too long");
-		goto fail;
-	}
+	request(g, &b, &img, scope, o.id, &req);
 	if (oci_container_file(&c, "start", fifo, sizeof(fifo)) < 0 || mkfifo(fifo, 0600) < 0 ||
 	    (start_fd = open(fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0) {
 		snprintf(err, sizeof(err), "the start gate %.300s: %s", fifo, strerror(errno));

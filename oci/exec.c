@@ -133,7 +133,8 @@ static int relay(const char *uds, const struct oci_process *p, int ready_fd)
 	c->out_fd = 1;
 	c->err_fd = 2;
 	c->signal_process = true; /* as kill(2) on the process the caller knows */
-	struct winsize ws = { .ws_row = (unsigned short)p->rows, .ws_col = (unsigned short)p->cols };
+	struct winsize ws = { .ws_row = (unsigned short)p->rows,
+			      .ws_col = (unsigned short)p->cols };
 	if (p->terminal) {
 		struct termios t;
 		ioctl(0, TIOCGWINSZ, &ws);

@@ -91,7 +91,8 @@ int oci_features(const struct oci_globals *g, int argc, char **argv)
 	}
 	puts("{\"ociVersionMin\":\"1.0.0\",\"ociVersionMax\":\"1.1.0\",\"hooks\":[],"
 	     "\"mountOptions\":[\"bind\",\"rbind\",\"ro\",\"rw\"],"
-	     "\"linux\":{\"namespaces\":[],\"capabilities\":[],\"cgroup\":{\"v1\":true,\"v2\":true},"
+	     "\"linux\":{\"namespaces\":[],\"capabilities\":[],\"cgroup\":{\"v1\":true,\"v2\":true}"
+	     ","
 	     "\"seccomp\":{\"enabled\":false},\"apparmor\":{\"enabled\":false},"
 	     "\"selinux\":{\"enabled\":false}},"
 	     "\"annotations\":{\"io.bulkhead.runtime\":\"microvm\"}}");
@@ -100,7 +101,8 @@ int oci_features(const struct oci_globals *g, int argc, char **argv)
 
 static const char usage[] =
 	"usage: bulkhead-oci [--root DIR] [--log FILE] [--log-format text|json]\n"
-	"                    [--scope FILE] [--vault FILE] [--ca-file FILE] [--broker SOCK] COMMAND ...\n"
+	"                    [--scope FILE] [--vault FILE] [--ca-file FILE] [--broker SOCK] "
+	"COMMAND ...\n"
 	"An OCI runtime: each container is a bulkhead microVM (docs/OCI.md). --scope, --vault,\n"
 	"--ca-file and --broker are the broker's defaults for containers whose annotations\n"
 	"(io.bulkhead.scope, .vault, .ca-file, .broker, .audit) say nothing.\n"
@@ -115,8 +117,8 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "create", oci_create }, { "start", oci_start },   { "state", oci_state },
-	{ "kill", oci_kill },	  { "delete", oci_delete }, { "exec", oci_exec },
+	{ "create", oci_create },     { "start", oci_start },	{ "state", oci_state },
+	{ "kill", oci_kill },	      { "delete", oci_delete }, { "exec", oci_exec },
 	{ "features", oci_features }, { "list", oci_list },
 };
 
@@ -191,8 +193,9 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
 		if (strcmp(argv[i], commands[k].name) == 0)
 			return commands[k].run(&g, argc - i, argv + i);
-	oci_error(&g, "unknown command '%s' (pause, resume, update, checkpoint and ps are not "
-		      "supported: see docs/OCI.md)",
+	oci_error(&g,
+		  "unknown command '%s' (pause, resume, update, checkpoint and ps are not "
+		  "supported: see docs/OCI.md)",
 		  argv[i]);
 	return 1;
 }

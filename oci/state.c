@@ -118,7 +118,8 @@ int oci_container_open(const struct oci_globals *g, const char *id, bool create,
 	}
 	if (create && mkdir(c->dir, 0700) < 0) {
 		int e = errno;
-		snprintf(err, errlen, e == EEXIST ? "container with id %s already exists" : "%s: %s",
+		snprintf(err, errlen,
+			 e == EEXIST ? "container with id %s already exists" : "%s: %s",
 			 e == EEXIST ? id : c->dir, strerror(e));
 		errno = e;
 		return -1;
@@ -142,9 +143,8 @@ int oci_container_open(const struct oci_globals *g, const char *id, bool create,
 	return 0;
 }
 
-int oci_container_save(struct oci_container *c, const char *bundle, pid_t pid,
-		       const char *session, json_t *annotations, json_t *process, char *err,
-		       size_t errlen)
+int oci_container_save(struct oci_container *c, const char *bundle, pid_t pid, const char *session,
+		       json_t *annotations, json_t *process, char *err, size_t errlen)
 {
 	char path[PATH_MAX + 16], tmp[PATH_MAX + 16], created[40];
 	struct timespec ts;
@@ -153,11 +153,11 @@ int oci_container_save(struct oci_container *c, const char *bundle, pid_t pid,
 	gmtime_r(&ts.tv_sec, &tm);
 	size_t n = strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(created + n, sizeof(created) - n, ".%09ldZ", ts.tv_nsec);
-	json_t *s = json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:O, s:O}", "id", c->id, "bundle",
-			      bundle, "pid", (json_int_t)pid, "pid_start",
-			      (json_int_t)oci_pid_start(pid), "session", session, "created",
-			      created, "annotations", annotations ? annotations : json_object(),
-			      "process", process);
+	json_t *s =
+		json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:O, s:O}", "id", c->id, "bundle", bundle,
+			  "pid", (json_int_t)pid, "pid_start", (json_int_t)oci_pid_start(pid),
+			  "session", session, "created", created, "annotations",
+			  annotations ? annotations : json_object(), "process", process);
 	if (!s || oci_container_file(c, "state.json", path, sizeof(path)) < 0 ||
 	    oci_container_file(c, "state.json.tmp", tmp, sizeof(tmp)) < 0 ||
 	    json_dump_file(s, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0) {

@@ -27,8 +27,8 @@ struct oci_container {
 	char id[129];
 	char dir[PATH_MAX];
 	int lock_fd;
-	json_t *state;	    /* state.json, NULL while creating */
-	pid_t pid;	    /* the supervisor, 0 when unknown */
+	json_t *state;	     /* state.json, NULL while creating */
+	pid_t pid;	     /* the supervisor, 0 when unknown */
 	const char *session; /* its run directory's id */
 	enum oci_status status;
 };
@@ -40,9 +40,8 @@ int oci_container_open(const struct oci_globals *g, const char *id, bool create,
 void oci_container_close(struct oci_container *c);
 /* Writes state.json (with the config's process: an exec without --process takes its
  * environment, and every exec must be its user). 0 or -1 with err. */
-int oci_container_save(struct oci_container *c, const char *bundle, pid_t pid,
-		       const char *session, json_t *annotations, json_t *process, char *err,
-		       size_t errlen);
+int oci_container_save(struct oci_container *c, const char *bundle, pid_t pid, const char *session,
+		       json_t *annotations, json_t *process, char *err, size_t errlen);
 /* The supervisor's start time (clock ticks since boot), 0 if PID is gone. */
 unsigned long long oci_pid_start(pid_t pid);
 /* "DIR/NAME" into buf; -1 if it does not fit. */

@@ -41,6 +41,8 @@ int image_mount(void);
  * host gave one (bulkhead.work=).
  * Returns 1 when mounted, 0 when there is none, or -errno. */
 int work_mount(void);
+/* The binds (bulkhead.bindN=): 0, or -errno. */
+int binds_mount(void);
 
 /* proxy_shim.c: brings up loopback and relays 127.0.0.1:3128 to the broker's vsock
  * port, in a child process. Returns 0 or -errno. */

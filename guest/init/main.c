@@ -76,6 +76,11 @@ int main(void)
 			      strerror(-werr));
 		init_poweroff();
 	}
+	int berr = binds_mount();
+	if (berr < 0) {
+		console_error("bulkhead-init: cannot mount a bind share: %s", strerror(-berr));
+		init_poweroff();
+	}
 	int perr = proxy_shim_start();
 	if (perr < 0) {
 		console_error("bulkhead-init: cannot start the proxy shim: %s", strerror(-perr));

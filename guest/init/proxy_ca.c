@@ -86,7 +86,8 @@ static int write_bundle(const char *pem, size_t len)
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(path, sizeof(path), "%s%s", root, dirs[i]);
 		if (mkdir(path, 0755) < 0 && errno != EEXIST)
-			return errno == EROFS && guest_root.dir ? cover_bundle(root, pem, len) : -errno;
+			return errno == EROFS && guest_root.dir ? cover_bundle(root, pem, len)
+								: -errno;
 	}
 	snprintf(path, sizeof(path), "%s%s", root, GUEST_CA_BUNDLE);
 	/* An image's bundle may be a symbolic link (to a file of its own): replace the link. */

@@ -74,6 +74,11 @@ if oci_podman "$ROOTFS" 2> "$TMP/podman.why"; then
 	ref_out=$(pod run --rm --runtime "$REF" "$OCI_IMAGE" python3 -c "$PROG" 2>&1); ref_rc=$?
 	out=$(pod run --rm --runtime "$OCI" "$OCI_IMAGE" python3 -c "$PROG" 2>&1); rc=$?
 	same "podman run --rm: output and exit code as with runc" "$ref_out" "$ref_rc" "$out" "$rc"
+	mkdir "$TMP/vol" && echo from-host > "$TMP/vol/in"
+	out=$(pod run --rm --runtime "$OCI" -v "$TMP/vol:/data/vol" "$OCI_IMAGE" sh -c 'cat /data/vol/in; echo from-guest > /data/vol/out' 2>&1)
+	[ "$out" = from-host ] && [ "$(cat "$TMP/vol/out" 2> /dev/null)" = from-guest ] &&
+		ok "podman run -v DIR:/data/vol: the volume is a share, both ways" ||
+		not_ok "podman run -v: the volume is a share" "$out"
 	pty_run sh -c ". tests/tools/oci_engines.sh; OCI_PODMAN_DIR='$OCI_PODMAN_DIR' OCI_PODMAN_RUN='$OCI_PODMAN_RUN'; oci_podman_cmd run --rm -it --runtime '$OCI' '$OCI_IMAGE' sh" > "$TMP/pod-it.out" 2>&1
 	grep -q '^42$' "$TMP/pod-it.out" && grep -q '^/dev/pts/' "$TMP/pod-it.out" && grep -q '^status 5$' "$TMP/pod-it.out" &&
 		ok "podman run -it: an interactive shell on a terminal, its exit code" ||

@@ -185,9 +185,17 @@ try:
 except Exception as e:
     print("refused", type(e).__name__)
 open("/srv/written", "w").write("from the guest\n")
+print("ro-bind", open("/mnt/input.txt").read().strip())
+try:
+    open("/mnt/x", "w")
+    print("ro-bind writable")
+except OSError as e:
+    print("ro-bind refuses writes", e.errno)
 PY
+	mkdir "$TMP/ro-data" && echo ro-content > "$TMP/ro-data/input.txt"
 	bundle "$TMP/b6" '["python3", "/srv/client.py"]' "
 c['mounts'].append({'destination': '/srv', 'type': 'bind', 'source': '$TMP/data', 'options': ['rbind', 'rw']})
+c['mounts'].append({'destination': '/mnt', 'type': 'bind', 'source': '$TMP/ro-data', 'options': ['rbind', 'ro']})
 c['annotations'] = {'io.bulkhead.scope': '''$SCOPE''', 'io.bulkhead.vault': '$TMP/vault',
                     'io.bulkhead.ca-file': '$TMP/ca.pem', 'io.bulkhead.audit': '$TMP/audit.log'}"
 	$REAPER "$TMP/b6.status" -- "$OCI" --root "$STATE" create --bundle "$TMP/b6" c6 \
@@ -198,8 +206,11 @@ c['annotations'] = {'io.bulkhead.scope': '''$SCOPE''', 'io.bulkhead.vault': '$TM
 	grep -q "^status 200 GET /v1/oci" "$TMP/b6.out" &&
 		check_eq "the upstream saw the injected token" 1 "$(grep -c "Authorization: Bearer $SECRET" "$TMP/upstream.log")" ||
 		not_ok "a container with io.bulkhead.scope reaches the HTTPS API through the broker" "$(cat "$TMP/b6.out" "$TMP/b6.err")"
-	check_eq "the bind-mounted directory is the share (the guest's write is on the host)" \
+	check_eq "a bind-mounted directory is a share (the guest's write is on the host)" \
 		"from the guest" "$(cat "$TMP/data/written" 2> /dev/null)"
+	grep -q "^ro-bind ro-content$" "$TMP/b6.out" && grep -q "^ro-bind refuses writes 30$" "$TMP/b6.out" &&
+		[ ! -e "$TMP/ro-data/x" ] && ok "a second, read-only bind: readable, and writes refused (EROFS)" ||
+		not_ok "a second, read-only bind mount" "$(cat "$TMP/b6.out")"
 	grep -qF "$SECRET" "$TMP/b6.out" "$TMP/b6.err" "$TMP/data/written" &&
 		not_ok "the token is nowhere in the container's output or files" || ok "the token is nowhere in the container's output or files"
 	oci delete c6
@@ -237,6 +248,8 @@ bundle "$TMP/bad3" '["true"]' 'c["mounts"].append({"destination": "/mnt", "type"
 refused "an unknown mount type is refused, naming it" bad3 "$TMP/bad3" "/mnt (type nfs) is not supported"
 bundle "$TMP/bad4" '["true"]' 'c["mounts"].append({"destination": "/etc/app.conf", "type": "bind", "source": "/etc/hostname"})'
 refused "a bind mount of a file (not the network plumbing) is refused" bad4 "$TMP/bad4" "bind mount of a file"
+bundle "$TMP/bad10" '["true"]' 'for m in ("/a", "/b", "/c"): c["mounts"].append({"destination": m, "type": "bind", "source": "/tmp"})'
+refused "a third directory bind is refused (a virtio-fs device each)" bad10 "$TMP/bad10" "at most 2 directories"
 bundle "$TMP/bad5" '["true"]' 'c["linux"]["resources"]["memory"]["limit"] = 16 << 20'
 refused "a memory limit below a microVM's minimum is refused" bad5 "$TMP/bad5" "16 MiB"
 bundle "$TMP/bad6" '["true"]' 'c["process"]["env"].append("X=a\nb")'
