@@ -38,6 +38,9 @@ FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/hostname.c br
                         broker/policy.c broker/policy_load.c broker/decide.c lib/json_where.c \
                         lib/json_strict.c lib/errbuf.c
 FUZZ_LIBS_fuzz_scope := -ljansson -lcrypto
+# bulkhead-oci's reader of a bundle's config.json.
+FUZZ_DEPS_fuzz_oci_bundle := oci/bundle.c
+FUZZ_LIBS_fuzz_oci_bundle := -ljansson
 FUZZ_DEPS_fuzz_response := $(FUZZ_DEPS_fuzz_proxy_head)
 FUZZ_LIBS_fuzz_response := $(FUZZ_LIBS_fuzz_proxy_head)
 
