@@ -3,7 +3,7 @@
 # Inside L1 (tests/nested/run.sh): whole sessions under bulkhead-vmm (--engine kvm) beyond what
 # the e2e suites run there: the engine really is bulkhead-vmm, jailed; the work share read-write
 # and read-only; 2 and 4 vCPUs seen by the guest and used at once; the session's cgroup v2 limits;
-# -i through the agent. Needs a KVM that runs Linux user space (L1 has one).
+# -i through the agent; a container under bulkhead-oci. Needs a KVM that runs Linux user space (L1 has one).
 . "$(dirname "$0")/../e2e/lib.sh"
 
 if [ ! -e /dev/kvm ]; then
@@ -83,6 +83,35 @@ else
 fi
 check_eq "--engine kvm --image: the image is unchanged" "from the image|" \
 	"$(cat "$img/rootfs/etc/motd")|$(ls "$img/rootfs/home/app")"
+
+# A container under bulkhead-oci (auto picks kvm here): the bundle's root and two directory
+# binds, three virtio-fs devices of bulkhead-vmm beside the vsock. L1 has no python for a
+# subreaper, so the output and the state tell the story.
+oci=$TMP/oci
+mkdir -p "$oci/rootfs/bin" "$oci/rootfs/etc" "$oci/rootfs/srv" "$oci/rootfs/mnt" "$oci/rw" "$oci/ro"
+cp /usr/bin/busybox "$oci/rootfs/bin/busybox"
+for a in sh cat echo hostname; do ln -s busybox "$oci/rootfs/bin/$a"; done
+echo from-ro > "$oci/ro/in"
+cat > "$oci/config.json" << JSON
+{ "ociVersion": "1.0.2", "hostname": "l1-box", "root": { "path": "rootfs" },
+  "process": { "args": ["sh", "-c", "hostname; cat /mnt/in; echo from-guest > /srv/out"], "cwd": "/",
+               "env": ["PATH=/bin"], "user": { "uid": 0, "gid": 0 } },
+  "mounts": [ { "destination": "/proc", "type": "proc", "source": "proc" },
+              { "destination": "/srv", "type": "bind", "source": "$oci/rw", "options": ["rbind"] },
+              { "destination": "/mnt", "type": "bind", "source": "$oci/ro", "options": ["rbind", "ro"] } ] }
+JSON
+"$BIN/bulkhead-oci" --root "$oci/state" create --bundle "$oci" c1 > "$oci/out" 2> "$oci/err" < /dev/null &&
+	"$BIN/bulkhead-oci" --root "$oci/state" start c1
+i=0
+while ! "$BIN/bulkhead-oci" --root "$oci/state" state c1 2> /dev/null | grep -q '"stopped"' && [ $i -lt 600 ]; do
+	sleep 0.1; i=$((i + 1))
+done
+check_eq "bulkhead-oci under kvm: the root, a read-write and a read-only bind" "l1-box
+from-ro
+from-guest" "$(cat "$oci/out"; cat "$oci/rw/out" 2> /dev/null)"
+"$BIN/bulkhead-oci" --root "$oci/state" delete c1
+check_eq "bulkhead-oci under kvm: delete leaves no state and no run directory" "" \
+	"$(find "$oci/state" "$BULKHEAD_RUNDIR" -mindepth 1 2> /dev/null)"
 
 # -i: stdin through the agent.
 printf 'line one\nline two\n' | "$BULKHEAD" run --engine kvm -i -- sh -c 'wc -l; cat > /dev/null' > "$TMP/out" 2> "$TMP/err"
