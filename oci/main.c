@@ -172,9 +172,22 @@ static int globals(int argc, char **argv, struct oci_globals *g)
 	return i;
 }
 
+/* Descriptors: 0-2 are the container's stdio (made /dev/null where the caller closed one, so
+ * that nothing of ours lands there); nothing above them is ours to keep. containerd's shim
+ * leaves a socket open at 3: a supervisor holding it for the container's life would keep the
+ * caller's end from ever seeing EOF. */
+static void tidy_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
+			_exit(1);
+	close_range(3, ~0U, 0);
+}
+
 int main(int argc, char **argv)
 {
 	struct oci_globals g = { 0 };
+	tidy_fds();
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		fputs(usage, stdout);
 		return 0;
