@@ -69,6 +69,8 @@ struct session_request {
 	size_t nbinds;
 	const char *hostname; /* the guest's host name (NULL: bulkhead) */
 	int start_fd;	      /* > 2: the main command waits until this is readable */
+	int ready_stderr_fd;  /* > 2: our stderr once the guest is ready (until then, what
+			       * fails is said on the caller's stderr, not a container's terminal) */
 	bool forward_signals; /* a program is the caller: every signal goes to the main command
 			       * (none ends the session once it runs), and -t has no "~." */
 };

@@ -38,6 +38,7 @@ struct agent_link {
 	int in_fd;			/* our stdin when forwarded, else -1 */
 	int notify_fd;			/* where the id goes once ready (detached, or OCI) */
 	int start_fd;			/* >= 0: the main command waits until it is readable */
+	int ready_stderr_fd;		/* >= 0: becomes stderr once the guest is ready */
 	bool no_escapes;		/* -t without "~.": the caller is a program (OCI) */
 	const char *session_id;
 	/* state */

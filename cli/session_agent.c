@@ -102,6 +102,11 @@ static void notify_started(struct agent_link *a)
 	dprintf(a->notify_fd, "%s\n", a->session_id);
 	close(a->notify_fd);
 	a->notify_fd = -1;
+	if (a->ready_stderr_fd >= 0) {
+		dup2(a->ready_stderr_fd, 2);
+		close(a->ready_stderr_fd);
+		a->ready_stderr_fd = -1;
+	}
 	if (a->argv)
 		return;
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);

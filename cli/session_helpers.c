@@ -303,6 +303,7 @@ static int engine_start(struct session *s)
 		.ready_fd = -1,
 		.notify_fd = s->notify_fd,
 		.start_fd = r->start_fd > 2 ? r->start_fd : -1,
+		.ready_stderr_fd = r->ready_stderr_fd > 2 ? r->ready_stderr_fd : -1,
 		.no_escapes = r->forward_signals,
 		.session_id = s->rd.id,
 	};

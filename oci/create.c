@@ -165,8 +165,14 @@ static void supervise(struct session_plan *plan, int tty, int notify_w, pid_t pa
 {
 	close(lock_fd); /* the state directory's lock is create's alone */
 	if (tty >= 0) {
-		if (oci_console_attach(tty) < 0)
+		/* Until the guest is ready, what fails is said on create's stderr (the caller's),
+		 * not on a terminal nobody may watch yet. */
+		int caller_stderr = dup(2), high = -1;
+		if (caller_stderr < 0 || oci_console_attach(tty) < 0 ||
+		    (high = fcntl(2, F_DUPFD_CLOEXEC, 3)) < 0 || dup2(caller_stderr, 2) < 0)
 			_exit(EXIT_BULKHEAD);
+		close(caller_stderr);
+		plan->req.ready_stderr_fd = high;
 		/* Decided here, where the terminal is stdin: the command gets a terminal of the
 		 * guest's, relayed from this one. */
 		plan->req.tty = true;
@@ -208,8 +214,7 @@ static int spawn(const struct oci_globals *g, struct oci_container *c, struct oc
 			;
 		oci_error(g, "create %s: the session did not start (status %d%s)", c->id,
 			  WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
-			  tty >= 0 ? "; its message went to the container's terminal"
-				   : "; its message is above");
+			  "; its message is above");
 		return -1;
 	}
 	json_t *ann = json_object_get(b->doc, "annotations");

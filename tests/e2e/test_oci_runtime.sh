@@ -166,6 +166,20 @@ grep -q '^console: /dev/pts/' "$TMP/console.txt" && grep -q '^typed=hello$' "$TM
 	ok "--console-socket: the caller's terminal is the command's (input, tty, consoleSize)" ||
 	not_ok "--console-socket carries the command's terminal" "$(cat "$TMP/console.txt")" "$(cat "$TMP/b5.err")"
 oci delete c5
+# A terminal container whose guest cannot start: the reason is create's (the caller's), not
+# lost on a terminal nobody watches yet.
+bundle "$TMP/b9" '["true"]' 'c["process"]["terminal"] = True
+c["mounts"].append({"destination": "/no/such/dir", "type": "bind", "source": "/tmp", "options": ["rbind"]})'
+python3 tests/tools/oci_console.py "$TMP/console9.sock" '' > /dev/null 2>&1 &
+cpid=$!
+i=0; while [ ! -S "$TMP/console9.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+"$OCI" --root "$STATE" create --bundle "$TMP/b9" --console-socket "$TMP/console9.sock" c9 \
+	> /dev/null 2> "$TMP/b9.err" < /dev/null
+rc=$?
+wait $cpid
+[ $rc -ne 0 ] && grep -q "cannot mount a bind share" "$TMP/b9.err" && [ -z "$(leftovers c9)" ] &&
+	ok "a terminal container that cannot boot: create fails and says why on its stderr" ||
+	not_ok "a terminal container that cannot boot: create says why" "rc=$rc" "$(cat "$TMP/b9.err")"
 
 # --- a bind mount is the share; the broker comes from annotations ---------------------------
 if test_pki; then
