@@ -8,6 +8,7 @@
 #include "lib/unix_listen.h"
 #include "lib/agent_proto.h"
 #include "lib/control_proto.h"
+#include "lib/fd_send.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -84,21 +85,7 @@ static int register_shared(struct broker_dev *b, const struct broker_opts *o,
 	}
 	size_t n = strlen(line);
 	line[n] = '\n';
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} cbuf;
-	struct iovec iov = { line, n + 1 };
-	struct msghdr m = { .msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf.b,
-			    .msg_controllen = sizeof(cbuf.b) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &lfd, sizeof(int));
-	ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL);
+	ssize_t w = fd_send(fd, line, n + 1, lfd);
 	/* The rest of a long scope follows without the descriptor. */
 	for (size_t off = w > 0 ? (size_t)w : 0; w > 0 && off < n + 1; off += (size_t)w)
 		w = send(fd, line + off, n + 1 - off, MSG_NOSIGNAL);

@@ -15,6 +15,7 @@
 #include "jail/jail.h"
 #include "jail/proc.h"
 #include "lib/errbuf.h"
+#include "lib/fd_send.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -136,22 +137,7 @@ static int overlay(struct share_image *si, const char *rootfs, const char *keep,
 		else
 			m = overlay_build(rootfs, keep ? si->keep : NULL, si->work, si->mnt,
 					  disk_mib, why, sizeof(why));
-		union {
-			char buf[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} c;
-		struct iovec iov = { .iov_base = why, .iov_len = strlen(why) + 1 };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-		if (m >= 0) {
-			msg.msg_control = c.buf;
-			msg.msg_controllen = sizeof(c.buf);
-			struct cmsghdr *h = CMSG_FIRSTHDR(&msg);
-			h->cmsg_level = SOL_SOCKET;
-			h->cmsg_type = SCM_RIGHTS;
-			h->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(h), &m, sizeof(int));
-		}
-		_exit(sendmsg(sp[1], &msg, MSG_NOSIGNAL) < 0 ? 1 : 0);
+		_exit(fd_send(sp[1], why, strlen(why) + 1, m) < 0 ? 1 : 0);
 	}
 	close(sp[1]);
 	if (pid < 0) {

@@ -3,6 +3,7 @@
  * socket for the terminal's master side; we make a pseudo-terminal, send the master with
  * SCM_RIGHTS (the terminal's name as the message, as runc does) and keep the other side as the
  * container's stdin, stdout and stderr. The session relays it to the guest's own terminal. */
+#include "lib/fd_send.h"
 #include "oci/oci.h"
 
 #include <errno.h>
@@ -32,21 +33,7 @@ static int send_master(const char *socket_path, int master, const char *name, ch
 			close(s);
 		return -1;
 	}
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} c;
-	struct iovec iov = { .iov_base = (void *)name, .iov_len = strlen(name) };
-	struct msghdr msg = { .msg_iov = &iov,
-			      .msg_iovlen = 1,
-			      .msg_control = c.buf,
-			      .msg_controllen = sizeof(c.buf) };
-	struct cmsghdr *h = CMSG_FIRSTHDR(&msg);
-	h->cmsg_level = SOL_SOCKET;
-	h->cmsg_type = SCM_RIGHTS;
-	h->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(h), &master, sizeof(int));
-	ssize_t n = sendmsg(s, &msg, MSG_NOSIGNAL);
+	ssize_t n = fd_send(s, name, strlen(name), master);
 	int e = errno;
 	close(s);
 	if (n < 0) {

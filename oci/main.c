@@ -40,25 +40,32 @@ static void log_line(const struct oci_globals *g, const char *level, const char 
 	close(fd);
 }
 
-void oci_error(const struct oci_globals *g, const char *fmt, ...)
+/* LEVEL "error" goes to stderr too. */
+static void say(const struct oci_globals *g, const char *level, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+static void say(const struct oci_globals *g, const char *level, const char *fmt, va_list ap)
 {
 	char msg[1024];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (strcmp(level, "error") == 0)
+		fprintf(stderr, "bulkhead-oci: %s\n", msg);
+	log_line(g, level, msg);
+}
+
+void oci_error(const struct oci_globals *g, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	say(g, "error", fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "bulkhead-oci: %s\n", msg);
-	log_line(g, "error", msg);
 }
 
 void oci_note(const struct oci_globals *g, const char *fmt, ...)
 {
-	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	say(g, "info", fmt, ap);
 	va_end(ap);
-	log_line(g, "info", msg);
 }
 
 int oci_pid_file(const char *file, pid_t pid)
