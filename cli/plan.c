@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -159,6 +160,50 @@ static int plan_guest_names(struct session_plan *p, char *err, size_t errlen)
 	return 0;
 }
 
+/* Whether PATH (a file that may not exist yet) is inside DIR, both as the kernel resolves them. */
+static bool inside(const char *path, const char *dir)
+{
+	char real[PATH_MAX], parent[PATH_MAX];
+	if (!realpath(path, real)) {
+		snprintf(parent, sizeof(parent), "%s", path);
+		char *slash = strrchr(parent, '/');
+		if (slash)
+			*slash = '\0';
+		if (!realpath(slash && parent[0] ? parent : ".", real))
+			return false;
+	}
+	size_t n = strlen(dir);
+	return strncmp(real, dir, n) == 0 && (real[n] == '/' || real[n] == '\0' || n == 1);
+}
+
+/* The broker's own files never in a share: the guest would read the vault and its key (every
+ * secret), or rewrite its own audit log. */
+static int broker_files_outside(const struct session_plan *p, char *err, size_t errlen)
+{
+	const struct broker_opts *o = &p->req.broker;
+	char key[PATH_MAX];
+	const char *files[3] = { o->vault, NULL, o->audit };
+	const char *names[3] = { "the vault", "the vault's key", "the audit log" };
+	if (o->vault && snprintf(key, sizeof(key), "%s.key", o->vault) < (int)sizeof(key))
+		files[1] = key;
+	const struct share_fs *shares[1 + SESSION_BINDS_MAX];
+	size_t n = 0;
+	if (p->share_origin != SHARE_NONE)
+		shares[n++] = &p->share;
+	for (size_t i = 0; i < p->req.nbinds && i < SESSION_BINDS_MAX; i++)
+		shares[n++] = &p->binds[i];
+	for (size_t f = 0; f < 3; f++)
+		for (size_t i = 0; files[f] && i < n; i++)
+			if (inside(files[f], shares[i]->dir)) {
+				snprintf(err, errlen,
+					 "%s (%.200s) is inside the share %.200s, where the guest "
+					 "would reach it: keep the broker's files out of every share",
+					 names[f], files[f], shares[i]->dir);
+				return -1;
+			}
+	return 0;
+}
+
 int plan_resolve(const struct session_request *req, struct session_plan *p, char *err,
 		 size_t errlen)
 {
@@ -197,7 +242,7 @@ int plan_resolve(const struct session_request *req, struct session_plan *p, char
 		snprintf(err, errlen, "internal error: kernel command line too long");
 		return -1;
 	}
-	if (plan_guest_names(p, err, errlen) < 0)
+	if (plan_guest_names(p, err, errlen) < 0 || broker_files_outside(p, err, errlen) < 0)
 		return -1;
 	return plan_image(p, err, errlen);
 }

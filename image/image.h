@@ -19,11 +19,11 @@
 #include <sys/types.h>
 
 #define IMAGE_NAME_MAX 64  /* [A-Za-z0-9][A-Za-z0-9._-]*, at most this long */
-#define IMAGE_ENV_MAX  128 /* entries of config.env */
+#define IMAGE_ENV_MAX  1024 /* entries of config.env (Kubernetes' service variables run to hundreds) */
 /* config.env's entries with their terminators, at most: half of an exec request
  * (AGENT_MAX_PAYLOAD), the rest being the command's and -e's. No entry holds a newline. */
 #define IMAGE_ENV_BYTES 32768
-#define IMAGE_CMD_MAX	128  /* entries of config.cmd */
+#define IMAGE_CMD_MAX	1024 /* entries of config.cmd */
 #define IMAGE_GIDS_MAX	32   /* supplementary groups */
 #define IMAGE_STR_MAX	4096 /* any one string of the config */
 

@@ -27,7 +27,9 @@ static int bad(char *err, size_t errlen, const char *fmt, ...)
 bool oci_id_valid(const char *id)
 {
 	size_t n = strlen(id);
-	if (n == 0 || n > OCI_ID_MAX || strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
+	/* Not starting with '-' (every command must be able to name it after its options) or
+	 * '.' (hidden, and "." and ".."). */
+	if (n == 0 || n > OCI_ID_MAX || id[0] == '-' || id[0] == '.')
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		char c = id[i];
@@ -91,9 +93,9 @@ static int parse_strings(json_t *a, const char *what, char **out, size_t max, si
 	json_array_foreach(a, i, v)
 	{
 		const char *s = json_string_value(v);
-		if (!s || strlen(s) > IMAGE_STR_MAX || strlen(s) != json_string_length(v))
+		if (!s || strlen(s) > OCI_PROCESS_BYTES || strlen(s) != json_string_length(v))
 			return bad(err, errlen, "process.%s[%zu]: a string of at most %d bytes",
-				   what, i, IMAGE_STR_MAX);
+				   what, i, OCI_PROCESS_BYTES);
 		bytes += strlen(s) + 1;
 		if (strcmp(what, "env") == 0 &&
 		    (strchr(s, '\n') || !strchr(s, '=') || s[0] == '=' || bytes > IMAGE_ENV_BYTES))
@@ -140,6 +142,16 @@ int oci_process_parse(json_t *o, struct oci_process *p, char *err, size_t errlen
 		p->rows = (unsigned)json_integer_value(h);
 		p->cols = (unsigned)json_integer_value(w);
 	}
+	size_t bytes = strlen(p->cfg.cwd);
+	for (size_t i = 0; i < p->cfg.ncmd; i++)
+		bytes += strlen(p->cfg.cmd[i]) + 1;
+	for (size_t i = 0; i < p->cfg.nenv; i++)
+		bytes += strlen(p->cfg.env[i]) + 1;
+	if (bytes > OCI_PROCESS_BYTES)
+		return bad(err, errlen,
+			   "process: args, env and cwd take %zu bytes; the guest's exec request holds "
+			   "%d",
+			   bytes, OCI_PROCESS_BYTES);
 	return parse_user(json_object_get(o, "user"), &p->cfg, err, errlen);
 }
 
@@ -320,13 +332,15 @@ static int parse_root(struct oci_bundle *b, json_t *root, char *err, size_t errl
 	const char *path = json_string_value(json_object_get(root, "path"));
 	if (!path || !path[0])
 		return bad(err, errlen, "root.path: missing");
-	int n = path[0] == '/' ? snprintf(b->root, sizeof(b->root), "%s", path)
-			       : snprintf(b->root, sizeof(b->root), "%s/%s", b->dir, path);
-	if (n < 0 || (size_t)n >= sizeof(b->root))
+	char given[PATH_MAX];
+	int n = path[0] == '/' ? snprintf(given, sizeof(given), "%s", path)
+			       : snprintf(given, sizeof(given), "%s/%s", b->dir, path);
+	if (n < 0 || (size_t)n >= sizeof(given))
 		return bad(err, errlen, "root.path: too long");
+	/* Resolved here, as runc resolves it: the root is served by what it names. */
 	struct stat st;
-	if (stat(b->root, &st) < 0)
-		return bad(err, errlen, "root.path %s: %s", b->root, strerror(errno));
+	if (!realpath(given, b->root) || stat(b->root, &st) < 0)
+		return bad(err, errlen, "root.path %s: %s", given, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
 		return bad(err, errlen, "root.path %s: not a directory", b->root);
 	json_t *ro = json_object_get(root, "readonly");
@@ -343,6 +357,11 @@ int oci_bundle_load(struct oci_bundle *b, const char *dir, char *err, size_t err
 	if (!realpath(dir, b->dir))
 		return bad(err, errlen, "bundle %s: %s", dir, strerror(errno));
 	snprintf(path, sizeof(path), "%s/config.json", b->dir);
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return bad(err, errlen, "%s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return bad(err, errlen, "%s: not a regular file", path);
 	json_error_t je;
 	b->doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!b->doc)

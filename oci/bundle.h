@@ -24,6 +24,9 @@
 #define OCI_MEM_DFLT_MIB 512
 #define OCI_CPUS_MAX	 32
 #define OCI_BINDS_MAX	 2 /* SESSION_BINDS_MAX */
+/* args, env and cwd together: what one exec request carries (AGENT_MAX_PAYLOAD), less room for
+ * its fixed fields. */
+#define OCI_PROCESS_BYTES 60000
 
 /* A process: config.json's "process", or an exec's process.json. Its strings point into the
  * JSON document the bundle holds. */
@@ -66,7 +69,8 @@ int oci_process_load(const char *path, json_t **doc, struct oci_process *p, char
 /* The same for an object already parsed (config.json's "process"). */
 int oci_process_parse(json_t *o, struct oci_process *p, char *err, size_t errlen);
 
-/* Whether ID is a container id we accept: [A-Za-z0-9_.+-], 1..OCI_ID_MAX, not "." or "..". */
+/* Whether ID is a container id we accept: [A-Za-z0-9_.+-], 1..OCI_ID_MAX, not starting with
+ * '-' or '.'. */
 bool oci_id_valid(const char *id);
 
 #endif

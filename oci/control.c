@@ -132,8 +132,7 @@ static void kill_session(struct oci_container *c)
 {
 	kill(c->pid, SIGKILL);
 	struct rundir rd;
-	char err[320];
-	if (c->session && rundir_open(&rd, c->session, err, sizeof(err)) == 0)
+	if (oci_container_rundir(c, &rd) == 0)
 		session_cgroups(&rd, false);
 }
 
@@ -206,7 +205,7 @@ int oci_delete(const struct oci_globals *g, int argc, char **argv)
 			usleep(20000);
 	}
 	struct rundir rd;
-	if (c.session && rundir_open(&rd, c.session, err, sizeof(err)) == 0) {
+	if (oci_container_rundir(&c, &rd) == 0) {
 		session_cgroups(&rd, true);
 		rundir_remove(&rd);
 	}

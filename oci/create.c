@@ -130,6 +130,32 @@ static void request(const struct oci_globals *g, struct oci_bundle *b, struct im
 	r->nbinds = b->nbinds;
 }
 
+/* The broker's files, from annotations or our options, are what they claim before anything
+ * reads them: a FIFO would block create for ever, a device feed it garbage. */
+static int broker_files(const struct broker_opts *o, char *err, size_t errlen)
+{
+	const char *files[] = { o->scope, o->vault, o->ca_file, o->audit, o->shared };
+	const char *what[] = { "scope", "vault", "ca-file", "audit", "broker" };
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		struct stat st;
+		if (!files[i])
+			continue;
+		if (stat(files[i], &st) < 0) {
+			if (i == 3 && errno == ENOENT)
+				continue; /* an audit log is made when missing */
+			snprintf(err, errlen, "io.bulkhead.%s %.300s: %s", what[i], files[i],
+				 strerror(errno));
+			return -1;
+		}
+		if (i == 4 ? !S_ISSOCK(st.st_mode) : !S_ISREG(st.st_mode)) {
+			snprintf(err, errlen, "io.bulkhead.%s %.300s: not a %s", what[i], files[i],
+				 i == 4 ? "socket" : "regular file");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Waits for the supervisor's word (the session's id once the guest is ready) while passing
  * our signals on; 0 with id, or -1 (it failed and said why on its stderr). */
 static int await_ready(pid_t pid, int rfd, char *id, size_t idlen)
@@ -263,6 +289,8 @@ int oci_create(const struct oci_globals *g, int argc, char **argv)
 	if (b.scope && !scope)
 		goto fail;
 	request(g, &b, &img, scope, o.id, &req);
+	if (broker_files(&req.broker, err, sizeof(err)) < 0)
+		goto fail;
 	if (oci_container_file(&c, "start", fifo, sizeof(fifo)) < 0 || mkfifo(fifo, 0600) < 0 ||
 	    (start_fd = open(fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0) {
 		snprintf(err, sizeof(err), "the start gate %.300s: %s", fifo, strerror(errno));

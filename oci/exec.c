@@ -238,7 +238,8 @@ int oci_exec(const struct oci_globals *g, int argc, char **argv)
 	}
 	if (exec_process(&o, &c, &doc, &p, err, sizeof(err)) < 0 ||
 	    same_user(&c, &p, err, sizeof(err)) < 0 ||
-	    rundir_open(&rd, c.session, err, sizeof(err)) < 0)
+	    (oci_container_rundir(&c, &rd) < 0 &&
+	     snprintf(err, sizeof(err), "the session's run directory is gone") > 0))
 		goto out;
 	if (rundir_file(&rd, RUNDIR_VSOCK "/vsock.sock", 1, uds, sizeof(uds)) < 0) {
 		snprintf(err, sizeof(err), "run directory path too long");

@@ -2,6 +2,7 @@
 /* oci/state.c: a container's state directory and its status (see state.h). */
 #include "oci/state.h"
 #include "oci/bundle.h"
+#include "cli/rundir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -146,6 +147,14 @@ int oci_container_open(const struct oci_globals *g, const char *id, bool create,
 int oci_container_save(struct oci_container *c, const char *bundle, pid_t pid, const char *session,
 		       json_t *annotations, json_t *process, char *err, size_t errlen)
 {
+	/* Where the session's run directory is, as this environment says now: a later command
+	 * (delete after KILL) may run with another BULKHEAD_RUNDIR. */
+	char base[PATH_MAX], rundir[PATH_MAX + 32];
+	if (rundir_base(base, sizeof(base)) < 0 ||
+	    snprintf(rundir, sizeof(rundir), "%s/%s", base, session) >= (int)sizeof(rundir)) {
+		snprintf(err, errlen, "run directory path too long");
+		return -1;
+	}
 	char path[PATH_MAX + 16], tmp[PATH_MAX + 16], created[40];
 	struct timespec ts;
 	struct tm tm;
@@ -154,9 +163,9 @@ int oci_container_save(struct oci_container *c, const char *bundle, pid_t pid, c
 	size_t n = strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(created + n, sizeof(created) - n, ".%09ldZ", ts.tv_nsec);
 	json_t *s =
-		json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:O, s:O}", "id", c->id, "bundle", bundle,
-			  "pid", (json_int_t)pid, "pid_start", (json_int_t)oci_pid_start(pid),
-			  "session", session, "created", created, "annotations",
+		json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:s, s:O, s:O}", "id", c->id, "bundle",
+			  bundle, "pid", (json_int_t)pid, "pid_start", (json_int_t)oci_pid_start(pid),
+			  "session", session, "rundir", rundir, "created", created, "annotations",
 			  annotations ? annotations : json_object(), "process", process);
 	if (!s || oci_container_file(c, "state.json", path, sizeof(path)) < 0 ||
 	    oci_container_file(c, "state.json.tmp", tmp, sizeof(tmp)) < 0 ||
@@ -171,6 +180,21 @@ int oci_container_save(struct oci_container *c, const char *bundle, pid_t pid, c
 	c->session = json_string_value(json_object_get(s, "session"));
 	c->status = OCI_CREATED;
 	return 0;
+}
+
+int oci_container_rundir(const struct oci_container *c, struct rundir *rd)
+{
+	const char *path = json_string_value(json_object_get(c->state, "rundir"));
+	size_t n = path ? strlen(path) : 0, idlen = c->session ? strlen(c->session) : 0;
+	/* Written by create; still, only "<absolute base>/<the session's id>" is taken. */
+	if (!path || path[0] != '/' || idlen != sizeof(rd->id) - 1 || n <= idlen + 1 ||
+	    n >= sizeof(rd->path) || path[n - idlen - 1] != '/' ||
+	    strcmp(path + n - idlen, c->session) != 0 || strstr(path, "/.."))
+		return -1;
+	memcpy(rd->path, path, n + 1);
+	memcpy(rd->id, c->session, idlen + 1);
+	struct stat st;
+	return lstat(rd->path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
 }
 
 void oci_container_remove(struct oci_container *c)

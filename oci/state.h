@@ -42,6 +42,9 @@ void oci_container_close(struct oci_container *c);
  * environment, and every exec must be its user). 0 or -1 with err. */
 int oci_container_save(struct oci_container *c, const char *bundle, pid_t pid, const char *session,
 		       json_t *annotations, json_t *process, char *err, size_t errlen);
+/* The session's run directory (where create found it), if it is still there: 0, or -1. */
+struct rundir;
+int oci_container_rundir(const struct oci_container *c, struct rundir *rd);
 /* The supervisor's start time (clock ticks since boot), 0 if PID is gone. */
 unsigned long long oci_pid_start(pid_t pid);
 /* "DIR/NAME" into buf; -1 if it does not fit. */

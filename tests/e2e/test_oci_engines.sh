@@ -32,7 +32,8 @@ PROG='import socket, sys; print("hi from", socket.gethostname() != ""); sys.stdo
 # leftovers: what of any session is still on the host after its container is gone.
 leftovers() {
 	find "$RUNS" -mindepth 1 -maxdepth 1 -newer "$TMP/t0" 2> /dev/null
-	find /sys/fs/cgroup -maxdepth 6 -regex '.*/bulkhead-[0-9a-f]\{16\}' -newer "$TMP/t0" 2> /dev/null
+	find /sys/fs/cgroup -maxdepth 7 -name 'bulkhead-*' -newer "$TMP/t0" 2> /dev/null |
+		grep -E '/bulkhead-[0-9a-f]{16}$'
 	pgrep -f "$RUNS/[0-9a-f]\{16\}" 2> /dev/null
 }
 # same NAME REF_OUT REF_RC OUT RC: the bulkhead-oci run behaves as the reference run.

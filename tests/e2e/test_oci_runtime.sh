@@ -49,7 +49,8 @@ PY
 leftovers() {
 	ls "$STATE/$1" 2> /dev/null
 	ls "$BULKHEAD_RUNDIR" 2> /dev/null
-	find /sys/fs/cgroup -maxdepth 5 -regex '.*/bulkhead-[0-9a-f]\{16\}' -newer "$TMP/t0" 2> /dev/null
+	find /sys/fs/cgroup -maxdepth 6 -name 'bulkhead-*' -newer "$TMP/t0" 2> /dev/null |
+		grep -E '/bulkhead-[0-9a-f]{16}$'
 	pgrep -f "$BULKHEAD_RUNDIR" 2> /dev/null
 }
 touch "$TMP/t0"
@@ -136,8 +137,9 @@ check_eq "kill KILL ends the container (killed by signal 9)" 137 "$(cat "$TMP/b3
 [ -n "$(ls "$BULKHEAD_RUNDIR" 2> /dev/null)" ] && ok "a killed supervisor left its run directory (delete's to remove)" ||
 	ok "a killed supervisor's run directory is already gone"
 sleep 0.5
-oci delete c3
-check_eq "delete after KILL leaves nothing: state, run directory, cgroups, processes" "" "$(leftovers c3)"
+# delete finds the run directory where create saw it, whatever its own environment says.
+BULKHEAD_RUNDIR=$TMP/elsewhere oci delete c3
+check_eq "delete after KILL (from another BULKHEAD_RUNDIR) leaves nothing: state, run directory, cgroups, processes" "" "$(leftovers c3)"
 
 # A created container that is never started: delete --force ends it.
 $REAPER "$TMP/b4.status" -- "$OCI" --root "$STATE" create --bundle "$TMP/b3" c4 > /dev/null 2>&1 < /dev/null &
@@ -243,6 +245,20 @@ else
 	not_ok "test PKI made with openssl"
 fi
 
+# --- a root that is a symbolic link, and a Kubernetes-sized environment ----------------------
+ln -s "$ROOTFS" "$TMP/root-link"
+bundle "$TMP/b10" '["sh", "-c", "echo $V299 $V0"]' "
+c['root']['path'] = '$TMP/root-link'
+c['process']['env'] += ['V%d=value-%d' % (i, i) for i in range(300)]"
+$REAPER "$TMP/b10.status" -- "$OCI" --root "$STATE" create --bundle "$TMP/b10" c10 \
+	> "$TMP/b10.out" 2> "$TMP/b10.err" < /dev/null &
+wait_file "$TMP/b10.status.create"
+oci start c10
+wait_file "$TMP/b10.status"
+check_eq "a symbolic link as root.path, and 300 environment entries" "value-299 value-0 / 0" \
+	"$(cat "$TMP/b10.out") / $(cat "$TMP/b10.status")"
+oci delete c10
+
 # --- bad input: the error a caller expects, nothing left behind ------------------------------
 # refused NAME ID BUNDLE PATTERN: create fails, says PATTERN, and leaves nothing.
 refused() {
@@ -272,6 +288,21 @@ bundle "$TMP/bad7" '["true"]' 'c["process"]["terminal"] = True'
 refused "a terminal without --console-socket is refused" bad7 "$TMP/bad7" "console-socket"
 bundle "$TMP/bad8" '["true"]' 'c["annotations"] = {"io.bulkhead.vault": "relative/vault"}'
 refused "a relative path in an io.bulkhead annotation is refused" bad8 "$TMP/bad8" "io.bulkhead.vault"
+mkdir -p "$TMP/bad11" && mkfifo "$TMP/bad11/config.json"
+refused "a config.json that is a FIFO is refused (not read for ever)" bad11 "$TMP/bad11" "not a regular file"
+mkfifo "$TMP/scope.fifo"
+bundle "$TMP/bad12" '["true"]' "c['annotations'] = {'io.bulkhead.scope': '$TMP/scope.fifo'}"
+refused "an io.bulkhead.scope that is a FIFO is refused" bad12 "$TMP/bad12" "io.bulkhead.scope.*not a regular file"
+mkdir -p "$TMP/secrets" && "$BULKHEAD" vault init --vault "$TMP/secrets/vault" > /dev/null 2>&1
+bundle "$TMP/bad13" '["true"]' "
+c['mounts'].append({'destination': '/srv', 'type': 'bind', 'source': '$TMP/secrets', 'options': ['rbind']})
+c['annotations'] = {'io.bulkhead.scope': '{\"allow\": []}', 'io.bulkhead.vault': '$TMP/secrets/vault'}"
+refused "a bind mount holding the session's vault is refused (the guest would read every secret)" bad13 "$TMP/bad13" "the vault.*inside the share"
+for id in -x .hidden; do
+	"$OCI" --root "$STATE" create --bundle "$TMP/b1" -- "$id" > /dev/null 2> "$TMP/id.err" < /dev/null
+	[ $? -ne 0 ] && grep -q "invalid container id" "$TMP/id.err" && ok "container id '$id' is refused (no command could name it later)" ||
+		not_ok "container id '$id' is refused" "$(cat "$TMP/id.err")"
+done
 bundle "$TMP/bad9" '["true"]' 'c["process"]["user"]["uid"] = 70000'
 refused "a uid beyond the served id range is refused" bad9 "$TMP/bad9" "process.user.uid"
 "$OCI" --root "$STATE" create --bundle "$TMP/b1" "../escape" > /dev/null 2> "$TMP/id.err" < /dev/null

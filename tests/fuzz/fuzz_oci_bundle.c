@@ -26,7 +26,7 @@ static void check(const struct oci_bundle *b)
 	    c->ngids > IMAGE_GIDS_MAX)
 		abort();
 	for (size_t i = 0; i < c->ncmd; i++)
-		if (strlen(c->cmd[i]) > IMAGE_STR_MAX)
+		if (strlen(c->cmd[i]) > OCI_PROCESS_BYTES)
 			abort();
 	for (size_t i = 0; i < c->nenv; i++) {
 		bytes += strlen(c->env[i]) + 1;

@@ -122,11 +122,11 @@ static void test_counts_and_lengths(void **state)
 	json_t *env = json_pack("[s,s]", "PATH=/bin", "HOME=/");
 	for (int i = 0; i < IMAGE_ENV_MAX - 1; i++)
 		json_array_append_new(env, json_sprintf("V%d=x", i));
-	refused("env", 0, env, "config.env has 129 entries (at most 128)");
+	refused("env", 0, env, "config.env has 1025 entries (at most 1024)");
 	json_t *cmd = json_array(), *gids = json_array();
 	for (int i = 0; i <= IMAGE_CMD_MAX; i++)
 		json_array_append_new(cmd, json_string("x"));
-	refused("cmd", 0, cmd, "config.cmd has 129 entries");
+	refused("cmd", 0, cmd, "config.cmd has 1025 entries");
 	for (int i = 0; i <= IMAGE_GIDS_MAX; i++)
 		json_array_append_new(gids, json_integer(i));
 	refused("gids", 0, gids, "config.gids is not an array of at most 32");
