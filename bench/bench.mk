@@ -43,3 +43,8 @@ bench-vsock: all
 bench-nested: test-programs
 	@BUILD=$(BUILD) sh bench/nested.sh $(NESTED_BENCH)
 .PHONY: bench-nested
+# bench/oci-run.sh: a container through podman, ctr and docker with bulkhead-oci, beside crun,
+# runc and `bulkhead run --image` in the same run.
+bench-oci: all
+	@BUILD=$(BUILD) RUNS=9 sh bench/oci-run.sh
+.PHONY: bench-oci
