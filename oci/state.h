@@ -3,7 +3,8 @@
  *
  *   state.json   written once by create when the session is ready: the bundle, the
  *                supervisor's pid and start time (so a reused pid is never taken for it), the
- *                session's id (its run directory), when it was created, the annotations
+ *                session's id and its run directory's path, when it was created, the
+ *                annotations, the config's process (exec's environment and user)
  *   start        the start gate (a FIFO the supervisor reads)
  *   started      made by start before it opens the gate
  *   scope.json   an inline io.bulkhead.scope, 0600
