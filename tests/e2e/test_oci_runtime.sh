@@ -134,8 +134,9 @@ sleep 1
 oci kill c3 KILL
 wait_file "$TMP/b3.status"
 check_eq "kill KILL ends the container (killed by signal 9)" 137 "$(cat "$TMP/b3.status")"
-[ -n "$(ls "$BULKHEAD_RUNDIR" 2> /dev/null)" ] && ok "a killed supervisor left its run directory (delete's to remove)" ||
-	ok "a killed supervisor's run directory is already gone"
+[ -n "$(ls "$BULKHEAD_RUNDIR" 2> /dev/null)" ] && ok "a supervisor killed with KILL left its run directory (delete's to remove)" ||
+	not_ok "a supervisor killed with KILL left its run directory, for delete to remove" \
+		"none there: the check of delete's cleanup below would prove nothing"
 sleep 0.5
 # delete finds the run directory where create saw it, whatever its own environment says.
 BULKHEAD_RUNDIR=$TMP/elsewhere oci delete c3
