@@ -9,6 +9,7 @@
 #include "lib/agent_proto.h"
 #include "lib/control_proto.h"
 #include "lib/fd_send.h"
+#include "lib/mkdirs.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -32,18 +33,7 @@ int broker_audit_dir(char *dir, size_t len)
 					   home && *home ? home : "/root");
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
-	/* mkdir -p, each level 0700 when we create it. */
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
+	return mkdirs(dir, 0700);
 }
 
 /* <audit dir>/<session id>.log: one chain per session (a log is locked by the broker that

@@ -3,6 +3,7 @@
 #include "oci/state.h"
 #include "oci/bundle.h"
 #include "cli/rundir.h"
+#include "lib/mkdirs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,25 +54,6 @@ int oci_container_file(const struct oci_container *c, const char *name, char *bu
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-/* --root and its parents, as runc makes them (0700 where made here). */
-static int mkdir_p(const char *root)
-{
-	char d[PATH_MAX];
-	if (snprintf(d, sizeof(d), "%s", root) >= (int)sizeof(d)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	for (char *p = d + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(d, 0700) < 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return mkdir(d, 0700) < 0 && errno != EEXIST ? -1 : 0;
-}
-
 /* The status as the supervisor's life says. */
 static void read_status(struct oci_container *c)
 {
@@ -113,8 +95,10 @@ int oci_container_open(const struct oci_globals *g, const char *id, bool create,
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	if (create && mkdir_p(root) < 0) {
-		snprintf(err, errlen, "--root %s: %s", root, strerror(errno));
+	int rc = create ? mkdirs(root, 0700) : 0; /* --root and its parents, as runc makes them */
+	if (rc < 0) {
+		snprintf(err, errlen, "--root %s: %s", root, strerror(-rc));
+		errno = -rc;
 		return -1;
 	}
 	if (create && mkdir(c->dir, 0700) < 0) {
@@ -162,11 +146,11 @@ int oci_container_save(struct oci_container *c, const char *bundle, pid_t pid, c
 	gmtime_r(&ts.tv_sec, &tm);
 	size_t n = strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(created + n, sizeof(created) - n, ".%09ldZ", ts.tv_nsec);
-	json_t *s =
-		json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:s, s:O, s:O}", "id", c->id, "bundle",
-			  bundle, "pid", (json_int_t)pid, "pid_start", (json_int_t)oci_pid_start(pid),
-			  "session", session, "rundir", rundir, "created", created, "annotations",
-			  annotations ? annotations : json_object(), "process", process);
+	json_t *s = json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:s, s:O, s:O}", "id", c->id,
+			      "bundle", bundle, "pid", (json_int_t)pid, "pid_start",
+			      (json_int_t)oci_pid_start(pid), "session", session, "rundir", rundir,
+			      "created", created, "annotations",
+			      annotations ? annotations : json_object(), "process", process);
 	if (!s || oci_container_file(c, "state.json", path, sizeof(path)) < 0 ||
 	    oci_container_file(c, "state.json.tmp", tmp, sizeof(tmp)) < 0 ||
 	    json_dump_file(s, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0) {
