@@ -73,6 +73,8 @@ struct session_request {
 			       * fails is said on the caller's stderr, not a container's terminal) */
 	bool forward_signals; /* a program is the caller: every signal goes to the main command
 			       * (none ends the session once it runs), and -t has no "~." */
+	int lifeline_fd;      /* > 2: the session ends when this becomes readable or hangs up
+			       * (`bulkhead serve` holds the other end: the daemon's death ends it) */
 };
 #define SESSION_REQUEST_INIT                                                                       \
 	{                                                                                          \

@@ -8,6 +8,7 @@
 #include "cli/session_cmds.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -36,6 +37,18 @@ int cmd_run(int argc, char **argv)
 	return rc;
 }
 
+/* A descriptor above stdio named by an environment variable (then removed, so that nothing
+ * the session starts sees it); -1 when unset or not open. */
+static int env_fd(const char *name)
+{
+	const char *v = getenv(name);
+	char *end = NULL;
+	long fd = v ? strtol(v, &end, 10) : -1;
+	bool ok = v && *v && !*end && fd > 2 && fd < 1024 && fcntl((int)fd, F_GETFD) >= 0;
+	unsetenv(name);
+	return ok ? (int)fd : -1;
+}
+
 int cmd_start(int argc, char **argv)
 {
 	struct session_request req = SESSION_REQUEST_INIT;
@@ -46,6 +59,9 @@ int cmd_start(int argc, char **argv)
 		fprintf(stderr, "bulkhead start: -i and -t belong to 'bulkhead exec'\n");
 		return EXIT_BULKHEAD;
 	}
+	/* `bulkhead serve` (serve/spawn.c) runs the supervisor itself: this process is it. */
+	int notify_fd = env_fd("BULKHEAD_NOTIFY_FD");
+	req.lifeline_fd = env_fd("BULKHEAD_LIFELINE_FD");
 	/* Everything is decided before the supervisor detaches: a refusal is said here. */
 	static struct session_plan plan;
 	char err[512];
@@ -53,6 +69,8 @@ int cmd_start(int argc, char **argv)
 		fprintf(stderr, "bulkhead: %s\n", err);
 		return EXIT_BULKHEAD;
 	}
+	if (notify_fd > 2)
+		return session_run(&plan, notify_fd);
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		fprintf(stderr, "bulkhead: pipe: %s\n", strerror(errno));
