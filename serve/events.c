@@ -20,9 +20,10 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t more = PTHREAD_COND_INITIALIZER;
 static char *ring[EVENTS_KEPT];
-static long long next_seq = 1; /* the sequence number of the next event */
+static uid_t owner[EVENTS_KEPT]; /* whose session an event is about ((uid_t)-1: none) */
+static long long next_seq = 1;	 /* the sequence number of the next event */
 
-static void add(json_t *ev)
+static void add(json_t *ev, uid_t who)
 {
 	pthread_mutex_lock(&lock);
 	json_object_set_new(ev, "seq", json_integer(next_seq));
@@ -30,6 +31,7 @@ static void add(json_t *ev)
 	char *line = json_dumps(ev, JSON_COMPACT);
 	free(ring[next_seq % EVENTS_KEPT]);
 	ring[next_seq % EVENTS_KEPT] = line;
+	owner[next_seq % EVENTS_KEPT] = who;
 	next_seq++;
 	pthread_cond_broadcast(&more);
 	pthread_mutex_unlock(&lock);
@@ -42,11 +44,12 @@ void serve_event(const char *type, const struct serve_session *s, json_t *extra)
 	json_object_set_new(ev, "type", json_string(type));
 	if (s)
 		json_object_set_new(ev, "session", json_string(s->id));
-	add(ev);
+	add(ev, s ? s->owner_uid : (uid_t)-1);
 }
 
 struct stream {
 	long long seq; /* the next to send */
+	struct serve_peer peer;
 	int client_fd;
 	char *line;
 	size_t len, off;
@@ -65,6 +68,10 @@ static char *next_line(struct stream *st, bool *gone)
 			st->seq = next_seq - EVENTS_KEPT + 1; /* the oldest kept */
 		if (st->seq < 1)
 			st->seq = 1;
+		/* A tenant sees its own sessions' events only. */
+		while (st->seq < next_seq && !serve_peer_admin(&st->peer) &&
+		       owner[st->seq % EVENTS_KEPT] != st->peer.uid)
+			st->seq++;
 		if (st->seq < next_seq) {
 			char *line = strdup(ring[st->seq % EVENTS_KEPT]);
 			st->seq++;
@@ -124,7 +131,8 @@ static void stream_free(void *cls)
 	free(st);
 }
 
-struct MHD_Response *serve_events_response(long long since, int client_fd)
+struct MHD_Response *serve_events_response(long long since, int client_fd,
+					   const struct serve_peer *peer)
 {
 	struct stream *st = calloc(1, sizeof(*st));
 	if (!st)
@@ -133,6 +141,7 @@ struct MHD_Response *serve_events_response(long long since, int client_fd)
 	st->seq = since >= 0 ? since + 1 : next_seq; /* no since: from now on */
 	pthread_mutex_unlock(&lock);
 	st->client_fd = client_fd;
+	st->peer = *peer;
 	/* A first empty line (a heartbeat) sends the answer's head at once: a client sees the
 	 * stream open before any event. */
 	st->line = strdup("\n");

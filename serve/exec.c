@@ -94,13 +94,15 @@ static void exec_put(struct serve_exec *e)
 	free(e);
 }
 
-/* The exec with this id, held; NULL if none. */
-static struct serve_exec *exec_get(const char *id)
+/* The exec with this id in a session the peer owns, held; NULL if none. */
+static struct serve_exec *exec_get(const char *id, const struct serve_peer *peer)
 {
 	pthread_mutex_lock(&reg_lock);
 	struct serve_exec *e = execs;
 	while (e && strcmp(e->id, id))
 		e = e->next;
+	if (e && !serve_peer_owns(peer, e->sess))
+		e = NULL;
 	if (e)
 		e->refs++;
 	pthread_mutex_unlock(&reg_lock);
@@ -495,10 +497,10 @@ fail:
 	return NULL;
 }
 
-int serve_exec_stdin(const char *id, const char *data, size_t len, bool eof, char *why,
-		     size_t whylen)
+int serve_exec_stdin(const char *id, const struct serve_peer *peer, const char *data, size_t len,
+		     bool eof, char *why, size_t whylen)
 {
-	struct serve_exec *e = exec_get(id);
+	struct serve_exec *e = exec_get(id, peer);
 	if (!e) {
 		snprintf(why, whylen, "no exec %s", id);
 		return 404;
@@ -532,9 +534,10 @@ int serve_exec_stdin(const char *id, const char *data, size_t len, bool eof, cha
 	return rc;
 }
 
-int serve_exec_control(const char *id, int kind, int a, int b, char *why, size_t whylen)
+int serve_exec_control(const char *id, const struct serve_peer *peer, int kind, int a, int b,
+		       char *why, size_t whylen)
 {
-	struct serve_exec *e = exec_get(id);
+	struct serve_exec *e = exec_get(id, peer);
 	if (!e) {
 		snprintf(why, whylen, "no exec %s", id);
 		return 404;

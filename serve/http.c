@@ -46,6 +46,7 @@ struct req {
 	size_t len;
 	int status; /* != 0: failed already; answered at the end */
 	char why[512];
+	struct serve_peer peer;
 	struct serve_upload *up;
 	struct serve_session *sess; /* held for an upload */
 };
@@ -190,7 +191,8 @@ static bool method_ok(enum route r, const char *m)
 	return false;
 }
 
-static bool peer_allowed(struct MHD_Connection *c, char *why, size_t whylen)
+static bool peer_allowed(struct MHD_Connection *c, struct serve_peer *peer, char *why,
+			 size_t whylen)
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -200,6 +202,8 @@ static bool peer_allowed(struct MHD_Connection *c, char *why, size_t whylen)
 		snprintf(why, whylen, "cannot tell who is asking");
 		return false;
 	}
+	peer->uid = cr.uid;
+	peer->gid = cr.gid;
 	if (cr.uid == 0 || cr.uid == geteuid())
 		return true;
 	for (size_t i = 0; i < serve.nallow; i++)
@@ -239,7 +243,7 @@ static json_t *body_json(struct req *q)
 static enum MHD_Result on_sessions(struct MHD_Connection *c, struct req *q)
 {
 	if (!strcmp(q->method, "GET"))
-		return reply(c, 200, serve_sessions_json());
+		return reply(c, 200, serve_sessions_json(&q->peer));
 	json_t *body = body_json(q);
 	if (!body)
 		return reply_error(c, (unsigned)q->status, q->why);
@@ -247,7 +251,7 @@ static enum MHD_Result on_sessions(struct MHD_Connection *c, struct req *q)
 	int status = 400;
 	struct serve_session *s = NULL;
 	if (serve_create_parse(body, &cr, q->why, sizeof(q->why)) == 0)
-		s = serve_create(&cr, &status, q->why, sizeof(q->why));
+		s = serve_create(&cr, &q->peer, &status, q->why, sizeof(q->why));
 	json_decref(body);
 	if (!s)
 		return reply_error(c, (unsigned)status, q->why);
@@ -262,11 +266,11 @@ static enum MHD_Result on_session(struct MHD_Connection *c, struct req *q)
 {
 	if (!strcmp(q->method, "DELETE")) {
 		json_t *o = NULL;
-		if (serve_delete(q->id, &o) == 404)
+		if (serve_delete(q->id, &q->peer, &o) == 404)
 			return reply_error(c, 404, "no such session");
 		return reply(c, 200, o);
 	}
-	struct serve_session *s = serve_session_get(q->id);
+	struct serve_session *s = serve_session_get(q->id, &q->peer);
 	if (!s)
 		return reply_error(c, 404, "no such session");
 	pthread_mutex_lock(&serve.lock);
@@ -281,7 +285,7 @@ static enum MHD_Result on_exec(struct MHD_Connection *c, struct req *q)
 	json_t *body = body_json(q);
 	if (!body)
 		return reply_error(c, (unsigned)q->status, q->why);
-	struct serve_session *s = serve_session_get(q->id);
+	struct serve_session *s = serve_session_get(q->id, &q->peer);
 	if (!s) {
 		json_decref(body);
 		return reply_error(c, 404, "no such session");
@@ -305,7 +309,7 @@ static enum MHD_Result on_exec(struct MHD_Connection *c, struct req *q)
 
 static enum MHD_Result on_get_file(struct MHD_Connection *c, struct req *q)
 {
-	struct serve_session *s = serve_session_get(q->id);
+	struct serve_session *s = serve_session_get(q->id, &q->peer);
 	if (!s)
 		return reply_error(c, 404, "no such session");
 	int status = 500;
@@ -324,7 +328,7 @@ static enum MHD_Result on_get_file(struct MHD_Connection *c, struct req *q)
 /* The first call of a PUT: its upload starts (or fails, answered at the end). */
 static void upload_start(struct MHD_Connection *c, struct req *q)
 {
-	q->sess = serve_session_get(q->id);
+	q->sess = serve_session_get(q->id, &q->peer);
 	if (!q->sess) {
 		q->status = 404;
 		snprintf(q->why, sizeof(q->why), "no such session");
@@ -387,7 +391,7 @@ static enum MHD_Result on_exec_control(struct MHD_Connection *c, struct req *q)
 	int rc;
 	if (q->route == R_EXEC_STDIN) {
 		const char *eof = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "eof");
-		rc = serve_exec_stdin(q->id, q->body ? q->body : "", q->len,
+		rc = serve_exec_stdin(q->id, &q->peer, q->body ? q->body : "", q->len,
 				      eof && strcmp(eof, "0"), q->why, sizeof(q->why));
 	} else {
 		json_t *b = body_json(q);
@@ -411,10 +415,10 @@ static enum MHD_Result on_exec_control(struct MHD_Connection *c, struct req *q)
 			snprintf(q->why, sizeof(q->why), "\"rows\" and \"cols\": 1..65535");
 			rc = 400;
 		} else {
-			rc = serve_exec_control(q->id, q->route == R_EXEC_SIGNAL ? 's' : 'w',
-						sig ? sig : (int)json_integer_value(r),
-						(int)json_integer_value(co), q->why,
-						sizeof(q->why));
+			rc = serve_exec_control(
+				q->id, &q->peer, q->route == R_EXEC_SIGNAL ? 's' : 'w',
+				sig ? sig : (int)json_integer_value(r), (int)json_integer_value(co),
+				q->why, sizeof(q->why));
 		}
 		json_decref(b);
 	}
@@ -425,6 +429,9 @@ static enum MHD_Result on_exec_control(struct MHD_Connection *c, struct req *q)
 
 static enum MHD_Result on_approvals(struct MHD_Connection *c, struct req *q)
 {
+	/* Approvals are the operator's: a held request may carry any session's secrets' use. */
+	if (!serve_peer_admin(&q->peer))
+		return reply_error(c, 403, "approvals are for root and the daemon's uid");
 	json_t *all = approvals_collect(NULL);
 	if (q->route == R_APPROVALS)
 		return reply(c, 200, json_pack("{so}", "approvals", all));
@@ -479,7 +486,7 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *q)
 		long long n = since ? strtoll(since, &end, 10) : -1;
 		if (since && (!*since || *end || n < 0))
 			return reply_error(c, 400, "since must be an event's seq");
-		struct MHD_Response *r = serve_events_response(n, client_fd(c));
+		struct MHD_Response *r = serve_events_response(n, client_fd(c), &q->peer);
 		return r ? reply_stream(c, r, "application/x-ndjson")
 			 : reply_error(c, 500, "out of memory");
 	}
@@ -533,7 +540,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 			return MHD_NO;
 		*con_cls = q;
 		q->method = method;
-		if (!peer_allowed(c, q->why, sizeof(q->why))) {
+		if (!peer_allowed(c, &q->peer, q->why, sizeof(q->why))) {
 			q->status = 403;
 			return MHD_YES;
 		}

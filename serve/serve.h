@@ -31,6 +31,7 @@
 struct serve_session {
 	struct serve_session *next;
 	char id[17];
+	uid_t owner_uid;	      /* who created it (peer.c) */
 	pid_t pid;		      /* the supervisor; 0 once reaped */
 	unsigned long long pid_start; /* its start time (/proc/PID/stat), for records */
 	bool ready;		      /* the guest answered: the session exists for clients */
@@ -77,6 +78,22 @@ struct serve {
 
 extern struct serve serve;
 
+/* peer.c: who is asking (SO_PEERCRED of the request's connection). */
+struct serve_peer {
+	uid_t uid;
+	gid_t gid;
+};
+/* Root or the daemon's own uid: may do anything the daemon may. */
+bool serve_peer_admin(const struct serve_peer *p);
+/* An administrator, or the uid that created s. */
+bool serve_peer_owns(const struct serve_peer *p, const struct serve_session *s);
+/* For a peer that is not an administrator: may it open each of paths (NULL-terminated) as
+ * kinds[i] says ('r' read a file, 'd' read a directory, 'D' write a directory, 'w' append
+ * to a file, 's' connect to a socket)? Checked by a child running as the peer. 0, or -1 with
+ * why. */
+int serve_peer_check(const struct serve_peer *p, const char *const paths[], const char *kinds,
+		     char *why, size_t whylen);
+
 /* Milliseconds on CLOCK_MONOTONIC, and Unix seconds as a double. */
 long long serve_now_ms(void);
 double serve_wall(void);
@@ -92,18 +109,18 @@ struct serve_create {
 };
 /* Parses a create request's body into c (borrowing from body). 0, or -1 with why. */
 int serve_create_parse(json_t *body, struct serve_create *c, char *why, size_t whylen);
-/* Creates a session; returns it held (serve_session_put after), or NULL with *status and
- * why. */
-struct serve_session *serve_create(const struct serve_create *c, int *status, char *why,
-				   size_t whylen);
-/* Finds a ready session and holds it, or NULL. */
-struct serve_session *serve_session_get(const char *id);
+/* Creates a session for peer; returns it held (serve_session_put after), or NULL with
+ * *status and why. */
+struct serve_session *serve_create(const struct serve_create *c, const struct serve_peer *peer,
+				   int *status, char *why, size_t whylen);
+/* Finds a ready session the peer owns and holds it, or NULL. */
+struct serve_session *serve_session_get(const char *id, const struct serve_peer *peer);
 void serve_session_put(struct serve_session *s);
 /* The session as the API shows it (a new object). Call with serve.lock held. */
 json_t *serve_session_json(const struct serve_session *s);
-json_t *serve_sessions_json(void);
+json_t *serve_sessions_json(const struct serve_peer *peer);
 /* Stops and removes it; *out gets its last state. 0, or 404. */
-int serve_delete(const char *id, json_t **out);
+int serve_delete(const char *id, const struct serve_peer *peer, json_t **out);
 /* main thread: a supervisor ended with wait status st. */
 void serve_reaped(pid_t pid, int st);
 /* main thread: ends sessions past their deadline. */
@@ -156,20 +173,22 @@ json_t *serve_pool_json(void);
 void serve_event(const char *type, const struct serve_session *s, json_t *extra);
 struct MHD_Response;
 /* The event stream: those after seq since (-1: only those still to come). */
-struct MHD_Response *serve_events_response(long long since, int client_fd);
+struct MHD_Response *serve_events_response(long long since, int client_fd,
+					   const struct serve_peer *peer);
 void serve_events_poll_approvals(void);
 
 /* exec.c */
 struct MHD_Response *serve_exec_response(struct serve_session *s, json_t *body, int client_fd,
 					 int *status, char *why, size_t whylen);
 /* Writes to an exec's stdin (stdin_open), then closes it when eof. 0 or an HTTP status. */
-int serve_exec_stdin(const char *id, const char *data, size_t len, bool eof, char *why,
-		     size_t whylen);
+int serve_exec_stdin(const char *id, const struct serve_peer *peer, const char *data, size_t len,
+		     bool eof, char *why, size_t whylen);
 /* Runs argv in session id with its output dropped; its status, or -1 (failed or over
  * timeout_ms). The pool's warm-up. */
 int serve_exec_quiet(const char *id, char *const argv[], int timeout_ms);
 /* A signal ('s', a = number) or window size ('w', a rows, b cols) for an exec. 0 or a status. */
-int serve_exec_control(const char *id, int kind, int a, int b, char *why, size_t whylen);
+int serve_exec_control(const char *id, const struct serve_peer *peer, int kind, int a, int b,
+		       char *why, size_t whylen);
 
 /* files.c: see files.h for the upload state */
 

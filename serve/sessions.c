@@ -145,18 +145,19 @@ int serve_create_parse(json_t *body, struct serve_create *c, char *why, size_t w
 	return serve_env_check(c->env, SERVE_ENV_MAX, why, whylen);
 }
 
-static struct serve_session *find(const char *id)
+/* A session the peer may see: another uid's is as absent as one that never was. */
+static struct serve_session *find(const char *id, const struct serve_peer *peer)
 {
 	for (struct serve_session *s = serve.sessions; s; s = s->next)
 		if (s->ready && !s->in_pool && !s->deleted && strcmp(s->id, id) == 0)
-			return s;
+			return serve_peer_owns(peer, s) ? s : NULL;
 	return NULL;
 }
 
-struct serve_session *serve_session_get(const char *id)
+struct serve_session *serve_session_get(const char *id, const struct serve_peer *peer)
 {
 	pthread_mutex_lock(&serve.lock);
-	struct serve_session *s = find(id);
+	struct serve_session *s = find(id, peer);
 	if (s)
 		s->refs++;
 	pthread_mutex_unlock(&serve.lock);
@@ -207,12 +208,12 @@ json_t *serve_session_json(const struct serve_session *s)
 	return o;
 }
 
-json_t *serve_sessions_json(void)
+json_t *serve_sessions_json(const struct serve_peer *peer)
 {
 	json_t *a = json_array();
 	pthread_mutex_lock(&serve.lock);
 	for (struct serve_session *s = serve.sessions; s; s = s->next)
-		if (s->ready && !s->in_pool && !s->deleted)
+		if (s->ready && !s->in_pool && !s->deleted && serve_peer_owns(peer, s))
 			json_array_append_new(a, serve_session_json(s));
 	pthread_mutex_unlock(&serve.lock);
 	return json_pack("{so}", "sessions", a);
@@ -366,9 +367,34 @@ static int bind(struct serve_session *s, const struct serve_create *c, double t0
 	return 0;
 }
 
-struct serve_session *serve_create(const struct serve_create *c, int *status, char *why,
-				   size_t whylen)
+/* A tenant (an --allow-uid peer) names only a work directory, one it may use itself; the
+ * files a session's broker reads as root (scope, vault, CA, audit log, a shared broker) are
+ * the operator's to name: a path checked now could be a link to another file by the time
+ * the supervisor opens it. An inline scope is the tenant's own words. */
+static int tenant_check(const struct serve_create *c, const struct serve_peer *peer, char *why,
+			size_t whylen)
 {
+	if (serve_peer_admin(peer))
+		return 0;
+	if (c->scope_path || c->vault || c->ca_file || c->audit || c->broker) {
+		snprintf(why, whylen,
+			 "uid %u may give \"scope\" only inline; \"scope\" files, "
+			 "\"vault\", \"ca_file\", \"audit\" and \"broker\" are for root "
+			 "and the daemon's uid",
+			 (unsigned)peer->uid);
+		return -1;
+	}
+	const char *paths[] = { c->work, NULL };
+	return c->work ? serve_peer_check(peer, paths, c->work_ro ? "d" : "D", why, whylen) : 0;
+}
+
+struct serve_session *serve_create(const struct serve_create *c, const struct serve_peer *peer,
+				   int *status, char *why, size_t whylen)
+{
+	if (tenant_check(c, peer, why, whylen) < 0) {
+		*status = 403;
+		return NULL;
+	}
 	double t0 = serve_wall();
 	char miss[sizeof(((struct serve_session *)0)->pool_miss)];
 	pool_miss(c, miss, sizeof(miss));
@@ -401,6 +427,7 @@ struct serve_session *serve_create(const struct serve_create *c, int *status, ch
 	}
 	pthread_mutex_lock(&serve.lock);
 	s->created_at = serve_wall();
+	s->owner_uid = peer->uid;
 	int rc = bind(s, c, t0);
 	s->ready = true;
 	s->refs++;
@@ -409,7 +436,7 @@ struct serve_session *serve_create(const struct serve_create *c, int *status, ch
 		pthread_mutex_unlock(&serve.lock);
 		serve_session_put(s);
 		json_t *gone = NULL;
-		serve_delete(s->id, &gone);
+		serve_delete(s->id, peer, &gone);
 		json_decref(gone);
 		*status = 500;
 		snprintf(why, whylen, "out of memory");
@@ -457,10 +484,10 @@ void serve_session_cleanup(struct serve_session *s)
 		unlink(s->scope_file);
 }
 
-int serve_delete(const char *id, json_t **out)
+int serve_delete(const char *id, const struct serve_peer *peer, json_t **out)
 {
 	pthread_mutex_lock(&serve.lock);
-	struct serve_session *s = find(id);
+	struct serve_session *s = find(id, peer);
 	if (!s) {
 		pthread_mutex_unlock(&serve.lock);
 		return 404;

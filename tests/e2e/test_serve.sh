@@ -90,8 +90,27 @@ if command -v setpriv > /dev/null && [ "$(id -u)" = 0 ]; then
 	"$BULKHEAD" serve --socket "$pub/s.sock" --state "$TMP/state2" --allow-uid 65534 2>> "$TMP/serve.log" &
 	d2=$!; pids="$pids $d2"
 	_i=0; while [ ! -S "$pub/s.sock" ] && [ $_i -lt 100 ]; do sleep 0.1; _i=$((_i + 1)); done
-	out=$(setpriv --reuid 65534 --regid 65534 --clear-groups curl -s --unix-socket "$pub/s.sock" http://serve/v1/sessions)
-	check_eq "an allowed uid is served" '{"sessions":[]}' "$out"
+	as_nobody() { setpriv --reuid 65534 --regid 65534 --clear-groups curl -s --unix-socket "$pub/s.sock" "$@"; }
+	mine=$(curl -s --unix-socket "$pub/s.sock" -X POST -d '{"pool":false}' http://serve/v1/sessions | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+	out=$(as_nobody http://serve/v1/sessions)
+	check_eq "a tenant (--allow-uid) is served, and sees no session of root's" '{"sessions":[]}' "$out"
+	out=$(as_nobody "http://serve/v1/sessions/$mine")
+	case $out in *'no such session'*) ok "a tenant cannot get root's session" ;; *) not_ok "a tenant cannot get root's session" "$out" ;; esac
+	out=$(as_nobody -X POST -d '{"cmd":["true"]}' "http://serve/v1/sessions/$mine/exec")
+	case $out in *'no such session'*) ok "a tenant cannot exec in root's session" ;; *) not_ok "a tenant cannot exec in root's session" "$out" ;; esac
+	out=$(as_nobody -X DELETE "http://serve/v1/sessions/$mine")
+	case $out in *'no such session'*) ok "a tenant cannot delete root's session" ;; *) not_ok "a tenant cannot delete root's session" "$out" ;; esac
+	out=$(as_nobody -X POST -d '{"work":"/root"}' http://serve/v1/sessions)
+	case $out in *'/root: not for uid 65534'*) ok "a tenant cannot share a directory it may not write (/root)" ;; *) not_ok "a tenant cannot share a directory it may not write (/root)" "$out" ;; esac
+	out=$(as_nobody -X POST -d '{"scope":"/etc/shadow"}' http://serve/v1/sessions)
+	case $out in *'only inline'*) ok "a tenant cannot name a scope, vault or audit file" ;; *) not_ok "a tenant cannot name a scope, vault or audit file" "$out" ;; esac
+	out=$(as_nobody http://serve/v1/approvals)
+	case $out in *'approvals are for root'*) ok "approvals are not a tenant's" ;; *) not_ok "approvals are not a tenant's" "$out" ;; esac
+	theirs=$(as_nobody -X POST -d '{"pool":false}' http://serve/v1/sessions | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+	out=$(as_nobody -X POST -d '{"cmd":["echo","tenant"]}' "http://serve/v1/sessions/$theirs/exec")
+	case $out in *'"stdout":"dGVuYW50Cg=="'*) ok "a tenant runs commands in its own session" ;; *) not_ok "a tenant runs commands in its own session" "$theirs $out" ;; esac
+	ev=$(as_nobody -m 2 "http://serve/v1/events?since=0")
+	if echo "$ev" | grep -q "$theirs" && ! echo "$ev" | grep -q "$mine"; then ok "a tenant's event stream holds its own sessions only"; else not_ok "a tenant's event stream holds its own sessions only" "$ev"; fi
 	kill "$d2"; wait "$d2" 2> /dev/null
 	rm -rf "$pub"
 else
