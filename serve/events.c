@@ -103,6 +103,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 	struct stream *st = cls;
 	if (st->off == st->len) {
 		free(st->line);
+		st->line = NULL; /* stream_free frees what is left */
 		bool gone = false;
 		char *line = next_line(st, &gone);
 		if (gone)
