@@ -1,0 +1,111 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# End to end: the clients of `bulkhead serve` and its OpenAPI description, against a real
+# daemon with real guests (QEMU TCG here) and a warm pool of one. The Python client
+# (clients/python/tests/e2e.py) and the TypeScript one (clients/ts/test/e2e.ts, built with
+# typescript from npm when it can be) each create pooled and cold sessions, run commands with
+# exact bytes, stream, stdin, exit codes and signals, move files and archives, delete, and get
+# errors with their status; tests/tools/openapi_check.py checks docs/openapi.json against
+# docs/API.md and against every answer of the daemon, errors included.
+. "$(dirname "$0")/lib.sh"
+require "serve clients" python3
+
+# relay FILE: a driver's lines ("ok - NAME", "not ok - NAME", "# detail") as this suite's TAP.
+relay() {
+	while IFS= read -r _l; do
+		case $_l in
+		"ok - "*) ok "${_l#ok - }" ;;
+		"not ok - "*) not_ok "${_l#not ok - }" ;;
+		"#"*) echo "$_l" ;;
+		*) echo "# $_l" ;;
+		esac
+	done < "$1"
+}
+
+# driver NAME RC FILE: relays FILE; a driver that failed without saying so is a failure too.
+driver() {
+	relay "$3"
+	if [ "$2" != 0 ] && ! grep -q '^not ok - ' "$3"; then
+		not_ok "$1 ran to its end" "exit status $2" "$(tail -n 15 "$3")"
+	fi
+}
+
+python3 tests/tools/openapi_check.py --static docs/openapi.json docs/API.md > "$TMP/static" 2>&1
+driver "openapi_check.py --static" $? "$TMP/static"
+
+if command -v mypy > /dev/null; then
+	if mypy --strict --no-incremental clients/python/bulkhead > "$TMP/mypy" 2>&1; then
+		ok "the Python client passes mypy --strict"
+	else
+		not_ok "the Python client passes mypy --strict" "$(tail -n 20 "$TMP/mypy")"
+	fi
+else
+	skip "the Python client passes mypy --strict" "mypy is not installed (apt-get install mypy)"
+fi
+
+# The TypeScript client is built before any guest runs (build.sh: 77 = cannot here, and why).
+sh clients/ts/build.sh > "$TMP/ts-build" 2>&1
+ts_rc=$?
+case $ts_rc in
+0) ok "the TypeScript client builds (tsc, strict)" ;;
+77) skip "the TypeScript client" "$(tail -n 1 "$TMP/ts-build")" ;;
+*) not_ok "the TypeScript client builds (tsc, strict)" "$(tail -n 30 "$TMP/ts-build")" ;;
+esac
+
+if ! "$BULKHEAD" serve --help > /dev/null 2>&1; then
+	skip "serve clients against a daemon" "this bulkhead has no serve command"
+	plan_done
+	exit 0
+fi
+export BULKHEAD_RUNDIR="$TMP/run"
+sock=$TMP/serve.sock
+"$BULKHEAD" serve --socket "$sock" --pool 1 --state "$TMP/state" > "$TMP/serve.log" 2>&1 &
+serve_pid=$!
+pids="$pids $serve_pid"
+health() {
+	python3 -c 'import sys; sys.path.insert(0, "clients/python"); from bulkhead import Bulkhead
+sys.exit(0 if Bulkhead(sys.argv[1], timeout=10).health().ok else 1)' "$sock" 2> /dev/null
+}
+i=0
+while ! health && [ $i -lt 600 ] && kill -0 "$serve_pid" 2> /dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+if ! health; then
+	not_ok "bulkhead serve answers /v1/health" "$(tail -n 20 "$TMP/serve.log")"
+	plan_done
+	exit 0
+fi
+ok "bulkhead serve answers /v1/health"
+
+timeout 900 python3 clients/python/tests/e2e.py "$sock" "$TMP" > "$TMP/py" 2>&1
+driver "the Python client suite" $? "$TMP/py"
+
+timeout 600 python3 tests/tools/openapi_check.py docs/openapi.json "$sock" > "$TMP/openapi" 2>&1
+driver "openapi_check.py" $? "$TMP/openapi"
+
+if [ $ts_rc = 0 ]; then
+	timeout 900 node clients/ts/dist/test/e2e.js "$sock" "$TMP" > "$TMP/ts" 2>&1
+	driver "the TypeScript client suite" $? "$TMP/ts"
+fi
+
+# The daemon is unaffected by all of it, and every session the suites made is gone.
+if health; then ok "the daemon still answers after the suites"; else not_ok "the daemon still answers after the suites" "$(tail -n 20 "$TMP/serve.log")"; fi
+left=$(python3 -c 'import sys; sys.path.insert(0, "clients/python"); from bulkhead import Bulkhead
+print(" ".join(s.id for s in Bulkhead(sys.argv[1], timeout=10).sessions()))' "$sock" 2>&1)
+check_eq "every session the clients made was deleted" "" "$left"
+
+# A stop: the daemon is our child, so it is waited for (a watchdog KILLs it after 30 s).
+kill -TERM "$serve_pid"
+(sleep 30; kill -KILL "$serve_pid" 2> /dev/null) &
+dog=$!
+wait "$serve_pid"
+serve_rc=$?
+kill "$dog" 2> /dev/null
+if [ $serve_rc = 137 ]; then
+	not_ok "the daemon stops on SIGTERM" "still running after 30 s" "$(tail -n 20 "$TMP/serve.log")"
+else
+	ok "the daemon stops on SIGTERM"
+	check_eq "no session's run directory is left after it" "" "$(ls -A "$BULKHEAD_RUNDIR" 2> /dev/null)"
+fi
+plan_done
