@@ -78,15 +78,72 @@ if ! health; then
 fi
 ok "bulkhead serve answers /v1/health"
 
+# Approvals: a shared broker in the daemon's run directory (found there as `bulkhead approvals`
+# finds it) holds each POST of a registered session until someone decides through the API.
+approvals=
+if [ -x "$BUILD/tests/https-echo" ] && [ -x "$BUILD/tests/proxy-client" ] &&
+	command -v openssl > /dev/null && test_pki; then
+	"$BUILD/tests/https-echo" --cert "$TMP/up.pem" --key "$TMP/up.key" --log "$TMP/up.log" > "$TMP/port" 2> /dev/null &
+	pids="$pids $!"
+	PORT=$(wait_port "$TMP/port")
+	printf '{"TOK": "serve-clients-secret-5d2e"}\n' > "$TMP/secrets.json"
+	chmod 600 "$TMP/secrets.json"
+	printf '{ "require_approval": [ { "host": "localhost", "methods": ["POST"] } ], "approval_ttl_seconds": 300 }\n' \
+		> "$TMP/policy.json"
+	cat > "$TMP/scope.json" << EOF
+{ "secrets": [ { "name": "TOK", "inject": { "header": "Authorization", "value": "Bearer {}" },
+    "destinations": [ { "scheme": "https", "host": "localhost", "port": $PORT, "allow_addresses": ["127.0.0.1"] } ] } ] }
+EOF
+	"$BULKHEAD" broker --policy "$TMP/policy.json" --secrets-file "$TMP/secrets.json" --ca-file "$TMP/ca.pem" \
+		--audit-dir "$TMP" 2> "$TMP/broker.log" &
+	pids="$pids $!"
+	i=0; while [ ! -S "$BULKHEAD_RUNDIR/broker.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	mkfifo "$TMP/hold"
+	"$BUILD/tests/proxy-client" register "$BULKHEAD_RUNDIR/broker.sock" s1 "$TMP/scope.json" "$TMP/s1.sock" \
+		< "$TMP/hold" > "$TMP/s1.reg" 2>&1 &
+	sleep 900 > "$TMP/hold" &
+	pids="$pids $!"
+	i=0; while [ ! -s "$TMP/s1.reg" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	grep -q '"ok":true' "$TMP/s1.reg" && approvals=1
+fi
+# held NAME: POST /w/NAME through session s1 of the shared broker, in the background ($held).
+held() {
+	printf 'POST http://localhost:%s/w/%s HTTP/1.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}' \
+		"$PORT" "$1" | "$BUILD/tests/proxy-client" raw "$TMP/s1.sock" > "$TMP/$1.out" &
+	held=$!
+}
+# decided NAME STATUS-LINE: the held request ended with that status once decided.
+decided() {
+	wait "$held"
+	check_eq "$1: the held request's answer" "$2" "$(head -n 1 "$TMP/$3.out" | tr -d '\r')"
+}
+[ -n "$approvals" ] || skip "approvals through the API" \
+	"no shared broker here: $(cat "$TMP/broker.log" "$TMP/s1.reg" 2> /dev/null | tail -n 3 | tr '\n' ' ')"
+
 timeout 900 python3 clients/python/tests/e2e.py "$sock" "$TMP" > "$TMP/py" 2>&1
 driver "the Python client suite" $? "$TMP/py"
+if [ -n "$approvals" ]; then
+	held by-python
+	timeout 120 python3 clients/python/tests/e2e.py "$sock" "$TMP" approve /w/by-python > "$TMP/py-appr" 2>&1
+	driver "the Python client's approval" $? "$TMP/py-appr"
+	decided "approved through the Python client" "HTTP/1.1 200 OK" by-python
+fi
 
-timeout 600 python3 tests/tools/openapi_check.py docs/openapi.json "$sock" > "$TMP/openapi" 2>&1
+[ -n "$approvals" ] && held by-openapi-check
+timeout 600 python3 tests/tools/openapi_check.py docs/openapi.json "$sock" ${approvals:+--approval} \
+	> "$TMP/openapi" 2>&1
 driver "openapi_check.py" $? "$TMP/openapi"
+[ -n "$approvals" ] && decided "approved by openapi_check.py" "HTTP/1.1 200 OK" by-openapi-check
 
 if [ $ts_rc = 0 ]; then
 	timeout 900 node clients/ts/dist/test/e2e.js "$sock" "$TMP" > "$TMP/ts" 2>&1
 	driver "the TypeScript client suite" $? "$TMP/ts"
+	if [ -n "$approvals" ]; then
+		held by-ts
+		timeout 120 node clients/ts/dist/test/e2e.js "$sock" "$TMP" deny /w/by-ts > "$TMP/ts-appr" 2>&1
+		driver "the TypeScript client's denial" $? "$TMP/ts-appr"
+		decided "denied through the TypeScript client" "HTTP/1.1 403 Forbidden" by-ts
+	fi
 fi
 
 # The daemon is unaffected by all of it, and every session the suites made is gone.
@@ -106,6 +163,7 @@ if [ $serve_rc = 137 ]; then
 	not_ok "the daemon stops on SIGTERM" "still running after 30 s" "$(tail -n 20 "$TMP/serve.log")"
 else
 	ok "the daemon stops on SIGTERM"
-	check_eq "no session's run directory is left after it" "" "$(ls -A "$BULKHEAD_RUNDIR" 2> /dev/null)"
+	check_eq "no session's run directory is left after it" "" \
+		"$(find "$BULKHEAD_RUNDIR" -mindepth 1 -maxdepth 1 -type d 2> /dev/null)"
 fi
 plan_done

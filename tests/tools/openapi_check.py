@@ -8,7 +8,9 @@ approval, malformed JSON, unknown fields, numbers out of range, a body over 1 Mi
 leaving the work directory, a wrong method, an ended session), and each answer's status,
 Content-Type and body (each NDJSON line) must be as documented. Prints "ok - ..." /
 "not ok - ..." lines with "# " details. Exit 1 if any check failed.
-Usage: openapi_check.py --static SPEC API.md | openapi_check.py SPEC SOCKET"""
+With --approval, one approval is pending (a broker the caller runs holds a request): the list
+must show it as documented, and approving it must answer 204.
+Usage: openapi_check.py --static SPEC API.md | openapi_check.py SPEC SOCKET [--approval]"""
 from __future__ import annotations
 
 import io
@@ -160,6 +162,20 @@ def files(c: Checker, sid: str) -> None:
     c.ask("a path through a symbolic link out", "GET", F, f"{base}/files/esc/etc/passwd", 400)
 
 
+def approval(c: Checker) -> None:
+    """The pending approval the caller arranged: listed as documented, then approved."""
+    A = "/v1/approvals"
+    wait_for("a pending approval", lambda: bool(c.peek(A).get("approvals")), 60)
+    got = c.ask_json("one pending", "GET", A, A, 200) or {}
+    items = got.get("approvals") or [{}]
+    if not items[0].get("id"):
+        c.report("the pending approval is listed", [f"listed: {got!r}"])
+        return
+    i = items[0]["id"]
+    c.ask_json("approve it", "POST", A + "/{id}/approve", f"{A}/{i}/approve", 204, {"reason": "openapi_check"})
+    c.ask_json("approve it again", "POST", A + "/{id}/approve", f"{A}/{i}/approve", 404, {})
+
+
 def errors(c: Checker, sid: str) -> None:
     ES, X = "/v1/sessions", "/v1/sessions/{id}/exec"
     c.ask_json("an unknown session", "GET", S, f"/v1/sessions/{NOID}", 404)
@@ -217,8 +233,10 @@ def lifecycle(c: Checker, ids: List[str]) -> None:
         c.ask_json("deleted", "GET", S, f"/v1/sessions/{i}", 404)
 
 
-def live(spec: Any, sock: str) -> int:
+def live(spec: Any, sock: str, with_approval: bool) -> int:
     c = Checker(spec, sock)
+    if with_approval:
+        approval(c)
     ids = sessions(c)
     if ids:
         execs(c, ids[0])
@@ -238,11 +256,11 @@ def main() -> int:
     if len(sys.argv) == 4 and sys.argv[1] == "--static":
         with open(sys.argv[2]) as f, open(sys.argv[3]) as g:
             return static(json.load(f), g.read())
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4) or sys.argv[3:] not in ([], ["--approval"]):
         print(__doc__, file=sys.stderr)
         return 2
     with open(sys.argv[1]) as f:
-        return live(json.load(f), sys.argv[2])
+        return live(json.load(f), sys.argv[2], sys.argv[3:] == ["--approval"])
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 tests/e2e/test_serve_clients.sh): sessions pooled and cold, exact bytes, streaming, stdin,
 exit codes and signals, files, archives, events, errors. Prints one line per check:
 "ok - NAME", "not ok - NAME" (then "# detail" lines), "skip - NAME # REASON".
-Usage: e2e.py SOCKET HOST-TMP-DIR"""
+Usage: e2e.py SOCKET HOST-TMP-DIR, or e2e.py SOCKET HOST-TMP-DIR approve URL-SUFFIX: approves the
+one pending approval (held by a broker the suite runs) whose url ends so."""
 from __future__ import annotations
 
 import hashlib
@@ -338,9 +339,31 @@ def events(b: Bulkhead, ids: List[str]) -> None:
     eq(sorted(seqs), seqs, "seq increases")
 
 
+def approve_pending(b: Bulkhead, suffix: str) -> None:
+    found: List[str] = []
+
+    def pending() -> bool:
+        found[:] = [a.id for a in b.approvals()
+                    if a.method == "POST" and (a.url or "").endswith(suffix)]
+        return bool(found)
+
+    wait_until(f"a pending POST ...{suffix}", pending, 60)
+    a = [x for x in b.approvals() if x.id == found[0]][0]
+    assert a.sha256 and len(a.sha256) == 64, a
+    assert a.expires > time.time(), a
+    assert a.secret == "TOK", a
+    b.approve(a.id, "approved by the Python client")
+    assert a.id not in [x.id for x in b.approvals()], "still pending after approve"
+    raises(404, lambda: b.approve(a.id))
+
+
 def main() -> int:
     sock, tmp = sys.argv[1], sys.argv[2]
     b = Bulkhead(sock)
+    if sys.argv[3:4] == ["approve"]:
+        check("approvals(): the held request listed; approve(); used once",
+              lambda: approve_pending(b, sys.argv[4]))
+        return 1 if failed else 0
     check("health: ok, version", lambda: eq((True, True), (b.health().ok, bool(b.health().version))))
     check("pool: size 1", lambda: eq(1, b.pool().size))
     check("pooled session: env, listed, work removed with it", lambda: pooled_session(b))

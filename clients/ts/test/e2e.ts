@@ -2,7 +2,9 @@
 // The TypeScript client against a real `bulkhead serve` and real guests (run by
 // tests/e2e/test_serve_clients.sh): sessions pooled and cold, exact bytes, streaming, stdin,
 // exit codes and signals, files, archives, events, errors. One line per check: "ok - NAME",
-// "not ok - NAME" (then "# detail" lines). Usage: node dist/test/e2e.js SOCKET HOST-TMP-DIR
+// "not ok - NAME" (then "# detail" lines). Usage: node dist/test/e2e.js SOCKET HOST-TMP-DIR, or
+// ... SOCKET HOST-TMP-DIR deny URL-SUFFIX: denies the one pending approval (held by a broker the
+// suite runs) whose url ends so.
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -254,9 +256,26 @@ async function events(b: Bulkhead, id: string): Promise<void> {
   eq([...seqs].sort((x, y) => x - y), seqs, "seq increases");
 }
 
+async function denyPending(b: Bulkhead, suffix: string): Promise<void> {
+  let id = "";
+  await waitUntil(`a pending POST ...${suffix}`, async () => {
+    id = (await b.approvals()).find((a) => a.method === "POST" && (a.url ?? "").endsWith(suffix))?.id ?? "";
+    return id !== "";
+  }, 60);
+  const a = (await b.approvals()).find((x) => x.id === id)!;
+  assert(a.sha256?.length === 64 && a.expires * 1000 > Date.now() && a.secret === "TOK", JSON.stringify(a));
+  await b.deny(id, "denied by the TypeScript client");
+  assert(!(await b.approvals()).some((x) => x.id === id), "still pending after deny");
+  await raises(404, () => b.deny(id));
+}
+
 async function main(): Promise<number> {
-  const [sock, tmp] = process.argv.slice(2) as [string, string];
+  const [sock, tmp, mode, suffix] = process.argv.slice(2) as [string, string, string?, string?];
   const b = new Bulkhead({ socket: sock });
+  if (mode === "deny") {
+    await check("approvals(): the held request listed; deny(); used once", () => denyPending(b, suffix ?? ""));
+    return failed ? 1 : 0;
+  }
   await check("health: ok, version", async () => {
     const h = await b.health();
     eq([true, true], [h.ok, typeof h.version === "string" && h.version.length > 0]);
