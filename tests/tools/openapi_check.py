@@ -51,6 +51,7 @@ def static(spec: Any, prose: str) -> int:
     event = {"$ref": "#/components/schemas/Event"}
     goods: List[Any] = [(frame, {"exec": "3f2a"}), (frame, {"stdout": "aGVsbG8K"}),
                         (frame, {"stderr": ""}), (frame, {"exit": {"code": 0, "signal": 0, "status": 0}}),
+                        (frame, {"exit": {"code": None, "signal": 15, "status": 143}}),
                         (frame, {"error": "the guest went away"}),
                         (event, {"seq": 12, "time": 1764620000.5, "type": "session.started",
                                  "session": "3f2a3f2a3f2a3f2a", "pooled": True})]

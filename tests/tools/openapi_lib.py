@@ -283,6 +283,8 @@ class Stream:
             return None
         if not raw:
             return None
+        if not raw.strip():
+            return self.line()  # a heartbeat
         try:
             obj = json.loads(raw)
         except ValueError:

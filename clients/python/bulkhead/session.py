@@ -98,7 +98,7 @@ class Exec:
         if isinstance(f.get("exit"), dict):
             x = f["exit"]
             self.exit = ExitStatus(
-                code=int(x.get("code", 0)), signal=int(x.get("signal", 0)),
+                code=None if x.get("code") is None else int(x["code"]), signal=int(x.get("signal", 0)),
                 status=int(x.get("status", 0)))
             self.close()
             raise StopIteration
@@ -113,7 +113,8 @@ class Exec:
         err: List[bytes] = []
         for name, data in self:
             (out if name == "stdout" else err).append(data)
-        assert self.exit is not None
+        if self.exit is None:
+            raise BulkheadError(0, "exec: closed before its exit")
         return Result(self.exit.status, b"".join(out), b"".join(err), self.exit.signal, self.id)
 
     def send_stdin(self, data: Union[bytes, str], eof: bool = False) -> None:

@@ -66,10 +66,10 @@ class SessionInfo:
 
 @dataclass(frozen=True)
 class ExitStatus:
-    """How a command ended: its exit code, or the signal that killed it; status is the
-    shell's number for either (code, or 128 + signal)."""
+    """How a command ended: its exit code (None when a signal ended it), the signal (0: none);
+    status is the shell's number for either (code, or 128 + signal)."""
 
-    code: int
+    code: Optional[int]
     signal: int
     status: int
 

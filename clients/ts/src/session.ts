@@ -70,7 +70,7 @@ export class Exec implements AsyncIterable<Chunk> {
         if (typeof f[name] === "string") return { done: false, value: [name, Buffer.from(f[name] as string, "base64")] };
       if (isObject(f.exit)) {
         const x = f.exit;
-        this.exit = { code: Number(x.code ?? 0), signal: Number(x.signal ?? 0), status: Number(x.status ?? 0) };
+        this.exit = { code: x.code === null || x.code === undefined ? null : Number(x.code), signal: Number(x.signal ?? 0), status: Number(x.status ?? 0) };
         this.close();
         return { done: true, value: undefined };
       }

@@ -19,7 +19,7 @@ export interface SessionInfo {
   created_at: number;
   ready_ms: number;
   exit_code: number | null;
-  end_reason: "deleted" | "timed_out" | "over_memory" | "failed" | null;
+  end_reason: "deleted" | "timed_out" | "over_memory" | "exited" | "failed" | null;
   end_message: string | null;
 }
 
@@ -61,9 +61,10 @@ export interface StreamOptions extends RunOptions {
   stdin_open?: boolean;
 }
 
-/** How a command ended: status is the shell's number (code, or 128 + signal). */
+/** How a command ended: code is null when a signal ended it (signal 0: none); status is the
+ * shell's number (code, or 128 + signal). */
 export interface ExitStatus {
-  code: number;
+  code: number | null;
   signal: number;
   status: number;
 }
@@ -83,6 +84,7 @@ export type Chunk = ["stdout" | "stderr", Buffer];
 export type EventType =
   | "session.started"
   | "session.ended"
+  | "session.deleted"
   | "session.timed_out"
   | "session.over_memory"
   | "approval.pending"
