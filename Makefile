@@ -54,6 +54,7 @@ include jail/jail.mk
 include image/image.mk
 include cli/cli.mk
 include oci/oci.mk
+include serve/serve.mk
 include tests/tests.mk
 include bench/bench.mk
 

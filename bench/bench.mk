@@ -48,3 +48,8 @@ bench-nested: test-programs
 bench-oci: all
 	@BUILD=$(BUILD) RUNS=9 sh bench/oci-run.sh
 .PHONY: bench-oci
+# bench/serve-latency.sh: create-to-first-byte through `bulkhead serve`, pooled and cold, beside
+# an exec in a running session and `bulkhead run` in the same run.
+bench-serve: all
+	@BUILD=$(BUILD) RUNS=15 sh bench/serve-latency.sh
+.PHONY: bench-serve

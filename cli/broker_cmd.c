@@ -87,3 +87,20 @@ int cmd_broker(int argc, char **argv)
 	fprintf(stderr, "bulkhead broker: cannot run %s: %s\n", bin, strerror(errno));
 	return EXIT_BULKHEAD;
 }
+
+/* `bulkhead serve [OPTIONS]`: bulkhead-serve, the session API daemon (docs/API.md); it is a
+ * program of its own so that the HTTP server's libraries stay out of every other command. */
+int cmd_serve(int argc, char **argv)
+{
+	char bin[PATH_MAX];
+	if (paths_join(bin, sizeof(bin), paths_bindir(), "bulkhead-serve") < 0 ||
+	    access(bin, X_OK) < 0) {
+		fprintf(stderr, "bulkhead serve: bulkhead-serve not found next to bulkhead\n");
+		return EXIT_BULKHEAD;
+	}
+	(void)argc; /* argv is NULL-terminated: it goes on as it is */
+	argv[0] = bin;
+	execv(bin, argv);
+	fprintf(stderr, "bulkhead serve: %s: %s\n", bin, strerror(errno));
+	return EXIT_BULKHEAD;
+}

@@ -11,6 +11,8 @@ int cmd_audit(int argc, char **argv);
 /* `bulkhead broker [--control PATH] [bulkhead-broker options]` (cli/broker_cmd.c): runs the
  * shared broker in the foreground; sessions register with `bulkhead run --broker PATH`. */
 int cmd_broker(int argc, char **argv);
+/* broker_cmd.c: `bulkhead serve`: runs bulkhead-serve (serve/). */
+int cmd_serve(int argc, char **argv);
 /* `bulkhead policy check|explain` (cli/policy_cmd.c). */
 int cmd_policy(int argc, char **argv);
 /* `bulkhead approvals list|show|approve|deny` (cli/approvals_cmd.c). */

@@ -38,13 +38,13 @@ int broker_audit_dir(char *dir, size_t len)
 
 /* <audit dir>/<session id>.log: one chain per session (a log is locked by the broker that
  * writes it), kept after the session. */
-static int default_audit_path(const struct rundir *rd, char *buf, size_t len)
+int broker_audit_path(const char *id, char *buf, size_t len)
 {
 	char dir[PATH_MAX];
 	int rc = broker_audit_dir(dir, sizeof(dir));
 	if (rc < 0)
 		return rc;
-	int n = snprintf(buf, len, "%s/%s.log", dir, rd->id);
+	int n = snprintf(buf, len, "%s/%s.log", dir, id);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
@@ -165,7 +165,7 @@ int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const st
 		argv[n++] = o->ca_file;
 	}
 	char audit[PATH_MAX];
-	int arc = o->audit ? 0 : default_audit_path(rd, audit, sizeof(audit));
+	int arc = o->audit ? 0 : broker_audit_path(rd->id, audit, sizeof(audit));
 	if (arc < 0) {
 		snprintf(err, errlen, "audit log directory: %s", strerror(-arc));
 		close(lfd);

@@ -27,6 +27,9 @@ struct broker_opts {
 
 /* ${XDG_STATE_HOME:-~/.local/state}/bulkhead/audit, made (0700) if missing. 0 or -errno. */
 int broker_audit_dir(char *buf, size_t len);
+/* A private broker's audit log for session ID unless --audit names one: <audit dir>/ID.log
+ * (`bulkhead start --json` shows it). 0 or -errno. */
+int broker_audit_path(const char *id, char *buf, size_t len);
 
 /* Returns 0, or -1 with a one-line reason in err. */
 int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const struct rundir *rd,

@@ -1,36 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cli/doctor.c: `bulkhead doctor` — what this host can run (cli/kvm_probe.c), QEMU,
- * virtiofsd and the guest kernel, whether the jail works, and which engine `auto` picks. */
+ * virtiofsd and the guest kernel, whether the jail works (doctor_jail.c), and which engine
+ * `auto` picks. Each part finds its facts as JSON and says them as text lines read from that
+ * same object, so `doctor` and `doctor --json` cannot disagree. */
 #include "cli/doctor.h"
 
 #include "cli/engine.h"
 #include "cli/kvm_probe.h"
 #include "cli/paths.h"
-#include "lib/vmm_exit.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <linux/kvm.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-/* --- `bulkhead doctor` ---------------------------------------------------------------- */
-
 static const char doctor_usage[] =
-	"usage: bulkhead doctor\n"
+	"usage: bulkhead doctor [--json]\n"
 	"\n"
 	"Prints what this host can run, one fact a line: whether /dev/kvm is usable; whether\n"
 	"guest kernel mode runs natively or is emulated (a timed loop in a probe guest); whether\n"
@@ -39,116 +28,264 @@ static const char doctor_usage[] =
 	"as a session's back end is) and whether sessions get cgroup limits; and which engine\n"
 	"'run --engine auto' picks, and why.\n"
 	"\n"
+	"--json prints the same facts as one JSON object, a key per line of text (\"why\" is the\n"
+	"text in parentheses, or null), plus \"ok\" (the exit status is 0):\n"
+	"  kvm                  {usable, api_version, module, why}\n"
+	"  guest_kernel_mode    {mode: native|emulated|unknown|not_probed, mips (million\n"
+	"                       instructions/s, or null), why}\n"
+	"  guest_ring3_syscall  {result: works|broken|unknown|not_probed, why}\n"
+	"  qemu                 {path, version, why}        virtiofsd        {path, why}\n"
+	"  guest_kernel         {vmlinux, bzimage, why}     guest_initramfs  {path, why}\n"
+	"  jail                 {works, per_session_uid, uid (the first of the sessions' uids,\n"
+	"                       or the one uid mapped), why}\n"
+	"  cgroups              {version: 1|2|null, why}\n"
+	"  engine_auto          {engine: kvm|qemu|null, why}\n"
+	"Paths are absolute; a missing thing is null with why saying what to do.\n"
+	"\n"
 	"Exit status: 0 when some engine can run sessions here and the jail works, 125 else.\n";
 
-static void print_mips(double mips)
+const char *doctor_str(const json_t *part, const char *key, const char *dflt)
 {
-	if (mips < 10)
-		printf("~%.1f million instructions/s", mips);
-	else
-		printf("~%.0f million instructions/s", mips);
+	const char *s = json_string_value(json_object_get(part, key));
+	return s ? s : dflt;
 }
 
-static void doctor_print_kvm(const struct kvm_caps *c)
+/* A C string for "s?" in json_pack: an empty one is no value. */
+static const char *nz(const char *s)
 {
-	if (c->usable)
-		printf("kvm: usable (API %d, module %s)\n", KVM_API_VERSION,
-		       c->module[0] ? c->module : "unknown");
-	else
-		printf("kvm: not usable (%s)\n", c->why[0] ? c->why : "unknown reason");
-
-	printf("guest kernel mode: ");
-	if (!c->usable)
-		printf("not probed (no usable KVM)\n");
-	else if (c->kernel_native == PROBE_YES ||
-		 (c->kernel_native == PROBE_NO && c->kernel_mips > 0)) {
-		printf("%s (", c->kernel_native == PROBE_YES ? "native" : "emulated");
-		print_mips(c->kernel_mips);
-		printf(")\n");
-	} else if (c->kernel_native == PROBE_NO)
-		printf("emulated (%s)\n", c->why);
-	else
-		printf("unknown (%s)\n", c->why[0] ? c->why : "probe not run");
-
-	printf("guest ring-3 syscall: ");
-	if (!c->usable)
-		printf("not probed (no usable KVM)\n");
-	else if (c->ring3_syscall == PROBE_YES)
-		printf("works\n");
-	else if (c->ring3_syscall == PROBE_NO)
-		printf("broken (handler ran in ring 3)\n");
-	else
-		printf("unknown (%s)\n", c->why[0] ? c->why : "probe not run");
+	return s && *s ? s : NULL;
 }
 
-static void doctor_print_qemu(void)
+/* --- KVM: three lines from one probe --------------------------------------------------- */
+
+static json_t *kernel_mode(const struct kvm_caps *c)
+{
+	if (c->kernel_native == PROBE_YES || (c->kernel_native == PROBE_NO && c->kernel_mips > 0))
+		return json_pack("{s:s, s:f, s:n}", "mode",
+				 c->kernel_native == PROBE_YES ? "native" : "emulated", "mips",
+				 c->kernel_mips, "why");
+	if (c->kernel_native == PROBE_NO)
+		return json_pack("{s:s, s:n, s:s?}", "mode", "emulated", "mips", "why", nz(c->why));
+	return json_pack("{s:s, s:n, s:s}", "mode", "unknown", "mips", "why",
+			 c->why[0] ? c->why : "probe not run");
+}
+
+static json_t *ring3(const struct kvm_caps *c)
+{
+	if (c->ring3_syscall == PROBE_YES)
+		return json_pack("{s:s, s:n}", "result", "works", "why");
+	if (c->ring3_syscall == PROBE_NO)
+		return json_pack("{s:s, s:s}", "result", "broken", "why", "handler ran in ring 3");
+	return json_pack("{s:s, s:s}", "result", "unknown", "why",
+			 c->why[0] ? c->why : "probe not run");
+}
+
+static void kvm_find(json_t *f)
+{
+	struct kvm_caps c;
+	kvm_probe(true, &c);
+	if (!c.usable) {
+		json_object_set_new(f, "kvm",
+				    json_pack("{s:b, s:n, s:n, s:s}", "usable", 0, "api_version",
+					      "module", "why",
+					      c.why[0] ? c.why : "unknown reason"));
+		json_object_set_new(f, "guest_kernel_mode",
+				    json_pack("{s:s, s:n, s:s}", "mode", "not_probed", "mips",
+					      "why", "no usable KVM"));
+		json_object_set_new(
+			f, "guest_ring3_syscall",
+			json_pack("{s:s, s:s}", "result", "not_probed", "why", "no usable KVM"));
+		return;
+	}
+	json_object_set_new(f, "kvm",
+			    json_pack("{s:b, s:i, s:s?, s:n}", "usable", 1, "api_version",
+				      KVM_API_VERSION, "module", nz(c.module), "why"));
+	json_object_set_new(f, "guest_kernel_mode", kernel_mode(&c));
+	json_object_set_new(f, "guest_ring3_syscall", ring3(&c));
+}
+
+/* "not_probed" reads "not probed" in the text. */
+static const char *words(const char *v)
+{
+	return strcmp(v, "not_probed") ? v : "not probed";
+}
+
+static void kvm_say(const json_t *f)
+{
+	const json_t *k = json_object_get(f, "kvm"), *m = json_object_get(f, "guest_kernel_mode"),
+		     *r = json_object_get(f, "guest_ring3_syscall");
+	if (json_is_true(json_object_get(k, "usable")))
+		printf("kvm: usable (API %d, module %s)\n",
+		       (int)json_integer_value(json_object_get(k, "api_version")),
+		       doctor_str(k, "module", "unknown"));
+	else
+		printf("kvm: not usable (%s)\n", doctor_str(k, "why", ""));
+
+	const json_t *mips = json_object_get(m, "mips");
+	const char *mode = words(doctor_str(m, "mode", ""));
+	if (json_is_number(mips)) {
+		double v = json_number_value(mips);
+		printf("guest kernel mode: %s (~%.*f million instructions/s)\n", mode,
+		       v < 10 ? 1 : 0, v);
+	} else {
+		printf("guest kernel mode: %s (%s)\n", mode, doctor_str(m, "why", ""));
+	}
+
+	const char *res = doctor_str(r, "result", "");
+	if (strcmp(res, "works") == 0)
+		printf("guest ring-3 syscall: works\n");
+	else
+		printf("guest ring-3 syscall: %s (%s)\n", words(res), doctor_str(r, "why", ""));
+}
+
+/* --- QEMU, virtiofsd, the guest kernel and initramfs ----------------------------------- */
+
+static void qemu_find(json_t *f)
 {
 	const char *qemu = engine_qemu_path();
 	if (!qemu) {
-		printf("qemu: not found (run 'make deps': package qemu-system-x86)\n");
+		json_object_set_new(f, "qemu",
+				    json_pack("{s:n, s:n, s:s}", "path", "version", "why",
+					      "run 'make deps': package qemu-system-x86"));
 		return;
 	}
 	struct probe_run r;
-	char version[64] = "";
+	char version[64] = "", why[PATH_MAX + 32] = "";
 	char *const argv[] = { (char *)(uintptr_t)qemu, "-version", NULL };
 	if (probe_exec(argv, 5000, &r) == 0 && r.status == 0) {
 		const char *v = strstr(r.out, "version ");
 		if (v)
 			sscanf(v + 8, "%63[^ \n(]", version);
 	}
-	if (version[0])
-		printf("qemu: %s (QEMU %s)\n", qemu, version);
-	else
-		printf("qemu: %s (version unknown: '%s -version' failed)\n", qemu, qemu);
+	if (!version[0])
+		snprintf(why, sizeof(why), "'%s -version' failed", qemu);
+	json_object_set_new(f, "qemu",
+			    json_pack("{s:s, s:s?, s:s?}", "path", qemu, "version", nz(version),
+				      "why", nz(why)));
 }
 
-static void doctor_print_files(void)
+static void qemu_say(const json_t *f)
+{
+	const json_t *q = json_object_get(f, "qemu");
+	const char *path = doctor_str(q, "path", NULL), *version = doctor_str(q, "version", NULL);
+	if (!path)
+		printf("qemu: not found (%s)\n", doctor_str(q, "why", ""));
+	else if (version)
+		printf("qemu: %s (QEMU %s)\n", path, version);
+	else
+		printf("qemu: %s (version unknown: %s)\n", path, doctor_str(q, "why", ""));
+}
+
+/* {"path": P, "why": null}, P resolved; or {"path": null, "why": WHY}. */
+static json_t *file_part(const char *key, const char *path, const char *why)
+{
+	char shown[PATH_MAX];
+	if (path && access(path, R_OK) == 0)
+		return json_pack("{s:s, s:n}", key, realpath(path, shown) ? shown : path, "why");
+	return json_pack("{s:n, s:s}", key, "why", why);
+}
+
+static void files_find(json_t *f)
 {
 	static const char *const virtiofsd[] = { "/usr/lib/qemu/virtiofsd",
 						 "/usr/libexec/virtiofsd" };
-	const char *libdir = paths_libdir();
-	char vmlinux[PATH_MAX], bzimage[PATH_MAX], initrd[PATH_MAX];
-	const char *found = NULL;
+	const char *libdir = paths_libdir(), *found = NULL;
+	char vmlinux[PATH_MAX], bzimage[PATH_MAX], initrd[PATH_MAX], why[PATH_MAX + 64];
 
 	for (size_t i = 0; i < sizeof(virtiofsd) / sizeof(virtiofsd[0]) && !found; i++)
 		if (access(virtiofsd[i], X_OK) == 0)
 			found = virtiofsd[i];
-	if (found)
-		printf("virtiofsd: %s\n", found);
-	else
-		printf("virtiofsd: not found (run 'make deps': package qemu-system-common)\n");
+	json_object_set_new(
+		f, "virtiofsd",
+		json_pack("{s:s?, s:s?}", "path", found, "why",
+			  found ? NULL : "run 'make deps': package qemu-system-common"));
 
 	if (paths_join(vmlinux, sizeof(vmlinux), libdir, "vmlinux") ||
 	    paths_join(bzimage, sizeof(bzimage), libdir, "bzImage") ||
 	    paths_join(initrd, sizeof(initrd), libdir, "initramfs.cpio")) {
-		printf("guest kernel: unknown (install path too long)\n");
+		json_object_set_new(f, "guest_kernel",
+				    json_pack("{s:n, s:n, s:s}", "vmlinux", "bzimage", "why",
+					      "install path too long"));
+		json_object_set_new(f, "guest_initramfs",
+				    file_part("path", NULL, "install path too long"));
 		return;
 	}
-	bool has_vmlinux = access(vmlinux, R_OK) == 0, has_bz = access(bzimage, R_OK) == 0;
-	char shown[PATH_MAX];
-	if (has_vmlinux)
-		printf("guest kernel: %s, bzImage %s\n", realpath(vmlinux, shown) ? shown : vmlinux,
-		       has_bz ? "present" : "missing");
-	else if (has_bz)
-		printf("guest kernel: %s (vmlinux missing)\n",
-		       realpath(bzimage, shown) ? shown : bzimage);
-	else
-		printf("guest kernel: missing (no vmlinux or bzImage in %s; run make)\n", libdir);
-	if (access(initrd, R_OK) == 0)
-		printf("guest initramfs: %s\n", realpath(initrd, shown) ? shown : initrd);
-	else
-		printf("guest initramfs: missing (%s; run make)\n", initrd);
+	json_t *vm = file_part("vmlinux", vmlinux, ""), *bz = file_part("bzimage", bzimage, "");
+	snprintf(why, sizeof(why), "no vmlinux or bzImage in %s; run make", libdir);
+	bool none = json_is_null(json_object_get(vm, "vmlinux")) &&
+		    json_is_null(json_object_get(bz, "bzimage"));
+	json_object_set_new(f, "guest_kernel",
+			    json_pack("{s:O, s:O, s:s?}", "vmlinux", json_object_get(vm, "vmlinux"),
+				      "bzimage", json_object_get(bz, "bzimage"), "why",
+				      none ? why : NULL));
+	json_decref(vm);
+	json_decref(bz);
+	snprintf(why, sizeof(why), "%s; run make", initrd);
+	json_object_set_new(f, "guest_initramfs", file_part("path", initrd, why));
 }
+
+static void files_say(const json_t *f)
+{
+	const json_t *v = json_object_get(f, "virtiofsd"), *k = json_object_get(f, "guest_kernel"),
+		     *i = json_object_get(f, "guest_initramfs");
+	if (doctor_str(v, "path", NULL))
+		printf("virtiofsd: %s\n", doctor_str(v, "path", ""));
+	else
+		printf("virtiofsd: not found (%s)\n", doctor_str(v, "why", ""));
+
+	const char *vmlinux = doctor_str(k, "vmlinux", NULL), *bz = doctor_str(k, "bzimage", NULL);
+	if (vmlinux)
+		printf("guest kernel: %s, bzImage %s\n", vmlinux, bz ? "present" : "missing");
+	else if (bz)
+		printf("guest kernel: %s (vmlinux missing)\n", bz);
+	else
+		printf("guest kernel: missing (%s)\n", doctor_str(k, "why", ""));
+
+	if (doctor_str(i, "path", NULL))
+		printf("guest initramfs: %s\n", doctor_str(i, "path", ""));
+	else
+		printf("guest initramfs: missing (%s)\n", doctor_str(i, "why", ""));
+}
+
+/* --- the engine `auto` picks ------------------------------------------------------------ */
+
+static void engine_find(json_t *f)
+{
+	struct engine_choice choice;
+	int rc = engine_choose(ENGINE_AUTO, &choice);
+	json_object_set_new(f, "engine_auto",
+			    json_pack("{s:s?, s:s}", "engine",
+				      rc == 0 ? engine_name(choice.kind) : NULL, "why",
+				      choice.why));
+}
+
+static void engine_say(const json_t *f)
+{
+	const json_t *e = json_object_get(f, "engine_auto");
+	printf("engine auto: %s (%s)\n", doctor_str(e, "engine", "none"), doctor_str(e, "why", ""));
+}
+
+/* In the order of the text; each part's facts are said as soon as they are found. */
+static const struct doctor_part {
+	void (*find)(json_t *facts);
+	void (*say)(const json_t *facts);
+} doctor_parts[] = {
+	{ kvm_find, kvm_say },	     { qemu_find, qemu_say },
+	{ files_find, files_say },   { doctor_jail_find, doctor_jail_say },
+	{ engine_find, engine_say },
+};
 
 int cmd_doctor(int argc, char **argv)
 {
-	struct kvm_caps caps;
-	struct engine_choice choice;
-
+	bool json = false;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			fputs(doctor_usage, stdout);
 			return 0;
+		}
+		if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+			continue;
 		}
 		fprintf(stderr,
 			"bulkhead doctor: unknown argument '%s' (see 'bulkhead doctor --help')\n",
@@ -156,26 +293,35 @@ int cmd_doctor(int argc, char **argv)
 		return 125;
 	}
 
-	kvm_probe(true, &caps);
-	doctor_print_kvm(&caps);
-	doctor_print_qemu();
-	doctor_print_files();
-	int jail = doctor_print_jail();
-	fflush(stdout);
-
-	int rc = engine_choose(ENGINE_AUTO, &choice);
-	if (rc == 0) {
-		printf("engine auto: %s (%s)\n", engine_name(choice.kind), choice.why);
-		if (jail < 0) {
-			fflush(stdout);
-			fprintf(stderr, "bulkhead doctor: the jail cannot run on this host\n");
+	json_t *facts = json_object();
+	for (size_t i = 0; facts && i < sizeof(doctor_parts) / sizeof(doctor_parts[0]); i++) {
+		doctor_parts[i].find(facts);
+		if (!json) {
+			doctor_parts[i].say(facts);
+			fflush(stdout); /* before the next part's probes start processes */
+		}
+	}
+	const json_t *e = json_object_get(facts, "engine_auto");
+	const char *engine = doctor_str(e, "engine", NULL);
+	bool jail = json_is_true(json_object_get(json_object_get(facts, "jail"), "works"));
+	int rc = engine && jail ? 0 : 125;
+	if (json) {
+		json_object_set_new(facts, "ok", json_boolean(rc == 0));
+		char *text = json_dumps(facts, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+		if (!text) {
+			fprintf(stderr, "bulkhead doctor: out of memory\n");
+			json_decref(facts);
 			return 125;
 		}
-		return 0;
+		printf("%s\n", text);
+		free(text);
+		fflush(stdout);
 	}
-	printf("engine auto: none (%s)\n", choice.why);
-	fflush(stdout);
-	fprintf(stderr, "bulkhead doctor: no engine can run sessions on this host: %s\n",
-		choice.why);
-	return 125;
+	if (!engine)
+		fprintf(stderr, "bulkhead doctor: no engine can run sessions on this host: %s\n",
+			doctor_str(e, "why", "out of memory"));
+	else if (!jail)
+		fprintf(stderr, "bulkhead doctor: the jail cannot run on this host\n");
+	json_decref(facts);
+	return rc;
 }

@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cli/doctor.h: `bulkhead doctor` and its jail check. */
+/* cli/doctor.h: `bulkhead doctor` (and --json) and its jail check. */
 #ifndef BULKHEAD_CLI_DOCTOR_H
 #define BULKHEAD_CLI_DOCTOR_H
 
-#include <stdbool.h>
+#include <jansson.h>
 
-/* doctor_jail.c: prints the "jail:" line (a jailed process started for real) and the
- * "cgroups:" line. Returns -1 when the jail cannot run here (sessions would fail). */
-int doctor_print_jail(void);
+/* doctor.c: a string of one part of the facts, or dflt when it is null or missing. */
+const char *doctor_str(const json_t *part, const char *key, const char *dflt);
 
-/* `bulkhead doctor`: one fact a line; exit 0 when some engine works and the jail runs. */
+/* doctor_jail.c: the "jail" part (a jailed process started for real) and the "cgroups" part
+ * of the facts, and their text lines. The jail failing means sessions would fail here. */
+void doctor_jail_find(json_t *facts);
+void doctor_jail_say(const json_t *facts);
+
+/* `bulkhead doctor [--json]`: one fact a line, or all as one JSON object; exit 0 when some
+ * engine works and the jail runs. */
 int cmd_doctor(int argc, char **argv);
 
 #endif

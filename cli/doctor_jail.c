@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cli/doctor_jail.c: `bulkhead doctor`'s jail and cgroup lines. The jail is tried for real: a
- * static program of ours (bulkhead-vsock --help) started through jail_spawn exactly as a
- * session starts its back end, in an empty root with the ids a session would get; and the
- * session cgroups are created with a session's limits and removed. Either one failing says
- * where, in one line, since a session would fail (jail) or run unbounded (cgroups) there. */
+/* cli/doctor_jail.c: `bulkhead doctor`'s jail and cgroups facts, and their lines. The jail is tried
+ * for real: a static program of ours (bulkhead-vsock --help) started through jail_spawn exactly as
+ * a session starts its back end, in an empty root with the ids a session would get; and the session
+ * cgroups are created with a session's limits and removed. Either one failing says where, in one
+ * line, since a session would fail (jail) or run unbounded (cgroups) there. */
 #include "cli/doctor.h"
 #include "jail/cgroup.h"
 #include "jail/jail.h"
@@ -62,28 +62,23 @@ static int try_jail(struct jail_ids *ids, char *why, size_t whylen)
 	return -1;
 }
 
-int doctor_print_jail(void)
+void doctor_jail_find(json_t *facts)
 {
 	struct jail_ids ids = JAIL_IDS_INIT;
 	char why[512];
-	int rc = 0;
 
 	if (jail_ids_acquire(&ids, NULL, why, sizeof(why)) < 0 ||
-	    try_jail(&ids, why, sizeof(why)) < 0) {
-		printf("jail: broken (%s): sessions cannot start here; --no-jail is for debugging "
-		       "only\n",
-		       why);
-		rc = -1;
-	} else if (ids.lease_fd >= 0) {
-		printf("jail: works (each session its own uid from %u, empty root, own namespaces, "
-		       "no capabilities)\n",
-		       JAIL_UID_FIRST);
-	} else {
-		printf("jail: works (not root: a user namespace mapping only uid %u, empty root, "
-		       "own "
-		       "namespaces, no capabilities)\n",
-		       (unsigned)ids.uid);
-	}
+	    try_jail(&ids, why, sizeof(why)) < 0)
+		json_object_set_new(facts, "jail",
+				    json_pack("{s:b, s:n, s:n, s:s}", "works", 0, "per_session_uid",
+					      "uid", "why", why));
+	else /* as root, each session leases a uid of its own; else ours is the one mapped */
+		json_object_set_new(
+			facts, "jail",
+			json_pack("{s:b, s:b, s:I, s:n}", "works", 1, "per_session_uid",
+				  ids.lease_fd >= 0, "uid",
+				  (json_int_t)(ids.lease_fd >= 0 ? JAIL_UID_FIRST : ids.uid),
+				  "why"));
 	jail_ids_release(&ids);
 
 	/* The limits a default session (256 MiB, 1 vCPU) would get. */
@@ -96,11 +91,37 @@ int doctor_print_jail(void)
 	char id[32];
 	snprintf(id, sizeof(id), "doctor-%ld", (long)getpid());
 	if (cgroup_create(&cg, id, &lim, why, sizeof(why)) < 0)
+		json_object_set_new(facts, "cgroups",
+				    json_pack("{s:n, s:s}", "version", "why", why));
+	else
+		json_object_set_new(facts, "cgroups",
+				    json_pack("{s:i, s:n}", "version", cg.version, "why"));
+	cgroup_destroy(&cg);
+}
+
+void doctor_jail_say(const json_t *facts)
+{
+	const json_t *j = json_object_get(facts, "jail"), *c = json_object_get(facts, "cgroups");
+	unsigned uid = (unsigned)json_integer_value(json_object_get(j, "uid"));
+
+	if (!json_is_true(json_object_get(j, "works")))
+		printf("jail: broken (%s): sessions cannot start here; --no-jail is for debugging "
+		       "only\n",
+		       doctor_str(j, "why", ""));
+	else if (json_is_true(json_object_get(j, "per_session_uid")))
+		printf("jail: works (each session its own uid from %u, empty root, own namespaces, "
+		       "no capabilities)\n",
+		       uid);
+	else
+		printf("jail: works (not root: a user namespace mapping only uid %u, empty root, "
+		       "own namespaces, no capabilities)\n",
+		       uid);
+
+	if (json_is_integer(json_object_get(c, "version")))
+		printf("cgroups: v%d (memory, pids and CPU limits per session)\n",
+		       (int)json_integer_value(json_object_get(c, "version")));
+	else
 		printf("cgroups: none usable (%s): sessions run without memory, pids or CPU "
 		       "limits\n",
-		       why);
-	else
-		printf("cgroups: v%d (memory, pids and CPU limits per session)\n", cg.version);
-	cgroup_destroy(&cg);
-	return rc;
+		       doctor_str(c, "why", ""));
 }

@@ -21,6 +21,8 @@ static const struct command commands[] = {
 	{ "start", cmd_start, "start [OPTIONS]                 start a session and print its id" },
 	{ "exec", cmd_exec, "exec [-i] [-t] ID -- CMD        run CMD in session ID" },
 	{ "stop", cmd_stop, "stop ID                         end session ID" },
+	{ "serve", cmd_serve,
+	  "serve [--socket P] [--pool N]   the session API daemon for platforms (docs/API.md)" },
 	{ "doctor", cmd_doctor,
 	  "doctor                          what this host can run, and which engine 'auto' picks" },
 	{ "bench", cmd_bench,

@@ -54,6 +54,7 @@ struct session_request {
 	bool interactive;	    /* -i: forward our stdin */
 	bool tty;		    /* -t: a pseudo-terminal in the guest */
 	bool detached;		    /* `start`: no main command */
+	bool json;		    /* `start --json`: the session as JSON once it is ready */
 	char **argv;		    /* the main command, NULL-terminated; NULL: detached, or the
 				     * image's own (plan.argv) */
 	char *env[RUN_MAX_ENV + 1]; /* -e KEY=VALUE, NULL-terminated */
@@ -73,6 +74,8 @@ struct session_request {
 			       * fails is said on the caller's stderr, not a container's terminal) */
 	bool forward_signals; /* a program is the caller: every signal goes to the main command
 			       * (none ends the session once it runs), and -t has no "~." */
+	int lifeline_fd;      /* > 2: the session ends when this becomes readable or hangs up
+			       * (`bulkhead serve` holds the other end: the daemon's death ends it) */
 };
 #define SESSION_REQUEST_INIT                                                                       \
 	{                                                                                          \

@@ -27,14 +27,19 @@
 
 static const char policy_usage[] =
 	"usage: bulkhead policy check FILE...\n"
-	"       bulkhead policy explain [--policy FILE] --scope FILE METHOD URL\n"
+	"       bulkhead policy explain [--policy FILE] --scope FILE [--json] METHOD URL\n"
 	"\n"
 	"check: validates global policies and session scopes (told apart by their keys: a scope\n"
 	"has \"secrets\" or \"allow\"); prints 'FILE: ok (policy|scope)' or 'FILE: line L, column\n"
 	"C: what is wrong'. Exit 0 when all are good, 1 otherwise.\n"
 	"explain: how the broker would decide METHOD URL for a session with that scope under\n"
 	"that policy (default " POLICY_DEFAULT_PATH " when it exists): the decision, the layer\n"
-	"(global, scope, approval, default) and the rule behind it.\n";
+	"(global, scope, approval, default) and the rule behind it.\n"
+	"explain --json: the same as one JSON object, a key per line of text: decision (allow,\n"
+	"deny, approval), layer, rule, why (a denial's reason, else null), inject (the secrets'\n"
+	"names, [] for none), git_push_held_by_ref_rule (true: a git push here is held for\n"
+	"approval when it updates a ref an approval rule names), scope_refused (why no session\n"
+	"starts with this scope under this policy, else null).\n";
 
 static char *slurp(const char *path, char *err, size_t errlen)
 {
@@ -160,10 +165,44 @@ static int explain_target(const char *url, const struct http_parser_url *u, char
 	return n < 0 || (size_t)n >= outlen ? -1 : 0; /* never: the canonical form is no longer */
 }
 
+/* What explain says, as JSON: the text is read from it, so the two cannot disagree. */
+static json_t *explain_json(const struct decision *d, const char *refused)
+{
+	json_t *inject = json_array();
+	for (size_t i = 0; inject && i < d->n_inject; i++)
+		json_array_append_new(inject, json_string(d->inject[i]->name));
+	return json_pack("{s:s, s:s, s:s, s:s?, s:o?, s:b, s:s?}", "decision",
+			 decide_verdict_name(d->verdict), "layer", decide_layer_name(d->layer),
+			 "rule", d->rule, "why", d->verdict == VERDICT_DENY ? d->why : NULL,
+			 "inject", inject, "git_push_held_by_ref_rule",
+			 d->needs_body && d->verdict == VERDICT_ALLOW, "scope_refused", refused);
+}
+
+static void explain_say(const json_t *e)
+{
+	size_t i;
+	json_t *v;
+	printf("decision: %s\nlayer:    %s\nrule:     %s\n",
+	       json_string_value(json_object_get(e, "decision")),
+	       json_string_value(json_object_get(e, "layer")),
+	       json_string_value(json_object_get(e, "rule")));
+	if (json_is_string(json_object_get(e, "why")))
+		printf("why:      %s\n", json_string_value(json_object_get(e, "why")));
+	json_array_foreach(json_object_get(e, "inject"), i, v)
+		printf("inject:   %s\n", json_string_value(v));
+	if (json_is_true(json_object_get(e, "git_push_held_by_ref_rule")))
+		printf("note:     a git push here is held for approval when it updates a ref an "
+		       "approval rule names\n");
+	if (json_is_string(json_object_get(e, "scope_refused")))
+		printf("note:     no session starts with this scope: %s\n",
+		       json_string_value(json_object_get(e, "scope_refused")));
+}
+
 static int explain(int argc, char **argv)
 {
 	static const struct option opts[] = { { "policy", required_argument, NULL, 'p' },
 					      { "scope", required_argument, NULL, 's' },
+					      { "json", no_argument, NULL, 'j' },
 					      { NULL, 0, NULL, 0 } };
 	const char *policy_path = NULL, *scope_path = NULL, *method, *url;
 	struct policy pol, *pp = NULL;
@@ -172,8 +211,7 @@ static int explain(int argc, char **argv)
 	struct decision d;
 	char err[512], host[HOSTNAME_MAX + 1], path[4096];
 	const char *why;
-	int o, port = -1, https;
-	size_t i;
+	int o, port = -1, https, json = 0;
 
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -181,6 +219,8 @@ static int explain(int argc, char **argv)
 			policy_path = optarg;
 		else if (o == 's')
 			scope_path = optarg;
+		else if (o == 'j')
+			json = 1;
 		else
 			return EXIT_BULKHEAD;
 	}
@@ -228,20 +268,23 @@ static int explain(int argc, char **argv)
 	}
 	struct decide_req q = { method, host, port, path, https, NULL, DECIDE_GIT_REFS_UNKNOWN };
 	decide(pp, &scope, &q, &d);
-	printf("decision: %s\nlayer:    %s\nrule:     %s\n", decide_verdict_name(d.verdict),
-	       decide_layer_name(d.layer), d.rule);
-	if (d.verdict == VERDICT_DENY)
-		printf("why:      %s\n", d.why);
-	for (i = 0; i < d.n_inject; i++)
-		printf("inject:   %s\n", d.inject[i]->name);
-	if (d.needs_body && d.verdict == VERDICT_ALLOW)
-		printf("note:     a git push here is held for approval when it updates a ref an "
-		       "approval rule names\n");
-	if (policy_check_scope(pp, &scope, err, sizeof(err)))
-		printf("note:     no session starts with this scope: %s\n", err);
+	int refused = policy_check_scope(pp, &scope, err, sizeof(err));
+	json_t *e = explain_json(&d, refused ? err : NULL); /* before the rules it points into go */
+	char *text = json && e ? json_dumps(e, JSON_INDENT(2)) : NULL;
 	rules_free(&scope);
 	if (pp)
 		policy_free(pp);
+	if (!e || (json && !text)) {
+		fprintf(stderr, "bulkhead policy explain: out of memory\n");
+		json_decref(e);
+		return EXIT_BULKHEAD;
+	}
+	if (json)
+		printf("%s\n", text);
+	else
+		explain_say(e);
+	free(text);
+	json_decref(e);
 	return 0;
 }
 

@@ -350,8 +350,23 @@ static void engine_stop(struct session *s)
 		fprintf(stderr, "bulkhead: --ram-file %s: %s\n", ram, strerror(errno));
 }
 
+/* The caller's lifeline (`bulkhead serve`): its end ends the session. */
+static bool want_lifeline(const struct session *s)
+{
+	return s->plan->req.lifeline_fd > 2;
+}
+static int lifeline_start(struct session *s)
+{
+	int fd = fcntl(s->plan->req.lifeline_fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return FAIL(s, "lifeline descriptor: %s", strerror(errno));
+	watch_fd(s, "bulkhead serve", fd);
+	return 0;
+}
+
 static const struct helper helpers[] = {
 	{ "run directory", NULL, rundir_start, rundir_stop },
+	{ "lifeline", want_lifeline, lifeline_start, NULL },
 	{ "jail ids", want_jail, ids_start, ids_stop },
 	{ "cgroups", NULL, cgroup_start, cgroup_stop },
 	{ "diagnostics pipe", NULL, diag_start, diag_stop },

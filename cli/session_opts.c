@@ -19,6 +19,7 @@ static const char usage[] =
 	"usage: bulkhead %s [OPTIONS]%s\n"
 	"%s\n"
 	"\n"
+	"%s"
 	"  --engine auto|kvm|qemu  which VMM runs the guest (default auto: see 'bulkhead doctor')\n"
 	"  --mem MIB               guest memory, %d..%d (default 256)\n"
 	"  --cpus N                vCPUs, 1..%d (default 1)\n"
@@ -70,6 +71,16 @@ static const char start_what[] =
 	"Starts a session in a fresh microVM and prints its id; run commands in it with\n"
 	"'bulkhead exec ID -- CMD', stop it with 'bulkhead stop ID'.";
 
+/* start's own options, first in its --help. */
+static const char start_only[] =
+	"  --json                  once the session is ready, print it as one JSON object with\n"
+	"                          the API's field names (docs/API.md, \"Sessions\"): id, state\n"
+	"                          (\"running\"), pooled (false), image (or null), work (an\n"
+	"                          absolute path, or null), work_ro, broker (\"private\",\n"
+	"                          \"shared\" or null: no scope), audit_log (the private broker's\n"
+	"                          log; null without one: a shared broker keeps its own),\n"
+	"                          mem_mib, cpus, timeout_s (0: none), created_at (Unix seconds)\n";
+
 static const char *command = "run"; /* or "start": for messages */
 
 __attribute__((format(printf, 1, 2))) static int bad(const char *fmt, ...)
@@ -117,6 +128,7 @@ enum {
 	OPT_IMAGE,
 	OPT_DISK,
 	OPT_KEEP_CHANGES,
+	OPT_JSON,
 };
 
 static const struct option longopts[] = {
@@ -142,6 +154,7 @@ static const struct option longopts[] = {
 	{ "image", required_argument, NULL, OPT_IMAGE },
 	{ "disk", required_argument, NULL, OPT_DISK },
 	{ "keep-changes", required_argument, NULL, OPT_KEEP_CHANGES },
+	{ "json", no_argument, NULL, OPT_JSON },
 	{ "env", required_argument, NULL, 'e' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "interactive", no_argument, NULL, 'i' },
@@ -251,8 +264,9 @@ static int check_request(int argc, char **argv, bool detached, struct session_re
 	if ((o->disk_mib || o->keep_changes) && !o->image)
 		return bad("--disk and --keep-changes are for sessions on an --image");
 	if (o->disk_mib && o->keep_changes)
-		return bad("--disk sizes the tmpfs write layer; with --keep-changes the layer is DIR, "
-			   "on DIR's file system (give one or the other)");
+		return bad(
+			"--disk sizes the tmpfs write layer; with --keep-changes the layer is DIR, "
+			"on DIR's file system (give one or the other)");
 	if (optind >= argc) /* an image may bring its own command */
 		return detached || o->image ? -1 : bad("no command given");
 	if (detached)
@@ -277,6 +291,12 @@ int session_opts_parse(int argc, char **argv, bool detached, struct session_requ
 		case OPT_NO_JAIL:
 			o->no_jail = true;
 			break;
+		case OPT_JSON:
+			if (!detached)
+				return bad("--json is for 'bulkhead start' (run's output is the "
+					   "command's own)");
+			o->json = true;
+			break;
 		case 'v':
 			o->verbose = true;
 			break;
@@ -289,8 +309,9 @@ int session_opts_parse(int argc, char **argv, bool detached, struct session_requ
 		case 'h':
 			printf(usage, detached ? "start" : "run",
 			       detached ? "" : " [--] CMD [ARG...]",
-			       detached ? start_what : run_what, MEM_MIN_MIB, MEM_MAX_MIB, CPUS_MAX,
-			       BOOT_TIMEOUT_DEFAULT_S, SHARE_IMAGE_DISK_MIB, JAIL_UID_FIRST);
+			       detached ? start_what : run_what, detached ? start_only : "",
+			       MEM_MIN_MIB, MEM_MAX_MIB, CPUS_MAX, BOOT_TIMEOUT_DEFAULT_S,
+			       SHARE_IMAGE_DISK_MIB, JAIL_UID_FIRST);
 			return 0;
 		case ':':
 			return bad("option '%s' needs a value", argv[optind - 1]);

@@ -19,7 +19,8 @@ static const char image_usage[] =
 	"  build NAME [--suite S] [--packages P,...] [--mirror FILE]\n"
 	"                            a Debian root made with mmdebstrap (needs root)\n"
 	"  import NAME FILE|DIR      a docker-archive, an OCI archive or an OCI layout\n"
-	"  ls [--json]               name, digest, size, created, source of every image\n"
+	"  ls [--json]               name, digest, size, created, source of every image (--json:\n"
+	"                            'bulkhead image ls --help')\n"
 	"  rm NAME                   remove a name (and its image when no other name has it)\n"
 	"\n"
 	"The store: ${BULKHEAD_CACHE:-${XDG_CACHE_HOME:-~/.cache}/bulkhead}/images. Images are\n"
@@ -30,6 +31,20 @@ static const char image_usage[] =
 	"\n"
 	"Exit status: 0 done; 125 failed (one line on stderr says why); 128+N interrupted by\n"
 	"signal N (nothing is left half-made in the store).\n";
+
+static const char ls_usage[] =
+	"usage: bulkhead image ls [--json]\n"
+	"\n"
+	"One line per image name, sorted: NAME, DIGEST (sha256: and 12 hex digits), SIZE (MiB),\n"
+	"CREATED (UTC), SOURCE (what it was built or imported from); or 'NAME damaged: why'.\n"
+	"--json: one JSON array of the same, an object per name:\n"
+	"  {\"name\", \"digest\": \"sha256:<64 hex>\", \"size\": bytes the root takes on disk "
+	"(hard\n"
+	"   links once), \"created\": \"YYYY-MM-DDTHH:MM:SSZ\", \"source\"}\n"
+	"  or {\"name\", \"damaged\": why} for a name whose image cannot be read.\n"
+	"An empty or missing store is [] (no line). Exit status: 0, or 125 when the store cannot "
+	"be\n"
+	"read.\n";
 
 static int name_filter(const struct dirent *e)
 {
@@ -71,8 +86,13 @@ static int cmd_ls(int argc, char **argv)
 	char err[512];
 	int n = 0;
 
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs(ls_usage, stdout);
+		return 0;
+	}
 	if (argc > 2 || (argc == 2 && !json)) {
-		fputs("usage: bulkhead image ls [--json]\n", stderr);
+		fputs("usage: bulkhead image ls [--json] (see 'bulkhead image ls --help')\n",
+		      stderr);
 		return 125;
 	}
 	/* A store that does not exist yet holds no images: not an error. */

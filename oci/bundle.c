@@ -148,10 +148,11 @@ int oci_process_parse(json_t *o, struct oci_process *p, char *err, size_t errlen
 	for (size_t i = 0; i < p->cfg.nenv; i++)
 		bytes += strlen(p->cfg.env[i]) + 1;
 	if (bytes > OCI_PROCESS_BYTES)
-		return bad(err, errlen,
-			   "process: args, env and cwd take %zu bytes; the guest's exec request holds "
-			   "%d",
-			   bytes, OCI_PROCESS_BYTES);
+		return bad(
+			err, errlen,
+			"process: args, env and cwd take %zu bytes; the guest's exec request holds "
+			"%d",
+			bytes, OCI_PROCESS_BYTES);
 	return parse_user(json_object_get(o, "user"), &p->cfg, err, errlen);
 }
 

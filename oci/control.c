@@ -3,6 +3,7 @@
  * supervisor, which passes it to the command in the guest; KILL cannot be passed on, so it
  * ends the supervisor and every process of the session (its cgroups) at once. delete removes
  * whatever a session killed that way left: its run directory and cgroups, then the state. */
+#include "cli/session_reap.h"
 #include "cli/rundir.h"
 #include "oci/state.h"
 
@@ -96,44 +97,13 @@ static int parse_signal(const char *s)
 	return 0;
 }
 
-/* The session's cgroup directories (its run directory's "cgroup"): each process in them is
- * killed (cgroup.kill, or one by one on cgroup v1), then each is removed when REMOVE. */
-static void session_cgroups(struct rundir *rd, bool remove)
-{
-	char list[4 * PATH_MAX], path[PATH_MAX + 32];
-	if (rundir_get(rd, "cgroup", list, sizeof(list)) < 0)
-		return;
-	for (char *dir = strtok(list, "\n"); dir; dir = strtok(NULL, "\n")) {
-		if (strncmp(dir, "/sys/fs/cgroup/", 15) != 0 || strstr(dir, "/../"))
-			continue; /* only what cgroup_create makes */
-		snprintf(path, sizeof(path), "%s/cgroup.kill", dir);
-		int fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			if (write(fd, "1", 1) != 1)
-				fd = -1;
-			close(fd);
-		}
-		snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-		FILE *f = fd < 0 ? fopen(path, "re") : NULL;
-		long pid;
-		while (f && fscanf(f, "%ld", &pid) == 1)
-			if (pid > 1)
-				kill((pid_t)pid, SIGKILL);
-		if (f)
-			fclose(f);
-		for (int tries = 0; remove && rmdir(dir) < 0 && errno == EBUSY && tries < 100;
-		     tries++)
-			usleep(20000);
-	}
-}
-
 /* KILL: the supervisor and everything of its session. */
 static void kill_session(struct oci_container *c)
 {
 	kill(c->pid, SIGKILL);
 	struct rundir rd;
 	if (oci_container_rundir(c, &rd) == 0)
-		session_cgroups(&rd, false);
+		session_reap_cgroups(&rd, false);
 }
 
 int oci_kill(const struct oci_globals *g, int argc, char **argv)
@@ -201,12 +171,12 @@ int oci_delete(const struct oci_globals *g, int argc, char **argv)
 	}
 	if (c.status == OCI_CREATED || c.status == OCI_RUNNING) {
 		kill_session(&c);
-		for (int tries = 0; oci_pid_start(c.pid) && tries < 500; tries++)
+		for (int tries = 0; session_pid_start(c.pid) && tries < 500; tries++)
 			usleep(20000);
 	}
 	struct rundir rd;
 	if (oci_container_rundir(&c, &rd) == 0) {
-		session_cgroups(&rd, true);
+		session_reap_cgroups(&rd, true);
 		rundir_remove(&rd);
 	}
 	oci_container_remove(&c);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* oci/state.c: a container's state directory and its status (see state.h). */
+#include "cli/session_reap.h"
 #include "oci/state.h"
 #include "oci/bundle.h"
 #include "cli/rundir.h"
@@ -21,31 +22,6 @@ const char *oci_status_name(enum oci_status s)
 {
 	static const char *const names[] = { "creating", "created", "running", "stopped" };
 	return names[s];
-}
-
-unsigned long long oci_pid_start(pid_t pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* After the name (which may hold anything): " S ppid ..."; field 22 is the start time. */
-	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
-		return 0; /* gone, or a zombie: its command is over */
-	p += 2;
-	for (int field = 3; field < 22 && p; field++) {
-		p = strchr(p, ' ');
-		if (p)
-			p++;
-	}
-	return p ? strtoull(p, NULL, 10) : 0;
 }
 
 int oci_container_file(const struct oci_container *c, const char *name, char *buf, size_t len)
@@ -71,7 +47,7 @@ static void read_status(struct oci_container *c)
 	if (pid <= 1 || pid > 0x7fffffff)
 		return;
 	c->pid = (pid_t)pid;
-	if (oci_pid_start(c->pid) != (unsigned long long)start)
+	if (session_pid_start(c->pid) != (unsigned long long)start)
 		return;
 	c->status = OCI_CREATED;
 	if (oci_container_file(c, "started", path, sizeof(path)) == 0 && access(path, F_OK) == 0)
@@ -148,8 +124,8 @@ int oci_container_save(struct oci_container *c, const char *bundle, pid_t pid, c
 	snprintf(created + n, sizeof(created) - n, ".%09ldZ", ts.tv_nsec);
 	json_t *s = json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:s, s:O, s:O}", "id", c->id,
 			      "bundle", bundle, "pid", (json_int_t)pid, "pid_start",
-			      (json_int_t)oci_pid_start(pid), "session", session, "rundir", rundir,
-			      "created", created, "annotations",
+			      (json_int_t)session_pid_start(pid), "session", session, "rundir",
+			      rundir, "created", created, "annotations",
 			      annotations ? annotations : json_object(), "process", process);
 	if (!s || oci_container_file(c, "state.json", path, sizeof(path)) < 0 ||
 	    oci_container_file(c, "state.json.tmp", tmp, sizeof(tmp)) < 0 ||

@@ -46,8 +46,6 @@ int oci_container_save(struct oci_container *c, const char *bundle, pid_t pid, c
 /* The session's run directory (where create found it), if it is still there: 0, or -1. */
 struct rundir;
 int oci_container_rundir(const struct oci_container *c, struct rundir *rd);
-/* The supervisor's start time (clock ticks since boot), 0 if PID is gone. */
-unsigned long long oci_pid_start(pid_t pid);
 /* "DIR/NAME" into buf; -1 if it does not fit. */
 int oci_container_file(const struct oci_container *c, const char *name, char *buf, size_t len);
 /* Removes the state directory (after the container is gone). */

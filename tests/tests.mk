@@ -130,3 +130,7 @@ $(BUILD)/tests/fd-connect: $(OBJ)/tests/tools/fd_connect.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^
 test-programs: $(BUILD)/tests/fd-connect
+# The work directory's files and tar streams (serve/), fetched through libmicrohttpd; lib/ again
+# after them, for what they use of it.
+$(BUILD)/tests/test_serve_files: $(OBJ)/serve/files.o $(OBJ)/serve/archive.o
+$(BUILD)/tests/test_serve_files: UNIT_LIBS += $(LIB_A) -larchive -lmicrohttpd

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cli/session_reap.h: cleaning up after a session whose supervisor was KILLed. */
+#ifndef BULKHEAD_CLI_SESSION_REAP_H
+#define BULKHEAD_CLI_SESSION_REAP_H
+
+#include "cli/rundir.h"
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* The process's start time (field 22 of /proc/PID/stat), or 0 when it is gone or a zombie:
+ * with the pid, what tells a process from a later one that reused its pid. */
+unsigned long long session_pid_start(pid_t pid);
+
+/* The session's cgroup directories (its run directory's "cgroup"): each process in them is
+ * killed (cgroup.kill, or one by one on cgroup v1), then each is removed when REMOVE. */
+void session_reap_cgroups(const struct rundir *rd, bool remove);
+
+#endif

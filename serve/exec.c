@@ -1,0 +1,586 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* serve/exec.c: POST /v1/sessions/{id}/exec — one command in the guest (cli/exec_client.c)
+ * with its output streamed as NDJSON frames, and the exec's stdin, signals and window size
+ * from other requests (POST /v1/execs/{exec}/...).
+ *
+ * The exec runs in its HTTP connection's thread, inside the response's reader: it waits
+ * (poll) for the guest, the client's socket and its control pipe, and returns one frame at a
+ * time. Output passes through a pipe of 64 KiB that is read only when the client takes the
+ * last frame, so a slow reader holds the command back and memory stays bounded. Other
+ * requests reach the exec only through two pipes: its stdin, and a control pipe of small
+ * fixed-size messages (signal, window size) that the exec's own thread applies. */
+#include "cli/exec_client.h"
+#include "cli/rundir.h"
+#include "image/image.h"
+#include "lib/agent_proto.h"
+#include "lib/json_strict.h"
+#include "serve/serve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#define EXEC_CONNECT_MS 10000
+#define HEARTBEAT_MS	15000
+#define CHUNK		(24 * 1024) /* raw bytes per output frame */
+#define STDIN_WAIT_MS	30000
+#define EXEC_ENV_MAX	64
+
+struct ctl_msg {
+	char kind; /* 's' signal, 'w' window size */
+	int a, b;
+};
+
+struct serve_exec {
+	struct serve_exec *next;
+	char id[17];
+	struct serve_session *sess;
+	struct exec_client *c;
+	int out_r, out_w, err_r, err_w, in_r, in_w, ctl_r, ctl_w;
+	bool stdin_open; /* in_w belongs to POST .../stdin */
+	char *feed;	 /* "stdin" of the request, written by the exec's thread */
+	size_t feed_len, feed_off;
+	int client_fd;
+	int phase;   /* 0: id frame; 1: relaying; 2: exit frame sent */
+	bool over;   /* the exec client is done */
+	char *frame; /* the frame being sent */
+	size_t flen, foff;
+	int refs; /* the stream, and each request writing to it */
+	pthread_mutex_t stdin_lock;
+};
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct serve_exec *execs;
+
+static void closefd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void exec_put(struct serve_exec *e)
+{
+	pthread_mutex_lock(&reg_lock);
+	bool last = --e->refs == 0;
+	if (last)
+		for (struct serve_exec **p = &execs; *p; p = &(*p)->next)
+			if (*p == e) {
+				*p = e->next;
+				break;
+			}
+	pthread_mutex_unlock(&reg_lock);
+	if (!last)
+		return;
+	if (e->c) {
+		exec_client_close(e->c);
+		free(e->c);
+	}
+	int *fds[] = { &e->out_r, &e->out_w, &e->err_r, &e->err_w,
+		       &e->in_r,  &e->in_w,  &e->ctl_r, &e->ctl_w };
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		closefd(fds[i]);
+	free(e->feed);
+	free(e->frame);
+	pthread_mutex_destroy(&e->stdin_lock);
+	serve_session_put(e->sess);
+	free(e);
+}
+
+/* The exec with this id in a session the peer owns, held; NULL if none. */
+static struct serve_exec *exec_get(const char *id, const struct serve_peer *peer)
+{
+	pthread_mutex_lock(&reg_lock);
+	struct serve_exec *e = execs;
+	while (e && strcmp(e->id, id))
+		e = e->next;
+	if (e && !serve_peer_owns(peer, e->sess))
+		e = NULL;
+	if (e)
+		e->refs++;
+	pthread_mutex_unlock(&reg_lock);
+	return e;
+}
+
+/* A frame {"KEY": base64(data)}. */
+static void frame_data(struct serve_exec *e, const char *key, const unsigned char *data, size_t n)
+{
+	size_t cap = strlen(key) + 4 * ((n + 2) / 3) + 16;
+	char *f = malloc(cap);
+	if (!f)
+		return;
+	int h = snprintf(f, cap, "{\"%s\":\"", key);
+	int b = EVP_EncodeBlock((unsigned char *)f + h, data, (int)n);
+	memcpy(f + h + b, "\"}\n", 3);
+	free(e->frame);
+	e->frame = f;
+	e->flen = (size_t)h + (size_t)b + 3;
+	e->foff = 0;
+}
+
+static void frame_json(struct serve_exec *e, json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY);
+	json_decref(o);
+	free(e->frame);
+	e->frame = NULL;
+	e->flen = e->foff = 0;
+	if (!s)
+		return;
+	size_t n = strlen(s);
+	e->frame = realloc(s, n + 2);
+	if (!e->frame) {
+		free(s);
+		return;
+	}
+	e->frame[n] = '\n';
+	e->flen = n + 1;
+}
+
+/* Reads one chunk from a pipe into a frame: 1 framed, 0 nothing now, -1 end of file. */
+static int pipe_frame(struct serve_exec *e, int *fd, const char *key)
+{
+	static __thread unsigned char buf[CHUNK];
+	ssize_t r = read(*fd, buf, sizeof(buf));
+	if (r > 0) {
+		frame_data(e, key, buf, (size_t)r);
+		return 1;
+	}
+	if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+		closefd(fd);
+		return -1;
+	}
+	return 0;
+}
+
+static void apply_ctl(struct serve_exec *e)
+{
+	struct ctl_msg m;
+	while (read(e->ctl_r, &m, sizeof(m)) == (ssize_t)sizeof(m)) {
+		if (m.kind == 's')
+			exec_client_signal(e->c, m.a);
+		else if (m.kind == 'w')
+			exec_client_winsize(e->c, (uint16_t)m.a, (uint16_t)m.b);
+	}
+}
+
+static void feed_stdin(struct serve_exec *e)
+{
+	ssize_t w = write(e->in_w, e->feed + e->feed_off, e->feed_len - e->feed_off);
+	if (w > 0)
+		e->feed_off += (size_t)w;
+	if ((w < 0 && errno != EAGAIN) || e->feed_off == e->feed_len)
+		closefd(&e->in_w); /* all given: end of file */
+}
+
+/* The exec's end: the exit frame once both pipes are drained. */
+static void final_frame(struct serve_exec *e)
+{
+	struct exec_client *c = e->c;
+	if (c->error[0])
+		frame_json(e, json_pack("{ss}", "error", c->error));
+	else
+		frame_json(e, json_pack("{s{sosisi}}", "exit", "code",
+					c->exit.signal ? json_null() : json_integer(c->exit.code),
+					"signal", c->exit.signal, "status", exec_client_status(c)));
+	e->phase = 2;
+}
+
+/* Makes the next frame; 0 made (or a heartbeat: flen 1), -1 the client went away. */
+static int next_frame(struct serve_exec *e)
+{
+	for (;;) {
+		if (e->out_r >= 0 && pipe_frame(e, &e->out_r, "stdout") > 0)
+			return 0;
+		if (e->err_r >= 0 && pipe_frame(e, &e->err_r, "stderr") > 0)
+			return 0;
+		if (e->over && e->out_r < 0 && e->err_r < 0) {
+			final_frame(e);
+			return 0;
+		}
+		struct pollfd pfd[EXEC_CLIENT_POLLFDS + 5];
+		int n = e->over ? 0 : exec_client_pollfds(e->c, pfd);
+		int pi_out = n, pi_err = n + 1, pi_ctl = n + 2, pi_cli = n + 3, pi_in = n + 4;
+		pfd[pi_out] = (struct pollfd){ .fd = e->out_r, .events = POLLIN };
+		pfd[pi_err] = (struct pollfd){ .fd = e->err_r, .events = POLLIN };
+		pfd[pi_ctl] = (struct pollfd){ .fd = e->over ? -1 : e->ctl_r, .events = POLLIN };
+		pfd[pi_cli] = (struct pollfd){ .fd = e->client_fd, .events = POLLRDHUP };
+		pfd[pi_in] = (struct pollfd){ .fd = e->feed && e->in_w >= 0 ? e->in_w : -1,
+					      .events = POLLOUT };
+		int tmo = e->over ? HEARTBEAT_MS : exec_client_timeout_ms(e->c);
+		if (tmo < 0 || tmo > HEARTBEAT_MS)
+			tmo = HEARTBEAT_MS;
+		int got = poll(pfd, (nfds_t)n + 5, tmo);
+		if (got < 0 && errno != EINTR)
+			return -1;
+		if (got == 0) {
+			if (!e->over && exec_client_handle(e->c, pfd, 0) != 0) {
+				e->over = true;
+				closefd(&e->out_w);
+				closefd(&e->err_w);
+				continue;
+			}
+			frame_json(e, json_null()); /* "null": a heartbeat, replaced below */
+			e->frame[0] = '\n';
+			e->flen = 1;
+			return 0;
+		}
+		if (pfd[pi_cli].revents & (POLLRDHUP | POLLHUP | POLLERR))
+			return -1; /* closing the exec's stream ends the command */
+		if (pfd[pi_ctl].revents)
+			apply_ctl(e);
+		if (pfd[pi_in].revents)
+			feed_stdin(e);
+		if (!e->over) {
+			int rc = exec_client_handle(e->c, pfd, n);
+			if (rc != 0) {
+				e->over = true;
+				closefd(&e->out_w);
+				closefd(&e->err_w);
+			}
+		}
+	}
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	struct serve_exec *e = cls;
+	if (e->foff == e->flen) {
+		if (e->phase == 2)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (e->phase == 0) {
+			frame_json(e, json_pack("{ss}", "exec", e->id));
+			e->phase = 1;
+		} else if (next_frame(e) < 0 || !e->frame) {
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+	}
+	size_t n = e->flen - e->foff < max ? e->flen - e->foff : max;
+	memcpy(buf, e->frame + e->foff, n);
+	e->foff += n;
+	return (ssize_t)n;
+}
+
+static void reader_free(void *cls)
+{
+	exec_put(cls);
+}
+
+static const char *const exec_keys[] = { "cmd",	 "env",	  "cwd",       "tty",	     "rows",
+					 "cols", "stdin", "stdin_b64", "stdin_open", NULL };
+
+/* The environment of a command: the image's (the run directory's "env"), the session's,
+ * the exec's; a later one of the same name wins. Strings in out point into the three. */
+static size_t env_merge(char *image_env, struct serve_session *sess, json_t *env, char **store,
+			char **out, size_t max)
+{
+	size_t n = 0, ns = 0;
+	char *lists[3][IMAGE_ENV_MAX + 1];
+	size_t lens[3] = { 0, 0, 0 };
+	for (char *line = image_env ? strtok(image_env, "\n") : NULL;
+	     line && lens[0] < IMAGE_ENV_MAX; line = strtok(NULL, "\n"))
+		lists[0][lens[0]++] = line;
+	for (size_t i = 0; i < sess->nenv && lens[1] < IMAGE_ENV_MAX; i++)
+		lists[1][lens[1]++] = sess->env[i];
+	const char *k;
+	json_t *v;
+	json_object_foreach(env, k, v)
+	{
+		if (lens[2] < EXEC_ENV_MAX &&
+		    asprintf(&store[ns], "%s=%s", k, json_string_value(v)) >= 0)
+			lists[2][lens[2]++] = store[ns++];
+	}
+	for (int l = 0; l < 3; l++)
+		for (size_t i = 0; i < lens[l]; i++) {
+			size_t klen = strcspn(lists[l][i], "=") + 1;
+			bool later = false;
+			for (int m = l; m < 3 && !later; m++)
+				for (size_t j = m == l ? i + 1 : 0; j < lens[m] && !later; j++)
+					later = strncmp(lists[m][j], lists[l][i], klen) == 0;
+			if (!later && n < max)
+				out[n++] = lists[l][i];
+		}
+	out[n] = NULL;
+	return ns;
+}
+
+/* The request's fields. 0, or -1 with why. */
+static int exec_parse(json_t *body, char ***argv, struct serve_exec *e, bool *tty, unsigned *rows,
+		      unsigned *cols, const char **cwd, char *why, size_t whylen)
+{
+	const char *unknown = json_strict_unknown(body, exec_keys);
+	json_t *cmd = json_object_get(body, "cmd"), *v;
+	size_t i;
+	if (unknown) {
+		snprintf(why, whylen, "unknown field \"%s\"", unknown);
+		return -1;
+	}
+	if (!json_is_array(cmd) || !json_array_size(cmd) || json_array_size(cmd) > IMAGE_CMD_MAX) {
+		snprintf(why, whylen, "\"cmd\" must be a non-empty array of at most %d strings",
+			 IMAGE_CMD_MAX);
+		return -1;
+	}
+	*argv = calloc(json_array_size(cmd) + 1, sizeof(char *));
+	json_array_foreach(cmd, i, v)
+	{
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
+			snprintf(why, whylen, "\"cmd\" must hold strings without NUL");
+			return -1;
+		}
+		(*argv)[i] = (char *)json_string_value(v);
+	}
+	json_t *tv = json_object_get(body, "tty"), *so = json_object_get(body, "stdin_open");
+	json_t *r = json_object_get(body, "rows"), *c = json_object_get(body, "cols");
+	json_t *cw = json_object_get(body, "cwd"), *in = json_object_get(body, "stdin"),
+	       *in64 = json_object_get(body, "stdin_b64");
+	if ((tv && !json_is_boolean(tv)) || (so && !json_is_boolean(so)) ||
+	    (r &&
+	     (!json_is_integer(r) || json_integer_value(r) < 1 || json_integer_value(r) > 65535)) ||
+	    (c &&
+	     (!json_is_integer(c) || json_integer_value(c) < 1 || json_integer_value(c) > 65535)) ||
+	    (cw && (!json_is_string(cw) || json_string_value(cw)[0] != '/' ||
+		    json_string_length(cw) > 4096)) ||
+	    (in && !json_is_string(in)) || (in64 && !json_is_string(in64))) {
+		snprintf(why, whylen,
+			 "\"tty\" and \"stdin_open\" are booleans, \"rows\" and \"cols\" "
+			 "1..65535, \"cwd\" an absolute path, \"stdin\" and "
+			 "\"stdin_b64\" strings");
+		return -1;
+	}
+	if ((in && in64) || ((in || in64) && json_is_true(so))) {
+		snprintf(why, whylen, "give one of \"stdin\", \"stdin_b64\" and \"stdin_open\"");
+		return -1;
+	}
+	*tty = json_is_true(tv);
+	*rows = r ? (unsigned)json_integer_value(r) : 24;
+	*cols = c ? (unsigned)json_integer_value(c) : 80;
+	*cwd = cw ? json_string_value(cw) : NULL;
+	e->stdin_open = json_is_true(so);
+	if (in) {
+		e->feed_len = json_string_length(in);
+		e->feed = malloc(e->feed_len + 1);
+		if (e->feed)
+			memcpy(e->feed, json_string_value(in), e->feed_len);
+	} else if (in64) {
+		size_t n = json_string_length(in64);
+		e->feed = malloc(n / 4 * 3 + 3);
+		int dec = e->feed && n % 4 == 0
+				  ? EVP_DecodeBlock((unsigned char *)e->feed,
+						    (const unsigned char *)json_string_value(in64),
+						    (int)n)
+				  : -1;
+		if (dec < 0) {
+			snprintf(why, whylen, "\"stdin_b64\" is not base64");
+			return -1;
+		}
+		const char *t = json_string_value(in64);
+		e->feed_len = (size_t)dec - (n && t[n - 1] == '=') - (n > 1 && t[n - 2] == '=');
+	}
+	return serve_env_check(json_object_get(body, "env"), EXEC_ENV_MAX, why, whylen);
+}
+
+static int pipes(struct serve_exec *e)
+{
+	int p[4][2];
+	for (int i = 0; i < 4; i++)
+		if (pipe2(p[i], O_CLOEXEC | O_NONBLOCK) < 0) {
+			while (i-- > 0)
+				close(p[i][0]), close(p[i][1]);
+			return -1;
+		}
+	e->out_r = p[0][0], e->out_w = p[0][1];
+	e->err_r = p[1][0], e->err_w = p[1][1];
+	e->in_r = p[2][0], e->in_w = p[2][1];
+	e->ctl_r = p[3][0], e->ctl_w = p[3][1];
+	/* The exec client polls before it writes, and writes a pipe's atomic size at most. */
+	int fl = fcntl(e->out_w, F_GETFL);
+	fcntl(e->out_w, F_SETFL, fl & ~O_NONBLOCK);
+	fl = fcntl(e->err_w, F_GETFL);
+	fcntl(e->err_w, F_SETFL, fl & ~O_NONBLOCK);
+	fl = fcntl(e->in_r, F_GETFL);
+	fcntl(e->in_r, F_SETFL, fl & ~O_NONBLOCK);
+	return 0;
+}
+
+struct MHD_Response *serve_exec_response(struct serve_session *sess, json_t *body, int client_fd,
+					 int *status, char *why, size_t whylen)
+{
+	struct serve_exec *e = calloc(1, sizeof(*e));
+	char **argv = NULL, *store[EXEC_ENV_MAX] = { 0 },
+	     *envp[2 * IMAGE_ENV_MAX + EXEC_ENV_MAX + 1];
+	static __thread char image_env[IMAGE_ENV_BYTES + 1];
+	char uds[PATH_MAX], dflt[PATH_MAX];
+	bool tty = false;
+	unsigned rows = 24, cols = 80;
+	const char *cwd = NULL;
+	struct MHD_Response *resp = NULL;
+	size_t nstore = 0;
+	*status = 400;
+	if (!e) {
+		serve_session_put(sess);
+		*status = 500;
+		snprintf(why, whylen, "out of memory");
+		return NULL;
+	}
+	e->sess = sess;
+	e->refs = 1;
+	e->client_fd = client_fd;
+	pthread_mutex_init(&e->stdin_lock, NULL);
+	int *fds[] = { &e->out_r, &e->out_w, &e->err_r, &e->err_w,
+		       &e->in_r,  &e->in_w,  &e->ctl_r, &e->ctl_w };
+	for (size_t i = 0; i < 8; i++)
+		*fds[i] = -1;
+	if (exec_parse(body, &argv, e, &tty, &rows, &cols, &cwd, why, whylen) < 0)
+		goto fail;
+	*status = 500;
+	struct rundir rd;
+	char err[320];
+	if (rundir_open(&rd, sess->id, err, sizeof(err)) < 0 ||
+	    rundir_file(&rd, RUNDIR_VSOCK "/vsock.sock", 1, uds, sizeof(uds)) < 0) {
+		*status = 409;
+		snprintf(why, whylen, "session %s is not running", sess->id);
+		goto fail;
+	}
+	if (!cwd)
+		cwd = rundir_get(&rd, "cwd", dflt, sizeof(dflt)) == 0 ? strtok(dflt, "\n") : "/";
+	bool has_env = rundir_get(&rd, "env", image_env, sizeof(image_env)) == 0;
+	nstore = env_merge(has_env ? image_env : NULL, sess, json_object_get(body, "env"), store,
+			   envp, sizeof(envp) / sizeof(envp[0]) - 1);
+	unsigned char rnd[8];
+	if (getrandom(rnd, 8, 0) != 8 || pipes(e) < 0 || !(e->c = calloc(1, sizeof(*e->c)))) {
+		snprintf(why, whylen, "cannot set up the exec: %s", strerror(errno));
+		goto fail;
+	}
+	for (int i = 0; i < 8; i++)
+		snprintf(e->id + 2 * i, 3, "%02x", rnd[i]);
+	bool with_stdin = e->stdin_open || e->feed;
+	if (!with_stdin)
+		closefd(&e->in_w), closefd(&e->in_r);
+	e->c->in_fd = e->in_r;
+	e->c->out_fd = e->out_w;
+	e->c->err_fd = e->err_w;
+	uint32_t flags = (tty ? AGENT_EXEC_TTY : 0) | (with_stdin ? AGENT_EXEC_STDIN : 0);
+	if (exec_client_open(e->c, uds, AGENT_PORT, EXEC_CONNECT_MS, flags, (uint16_t)rows,
+			     (uint16_t)cols, cwd, argv, envp) < 0) {
+		*status = 409;
+		snprintf(why, whylen, "session %s: %s", sess->id, e->c->error);
+		free(e->c);
+		e->c = NULL;
+		goto fail;
+	}
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, reader, e,
+						 reader_free);
+	if (!resp)
+		goto fail;
+	pthread_mutex_lock(&reg_lock);
+	e->next = execs;
+	execs = e;
+	pthread_mutex_unlock(&reg_lock);
+	*status = 200;
+	free(argv);
+	for (size_t i = 0; i < nstore; i++)
+		free(store[i]);
+	return resp;
+fail:
+	free(argv);
+	for (size_t i = 0; i < nstore; i++)
+		free(store[i]);
+	exec_put(e);
+	return NULL;
+}
+
+int serve_exec_stdin(const char *id, const struct serve_peer *peer, const char *data, size_t len,
+		     bool eof, char *why, size_t whylen)
+{
+	struct serve_exec *e = exec_get(id, peer);
+	if (!e) {
+		snprintf(why, whylen, "no exec %s", id);
+		return 404;
+	}
+	int rc = 0;
+	pthread_mutex_lock(&e->stdin_lock);
+	if (!e->stdin_open || e->in_w < 0) {
+		snprintf(why, whylen, "exec %s has no open stdin", id);
+		rc = 409;
+	}
+	for (size_t off = 0; rc == 0 && off < len;) {
+		struct pollfd p = { .fd = e->in_w, .events = POLLOUT };
+		if (poll(&p, 1, STDIN_WAIT_MS) <= 0) {
+			snprintf(why, whylen, "the command did not read its stdin within %d s",
+				 STDIN_WAIT_MS / 1000);
+			rc = 408;
+			break;
+		}
+		ssize_t w = write(e->in_w, data + off, len - off);
+		if (w < 0 && errno != EAGAIN && errno != EINTR) {
+			snprintf(why, whylen, "the command's stdin is closed");
+			rc = 409;
+		}
+		if (w > 0)
+			off += (size_t)w;
+	}
+	if (rc == 0 && eof)
+		closefd(&e->in_w);
+	pthread_mutex_unlock(&e->stdin_lock);
+	exec_put(e);
+	return rc;
+}
+
+int serve_exec_control(const char *id, const struct serve_peer *peer, int kind, int a, int b,
+		       char *why, size_t whylen)
+{
+	struct serve_exec *e = exec_get(id, peer);
+	if (!e) {
+		snprintf(why, whylen, "no exec %s", id);
+		return 404;
+	}
+	struct ctl_msg m = { .kind = (char)kind, .a = a, .b = b };
+	int rc = write(e->ctl_w, &m, sizeof(m)) == (ssize_t)sizeof(m) ? 0 : 503;
+	if (rc)
+		snprintf(why, whylen, "exec %s is not taking signals now", id);
+	exec_put(e);
+	return rc;
+}
+
+int serve_exec_quiet(const char *id, char *const argv[], int timeout_ms)
+{
+	struct rundir rd;
+	char err[320], uds[PATH_MAX];
+	if (rundir_open(&rd, id, err, sizeof(err)) < 0 ||
+	    rundir_file(&rd, RUNDIR_VSOCK "/vsock.sock", 1, uds, sizeof(uds)) < 0)
+		return -1;
+	struct exec_client *c = calloc(1, sizeof(*c));
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC), rc = -1;
+	char *env[] = { NULL };
+	if (!c || null < 0)
+		goto out;
+	c->in_fd = -1;
+	c->out_fd = c->err_fd = null;
+	if (exec_client_open(c, uds, AGENT_PORT, EXEC_CONNECT_MS, 0, 24, 80, "/", argv, env) < 0)
+		goto out;
+	long long end = serve_now_ms() + timeout_ms;
+	int step = 0;
+	while (step == 0 && serve_now_ms() < end) {
+		struct pollfd pfd[EXEC_CLIENT_POLLFDS];
+		int n = exec_client_pollfds(c, pfd);
+		if (poll(pfd, (nfds_t)n, 100) < 0 && errno != EINTR)
+			break;
+		step = exec_client_handle(c, pfd, n);
+	}
+	if (step == 1 && !c->error[0])
+		rc = exec_client_status(c);
+	exec_client_close(c);
+out:
+	free(c);
+	if (null >= 0)
+		close(null);
+	return rc;
+}

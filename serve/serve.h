@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* serve/serve.h: `bulkhead serve` — the session API daemon (docs/API.md).
+ *
+ *   main.c      options, the socket, the main thread: reaps supervisors, ends sessions at
+ *               their deadline, stops everything on TERM
+ *   http.c      libmicrohttpd's callbacks: peer check, bodies, routing, JSON answers
+ *   sessions.c  the session table: create (cold or from the pool), get, list, delete
+ *   spawn.c     one session's supervisor (`bulkhead start` run by us) and its records
+ *   pool.c      the warm pool and its refill thread
+ *   exec.c      a command with its output streamed as NDJSON
+ *   files.c     files and tar archives under a session's work directory
+ *   events.c    the lifecycle event ring and its stream
+ *
+ * Threads: libmicrohttpd runs a thread per connection; the main thread reaps and times; the
+ * pool thread boots. The session table is guarded by serve.lock; a session is freed only
+ * when it is deleted and no request holds it (refs). */
+#ifndef BULKHEAD_SERVE_SERVE_H
+#define BULKHEAD_SERVE_SERVE_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define SERVE_ALLOW_MAX	   16
+#define SERVE_ENV_MAX	   64
+#define SERVE_SESSIONS_MAX 256
+
+struct serve_session {
+	struct serve_session *next;
+	char id[17];
+	uid_t owner_uid;	      /* who created it (peer.c) */
+	pid_t pid;		      /* the supervisor; 0 once reaped */
+	unsigned long long pid_start; /* its start time (/proc/PID/stat), for records */
+	bool ready;		      /* the guest answered: the session exists for clients */
+	bool in_pool;		      /* booted ahead, not yet handed out */
+	bool pooled;		      /* handed out from the pool */
+	char pool_miss[96];	      /* why a cold boot though a pool exists */
+	char image[128];	      /* "" : none */
+	char work[PATH_MAX];	      /* the host directory at /work */
+	bool work_ro, work_owned;     /* owned: made by us under --state, removed with it */
+	const char *broker;	      /* "private", "shared" or NULL */
+	char audit[PATH_MAX];	      /* "" : none */
+	char scope_file[PATH_MAX];    /* an inline scope we wrote ("" : none) */
+	unsigned mem_mib, cpus;
+	double timeout_s;
+	long long deadline_ms; /* CLOCK_MONOTONIC; 0: none */
+	double created_at, ready_ms;
+	char *env[SERVE_ENV_MAX + 1]; /* the session's own KEY=VALUE (malloc'd) */
+	size_t nenv;
+	char log[PATH_MAX]; /* the supervisor's stderr */
+	/* the end */
+	bool ended, deleted, timed_out;
+	int exit_code;
+	char end_reason[16];
+	char end_message[256];
+	int refs; /* requests using it (exec, files) */
+};
+
+struct serve {
+	pthread_mutex_t lock;
+	pthread_cond_t changed; /* a session ended or became ready; the pool changed */
+	struct serve_session *sessions;
+	unsigned nsessions;
+	/* configuration */
+	char socket[PATH_MAX];
+	char state[PATH_MAX];
+	uid_t allow[SERVE_ALLOW_MAX];
+	size_t nallow;
+	unsigned pool_size;
+	char pool_image[128];
+	unsigned pool_booting;
+	int lifeline[2]; /* every supervisor holds [0]; only we hold [1] */
+	bool stopping;
+};
+
+extern struct serve serve;
+
+/* peer.c: who is asking (SO_PEERCRED of the request's connection). */
+struct serve_peer {
+	uid_t uid;
+	gid_t gid;
+};
+/* Root or the daemon's own uid: may do anything the daemon may. */
+bool serve_peer_admin(const struct serve_peer *p);
+/* An administrator, or the uid that created s. */
+bool serve_peer_owns(const struct serve_peer *p, const struct serve_session *s);
+/* For a peer that is not an administrator: may it open each of paths (NULL-terminated) as
+ * kinds[i] says ('r' read a file, 'd' read a directory, 'D' write a directory, 'w' append
+ * to a file, 's' connect to a socket)? Checked by a child running as the peer. 0, or -1 with
+ * why. */
+int serve_peer_check(const struct serve_peer *p, const char *const paths[], const char *kinds,
+		     char *why, size_t whylen);
+
+/* Milliseconds on CLOCK_MONOTONIC, and Unix seconds as a double. */
+long long serve_now_ms(void);
+double serve_wall(void);
+
+/* sessions.c */
+struct serve_create {
+	const char *image, *work, *scope_path, *vault, *ca_file, *broker, *audit;
+	json_t *scope_inline;
+	bool work_ro, pool;
+	unsigned mem_mib, cpus, mem_limit_mib;
+	double timeout_s;
+	json_t *env;
+};
+/* Parses a create request's body into c (borrowing from body). 0, or -1 with why. */
+int serve_create_parse(json_t *body, struct serve_create *c, char *why, size_t whylen);
+/* Creates a session for peer; returns it held (serve_session_put after), or NULL with
+ * *status and why. */
+struct serve_session *serve_create(const struct serve_create *c, const struct serve_peer *peer,
+				   int *status, char *why, size_t whylen);
+/* Finds a ready session the peer owns and holds it, or NULL. */
+struct serve_session *serve_session_get(const char *id, const struct serve_peer *peer);
+void serve_session_put(struct serve_session *s);
+/* The session as the API shows it (a new object). Call with serve.lock held. */
+json_t *serve_session_json(const struct serve_session *s);
+json_t *serve_sessions_json(const struct serve_peer *peer);
+/* Stops and removes it; *out gets its last state. 0, or 404. */
+int serve_delete(const char *id, const struct serve_peer *peer, json_t **out);
+/* main thread: a supervisor ended with wait status st. */
+void serve_reaped(pid_t pid, int st);
+/* main thread: ends sessions past their deadline. */
+void serve_tick(void);
+/* The daemon's end: SIG to every supervisor; serve_all_ended says when the main thread has
+ * reaped them all; serve_cleanup_all removes what they left. */
+void serve_stop_all(int sig);
+bool serve_all_ended(void);
+void serve_cleanup_all(void);
+/* A new session in the table, not ready (invisible to clients); NULL at the limit. */
+struct serve_session *serve_session_new(void);
+/* Boots s cold (c NULL: a pool guest). 0, or -1 with why (s ended, still in the table). */
+int serve_boot(struct serve_session *s, const struct serve_create *c, char *why, size_t whylen);
+/* A new directory of ours under <state>/work. */
+int serve_owned_work(char *buf, size_t len);
+/* Checks an "env" object. 0, or -1 with why. */
+int serve_env_check(json_t *env, size_t max, char *why, size_t whylen);
+/* Removes a directory tree without following any link (files.c). */
+void serve_rmtree(const char *path);
+/* The supervisor's last line of stderr (spawn.c). */
+void serve_session_last_line(const struct serve_session *s, char *why, size_t whylen);
+/* Removes what a session left: its run directory and cgroups, our files, its record. */
+void serve_session_cleanup(struct serve_session *s);
+void serve_session_free(struct serve_session *s);
+
+/* spawn.c */
+/* Starts a supervisor for args (`bulkhead start` options); waits until the guest is ready.
+ * s->id, pid, log are set. 0, or -1 with why (the supervisor's own words). The session must
+ * be in the table (not ready) so that the reaper can mark its end. */
+int serve_spawn(struct serve_session *s, char *const args[], char *why, size_t whylen);
+/* Writes, and removes, the record a restarted daemon reads. */
+void serve_record_put(const struct serve_session *s);
+void serve_record_remove(const char *id);
+/* At start: stops what a previous daemon left (its records). */
+void serve_records_recover(void);
+/* The session's uds for exec, and the run directory's "cwd" and "env" files. */
+int serve_session_uds(const struct serve_session *s, char *buf, size_t len);
+
+/* pool.c */
+#define POOL_NICE 10
+/* Every thread of the session (its supervisor's, its cgroups') at nice n (root only). */
+void serve_pool_renice(const struct serve_session *s, int n);
+int serve_pool_start(void);
+/* Takes a ready pool guest, or NULL (with why: empty). serve.lock held. */
+struct serve_session *serve_pool_take(void);
+json_t *serve_pool_json(void);
+
+/* events.c */
+/* Records an event (extra: more fields, stolen). May be called with serve.lock held. */
+void serve_event(const char *type, const struct serve_session *s, json_t *extra);
+struct MHD_Response;
+/* The event stream: those after seq since (-1: only those still to come). */
+struct MHD_Response *serve_events_response(long long since, int client_fd,
+					   const struct serve_peer *peer);
+void serve_events_poll_approvals(void);
+
+/* exec.c */
+struct MHD_Response *serve_exec_response(struct serve_session *s, json_t *body, int client_fd,
+					 int *status, char *why, size_t whylen);
+/* Writes to an exec's stdin (stdin_open), then closes it when eof. 0 or an HTTP status. */
+int serve_exec_stdin(const char *id, const struct serve_peer *peer, const char *data, size_t len,
+		     bool eof, char *why, size_t whylen);
+/* Runs argv in session id with its output dropped; its status, or -1 (failed or over
+ * timeout_ms). The pool's warm-up. */
+int serve_exec_quiet(const char *id, char *const argv[], int timeout_ms);
+/* A signal ('s', a = number) or window size ('w', a rows, b cols) for an exec. 0 or a status. */
+int serve_exec_control(const char *id, const struct serve_peer *peer, int kind, int a, int b,
+		       char *why, size_t whylen);
+
+/* files.c: see files.h for the upload state */
+
+/* http.c */
+int serve_http_start(int listen_fd);
+void serve_http_stop(void);
+
+#endif

@@ -1,0 +1,12 @@
+# SPDX-License-Identifier: Apache-2.0
+# serve/: bulkhead-serve, the session API daemon (`bulkhead serve`, docs/API.md). It links the
+# CLI's library for the pieces sessions share (run directories, the exec client, approvals);
+# each session itself is a `bulkhead start` supervisor it runs as a child.
+SERVE_SRCS := $(wildcard serve/*.c)
+SERVE_BIN  := $(BIN)/bulkhead-serve
+
+$(SERVE_BIN): $(SERVE_SRCS:%.c=$(OBJ)/%.o) $(CLI_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lmicrohttpd -larchive -lz -lcrypto -ljansson -lhttp_parser -lseccomp -lpthread
+
+ALL_TARGETS += $(SERVE_BIN)
