@@ -35,13 +35,15 @@ class Bulkhead:
         ca_file: Optional[str] = None,
         broker: Optional[str] = None,
         mem_limit_mib: Optional[int] = None,
+        audit: Optional[str] = None,
     ) -> Session:
         """Creates a session and returns it once its guest is ready (from the pool unless
         pool=False or what it asks cannot be bound to a booted guest)."""
         req: Dict[str, Any] = {}
         for k, v in (("image", image), ("work", work), ("work_ro", work_ro), ("vault", vault),
                      ("ca_file", ca_file), ("broker", broker), ("timeout_s", timeout_s),
-                     ("mem_mib", mem_mib), ("cpus", cpus), ("mem_limit_mib", mem_limit_mib)):
+                     ("mem_mib", mem_mib), ("cpus", cpus), ("mem_limit_mib", mem_limit_mib),
+                     ("audit", audit)):
             if v is not None:
                 req[k] = v
         if scope is not None:

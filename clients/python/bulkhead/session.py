@@ -100,12 +100,23 @@ class Exec:
             self.exit = ExitStatus(
                 code=None if x.get("code") is None else int(x["code"]), signal=int(x.get("signal", 0)),
                 status=int(x.get("status", 0)))
-            self.close()
+            self._drain()
             raise StopIteration
         self.close()
         if "error" in f:
             raise BulkheadError(500, str(f["error"]))
         raise BulkheadError(0, f"exec: unknown frame {f!r}")
+
+    def _drain(self) -> None:
+        """Reads to the stream's end after the last frame, so the daemon ends its answer
+        cleanly (closing at once would cut it short); then closes."""
+        try:
+            rest = self._resp.read()
+        except (OSError, http.client.HTTPException):
+            rest = b""  # the answer's end is all that was left to read
+        self.close()
+        if rest.strip():
+            raise BulkheadError(0, f"exec: frames after the exit: {rest[:200]!r}")
 
     def wait(self) -> Result:
         """Reads the rest of the output and the exit (what was iterated already is not in it)."""

@@ -71,7 +71,7 @@ export class Exec implements AsyncIterable<Chunk> {
       if (isObject(f.exit)) {
         const x = f.exit;
         this.exit = { code: x.code === null || x.code === undefined ? null : Number(x.code), signal: Number(x.signal ?? 0), status: Number(x.status ?? 0) };
-        this.close();
+        await this.drain();
         return { done: true, value: undefined };
       }
       if ("error" in f) {
@@ -81,6 +81,19 @@ export class Exec implements AsyncIterable<Chunk> {
     }
     this.close();
     throw new BulkheadError(0, `exec: unknown frame ${JSON.stringify(f)}`);
+  }
+
+  /** Reads to the stream's end after the last frame, so the daemon ends its answer cleanly
+   * (closing at once would cut it short); then closes. */
+  private async drain(): Promise<void> {
+    let extra: unknown;
+    try {
+      for (let r = await this.frames.next(); !r.done; r = await this.frames.next()) extra ??= r.value;
+    } catch {
+      // the answer's end is all that was left to read
+    }
+    this.close();
+    if (extra !== undefined) throw new BulkheadError(0, `exec: frames after the exit: ${JSON.stringify(extra)}`);
   }
 
   [Symbol.asyncIterator](): AsyncIterator<Chunk, undefined> {

@@ -33,6 +33,8 @@ export interface SessionOptions {
   vault?: string;
   ca_file?: string;
   broker?: string;
+  /** Where the session's broker writes its audit log (with a scope). */
+  audit?: string;
   mem_mib?: number;
   cpus?: number;
   mem_limit_mib?: number;
