@@ -16,8 +16,8 @@ relay() {
 		case $_l in
 		"ok - "*) ok "${_l#ok - }" ;;
 		"not ok - "*) not_ok "${_l#not ok - }" ;;
-		"#"*) echo "$_l" ;;
-		*) echo "# $_l" ;;
+		"#"*) printf '%s\n' "$_l" ;;
+		*) printf '# %s\n' "$_l" ;;
 		esac
 	done < "$1"
 }

@@ -215,6 +215,20 @@ def files(s: Session) -> None:
     raises(400, lambda: s.put_file("out/evil", b"x"))
 
 
+def uploads(s: Session, tmp: str) -> None:
+    data = os.urandom(8 * 1024 * 1024 + 7)
+    path = os.path.join(tmp, "py-upload")
+    with open(path, "wb") as f:
+        f.write(data)
+    with open(path, "rb") as f:  # a file: sent with its length
+        eq(len(data), s.put_file("up-file", f), "size from a file")
+    eq(len(data), s.put_file("up-chunked", io.BytesIO(data)), "size sent chunked")
+    want = hashlib.sha256(data).hexdigest()
+    r = s.run("sha256sum /work/up-file /work/up-chunked | cut -d' ' -f1")
+    eq(f"{want}\n{want}\n".encode(), r.stdout, "both uploads in the guest")
+    eq(data, s.get_file("up-chunked"), "read back")
+
+
 def replaced(s: Session) -> None:
     # An agent writes a file, runs it, writes it anew and runs it again at once.
     s.put_file("again.sh", "echo first\n")
@@ -389,6 +403,7 @@ def main() -> int:
         check("exit codes and signals (in the command, and sent)", lambda: exits_and_signals(s))
         check("env, cwd, tty and resize", lambda: env_cwd_tty(s))
         check("put_file/get_file: modes, 404, paths confined", lambda: files(s))
+        check("put_file: 8 MiB from a file and chunked from a stream", lambda: uploads(s, tmp))
         check("put_file replacing a file the guest has read: the next command reads the new bytes",
               lambda: replaced(s))
         check("put_archive/get_archive: under a dir and at the root; escapes refused",

@@ -5,7 +5,7 @@
 // "not ok - NAME" (then "# detail" lines). Usage: node dist/test/e2e.js SOCKET HOST-TMP-DIR, or
 // ... SOCKET HOST-TMP-DIR deny URL-SUFFIX: denies the one pending approval (held by a broker the
 // suite runs) whose url ends so.
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -192,6 +192,16 @@ async function files(s: Session): Promise<void> {
   await raises(400, () => s.putFile("out/evil", "x"));
 }
 
+async function uploads(s: Session, tmp: string): Promise<void> {
+  const data = randomBytes(8 * 1024 * 1024 + 7);
+  const file = path.join(tmp, "ts-upload");
+  fs.writeFileSync(file, data);
+  eq(data.length, await s.putFile("up-stream", fs.createReadStream(file)), "size sent chunked");
+  const want = createHash("sha256").update(data).digest("hex");
+  eq(`${want}\n`, (await s.run("sha256sum /work/up-stream | cut -d' ' -f1")).stdout.toString(), "in the guest");
+  eq(data, await s.getFile("up-stream"), "read back");
+}
+
 async function archives(s: Session, tmp: string): Promise<void> {
   await s.run("mkdir -p /work/src/pkg && cp /work/all.bin /work/src/pkg/data.bin && ln -sf data.bin /work/src/pkg/link");
   const tar = await s.getArchive("src");
@@ -293,6 +303,7 @@ async function main(): Promise<number> {
     await check("exit codes and signals (in the command, and sent)", () => exits(s));
     await check("env, cwd, tty and resize", () => tty(s));
     await check("putFile/getFile: modes, 404, paths confined", () => files(s));
+    await check("putFile: 8 MiB streamed (chunked)", () => uploads(s, tmp));
     await check("putArchive/getArchive round trip; escapes refused", () => archives(s, tmp));
     await check("errors reject with BulkheadError and the status", () => errors(b, s));
   } finally {
