@@ -153,6 +153,9 @@ def files(c: Checker, sid: str) -> None:
     c.ask("an archive at the root", "PUT", R, f"{base}/archive/", 201, tar_of({"sub/f": b"1"}, ["sub"]),
           "application/x-tar")
     c.ask("an archive under a dir", "PUT", A, f"{base}/archive/sub", 201, tar_of({"g": b"2"}), "application/x-tar")
+    c.ask("a directory is not a file", "GET", F, f"{base}/files/sub", 409)
+    c.ask("a file in a missing directory", "PUT", F, f"{base}/files/no-such-dir/f", 404, b"x",
+          "application/octet-stream")
     c.ask("the root as a tar", "GET", R, f"{base}/archive/", 200)
     c.ask("a dir as a tar", "GET", A, f"{base}/archive/sub", 200)
     c.ask("an entry leaving the work directory", "PUT", R, f"{base}/archive/", 400,
