@@ -364,6 +364,17 @@ def events(b: Bulkhead, ids: List[str]) -> None:
     assert b.health().ok
 
 
+def idle_events_left(b: Bulkhead) -> None:
+    # A stream with nothing to replay and no event coming, left by its client: the daemon
+    # finds the client gone while it waits (it looks each second) and must stay up.
+    conn, resp = b._t.open("GET", "/v1/events")
+    resp.close()
+    conn.close()
+    for _ in range(30):
+        assert b.health().ok
+        time.sleep(0.1)
+
+
 def approve_pending(b: Bulkhead, suffix: str) -> None:
     found: List[str] = []
 
@@ -415,6 +426,7 @@ def main() -> int:
     check("a timed-out session: ended, 409, listed until deleted", lambda: ended_session(b))
     check("events: started and ended for each session, in order; leaving the stream is fine",
           lambda: events(b, [s.id]))
+    check("events: a client leaving an idle stream leaves the daemon up", lambda: idle_events_left(b))
     return 1 if failed else 0
 
 
