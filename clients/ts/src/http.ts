@@ -99,7 +99,11 @@ export class Transport {
         );
       });
       if (fixed) req.end(fixed);
-      else (body as Readable).pipe(req);
+      else {
+        const src = body as Readable;
+        src.on("error", (e) => req.destroy(e)); // a failed source ends the upload, not the daemon
+        src.pipe(req);
+      }
     });
   }
 
