@@ -68,10 +68,7 @@ static void *refill(void *arg)
 			snprintf(why, sizeof(why), "its warm-up command failed");
 			rc = -1;
 			pthread_mutex_lock(&serve.lock);
-			if (s->pid > 0)
-				kill(s->pid, SIGTERM);
-			while (!s->ended)
-				pthread_cond_wait(&serve.changed, &serve.lock);
+			serve_session_stop(s);
 			pthread_mutex_unlock(&serve.lock);
 		}
 		pthread_mutex_lock(&serve.lock);

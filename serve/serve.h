@@ -121,6 +121,9 @@ json_t *serve_session_json(const struct serve_session *s);
 json_t *serve_sessions_json(const struct serve_peer *peer);
 /* Stops and removes it; *out gets its last state. 0, or 404. */
 int serve_delete(const char *id, const struct serve_peer *peer, json_t **out);
+/* Ends the session's supervisor (TERM, then KILL after 20 s) and waits until the main thread
+ * has reaped it. Call with serve.lock held, never from the main thread. */
+void serve_session_stop(struct serve_session *s);
 /* main thread: a supervisor ended with wait status st. */
 void serve_reaped(pid_t pid, int st);
 /* main thread: ends sessions past their deadline. */

@@ -447,8 +447,7 @@ struct serve_session *serve_create(const struct serve_create *c, const struct se
 	return s;
 }
 
-/* Waits (lock held) until the supervisor is gone, TERM then KILL. */
-static void stop_locked(struct serve_session *s)
+void serve_session_stop(struct serve_session *s)
 {
 	if (!s->ended && s->pid > 0)
 		kill(s->pid, SIGTERM);
@@ -493,7 +492,7 @@ int serve_delete(const char *id, const struct serve_peer *peer, json_t **out)
 		return 404;
 	}
 	s->deleted = true; /* no new request finds it */
-	stop_locked(s);
+	serve_session_stop(s);
 	if (!s->end_reason[0] || !strcmp(s->end_reason, "stopped"))
 		snprintf(s->end_reason, sizeof(s->end_reason), "deleted");
 	unlink_session(s);

@@ -189,10 +189,7 @@ int serve_spawn(struct serve_session *s, char *const args[], char *why, size_t w
 	close(p[0]);
 	if (rc < 0) {
 		pthread_mutex_lock(&serve.lock);
-		if (s->pid > 0)
-			kill(s->pid, SIGTERM);
-		while (!s->ended)
-			pthread_cond_wait(&serve.changed, &serve.lock);
+		serve_session_stop(s);
 		pthread_mutex_unlock(&serve.lock);
 		last_line(s->log, why, whylen);
 		unlink(s->log);
