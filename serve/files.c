@@ -310,6 +310,46 @@ int serve_upload_feed(struct serve_upload *u, const char *data, size_t len, char
 	return 0;
 }
 
+/* A file that already exists is rewritten in place once the whole body has arrived (a failed
+ * upload never touches it): a guest that has it cached by name sees the new bytes at its next
+ * open, where a rename would leave it on the old inode for virtiofsd's entry timeout. Only a
+ * regular file with one link, reached without following a link and reopened through its
+ * O_PATH descriptor; anything else is replaced by the rename. 0 done, -1 not done. */
+static int rewrite_in_place(struct serve_upload *u)
+{
+	struct stat st, tst;
+	char proc[64];
+	int p = openat(u->dirfd, u->name, O_PATH | O_NOFOLLOW | O_CLOEXEC), t = -1, rc = -1;
+	/* The temporary file was made for writing: read it through a descriptor of its own. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", u->fd);
+	int src = open(proc, O_RDONLY | O_CLOEXEC);
+	if (p < 0 || src < 0 || fstat(p, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    fstat(src, &tst) < 0)
+		goto out;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", p);
+	t = open(proc, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (t < 0 || ftruncate(t, 0) < 0)
+		goto out;
+	for (off_t left = tst.st_size; left > 0;) {
+		ssize_t n = copy_file_range(src, NULL, t, NULL, (size_t)left, 0);
+		if (n <= 0)
+			goto out;
+		left -= n;
+	}
+	if ((u->own.chown && fchown(t, u->own.uid, u->own.gid) < 0) ||
+	    fchmod(t, tst.st_mode & 0777) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (t >= 0)
+		close(t);
+	if (p >= 0)
+		close(p);
+	if (src >= 0)
+		close(src);
+	return rc;
+}
+
 int serve_upload_finish(struct serve_upload *u, bool commit, unsigned long long *size, char *why,
 			size_t whylen)
 {
@@ -324,6 +364,8 @@ int serve_upload_finish(struct serve_upload *u, bool commit, unsigned long long 
 		else
 			status = serve_archive_unpack(u->fd, u->dirfd, &u->own, &u->size, why,
 						      whylen);
+	} else if (rewrite_in_place(u) == 0) {
+		/* upload_free removes the temporary file */
 	} else if (renameat(u->dirfd, u->tmp, u->dirfd, u->name) < 0) {
 		status = files_status(errno, u->rel, why, whylen);
 	} else {
