@@ -5,7 +5,7 @@
 # when it has a folder and an extension or ends in /; a function when written name() .
 . "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
-docs="docs/ARCHITECTURE.md docs/THREAT-MODEL.md docs/OCI.md README.md vmm/README.md vsock/README.md broker/README.md"
+docs="docs/ARCHITECTURE.md docs/THREAT-MODEL.md docs/OCI.md docs/API.md README.md vmm/README.md vsock/README.md broker/README.md"
 for doc in $docs; do
 	[ -f "$doc" ] || continue
 	missing=""
@@ -18,7 +18,7 @@ for doc in $docs; do
 		case $p in
 		*/*)
 			found=
-			for top in . cli jail lib broker vsock vmm guest image oci tests; do
+			for top in . cli jail lib broker vsock vmm guest image oci serve clients tests; do
 				[ -e "$top/$p" ] && found=1
 			done
 			[ -n "$found" ] || missing="$missing $p"
@@ -29,7 +29,7 @@ for doc in $docs; do
 	# Functions: `name()` must be defined somewhere in the sources.
 	for f in $(grep -o '`[a-z_][a-z0-9_]*()`' "$doc" | tr -d '`()' | sort -u); do
 		grep -rqE "^[a-z].*[ *]$f\(" --include='*.c' --include='*.h' \
-			cli jail lib broker vsock vmm guest image tests 2> /dev/null || missing="$missing $f()"
+			cli jail lib broker vsock vmm guest image oci serve tests 2> /dev/null || missing="$missing $f()"
 	done
 	if [ -z "$missing" ]; then
 		ok "$doc names only files and functions that exist"
