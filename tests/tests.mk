@@ -65,12 +65,13 @@ test: test-programs $(FUZZ_BINS)
 
 # The sanitizer run (CI: .ci/run): everything built with ASan and UBSan into a build of its
 # own, then the unit tests and the host-side suites (the broker's, the vsock back end's and
-# the VMM's vhost-user front end; one session, so the jailed back end runs too). The fuzzers
+# the VMM's vhost-user front end; one session, so the jailed back end runs too), and the
+# session API daemon with its clients against real sessions. The fuzzers
 # are sanitized builds already and run in `make test`.
 SAN_BUILD  ?= build-san
 SAN_SUITES ?= unit/ e2e/test_broker_proxy e2e/test_broker_harden e2e/test_broker_session \
               e2e/test_broker_strict e2e/test_broker_audit e2e/test_scrub_oracle e2e/test_scrub_forms \
-              e2e/test_vault e2e/test_vsock e2e/test_vhost_user
+              e2e/test_vault e2e/test_vsock e2e/test_vhost_user e2e/test_serve
 test-san:
 	$(MAKE) BUILD=$(SAN_BUILD) SAN=address,undefined test-programs
 	@BUILD=$(SAN_BUILD) sh tests/run.sh $(SAN_SUITES)
