@@ -110,6 +110,8 @@ int cmd_start(int argc, char **argv)
 	/* `bulkhead serve` (serve/spawn.c) runs the supervisor itself: this process is it. */
 	int notify_fd = env_fd("BULKHEAD_NOTIFY_FD");
 	req.lifeline_fd = env_fd("BULKHEAD_LIFELINE_FD");
+	if (notify_fd > 2) /* our stderr is the daemon's log of us: it says how we end */
+		req.ready_stderr_fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
 	/* Everything is decided before the supervisor detaches: a refusal is said here. */
 	static struct session_plan plan;
 	char err[512];

@@ -102,7 +102,8 @@ static void notify_started(struct agent_link *a)
 	dprintf(a->notify_fd, "%s\n", a->session_id);
 	close(a->notify_fd);
 	a->notify_fd = -1;
-	if (a->ready_stderr_fd >= 0) {
+	bool keep_stderr = a->ready_stderr_fd >= 0; /* the caller's choice: a log, say */
+	if (keep_stderr) {
 		dup2(a->ready_stderr_fd, 2);
 		close(a->ready_stderr_fd);
 		a->ready_stderr_fd = -1;
@@ -113,7 +114,8 @@ static void notify_started(struct agent_link *a)
 	if (devnull >= 0) {
 		dup2(devnull, 0);
 		dup2(devnull, 1);
-		dup2(devnull, 2);
+		if (!keep_stderr)
+			dup2(devnull, 2);
 		close(devnull);
 	}
 }

@@ -164,6 +164,17 @@ def group_cold():
     report("a create the pool cannot serve says why", s["pooled"] is False
            and "memory" in (s["pool_miss"] or ""), s)
     call("DELETE", "/v1/sessions/" + s["id"])
+    # Over its memory limit: the guest fills its RAM past the session's cgroup limit.
+    s = create(mem_mib=256, mem_limit_mib=200)
+    exec_frames(s["id"], ["sh", "-c", "head -c 230000000 /dev/zero > /tmp/x"])
+    for _ in range(100):
+        st, js, _, _ = call("GET", "/v1/sessions/" + s["id"])
+        if js["state"] == "ended":
+            break
+        time.sleep(0.1)
+    report("a session over its memory limit ends as over_memory, saying so",
+           js["end_reason"] == "over_memory" and "memory limit" in (js["end_message"] or ""), js)
+    call("DELETE", "/v1/sessions/" + s["id"])
 
 
 def group_many():
