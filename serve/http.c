@@ -17,8 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define BODY_MAX	(1 << 20)
-#define CONNECTIONS_MAX 1000
+#define BODY_MAX (1 << 20)
 
 enum route {
 	R_NONE,
@@ -592,17 +591,22 @@ static void log_cb(void *cls, const char *fmt, va_list ap)
 
 int serve_http_start(int listen_fd)
 {
-	daemon_ = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
-		0, NULL, NULL, access_cb, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_cb, NULL,
-		MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTIONS_MAX,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
-	return daemon_ ? 0 : -1;
+	daemon_ =
+		MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+					 MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
+				 0, NULL, NULL, access_cb, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_cb,
+				 NULL, MHD_OPTION_NOTIFY_CONNECTION, serve_accept_notify(), NULL,
+				 MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+				 MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_CONNS_MAX,
+				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+	if (!daemon_)
+		return -1;
+	return serve_accept_start(daemon_, listen_fd);
 }
 
 void serve_http_stop(void)
 {
+	serve_accept_stop();
 	if (daemon_)
 		MHD_stop_daemon(daemon_);
 	daemon_ = NULL;

@@ -18,6 +18,7 @@
 #define BULKHEAD_SERVE_SERVE_H
 
 #include <jansson.h>
+#include <microhttpd.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -27,6 +28,10 @@
 #define SERVE_ALLOW_MAX	   16
 #define SERVE_ENV_MAX	   64
 #define SERVE_SESSIONS_MAX 256
+/* Connections open at once (serve/accept.c): in all, per tenant uid, per any other uid. */
+#define SERVE_CONNS_MAX	     1000
+#define SERVE_CONNS_TENANT   64
+#define SERVE_CONNS_STRANGER 4
 
 struct serve_session {
 	struct serve_session *next;
@@ -194,6 +199,13 @@ int serve_exec_control(const char *id, const struct serve_peer *peer, int kind, 
 		       char *why, size_t whylen);
 
 /* files.c: see files.h for the upload state */
+
+/* accept.c: our accept loop, which hands each connection within its uid's share to the
+ * server (over it: 503 and closed). */
+int serve_accept_start(struct MHD_Daemon *d, int listen_fd);
+void serve_accept_stop(void);
+/* The connection notifier the server must be started with (it keeps the counts). */
+MHD_NotifyConnectionCallback serve_accept_notify(void);
 
 /* http.c */
 int serve_http_start(int listen_fd);

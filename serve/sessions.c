@@ -350,7 +350,7 @@ int serve_boot(struct serve_session *s, const struct serve_create *c, char *why,
 }
 
 /* What a create binds to a guest that is up: its environment and deadline. */
-static int bind(struct serve_session *s, const struct serve_create *c, double t0)
+static int bind_request(struct serve_session *s, const struct serve_create *c, double t0)
 {
 	const char *k;
 	json_t *v;
@@ -428,7 +428,7 @@ struct serve_session *serve_create(const struct serve_create *c, const struct se
 	pthread_mutex_lock(&serve.lock);
 	s->created_at = serve_wall();
 	s->owner_uid = peer->uid;
-	int rc = bind(s, c, t0);
+	int rc = bind_request(s, c, t0);
 	s->ready = true;
 	s->refs++;
 	pthread_cond_broadcast(&serve.changed);

@@ -109,6 +109,15 @@ if command -v setpriv > /dev/null && [ "$(id -u)" = 0 ]; then
 	theirs=$(as_nobody -X POST -d '{"pool":false}' http://serve/v1/sessions | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 	out=$(as_nobody -X POST -d '{"cmd":["echo","tenant"]}' "http://serve/v1/sessions/$theirs/exec")
 	case $out in *'"stdout":"dGVuYW50Cg=="'*) ok "a tenant runs commands in its own session" ;; *) not_ok "a tenant runs commands in its own session" "$theirs $out" ;; esac
+	python3 "$(dirname "$0")/../tools/serve_conns.py" "$pub/s.sock" 65534 64 > "$TMP/conns" 2>&1
+	grep -q '^last: HTTP/1.1 503 .*uid 65534 has 64 connections open' "$TMP/conns" &&
+		ok "a tenant past 64 half-open connections is answered 503 saying so" ||
+		not_ok "a tenant past 64 half-open connections is answered 503 saying so" "$(cat "$TMP/conns")"
+	grep -q '^root served while held: True' "$TMP/conns" &&
+		ok "... and root is served meanwhile" || not_ok "... and root is served meanwhile" "$(cat "$TMP/conns")"
+	grep -q '^uid served after: True' "$TMP/conns" &&
+		ok "... and the tenant is served again once they close" ||
+		not_ok "... and the tenant is served again once they close" "$(cat "$TMP/conns")"
 	ev=$(as_nobody -m 2 "http://serve/v1/events?since=0")
 	if echo "$ev" | grep -q "$theirs" && ! echo "$ev" | grep -q "$mine"; then ok "a tenant's event stream holds its own sessions only"; else not_ok "a tenant's event stream holds its own sessions only" "$ev"; fi
 	kill "$d2"; wait "$d2" 2> /dev/null

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* serve/accept.c: our own accept loop in front of libmicrohttpd. A connection holds one of
+ * the server's threads from its first byte to its last, including one that never finishes
+ * its request; so each uid gets a share: a tenant (--allow-uid) at most CONNS_TENANT open
+ * at once, any other non-administrator (who is refused anyway) CONNS_STRANGER, and
+ * administrators the rest of CONNS_MAX. Past its share a connection is answered 503 saying
+ * so and closed, and nobody else is slowed. libmicrohttpd then takes each connection
+ * (MHD_add_connection) and tells us when it closes. */
+#include "serve/serve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define UIDS_MAX 64
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	uid_t uid;
+	unsigned n;
+} open_by[UIDS_MAX];
+static unsigned open_all;
+static pthread_t thread;
+static int listen_fd = -1, stop_pipe[2] = { -1, -1 };
+static struct MHD_Daemon *mhd;
+
+static unsigned share_of(uid_t uid)
+{
+	struct serve_peer p = { .uid = uid };
+	if (serve_peer_admin(&p))
+		return SERVE_CONNS_MAX;
+	for (size_t i = 0; i < serve.nallow; i++)
+		if (serve.allow[i] == uid)
+			return SERVE_CONNS_TENANT;
+	return SERVE_CONNS_STRANGER;
+}
+
+/* Counts a new connection of uid; false (and nothing counted) when over its share. */
+static bool take(uid_t uid, unsigned *share)
+{
+	*share = share_of(uid);
+	pthread_mutex_lock(&lock);
+	size_t i = 0, free_slot = UIDS_MAX;
+	for (; i < UIDS_MAX; i++) {
+		if (open_by[i].n && open_by[i].uid == uid)
+			break;
+		if (!open_by[i].n && free_slot == UIDS_MAX)
+			free_slot = i;
+	}
+	if (i == UIDS_MAX)
+		i = free_slot;
+	bool ok = i < UIDS_MAX && open_all < SERVE_CONNS_MAX && open_by[i].n < *share;
+	if (ok) {
+		open_by[i].uid = uid;
+		open_by[i].n++;
+		open_all++;
+	}
+	pthread_mutex_unlock(&lock);
+	return ok;
+}
+
+static void give_back(uid_t uid)
+{
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < UIDS_MAX; i++)
+		if (open_by[i].n && open_by[i].uid == uid) {
+			open_by[i].n--;
+			open_all--;
+			break;
+		}
+	pthread_mutex_unlock(&lock);
+}
+
+/* libmicrohttpd's word on each connection: at its close, its uid's count goes down. */
+static void notify(void *cls, struct MHD_Connection *c, void **ctx,
+		   enum MHD_ConnectionNotificationCode code)
+{
+	(void)cls;
+	(void)c;
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED && *ctx) {
+		give_back((uid_t)((uintptr_t)*ctx - 1));
+		*ctx = NULL;
+	} else if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct ucred cr;
+		socklen_t len = sizeof(cr);
+		if (ci && getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0)
+			*ctx = (void *)((uintptr_t)cr.uid + 1);
+	}
+}
+
+static void refuse(int fd, uid_t uid, unsigned share)
+{
+	char body[160], msg[400];
+	int b = snprintf(body, sizeof(body),
+			 "{\"error\":\"uid %u has %u connections open, its most at once\"}\n",
+			 (unsigned)uid, share);
+	int n = snprintf(msg, sizeof(msg),
+			 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+			 "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
+			 b, body);
+	/* Non-blocking: a peer that does not read gets nothing, and never holds us. */
+	if (send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* nothing to do: it is closed either way */
+	}
+	close(fd);
+}
+
+static void *accept_loop(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct pollfd p[2] = { { .fd = listen_fd, .events = POLLIN },
+				       { .fd = stop_pipe[0], .events = POLLIN } };
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		struct sockaddr_un addr;
+		socklen_t alen = sizeof(addr);
+		int fd = accept4(listen_fd, (struct sockaddr *)&addr, &alen,
+				 SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			continue; /* EMFILE and the like: the next poll tries again */
+		struct ucred cr;
+		socklen_t len = sizeof(cr);
+		unsigned share = 0;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+			close(fd);
+			continue;
+		}
+		if (!take(cr.uid, &share)) {
+			fprintf(stderr, "bulkhead serve: uid %u refused a connection: %u open\n",
+				(unsigned)cr.uid, share);
+			refuse(fd, cr.uid, share);
+			continue;
+		}
+		if (MHD_add_connection(mhd, fd, (struct sockaddr *)&addr, alen) != MHD_YES)
+			give_back(cr.uid); /* it closed fd */
+	}
+	return NULL;
+}
+
+int serve_accept_start(struct MHD_Daemon *d, int lfd)
+{
+	mhd = d;
+	listen_fd = lfd;
+	if (pipe2(stop_pipe, O_CLOEXEC) < 0)
+		return -1;
+	int rc = pthread_create(&thread, NULL, accept_loop, NULL);
+	if (rc) {
+		errno = rc;
+		return -1;
+	}
+	return 0;
+}
+
+void serve_accept_stop(void)
+{
+	if (stop_pipe[1] < 0)
+		return;
+	if (write(stop_pipe[1], "x", 1) == 1)
+		pthread_join(thread, NULL);
+	close(stop_pipe[1]);
+	stop_pipe[1] = -1;
+}
+
+MHD_NotifyConnectionCallback serve_accept_notify(void)
+{
+	return notify;
+}
