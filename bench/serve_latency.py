@@ -3,8 +3,9 @@
 # bench/serve_latency.py: from a create request to the first byte of a command's output,
 # through `bulkhead serve` (bench/serve-latency.sh starts it): a session from the warm pool,
 # a cold one, and as references in the same run, interleaved: an exec in a session that is
-# already up, and `bulkhead run -- echo` (which boots, runs and stops). Prints medians, p90
-# and ratios. Usage: serve_latency.py SOCKET BULKHEAD RUNS
+# already up, and `bulkhead run -- echo` (which boots, runs and stops). Each measure starts
+# with the pool full (no refill boot beside it). Prints medians, p90 and ratios.
+# Usage: serve_latency.py SOCKET BULKHEAD RUNS
 import http.client
 import json
 import socket
@@ -88,8 +89,12 @@ def main():
             res["pool"].append(t)
         else:
             misses += 1
+        # Each measure starts with the pool full again: no refill boot running beside it.
+        pool_ready()
         res["exec"].append(first_byte(warm["id"], time.monotonic()))
+        pool_ready()
         res["cold"].append(create_and_first_byte({"pool": False})[0])
+        pool_ready()
         res["run"].append(run_first_byte())
     call("DELETE", "/v1/sessions/" + warm["id"])
 
