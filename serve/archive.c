@@ -18,11 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define ARC_ENTRIES_MAX 100000
 #define ARC_DEPTH_MAX	64
 #define ARC_BLOCK	65536
+/* A tar stream out is spooled whole before it is sent: at most this much file data. */
+#define ARC_SPOOL_MAX_GIB 4
 /* arc_put_file's answer when the archive itself fails (libarchive has the message). */
 #define ARC_BAD (-4097)
 
@@ -296,6 +299,7 @@ int serve_archive_unpack(int spool, int base, const struct files_owner *own,
 struct arc_pack {
 	struct archive *a;
 	struct archive_entry *e;
+	uint64_t budget; /* bytes of file data the spool may still take */
 	dev_t dev;
 	uint64_t mnt;
 	char *why;
@@ -343,6 +347,16 @@ static int arc_pack_file(struct arc_pack *p, int dfd, const char *name)
 		return 0; /* swapped or gone meanwhile */
 	if (fd < 0)
 		return files_status(-fd, p->path, p->why, p->whylen);
+	/* A sparse file of the guest's is small on its disk and as large as it says in a tar. */
+	if ((uint64_t)st.st_size > p->budget) {
+		close(fd);
+		return files_fail(
+			p->why, p->whylen, 413, p->path,
+			"the archive would be larger than the daemon may spool (its limit "
+			"is the smaller of %d GiB and half the free space)",
+			ARC_SPOOL_MAX_GIB);
+	}
+	p->budget -= (uint64_t)st.st_size;
 	int status = arc_header(p, &st, NULL);
 	for (off_t left = st.st_size; !status && left > 0;) {
 		size_t want = (size_t)left < sizeof(p->buf) ? (size_t)left : sizeof(p->buf);
@@ -441,6 +455,10 @@ int serve_archive_pack(int dfd, int out, char *why, size_t whylen)
 	}
 	p->dev = st.st_dev;
 	p->mnt = arc_mnt(dfd);
+	struct statvfs vfs;
+	p->budget = (uint64_t)ARC_SPOOL_MAX_GIB << 30;
+	if (fstatvfs(out, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize / 2 < p->budget)
+		p->budget = (uint64_t)vfs.f_bavail * vfs.f_frsize / 2;
 	p->why = why;
 	p->whylen = whylen;
 	p->a = archive_write_new();

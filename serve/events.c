@@ -139,7 +139,8 @@ struct MHD_Response *serve_events_response(long long since, int client_fd,
 	if (!st)
 		return NULL;
 	pthread_mutex_lock(&lock);
-	st->seq = since >= 0 ? since + 1 : next_seq; /* no since: from now on */
+	/* No since, or one beyond the last: from now on. */
+	st->seq = since >= 0 && since < next_seq ? since + 1 : next_seq;
 	pthread_mutex_unlock(&lock);
 	st->client_fd = client_fd;
 	st->peer = *peer;

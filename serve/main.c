@@ -185,14 +185,11 @@ static int listen_socket(void)
 		}
 		unlink(serve.socket);
 	}
-	mode_t old = umask(077);
+	/* The mode comes from the umask at bind: a chmod by path afterwards could be turned onto
+	 * another file by whoever may write the socket's directory. */
+	mode_t old = umask(serve.nallow ? 0111 : 0177);
 	int fd = unix_listen(serve.socket, 128, false);
 	umask(old);
-	if (fd >= 0 && chmod(serve.socket, serve.nallow ? 0666 : 0600) < 0) {
-		fprintf(stderr, "bulkhead serve: %s: %s\n", serve.socket, strerror(errno));
-		close(fd);
-		return -1;
-	}
 	if (fd < 0)
 		fprintf(stderr, "bulkhead serve: %s: %s\n", serve.socket, strerror(-fd));
 	return fd;
@@ -273,6 +270,7 @@ int main(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	serve_records_recover();
+	serve_records_sweep();
 	int lfd = listen_socket();
 	if (sfd < 0 || lfd < 0 || pipe2(serve.lifeline, O_CLOEXEC) < 0)
 		return 1;

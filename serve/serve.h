@@ -164,6 +164,8 @@ void serve_record_put(const struct serve_session *s);
 void serve_record_remove(const char *id);
 /* At start: stops what a previous daemon left (its records). */
 void serve_records_recover(void);
+/* ... then removes what no record names (a create or boot cut short by a KILL). */
+void serve_records_sweep(void);
 /* The session's uds for exec, and the run directory's "cwd" and "env" files. */
 int serve_session_uds(const struct serve_session *s, char *buf, size_t len);
 

@@ -49,7 +49,9 @@ static int num_field(json_t *body, const char *key, double lo, double hi, double
 	json_t *v = json_object_get(body, key);
 	if (!v || json_is_null(v))
 		return 0;
-	if (!json_is_number(v) || json_number_value(v) < lo || json_number_value(v) > hi) {
+	bool whole = strcmp(key, "timeout_s") != 0; /* every other number counts something */
+	if (!json_is_number(v) || (whole && !json_is_integer(v)) || json_number_value(v) < lo ||
+	    json_number_value(v) > hi) {
 		snprintf(why, whylen, "\"%s\" must be a number from %g to %g", key, lo, hi);
 		return -1;
 	}
@@ -95,6 +97,30 @@ int serve_env_check(json_t *env, size_t max, char *why, size_t whylen)
 	return 0;
 }
 
+/* Whether dir is, holds or is inside --state or the run directory (or is under /proc): a
+ * guest there could rewrite the daemon's records. */
+static bool work_is_ours(const char *dir)
+{
+	char real[PATH_MAX], base[PATH_MAX], rstate[PATH_MAX];
+	if (!realpath(dir, real))
+		return false; /* the supervisor says why it cannot share it */
+	const char *ours[2] = { realpath(serve.state, rstate), NULL };
+	if (rundir_base(base, sizeof(base)) == 0)
+		ours[1] = base;
+	if (!strncmp(real, "/proc", 5) && (!real[5] || real[5] == '/'))
+		return true;
+	for (size_t i = 0; i < 2; i++) {
+		if (!ours[i])
+			continue;
+		size_t a = strlen(real), b = strlen(ours[i]);
+		size_t n = a < b ? a : b;
+		if (!strncmp(real, ours[i], n) &&
+		    (a == b || (a < b ? ours[i][a] == '/' || !strcmp(real, "/") : real[b] == '/')))
+			return true;
+	}
+	return false;
+}
+
 int serve_create_parse(json_t *body, struct serve_create *c, char *why, size_t whylen)
 {
 	memset(c, 0, sizeof(*c));
@@ -127,6 +153,22 @@ int serve_create_parse(json_t *body, struct serve_create *c, char *why, size_t w
 		snprintf(why, whylen, "\"%s\" may not hold '%c'",
 			 c->work && strchr(c->work, ':') ? "work" : "image",
 			 c->work && strchr(c->work, ':') ? ':' : '/');
+		return -1;
+	}
+	/* The files a broker reads must be files: a FIFO would hold the session's start. */
+	const char *files[] = { c->scope_path, c->vault, c->ca_file };
+	const char *names[] = { "scope", "vault", "ca_file" };
+	for (size_t i = 0; i < 3; i++) {
+		struct stat st;
+		if (files[i] && (stat(files[i], &st) < 0 || !S_ISREG(st.st_mode))) {
+			snprintf(why, whylen, "\"%s\": %s is not a regular file", names[i],
+				 files[i]);
+			return -1;
+		}
+	}
+	if (c->work && work_is_ours(c->work)) {
+		snprintf(why, whylen, "\"work\": %s holds or is inside the daemon's own files",
+			 c->work);
 		return -1;
 	}
 	if ((c->vault || c->ca_file || c->audit) && !c->scope_path && !c->scope_inline) {

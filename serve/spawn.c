@@ -262,7 +262,11 @@ static void recover(const char *id)
 		session_reap_cgroups(&rd, true);
 		rundir_remove(&rd);
 	}
-	if (got == 4 && owned)
+	/* Only a directory of ours: a record is a file a share could have held. */
+	char mine[PATH_MAX];
+	int n = snprintf(mine, sizeof(mine), "%s/work/", serve.state);
+	if (got == 4 && owned && n > 0 && strncmp(work, mine, (size_t)n) == 0 &&
+	    !strstr(work + n, "/") && !strstr(work, "/.."))
 		serve_rmtree(work);
 	fprintf(stderr, "bulkhead serve: stopped session %s left by a previous daemon\n", id);
 	serve_record_remove(id);
@@ -280,4 +284,29 @@ void serve_records_recover(void)
 			recover(e->d_name);
 	if (d)
 		closedir(d);
+}
+
+/* After recovery, nothing in work/, logs/ or scopes/ belongs to a session: what is left there
+ * was made by a create or a pool boot that a KILL cut short before its record. */
+void serve_records_sweep(void)
+{
+	const char *subs[] = { "work", "logs", "scopes" };
+	for (size_t i = 0; i < 3; i++) {
+		char dir[PATH_MAX], path[PATH_MAX + NAME_MAX + 2];
+		if (state_file(dir, sizeof(dir), subs[i], "") < 0)
+			continue;
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s%s", dir, e->d_name);
+			if (i == 0)
+				serve_rmtree(path);
+			else
+				unlink(path);
+		}
+		if (d)
+			closedir(d);
+	}
 }

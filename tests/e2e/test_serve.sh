@@ -50,7 +50,9 @@ check_eq "the socket is mode 0600" "600" "$mode"
 group basic
 mkdir -p "$TMP/host-work"
 group files "$TMP/host-work"
-group errors
+mkfifo "$TMP/host-work/fifo"
+group errors "$TMP/host-work" "$STATE"
+rm -f "$TMP/host-work/fifo"
 group cold
 pool_ready 2 > /dev/null
 group streams "$daemon"

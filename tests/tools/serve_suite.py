@@ -142,6 +142,11 @@ def group_errors():
          "exec"),
         ("an unknown approval", "POST", "/v1/approvals/nope/approve", b"{}", 404, "approval"),
         ("a body over 1 MiB", "POST", "/v1/sessions", b" " * (2 << 20), 413, "bytes"),
+        ("a fraction of a MiB", "POST", "/v1/sessions", b'{"mem_mib": 64.5}', 400, "mem_mib"),
+        ("a FIFO as the scope", "POST", "/v1/sessions",
+         json.dumps({"scope": sys.argv[3] + "/fifo"}).encode(), 400, "not a regular file"),
+        ("the daemon's own state as work", "POST", "/v1/sessions",
+         json.dumps({"work": sys.argv[4]}).encode(), 400, "daemon's own files"),
     ]
     for name, m, path, raw, want, word in cases:
         st, js, out, _ = call(m, path, raw=raw)
@@ -417,6 +422,13 @@ def group_files():
     st, js, _, _ = call("PUT", "/v1/sessions/%s/archive/" % sid, raw=evil.getvalue())
     report("an archive entry leaving the directory is refused, naming it", st == 400
            and "evil" in js.get("error", ""), (st, js))
+    exec_frames(sid, ["sh", "-c", "mkdir /work/sparse && dd if=/dev/zero of=/work/sparse/big "
+                      "bs=1 count=1 seek=8589934592 2>/dev/null"])
+    t0 = time.monotonic()
+    st, js, _, _ = call("GET", "/v1/sessions/%s/archive/sparse" % sid)
+    report("a guest's 8 GiB sparse file: its archive is refused (413), not spooled",
+           st == 413 and "spool" in js.get("error", "") and time.monotonic() - t0 < 20,
+           (st, js, time.monotonic() - t0))
     call("DELETE", "/v1/sessions/" + sid)
     ro = create(work=sys.argv[3], work_ro=True)
     st, js, _, _ = call("PUT", "/v1/sessions/%s/files/x" % ro["id"], raw=b"x")
