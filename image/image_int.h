@@ -62,11 +62,8 @@ void image_work_sweep(struct image_store *s);
 /* A new, locked entry of tmp/. 0, or -1 with err. */
 int image_work_begin(struct image_store *s, const char *kind, struct image_work *w, char *err,
 		     size_t errlen);
-/* Removes the entry and everything in it (mounts are never crossed: see image_tree_remove). */
+/* Removes the entry and everything in it (mounts are never crossed: lib/tree_remove.h). */
 void image_work_end(struct image_work *w);
-/* Removes DIRFD/NAME and everything below it without following links; refuses to descend
- * into another mount. 0, or -1 with err. */
-int image_tree_remove(int dirfd, const char *name, char *err, size_t errlen);
 /* Publishes W's "img" (rootfs/ and image.json) as sha256/HEX, unless a sound copy is there
  * already (then *EXISTED is set and W's copy is dropped with W), and points names/NAME at it,
  * atomically. Takes the store lock. 0, or -1 with err. */

@@ -40,7 +40,5 @@ struct MHD_Response *serve_archive_response(const char *work, const char *rel,
 					    const char *state_dir, int *status, char *why,
 					    size_t whylen);
 
-/* Removes a directory tree without following any link. */
-void serve_rmtree(const char *path);
 
 #endif

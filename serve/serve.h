@@ -146,7 +146,8 @@ int serve_boot(struct serve_session *s, const struct serve_create *c, char *why,
 int serve_owned_work(char *buf, size_t len);
 /* Checks an "env" object. 0, or -1 with why. */
 int serve_env_check(json_t *env, size_t max, char *why, size_t whylen);
-/* Removes a directory tree without following any link (files.c). */
+/* Removes a work directory of ours (lib/tree_remove.h: no link followed, no mount crossed),
+ * saying on stderr what it could not. */
 void serve_rmtree(const char *path);
 /* The supervisor's last line of stderr (spawn.c). */
 void serve_session_last_line(const struct serve_session *s, char *why, size_t whylen);

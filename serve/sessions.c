@@ -7,6 +7,7 @@
 #include "cli/rundir.h"
 #include "cli/session_reap.h"
 #include "lib/json_strict.h"
+#include "lib/tree_remove.h"
 #include "serve/serve.h"
 
 #include <errno.h>
@@ -259,6 +260,13 @@ json_t *serve_sessions_json(const struct serve_peer *peer)
 			json_array_append_new(a, serve_session_json(s));
 	pthread_mutex_unlock(&serve.lock);
 	return json_pack("{so}", "sessions", a);
+}
+
+void serve_rmtree(const char *path)
+{
+	char err[PATH_MAX + 128];
+	if (tree_remove(AT_FDCWD, path, err, sizeof(err)) < 0)
+		fprintf(stderr, "bulkhead serve: %s\n", err);
 }
 
 /* A new directory of our own under <state>/work. */

@@ -4,6 +4,7 @@
  * leaves the image whatever its links say; device nodes go, hard links count once; a work tree is
  * removed to any depth without following links or entering a mount. */
 #include "image/image_int.h"
+#include "lib/tree_remove.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -140,12 +141,12 @@ static void test_tree_remove(void **state)
 	}
 	assert_int_equal(symlinkat("/", d, "deep-root"), 0);
 	close(d);
-	assert_int_equal(image_tree_remove(fd, "w", err, sizeof(err)), 0);
+	assert_int_equal(tree_remove(fd, "w", err, sizeof(err)), 0);
 	snprintf(path, sizeof(path), "%s/w", top);
 	assert_int_equal(lstat(path, &st), -1);
 	snprintf(path, sizeof(path), "%s/outside/f", top);
 	assert_int_equal(lstat(path, &st), 0);
-	assert_int_equal(image_tree_remove(fd, "w", err, sizeof(err)), 0); /* gone: fine */
+	assert_int_equal(tree_remove(fd, "w", err, sizeof(err)), 0); /* gone: fine */
 
 	if (geteuid() != 0) { /* the rest needs a mount */
 		close(fd);
@@ -156,7 +157,7 @@ static void test_tree_remove(void **state)
 	char src[PATH_MAX];
 	snprintf(src, sizeof(src), "%s/outside", top);
 	assert_int_equal(mount(src, path, NULL, MS_BIND, NULL), 0);
-	assert_int_equal(image_tree_remove(fd, "m", err, sizeof(err)), -1);
+	assert_int_equal(tree_remove(fd, "m", err, sizeof(err)), -1);
 	umount2(path, MNT_DETACH);
 	assert_non_null(strstr(err, "a file system is mounted at mnt"));
 	snprintf(path, sizeof(path), "%s/outside/f", top);

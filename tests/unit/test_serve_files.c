@@ -5,6 +5,7 @@
  * failed upload leaves the old file; trees are removed without following links. Downloads are
  * fetched through a real libmicrohttpd daemon. */
 #include "serve/files.h"
+#include "lib/tree_remove.h"
 #include "serve/files_impl.h"
 
 #include <archive.h>
@@ -537,21 +538,21 @@ static void test_archive_download(void **st)
 	assert_int_equal(pack("deep", list, sizeof(list)), 413);
 }
 
-static void test_rmtree(void **st)
+static void test_tree_remove(void **st)
 {
 	(void)st;
-	char path[PATH_MAX];
+	char path[PATH_MAX], err[PATH_MAX + 128];
 	struct stat sb;
 	snprintf(path, sizeof(path), "%s/gone", top);
 	sh("mkdir -p %s/a/ro && cd %s && ln -s %s out && ln -s / root && mkfifo a/fifo && "
 	   "touch a/ro/f && chmod 555 a/ro && d=deep && mkdir $d && "
 	   "for i in $(seq 300); do d=$d/d; mkdir $d; done && ln -s %s $d/out",
 	   path, path, outside, outside);
-	serve_rmtree(path);
+	assert_int_equal(tree_remove(AT_FDCWD, path, err, sizeof(err)), 0);
 	assert_int_equal(lstat(path, &sb), -1);
 	assert_int_equal(lstat(outside, &sb), 0);
 	sh("test \"$(cat %s/secret)\" = secret", outside);
-	serve_rmtree(path); /* gone: nothing to do */
+	assert_int_equal(tree_remove(AT_FDCWD, path, err, sizeof(err)), 0); /* gone: fine */
 
 	if (geteuid() != 0)
 		return; /* the rest needs a mount */
@@ -559,7 +560,9 @@ static void test_rmtree(void **st)
 	snprintf(path, sizeof(path), "%s/gone/m/mnt", top);
 	assert_int_equal(mount(outside, path, NULL, MS_BIND, NULL), 0);
 	snprintf(path, sizeof(path), "%s/gone", top);
-	serve_rmtree(path);
+	/* refused at the mount, never crossing it */
+	assert_int_equal(tree_remove(AT_FDCWD, path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "mounted"));
 	snprintf(path, sizeof(path), "%s/gone/m/mnt", top);
 	umount2(path, MNT_DETACH);
 	sh("test \"$(cat %s/secret)\" = secret && test ! -e %s/gone/m/file", outside, top);
@@ -625,7 +628,7 @@ int main(void)
 		cmocka_unit_test(test_archive_too_many),
 		cmocka_unit_test(test_archive_download),
 		cmocka_unit_test(test_races),
-		cmocka_unit_test(test_rmtree),
+		cmocka_unit_test(test_tree_remove),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
