@@ -4,10 +4,10 @@
  * ends the supervisor and every process of the session (its cgroups) at once. delete removes
  * whatever a session killed that way left: its run directory and cgroups, then the state. */
 #include "cli/session_reap.h"
+#include "lib/signame.h"
 #include "cli/rundir.h"
 #include "oci/state.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -76,27 +76,6 @@ int oci_list(const struct oci_globals *g, int argc, char **argv)
 }
 
 /* SIGNAL as runc takes it: a number, or a name with or without "SIG". 0 if unknown. */
-static int parse_signal(const char *s)
-{
-	if (isdigit((unsigned char)s[0])) {
-		char *end;
-		long n = strtol(s, &end, 10);
-		return *end || n < 1 || n > SIGRTMAX ? 0 : (int)n;
-	}
-	if (strncasecmp(s, "SIG", 3) == 0)
-		s += 3;
-	for (int n = 1; n < 32; n++) {
-		const char *name = sigabbrev_np(n);
-		if (name && strcasecmp(s, name) == 0)
-			return n;
-	}
-	if (strncasecmp(s, "RTMIN+", 6) == 0) {
-		int k = atoi(s + 6);
-		return k >= 0 && SIGRTMIN + k <= SIGRTMAX ? SIGRTMIN + k : 0;
-	}
-	return 0;
-}
-
 /* KILL: the supervisor and everything of its session. */
 static void kill_session(struct oci_container *c)
 {
@@ -115,7 +94,7 @@ int oci_kill(const struct oci_globals *g, int argc, char **argv)
 		oci_error(g, "usage: kill [--all] ID [SIGNAL]");
 		return 1;
 	}
-	int sig = argc - i == 2 ? parse_signal(argv[i + 1]) : SIGTERM;
+	int sig = argc - i == 2 ? signame_parse(argv[i + 1]) : SIGTERM;
 	if (!sig) {
 		oci_error(g, "kill: unknown signal '%s'", argv[i + 1]);
 		return 1;

@@ -7,7 +7,9 @@
 #include "serve/serve.h"
 #include "cli/approvals.h"
 #include "lib/json_strict.h"
+#include "lib/signame.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <signal.h>
@@ -363,26 +365,15 @@ static enum MHD_Result on_put_done(struct MHD_Connection *c, struct req *q)
 			     : json_pack("{sI}", "entries", (json_int_t)n));
 }
 
+/* "signal": a name ("TERM", "SIGTERM") or a number. 0: none. */
 static int signal_number(json_t *v)
 {
-	static const struct {
-		const char *name;
-		int sig;
-	} names[] = { { "HUP", SIGHUP },     { "INT", SIGINT },	  { "QUIT", SIGQUIT },
-		      { "KILL", SIGKILL },   { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
-		      { "TERM", SIGTERM },   { "CONT", SIGCONT }, { "STOP", SIGSTOP },
-		      { "WINCH", SIGWINCH }, { "ALRM", SIGALRM } };
 	if (json_is_integer(v))
-		return json_integer_value(v) >= 1 && json_integer_value(v) <= 64
+		return json_integer_value(v) >= 1 && json_integer_value(v) <= SIGRTMAX
 			       ? (int)json_integer_value(v)
 			       : 0;
 	const char *s = json_string_value(v);
-	if (s && !strncmp(s, "SIG", 3))
-		s += 3;
-	for (size_t i = 0; s && i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(s, names[i].name))
-			return names[i].sig;
-	return 0;
+	return s && !isdigit((unsigned char)s[0]) ? signame_parse(s) : 0;
 }
 
 static enum MHD_Result on_exec_control(struct MHD_Connection *c, struct req *q)
