@@ -4,35 +4,19 @@
  * then -e over it), where commands start without a work share, and the user init runs them
  * as (bulkhead.image= on the kernel command line, lib/boot_args.h). */
 #include "cli/plan.h"
+#include "lib/env_merge.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Whether -e sets the variable of ENTRY ("KEY=..."): then the image's gives way. */
-static bool overridden(const struct session_request *r, const char *entry)
-{
-	size_t klen = strcspn(entry, "=") + 1;
-	for (size_t i = 0; i < r->nenv; i++)
-		if (strncmp(r->env[i], entry, klen) == 0)
-			return true;
-	return false;
-}
-
+/* The image's environment, then -e over it. image_open refused entries with a newline:
+ * `bulkhead exec` reads them back one per line (the run directory's "env"). */
 static void image_env(struct session_plan *p)
 {
-	const struct image_config *c = &p->image.cfg;
-	size_t n = 0;
-	/* image_open refused entries with a newline: `bulkhead exec` reads them back one per
-	 * line (the run directory's "env"). */
-	for (size_t i = 0; i < c->nenv; i++) {
-		if (!overridden(&p->req, c->env[i]))
-			p->env[n++] = c->env[i];
-	}
-	for (size_t i = 0; i < p->req.nenv; i++)
-		p->env[n++] = p->req.env[i];
-	p->env[n] = NULL;
+	char *const *const layers[] = { p->image.cfg.env, p->req.env, NULL };
+	env_merge(layers, p->env, sizeof(p->env) / sizeof(p->env[0]) - 1);
 }
 
 /* " bulkhead.image=UID:GID[:G1,G2,...]" after what is there. */

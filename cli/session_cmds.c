@@ -7,6 +7,7 @@
 #include "cli/rundir.h"
 #include "cli/plan.h"
 #include "cli/session_cmds.h"
+#include "lib/env_merge.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -158,26 +159,6 @@ static int exec_opts(int argc, char **argv, struct exec_request *q)
 	return -1;
 }
 
-/* A session on an image: its environment (the run directory's "env", one per line) first,
- * then -e, which wins over an image's entry of the same name. */
-static char **exec_env_merge(char *lines, const struct exec_request *q, char **out)
-{
-	size_t n = 0;
-	for (char *line = strtok(lines, "\n"); line && n < IMAGE_ENV_MAX;
-	     line = strtok(NULL, "\n")) {
-		size_t klen = strcspn(line, "=") + 1;
-		bool overridden = false;
-		for (size_t i = 0; i < q->nenv; i++)
-			overridden |= strncmp(q->env[i], line, klen) == 0;
-		if (!overridden)
-			out[n++] = line;
-	}
-	for (size_t i = 0; i < q->nenv; i++)
-		out[n++] = q->env[i];
-	out[n] = NULL;
-	return out;
-}
-
 int cmd_exec(int argc, char **argv)
 {
 	static struct exec_request q;
@@ -197,10 +178,15 @@ int cmd_exec(int argc, char **argv)
 	}
 	if (!cwd)
 		cwd = rundir_get(&rd, "cwd", dflt, sizeof(dflt)) == 0 ? dflt : "/";
+	/* A session on an image: its environment (the run directory's "env") under -e. */
 	static char image_env[IMAGE_ENV_BYTES + 1];
-	static char *all_env[IMAGE_ENV_MAX + RUN_MAX_ENV + 1];
-	if (rundir_get(&rd, "env", image_env, sizeof(image_env)) == 0)
-		env = exec_env_merge(image_env, &q, all_env);
+	static char *image_lines[IMAGE_ENV_MAX + 1], *all_env[IMAGE_ENV_MAX + RUN_MAX_ENV + 1];
+	if (rundir_get(&rd, "env", image_env, sizeof(image_env)) == 0) {
+		env_lines(image_env, image_lines, IMAGE_ENV_MAX);
+		char *const *const layers[] = { image_lines, q.env, NULL };
+		env_merge(layers, all_env, IMAGE_ENV_MAX + RUN_MAX_ENV);
+		env = all_env;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	struct exec_client *c = calloc(1, sizeof(*c));
 	if (!c)

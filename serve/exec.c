@@ -10,9 +10,9 @@
  * requests reach the exec only through two pipes: its stdin, and a control pipe of small
  * fixed-size messages (signal, window size) that the exec's own thread applies. */
 #include "cli/exec_client.h"
-#include "cli/rundir.h"
 #include "image/image.h"
 #include "lib/agent_proto.h"
+#include "lib/env_merge.h"
 #include "lib/json_strict.h"
 #include "serve/serve.h"
 
@@ -277,39 +277,18 @@ static void reader_free(void *cls)
 static const char *const exec_keys[] = { "cmd",	 "env",	  "cwd",       "tty",	     "rows",
 					 "cols", "stdin", "stdin_b64", "stdin_open", NULL };
 
-/* The environment of a command: the image's (the run directory's "env"), the session's,
- * the exec's; a later one of the same name wins. Strings in out point into the three. */
-static size_t env_merge(char *image_env, struct serve_session *sess, json_t *env, char **store,
-			char **out, size_t max)
+/* The exec's own "env" as "KEY=VALUE" strings (malloc'd) into store, NULL-terminated. */
+static void exec_env(json_t *env, char **store)
 {
-	size_t n = 0, ns = 0;
-	char *lists[3][IMAGE_ENV_MAX + 1];
-	size_t lens[3] = { 0, 0, 0 };
-	for (char *line = image_env ? strtok(image_env, "\n") : NULL;
-	     line && lens[0] < IMAGE_ENV_MAX; line = strtok(NULL, "\n"))
-		lists[0][lens[0]++] = line;
-	for (size_t i = 0; i < sess->nenv && lens[1] < IMAGE_ENV_MAX; i++)
-		lists[1][lens[1]++] = sess->env[i];
+	size_t n = 0;
 	const char *k;
 	json_t *v;
 	json_object_foreach(env, k, v)
 	{
-		if (lens[2] < EXEC_ENV_MAX &&
-		    asprintf(&store[ns], "%s=%s", k, json_string_value(v)) >= 0)
-			lists[2][lens[2]++] = store[ns++];
+		if (n < EXEC_ENV_MAX && asprintf(&store[n], "%s=%s", k, json_string_value(v)) >= 0)
+			n++;
 	}
-	for (int l = 0; l < 3; l++)
-		for (size_t i = 0; i < lens[l]; i++) {
-			size_t klen = strcspn(lists[l][i], "=") + 1;
-			bool later = false;
-			for (int m = l; m < 3 && !later; m++)
-				for (size_t j = m == l ? i + 1 : 0; j < lens[m] && !later; j++)
-					later = strncmp(lists[m][j], lists[l][i], klen) == 0;
-			if (!later && n < max)
-				out[n++] = lists[l][i];
-		}
-	out[n] = NULL;
-	return ns;
+	store[n] = NULL;
 }
 
 /* The request's fields. 0, or -1 with why. */
@@ -414,15 +393,12 @@ struct MHD_Response *serve_exec_response(struct serve_session *sess, json_t *bod
 					 int *status, char *why, size_t whylen)
 {
 	struct serve_exec *e = calloc(1, sizeof(*e));
-	char **argv = NULL, *store[EXEC_ENV_MAX] = { 0 },
-	     *envp[2 * IMAGE_ENV_MAX + EXEC_ENV_MAX + 1];
-	static __thread char image_env[IMAGE_ENV_BYTES + 1];
-	char uds[PATH_MAX], dflt[PATH_MAX];
+	char **argv = NULL, *store[EXEC_ENV_MAX + 1] = { 0 },
+	     *envp[IMAGE_ENV_MAX + SERVE_ENV_MAX + EXEC_ENV_MAX + 1];
 	bool tty = false;
 	unsigned rows = 24, cols = 80;
 	const char *cwd = NULL;
 	struct MHD_Response *resp = NULL;
-	size_t nstore = 0;
 	*status = 400;
 	if (!e) {
 		serve_session_put(sess);
@@ -441,19 +417,12 @@ struct MHD_Response *serve_exec_response(struct serve_session *sess, json_t *bod
 	if (exec_parse(body, &argv, e, &tty, &rows, &cols, &cwd, why, whylen) < 0)
 		goto fail;
 	*status = 500;
-	struct rundir rd;
-	char err[320];
-	if (rundir_open(&rd, sess->id, err, sizeof(err)) < 0 ||
-	    rundir_file(&rd, RUNDIR_VSOCK "/vsock.sock", 1, uds, sizeof(uds)) < 0) {
-		*status = 409;
-		snprintf(why, whylen, "session %s is not running", sess->id);
-		goto fail;
-	}
 	if (!cwd)
-		cwd = rundir_get(&rd, "cwd", dflt, sizeof(dflt)) == 0 ? strtok(dflt, "\n") : "/";
-	bool has_env = rundir_get(&rd, "env", image_env, sizeof(image_env)) == 0;
-	nstore = env_merge(has_env ? image_env : NULL, sess, json_object_get(body, "env"), store,
-			   envp, sizeof(envp) / sizeof(envp[0]) - 1);
+		cwd = sess->cwd;
+	/* The image's environment under the session's, under the exec's own. */
+	exec_env(json_object_get(body, "env"), store);
+	char *const *const layers[] = { sess->image_env, sess->env, store, NULL };
+	env_merge(layers, envp, sizeof(envp) / sizeof(envp[0]) - 1);
 	unsigned char rnd[8];
 	if (getrandom(rnd, 8, 0) != 8 || pipes(e) < 0 || !(e->c = calloc(1, sizeof(*e->c)))) {
 		snprintf(why, whylen, "cannot set up the exec: %s", strerror(errno));
@@ -468,7 +437,7 @@ struct MHD_Response *serve_exec_response(struct serve_session *sess, json_t *bod
 	e->c->out_fd = e->out_w;
 	e->c->err_fd = e->err_w;
 	uint32_t flags = (tty ? AGENT_EXEC_TTY : 0) | (with_stdin ? AGENT_EXEC_STDIN : 0);
-	if (exec_client_open(e->c, uds, AGENT_PORT, EXEC_CONNECT_MS, flags, (uint16_t)rows,
+	if (exec_client_open(e->c, sess->uds, AGENT_PORT, EXEC_CONNECT_MS, flags, (uint16_t)rows,
 			     (uint16_t)cols, cwd, argv, envp) < 0) {
 		*status = 409;
 		snprintf(why, whylen, "session %s: %s", sess->id, e->c->error);
@@ -486,12 +455,12 @@ struct MHD_Response *serve_exec_response(struct serve_session *sess, json_t *bod
 	pthread_mutex_unlock(&reg_lock);
 	*status = 200;
 	free(argv);
-	for (size_t i = 0; i < nstore; i++)
+	for (size_t i = 0; store[i]; i++)
 		free(store[i]);
 	return resp;
 fail:
 	free(argv);
-	for (size_t i = 0; i < nstore; i++)
+	for (size_t i = 0; store[i]; i++)
 		free(store[i]);
 	exec_put(e);
 	return NULL;
@@ -550,13 +519,8 @@ int serve_exec_control(const char *id, const struct serve_peer *peer, int kind, 
 	return rc;
 }
 
-int serve_exec_quiet(const char *id, char *const argv[], int timeout_ms)
+int serve_exec_quiet(const struct serve_session *s, char *const argv[], int timeout_ms)
 {
-	struct rundir rd;
-	char err[320], uds[PATH_MAX];
-	if (rundir_open(&rd, id, err, sizeof(err)) < 0 ||
-	    rundir_file(&rd, RUNDIR_VSOCK "/vsock.sock", 1, uds, sizeof(uds)) < 0)
-		return -1;
 	struct exec_client *c = calloc(1, sizeof(*c));
 	int null = open("/dev/null", O_WRONLY | O_CLOEXEC), rc = -1;
 	char *env[] = { NULL };
@@ -564,7 +528,7 @@ int serve_exec_quiet(const char *id, char *const argv[], int timeout_ms)
 		goto out;
 	c->in_fd = -1;
 	c->out_fd = c->err_fd = null;
-	if (exec_client_open(c, uds, AGENT_PORT, EXEC_CONNECT_MS, 0, 24, 80, "/", argv, env) < 0)
+	if (exec_client_open(c, s->uds, AGENT_PORT, EXEC_CONNECT_MS, 0, 24, 80, "/", argv, env) < 0)
 		goto out;
 	long long end = serve_now_ms() + timeout_ms;
 	int step = 0;

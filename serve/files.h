@@ -40,5 +40,4 @@ struct MHD_Response *serve_archive_response(const char *work, const char *rel,
 					    const char *state_dir, int *status, char *why,
 					    size_t whylen);
 
-
 #endif

@@ -62,9 +62,9 @@ static void *refill(void *arg)
 		 * paths are translated then): that cost is paid here, not by the first create. */
 		char *warm[] = { "/bin/sh", "-c", "echo warm; cat /dev/null", NULL },
 		     *warm2[] = { "echo", "warm", NULL };
-		if (rc == 0 && (serve_exec_quiet(s->id, warm, WARM_MS) != 0 ||
-				serve_exec_quiet(s->id, warm2, WARM_MS) != 0 ||
-				serve_exec_quiet(s->id, warm2, WARM_MS) != 0)) {
+		if (rc == 0 && (serve_exec_quiet(s, warm, WARM_MS) != 0 ||
+				serve_exec_quiet(s, warm2, WARM_MS) != 0 ||
+				serve_exec_quiet(s, warm2, WARM_MS) != 0)) {
 			snprintf(why, sizeof(why), "its warm-up command failed");
 			rc = -1;
 			pthread_mutex_lock(&serve.lock);

@@ -17,6 +17,8 @@
 #ifndef BULKHEAD_SERVE_SERVE_H
 #define BULKHEAD_SERVE_SERVE_H
 
+#include "image/image.h"
+
 #include <jansson.h>
 #include <microhttpd.h>
 #include <limits.h>
@@ -56,6 +58,11 @@ struct serve_session {
 	char *env[SERVE_ENV_MAX + 1]; /* the session's own KEY=VALUE (malloc'd) */
 	size_t nenv;
 	char log[PATH_MAX]; /* the supervisor's stderr */
+	/* What every exec needs, read from the run directory once it is ready (spawn.c): */
+	char uds[108];			    /* the host's way to the guest (vsock.sock) */
+	char cwd[PATH_MAX];		    /* where commands start */
+	char *image_env_text;		    /* the image's environment, a line each (malloc'd) */
+	char *image_env[IMAGE_ENV_MAX + 1]; /* ... split, NULL-terminated */
 	/* the end */
 	bool ended, deleted, timed_out;
 	int exit_code;
@@ -167,8 +174,6 @@ void serve_record_remove(const char *id);
 void serve_records_recover(void);
 /* ... then removes what no record names (a create or boot cut short by a KILL). */
 void serve_records_sweep(void);
-/* The session's uds for exec, and the run directory's "cwd" and "env" files. */
-int serve_session_uds(const struct serve_session *s, char *buf, size_t len);
 
 /* pool.c */
 #define POOL_NICE 10
@@ -196,7 +201,7 @@ int serve_exec_stdin(const char *id, const struct serve_peer *peer, const char *
 		     bool eof, char *why, size_t whylen);
 /* Runs argv in session id with its output dropped; its status, or -1 (failed or over
  * timeout_ms). The pool's warm-up. */
-int serve_exec_quiet(const char *id, char *const argv[], int timeout_ms);
+int serve_exec_quiet(const struct serve_session *s, char *const argv[], int timeout_ms);
 /* A signal ('s', a = number) or window size ('w', a rows, b cols) for an exec. 0 or a status. */
 int serve_exec_control(const char *id, const struct serve_peer *peer, int kind, int a, int b,
 		       char *why, size_t whylen);

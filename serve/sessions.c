@@ -219,6 +219,7 @@ static void unlink_session(struct serve_session *s)
 
 void serve_session_free(struct serve_session *s)
 {
+	free(s->image_env_text);
 	for (size_t i = 0; i < s->nenv; i++)
 		free(s->env[i]);
 	free(s);

@@ -7,6 +7,7 @@
 #include "cli/paths.h"
 #include "cli/rundir.h"
 #include "cli/session_reap.h"
+#include "lib/env_merge.h"
 #include "lib/mkdirs.h"
 #include "serve/serve.h"
 
@@ -143,6 +144,25 @@ static int read_id(int fd, char id[17])
 	return 0;
 }
 
+/* What every exec needs from the run directory, read once: the socket, where commands
+ * start, the image's environment. 0, or -1 (the session is not what it should be). */
+static int session_facts(struct serve_session *s)
+{
+	struct rundir rd;
+	char err[320];
+	if (rundir_open(&rd, s->id, err, sizeof(err)) < 0 ||
+	    rundir_file(&rd, RUNDIR_VSOCK "/vsock.sock", 1, s->uds, sizeof(s->uds)) < 0)
+		return -1;
+	if (rundir_get(&rd, "cwd", s->cwd, sizeof(s->cwd)) < 0)
+		snprintf(s->cwd, sizeof(s->cwd), "/");
+	s->cwd[strcspn(s->cwd, "\n")] = '\0';
+	s->image_env_text = malloc(IMAGE_ENV_BYTES + 1);
+	if (s->image_env_text &&
+	    rundir_get(&rd, "env", s->image_env_text, IMAGE_ENV_BYTES + 1) == 0)
+		env_lines(s->image_env_text, s->image_env, IMAGE_ENV_MAX);
+	return 0;
+}
+
 int serve_spawn(struct serve_session *s, char *const args[], char *why, size_t whylen)
 {
 	char bin[PATH_MAX], *argv[SPAWN_ARGS_MAX + 3];
@@ -195,6 +215,13 @@ int serve_spawn(struct serve_session *s, char *const args[], char *why, size_t w
 		unlink(s->log);
 		return -1;
 	}
+	if (session_facts(s) < 0) {
+		snprintf(why, whylen, "session %s has no run directory", s->id);
+		pthread_mutex_lock(&serve.lock);
+		serve_session_stop(s);
+		pthread_mutex_unlock(&serve.lock);
+		return -1;
+	}
 	char named[PATH_MAX];
 	if (state_file(named, sizeof(named), "logs", s->id) == 0 && rename(s->log, named) == 0)
 		snprintf(s->log, sizeof(s->log), "%s", named);
@@ -202,14 +229,6 @@ int serve_spawn(struct serve_session *s, char *const args[], char *why, size_t w
 	return 0;
 }
 
-int serve_session_uds(const struct serve_session *s, char *buf, size_t len)
-{
-	struct rundir rd;
-	char err[320];
-	if (rundir_open(&rd, s->id, err, sizeof(err)) < 0)
-		return -1;
-	return rundir_file(&rd, RUNDIR_VSOCK "/vsock.sock", 1, buf, len);
-}
 
 /* A record: "PID START OWNED WORK\n" in <state>/sessions/<id>. */
 void serve_record_put(const struct serve_session *s)
