@@ -79,7 +79,14 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, json_t *
 
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *why)
 {
-	return reply(c, status, json_pack("{ss}", "error", why));
+	/* Reasons may quote what a client sent (a URL, a path): printable ASCII only, so the
+	 * answer is always valid JSON. */
+	char line[512];
+	size_t n = 0;
+	for (; why[n] && n < sizeof(line) - 1; n++)
+		line[n] = why[n] >= 0x20 && why[n] <= 0x7e ? why[n] : '?';
+	line[n] = '\0';
+	return reply(c, status, json_pack("{ss}", "error", line));
 }
 
 static enum MHD_Result reply_stream(struct MHD_Connection *c, struct MHD_Response *r,

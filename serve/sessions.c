@@ -576,6 +576,11 @@ void serve_reaped(pid_t pid, int st)
 	} else if (s->timed_out) {
 		snprintf(s->end_reason, sizeof(s->end_reason), "timed_out");
 		s->exit_code = EXIT_TIMEOUT; /* as `bulkhead run --timeout` */
+	} else if (s->exit_code == EXIT_TIMEOUT) {
+		/* The supervisor's own end: the scope's expiry or the policy's lifetime. */
+		serve_session_last_line(s, s->end_message, sizeof(s->end_message));
+		snprintf(s->end_reason, sizeof(s->end_reason), "timed_out");
+		event = "session.timed_out";
 	} else {
 		serve_session_last_line(s, s->end_message, sizeof(s->end_message));
 		bool oom = strstr(s->end_message, "memory limit") != NULL;

@@ -79,6 +79,11 @@ static void last_line(const char *log, char *why, size_t whylen)
 	line = line ? line + 1 : buf;
 	if (strncmp(line, "bulkhead: ", 10) == 0)
 		line += 10;
+	/* The line may quote the guest ("guest: ..."): printable ASCII only, so that it stays one
+	 * line of valid JSON whatever the guest wrote. */
+	for (char *c = line; *c; c++)
+		if (*c < 0x20 || *c > 0x7e)
+			*c = '?';
 	snprintf(why, whylen, "%s", line);
 }
 
@@ -228,7 +233,6 @@ int serve_spawn(struct serve_session *s, char *const args[], char *why, size_t w
 	serve_record_put(s);
 	return 0;
 }
-
 
 /* A record: "PID START OWNED WORK\n" in <state>/sessions/<id>. */
 void serve_record_put(const struct serve_session *s)

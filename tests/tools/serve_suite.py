@@ -152,6 +152,9 @@ def group_errors():
         st, js, out, _ = call(m, path, raw=raw)
         report("%s: %d naming the problem" % (name, want), st == want and js
                and word.lower() in js.get("error", "").lower(), (st, out[:200]))
+    st, js, raw, _ = call("GET", "/v1/no%ff%01such")
+    report("a URL of bytes that are not UTF-8: 404, still valid JSON", st == 404 and js
+           and "no such resource" in js.get("error", ""), (st, raw[:100]))
     st, js, _, _ = call("POST", "/v1/sessions", {"image": "no-such-image", "pool": False})
     report("an unknown image: 422 with the supervisor's reason", st == 422 and
            "no-such-image" in js.get("error", ""), (st, js))
@@ -168,6 +171,18 @@ def group_cold():
     s = create(mem_mib=320)
     report("a create the pool cannot serve says why", s["pooled"] is False
            and "memory" in (s["pool_miss"] or ""), s)
+    call("DELETE", "/v1/sessions/" + s["id"])
+    # The scope's own expiry ends the session in its supervisor: timed_out all the same.
+    soon = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 8))
+    s = create(scope={"allow": [], "expires_at": soon})
+    for _ in range(200):
+        st, js, _, _ = call("GET", "/v1/sessions/" + s["id"])
+        if js["state"] == "ended":
+            break
+        time.sleep(0.1)
+    report("a scope's expiry: timed_out, exit_code 124, saying it expired",
+           js["end_reason"] == "timed_out" and js["exit_code"] == 124
+           and "expired" in (js["end_message"] or ""), js)
     call("DELETE", "/v1/sessions/" + s["id"])
     # Over its memory limit: the guest fills its RAM past the session's cgroup limit.
     s = create(mem_mib=256, mem_limit_mib=200)
