@@ -39,31 +39,42 @@ unsigned long long session_pid_start(pid_t pid)
 
 /* The session's cgroup directories (its run directory's "cgroup"): each process in them is
  * killed (cgroup.kill, or one by one on cgroup v1), then each is removed when REMOVE. */
-void session_reap_cgroups(const struct rundir *rd, bool remove)
+void session_cgroups_each(const struct rundir *rd, void (*fn)(const char *dir, void *arg),
+			  void *arg)
 {
-	char list[4 * PATH_MAX], path[PATH_MAX + 32];
+	char list[4 * PATH_MAX];
 	if (rundir_get(rd, "cgroup", list, sizeof(list)) < 0)
 		return;
-	for (char *dir = strtok(list, "\n"); dir; dir = strtok(NULL, "\n")) {
-		if (strncmp(dir, "/sys/fs/cgroup/", 15) != 0 || strstr(dir, "/../"))
-			continue; /* only what cgroup_create makes */
-		snprintf(path, sizeof(path), "%s/cgroup.kill", dir);
-		int fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			if (write(fd, "1", 1) != 1)
-				fd = -1;
-			close(fd);
-		}
-		snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-		FILE *f = fd < 0 ? fopen(path, "re") : NULL;
-		long pid;
-		while (f && fscanf(f, "%ld", &pid) == 1)
-			if (pid > 1)
-				kill((pid_t)pid, SIGKILL);
-		if (f)
-			fclose(f);
-		for (int tries = 0; remove && rmdir(dir) < 0 && errno == EBUSY && tries < 100;
-		     tries++)
-			usleep(20000);
+	for (char *save = NULL, *dir = strtok_r(list, "\n", &save); dir;
+	     dir = strtok_r(NULL, "\n", &save))
+		if (strncmp(dir, "/sys/fs/cgroup/", 15) == 0 && !strstr(dir, "/../"))
+			fn(dir, arg); /* only what cgroup_create makes */
+}
+
+static void reap_one(const char *dir, void *arg)
+{
+	bool remove = *(bool *)arg;
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/cgroup.kill", dir);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "1", 1) != 1)
+			fd = -1;
+		close(fd);
 	}
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	FILE *f = fd < 0 ? fopen(path, "re") : NULL;
+	long pid;
+	while (f && fscanf(f, "%ld", &pid) == 1)
+		if (pid > 1)
+			kill((pid_t)pid, SIGKILL);
+	if (f)
+		fclose(f);
+	for (int tries = 0; remove && rmdir(dir) < 0 && errno == EBUSY && tries < 100; tries++)
+		usleep(20000);
+}
+
+void session_reap_cgroups(const struct rundir *rd, bool remove)
+{
+	session_cgroups_each(rd, reap_one, &remove);
 }

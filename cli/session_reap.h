@@ -12,6 +12,11 @@
  * with the pid, what tells a process from a later one that reused its pid. */
 unsigned long long session_pid_start(pid_t pid);
 
+/* Calls fn for each of the session's cgroup directories (its run directory's "cgroup"), those
+ * cgroup_create makes only. Thread-safe. */
+void session_cgroups_each(const struct rundir *rd, void (*fn)(const char *dir, void *arg),
+			  void *arg);
+
 /* The session's cgroup directories (its run directory's "cgroup"): each process in them is
  * killed (cgroup.kill, or one by one on cgroup v1), then each is removed when REMOVE. */
 void session_reap_cgroups(const struct rundir *rd, bool remove);

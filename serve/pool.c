@@ -6,6 +6,7 @@
 #include "serve/serve.h"
 
 #include "cli/rundir.h"
+#include "cli/session_reap.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -118,9 +119,19 @@ static void renice_file(const char *path, int n)
 /* A pool guest waits at POOL_NICE, so that booting ahead never slows sessions in use; taken,
  * every thread of its supervisor and its cgroups comes back to 0. Only root may raise a
  * priority again, so only root lowers it (serve/spawn.c). */
+/* Every thread of one cgroup directory ("tasks" on v1, "cgroup.threads" on v2). */
+static void renice_cgroup(const char *dir, void *arg)
+{
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/tasks", dir);
+	renice_file(path, *(int *)arg);
+	snprintf(path, sizeof(path), "%s/cgroup.threads", dir);
+	renice_file(path, *(int *)arg);
+}
+
 void serve_pool_renice(const struct serve_session *s, int n)
 {
-	char path[PATH_MAX + 32], list[4 * PATH_MAX], err[320];
+	char path[64], err[320];
 	struct rundir rd;
 	if (geteuid() != 0)
 		return;
@@ -132,15 +143,8 @@ void serve_pool_renice(const struct serve_session *s, int n)
 			setpriority(PRIO_PROCESS, (id_t)atol(e->d_name), n);
 	if (d)
 		closedir(d);
-	if (rundir_open(&rd, s->id, err, sizeof(err)) < 0 ||
-	    rundir_get(&rd, "cgroup", list, sizeof(list)) < 0)
-		return;
-	for (char *dir = strtok(list, "\n"); dir; dir = strtok(NULL, "\n")) {
-		snprintf(path, sizeof(path), "%s/tasks", dir);
-		renice_file(path, n);
-		snprintf(path, sizeof(path), "%s/cgroup.threads", dir);
-		renice_file(path, n);
-	}
+	if (rundir_open(&rd, s->id, err, sizeof(err)) == 0)
+		session_cgroups_each(&rd, renice_cgroup, &n);
 }
 
 struct serve_session *serve_pool_take(void)
