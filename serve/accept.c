@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* serve/accept.c: our own accept loop in front of libmicrohttpd. A connection holds one of
  * the server's threads from its first byte to its last, including one that never finishes
- * its request; so each uid gets a share: a tenant (--allow-uid) at most CONNS_TENANT open
- * at once, any other non-administrator (who is refused anyway) CONNS_STRANGER, and
- * administrators the rest of CONNS_MAX. Past its share a connection is answered 503 saying
- * so and closed, and nobody else is slowed. libmicrohttpd then takes each connection
- * (MHD_add_connection) and tells us when it closes. */
+ * its request; so each uid gets a share: a tenant (--allow-uid) at most SERVE_CONNS_TENANT
+ * open at once, any other uid (refused anyway) SERVE_CONNS_STRANGER, and all such uids
+ * together SERVE_CONNS_STRANGERS (however many uids one user commands through user
+ * namespaces); administrators always keep SERVE_CONNS_ADMIN of SERVE_CONNS_MAX. Past its share a
+ * connection is answered 503 saying so and closed, and nobody else is slowed. libmicrohttpd then
+ * takes each connection (MHD_add_connection) and tells us when it closes. */
 #include "serve/serve.h"
 
 #include <errno.h>
@@ -19,34 +20,51 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define UIDS_MAX 64
+/* Slots for the uids that are not administrators: every tenant (SERVE_ALLOW_MAX) and every
+ * other uid (at most SERVE_CONNS_STRANGERS connections in all, so at most that many uids)
+ * always find one. */
+#define UIDS_MAX (SERVE_ALLOW_MAX + SERVE_CONNS_STRANGERS)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	uid_t uid;
 	unsigned n;
 } open_by[UIDS_MAX];
-static unsigned open_all;
+static unsigned open_admin, open_others, open_strangers;
 static pthread_t thread;
 static int listen_fd = -1, stop_pipe[2] = { -1, -1 };
 static struct MHD_Daemon *mhd;
 
-static unsigned share_of(uid_t uid)
+enum kind { ADMIN, TENANT, STRANGER };
+
+static enum kind kind_of(uid_t uid)
 {
 	struct serve_peer p = { .uid = uid };
 	if (serve_peer_admin(&p))
-		return SERVE_CONNS_MAX;
+		return ADMIN;
 	for (size_t i = 0; i < serve.nallow; i++)
 		if (serve.allow[i] == uid)
-			return SERVE_CONNS_TENANT;
-	return SERVE_CONNS_STRANGER;
+			return TENANT;
+	return STRANGER;
 }
 
-/* Counts a new connection of uid; false (and nothing counted) when over its share. */
-static bool take(uid_t uid, unsigned *share)
+/* Counts a new connection of uid; NULL, or (nothing counted) why it is refused into why.
+ * Administrators always have SERVE_CONNS_ADMIN of the SERVE_CONNS_MAX to themselves. */
+static const char *take(uid_t uid, char *why, size_t whylen)
 {
-	*share = share_of(uid);
+	enum kind k = kind_of(uid);
 	pthread_mutex_lock(&lock);
+	const char *refused = NULL;
+	if (k == ADMIN) {
+		bool ok = open_admin + open_others < SERVE_CONNS_MAX;
+		if (ok)
+			open_admin++;
+		else
+			snprintf(why, whylen, "%u connections are open, the most at once",
+				 SERVE_CONNS_MAX);
+		pthread_mutex_unlock(&lock);
+		return ok ? NULL : why;
+	}
 	size_t i = 0, free_slot = UIDS_MAX;
 	for (; i < UIDS_MAX; i++) {
 		if (open_by[i].n && open_by[i].uid == uid)
@@ -56,25 +74,46 @@ static bool take(uid_t uid, unsigned *share)
 	}
 	if (i == UIDS_MAX)
 		i = free_slot;
-	bool ok = i < UIDS_MAX && open_all < SERVE_CONNS_MAX && open_by[i].n < *share;
-	if (ok) {
-		open_by[i].uid = uid;
-		open_by[i].n++;
-		open_all++;
+	unsigned share = k == TENANT ? SERVE_CONNS_TENANT : SERVE_CONNS_STRANGER;
+	if (k == STRANGER && open_strangers >= SERVE_CONNS_STRANGERS)
+		refused = "uids that may not use this daemon hold all the connections they may";
+	else if (i == UIDS_MAX || open_others >= SERVE_CONNS_MAX - SERVE_CONNS_ADMIN)
+		refused =
+			"the connections for uids other than root's and the daemon's are all open";
+	else if (open_by[i].n >= share)
+		refused = "";
+	if (refused) {
+		if (!*refused)
+			snprintf(why, whylen, "uid %u has %u connections open, its most at once",
+				 (unsigned)uid, share);
+		else
+			snprintf(why, whylen, "%s", refused);
+		pthread_mutex_unlock(&lock);
+		return why;
 	}
+	open_by[i].uid = uid;
+	open_by[i].n++;
+	open_others++;
+	open_strangers += k == STRANGER;
 	pthread_mutex_unlock(&lock);
-	return ok;
+	return NULL;
 }
 
 static void give_back(uid_t uid)
 {
+	enum kind k = kind_of(uid);
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < UIDS_MAX; i++)
-		if (open_by[i].n && open_by[i].uid == uid) {
-			open_by[i].n--;
-			open_all--;
-			break;
-		}
+	if (k == ADMIN) {
+		open_admin--;
+	} else {
+		for (size_t i = 0; i < UIDS_MAX; i++)
+			if (open_by[i].n && open_by[i].uid == uid) {
+				open_by[i].n--;
+				open_others--;
+				open_strangers -= k == STRANGER;
+				break;
+			}
+	}
 	pthread_mutex_unlock(&lock);
 }
 
@@ -97,12 +136,10 @@ static void notify(void *cls, struct MHD_Connection *c, void **ctx,
 	}
 }
 
-static void refuse(int fd, uid_t uid, unsigned share)
+static void refuse(int fd, const char *why)
 {
-	char body[160], msg[400];
-	int b = snprintf(body, sizeof(body),
-			 "{\"error\":\"uid %u has %u connections open, its most at once\"}\n",
-			 (unsigned)uid, share);
+	char body[256], msg[512];
+	int b = snprintf(body, sizeof(body), "{\"error\":\"%s\"}\n", why);
 	int n = snprintf(msg, sizeof(msg),
 			 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
 			 "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
@@ -113,7 +150,6 @@ static void refuse(int fd, uid_t uid, unsigned share)
 	}
 	close(fd);
 }
-
 static void *accept_loop(void *arg)
 {
 	(void)arg;
@@ -132,15 +168,15 @@ static void *accept_loop(void *arg)
 			continue; /* EMFILE and the like: the next poll tries again */
 		struct ucred cr;
 		socklen_t len = sizeof(cr);
-		unsigned share = 0;
+		char why[160];
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
 			close(fd);
 			continue;
 		}
-		if (!take(cr.uid, &share)) {
-			fprintf(stderr, "bulkhead serve: uid %u refused a connection: %u open\n",
-				(unsigned)cr.uid, share);
-			refuse(fd, cr.uid, share);
+		if (take(cr.uid, why, sizeof(why))) {
+			fprintf(stderr, "bulkhead serve: a connection of uid %u refused: %s\n",
+				(unsigned)cr.uid, why);
+			refuse(fd, why);
 			continue;
 		}
 		if (MHD_add_connection(mhd, fd, (struct sockaddr *)&addr, alen) != MHD_YES)

@@ -72,6 +72,9 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, json_t *
 		return MHD_NO;
 	if (s)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	/* A refused peer's connection does not stay open holding a thread. */
+	if (status == MHD_HTTP_FORBIDDEN)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result rc = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return rc;

@@ -30,10 +30,13 @@
 #define SERVE_ALLOW_MAX	   16
 #define SERVE_ENV_MAX	   64
 #define SERVE_SESSIONS_MAX 256
-/* Connections open at once (serve/accept.c): in all, per tenant uid, per any other uid. */
-#define SERVE_CONNS_MAX	     1000
-#define SERVE_CONNS_TENANT   64
-#define SERVE_CONNS_STRANGER 4
+/* Connections open at once (serve/accept.c): in all; kept for administrators; per tenant
+ * uid; per other uid, and all other uids together. */
+#define SERVE_CONNS_MAX	      1000
+#define SERVE_CONNS_ADMIN     100
+#define SERVE_CONNS_TENANT    64
+#define SERVE_CONNS_STRANGER  4
+#define SERVE_CONNS_STRANGERS 16
 
 struct serve_session {
 	struct serve_session *next;
@@ -99,12 +102,6 @@ struct serve_peer {
 bool serve_peer_admin(const struct serve_peer *p);
 /* An administrator, or the uid that created s. */
 bool serve_peer_owns(const struct serve_peer *p, const struct serve_session *s);
-/* For a peer that is not an administrator: may it open each of paths (NULL-terminated) as
- * kinds[i] says ('r' read a file, 'd' read a directory, 'D' write a directory, 'w' append
- * to a file, 's' connect to a socket)? Checked by a child running as the peer. 0, or -1 with
- * why. */
-int serve_peer_check(const struct serve_peer *p, const char *const paths[], const char *kinds,
-		     char *why, size_t whylen);
 
 /* Milliseconds on CLOCK_MONOTONIC, and Unix seconds as a double. */
 long long serve_now_ms(void);

@@ -418,25 +418,22 @@ static int bind_request(struct serve_session *s, const struct serve_create *c, d
 	return 0;
 }
 
-/* A tenant (an --allow-uid peer) names only a work directory, one it may use itself; the
- * files a session's broker reads as root (scope, vault, CA, audit log, a shared broker) are
- * the operator's to name: a path checked now could be a link to another file by the time
- * the supervisor opens it. An inline scope is the tenant's own words. */
+/* A tenant (an --allow-uid peer) names no host path: what it names the daemon would open as
+ * root, and a check of its rights beforehand does not bind what a guest (root in its VM) or
+ * the files API later do inside. Its sessions get a work directory of their own, filled
+ * through the files API; its scope comes inline. */
 static int tenant_check(const struct serve_create *c, const struct serve_peer *peer, char *why,
 			size_t whylen)
 {
-	if (serve_peer_admin(peer))
+	if (serve_peer_admin(peer) ||
+	    !(c->work || c->scope_path || c->vault || c->ca_file || c->audit || c->broker))
 		return 0;
-	if (c->scope_path || c->vault || c->ca_file || c->audit || c->broker) {
-		snprintf(why, whylen,
-			 "uid %u may give \"scope\" only inline; \"scope\" files, "
-			 "\"vault\", \"ca_file\", \"audit\" and \"broker\" are for root "
-			 "and the daemon's uid",
-			 (unsigned)peer->uid);
-		return -1;
-	}
-	const char *paths[] = { c->work, NULL };
-	return c->work ? serve_peer_check(peer, paths, c->work_ro ? "d" : "D", why, whylen) : 0;
+	snprintf(why, whylen,
+		 "uid %u names no host path: \"work\", \"scope\" files, \"vault\", "
+		 "\"ca_file\", \"audit\" and \"broker\" are for root and the daemon's uid (a "
+		 "tenant's session has a work directory of its own, and its scope inline)",
+		 (unsigned)peer->uid);
+	return -1;
 }
 
 struct serve_session *serve_create(const struct serve_create *c, const struct serve_peer *peer,

@@ -102,10 +102,12 @@ if command -v setpriv > /dev/null && [ "$(id -u)" = 0 ]; then
 	case $out in *'no such session'*) ok "a tenant cannot exec in root's session" ;; *) not_ok "a tenant cannot exec in root's session" "$out" ;; esac
 	out=$(as_nobody -X DELETE "http://serve/v1/sessions/$mine")
 	case $out in *'no such session'*) ok "a tenant cannot delete root's session" ;; *) not_ok "a tenant cannot delete root's session" "$out" ;; esac
-	out=$(as_nobody -X POST -d '{"work":"/root"}' http://serve/v1/sessions)
-	case $out in *'/root: not for uid 65534'*) ok "a tenant cannot share a directory it may not write (/root)" ;; *) not_ok "a tenant cannot share a directory it may not write (/root)" "$out" ;; esac
+	out=$(as_nobody -X POST -d '{"work":"/etc","work_ro":true}' http://serve/v1/sessions)
+	case $out in *'uid 65534 names no host path'*) ok "a tenant cannot share a host directory (/etc read-only, readable to it)" ;; *) not_ok "a tenant cannot share a host directory (/etc read-only, readable to it)" "$out" ;; esac
+	out=$(as_nobody -X POST -d '{"work":"/var/tmp"}' http://serve/v1/sessions)
+	case $out in *'names no host path'*) ok "... nor one it may write (/var/tmp)" ;; *) not_ok "... nor one it may write (/var/tmp)" "$out" ;; esac
 	out=$(as_nobody -X POST -d '{"scope":"/etc/shadow"}' http://serve/v1/sessions)
-	case $out in *'only inline'*) ok "a tenant cannot name a scope, vault or audit file" ;; *) not_ok "a tenant cannot name a scope, vault or audit file" "$out" ;; esac
+	case $out in *'names no host path'*) ok "a tenant cannot name a scope, vault or audit file" ;; *) not_ok "a tenant cannot name a scope, vault or audit file" "$out" ;; esac
 	out=$(as_nobody http://serve/v1/approvals)
 	case $out in *'approvals are for root'*) ok "approvals are not a tenant's" ;; *) not_ok "approvals are not a tenant's" "$out" ;; esac
 	theirs=$(as_nobody -X POST -d '{"pool":false}' http://serve/v1/sessions | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
@@ -120,6 +122,13 @@ if command -v setpriv > /dev/null && [ "$(id -u)" = 0 ]; then
 	grep -q '^uid served after: True' "$TMP/conns" &&
 		ok "... and the tenant is served again once they close" ||
 		not_ok "... and the tenant is served again once they close" "$(cat "$TMP/conns")"
+	python3 "$(dirname "$0")/../tools/serve_conns.py" "$pub/s.sock" uids 3000 70 65534 > "$TMP/uids" 2>&1
+	grep -q '^last: HTTP/1.1 503 .*may not use this daemon hold all' "$TMP/uids" &&
+		ok "70 uids that may not use the daemon hold at most 16 connections in all" ||
+		not_ok "70 uids that may not use the daemon hold at most 16 connections in all" "$(cat "$TMP/uids")"
+	grep -q '^root served while held: True' "$TMP/uids" && grep -q '^tenant served while held: True' "$TMP/uids" &&
+		ok "... and root and the tenant are served meanwhile" ||
+		not_ok "... and root and the tenant are served meanwhile" "$(cat "$TMP/uids")"
 	ev=$(as_nobody -m 2 "http://serve/v1/events?since=0")
 	if echo "$ev" | grep -q "$theirs" && ! echo "$ev" | grep -q "$mine"; then ok "a tenant's event stream holds its own sessions only"; else not_ok "a tenant's event stream holds its own sessions only" "$ev"; fi
 	kill "$d2"; wait "$d2" 2> /dev/null
