@@ -13,12 +13,13 @@ export BULKHEAD_RUNDIR="$TMP/run"
 # --- run through the agent ----------------------------------------------------
 # The guest keeps the 64 MiB in its /tmp (RAM): give it room beside its image (--mem 512).
 run_capture run --mem 512 -- sh -c 'head -c 67108864 /dev/urandom | tee /tmp/r | sha256sum >&2; cat /tmp/r'
-want=$(cut -d' ' -f1 < "$TMP/err")
+want=$(head -n 1 "$TMP/err" | cut -d' ' -f1)
 got=$(sha256sum < "$TMP/out" | cut -d' ' -f1)
 if [ "$rc" = 0 ] && [ -n "$want" ] && [ "$want" = "$got" ] && [ "$(wc -c < "$TMP/out")" = 67108864 ]; then
 	ok "64 MiB of binary stdout with a matching SHA-256"
 else
-	not_ok "64 MiB of binary stdout with a matching SHA-256" "rc=$rc guest=$want host=$got"
+	not_ok "64 MiB of binary stdout with a matching SHA-256" "rc=$rc guest=$want host=$got" \
+		"$(wc -c < "$TMP/out") bytes out" "$(sed 1d "$TMP/err" | head -c 600)"
 fi
 
 head -c 67108864 /dev/urandom > "$TMP/in"
