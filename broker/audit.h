@@ -50,6 +50,9 @@
 #define AUDIT_OUTCOME_GUEST_RESET   "guest_reset"   /* the guest's connection failed */
 #define AUDIT_OUTCOME_GUEST_TIMEOUT "guest_timeout" /* the guest stayed silent too long */
 #define AUDIT_OUTCOME_OVER_BUDGET   "over_budget"   /* holding it would exceed a hold budget */
+#define AUDIT_OUTCOME_OVER_LIMIT    "over_limit"    /* a connection past a connection limit */
+#define AUDIT_OUTCOME_EVICTED	    "evicted" /* an idle connection closed for another session */
+#define AUDIT_OUTCOME_IDLE	    "idle_timeout"  /* a connection idle past its deadline */
 
 struct audit_record {
 	const char *session;	    /* session id */

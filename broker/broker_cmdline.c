@@ -38,6 +38,13 @@ static void usage(FILE *f)
 		"  --head-timeout S     seconds a request's whole head may take (default 20)\n"
 		"  --max-conns N        open guest connections per session (default and most "
 		"1024)\n"
+		"  --max-conns-total N  open guest connections in all (default: what the file\n"
+		"                       descriptor limit allows, at most 32768); when full, a\n"
+		"                       session under its fair share takes an idle connection of\n"
+		"                       the session furthest over its own\n"
+		"  --idle-timeout S     seconds a connection may wait between requests (default "
+		"60)\n"
+		"  --event-loop KIND    auto (io_uring, else epoll), uring or epoll\n"
 		"  --hold-limit-session BYTES,COUNT\n"
 		"                       what one session may hold for approval (default "
 		"67108864,64)\n"
@@ -114,6 +121,28 @@ static int take(int o, struct broker_cmdline *c)
 			return 2;
 		}
 		break;
+	case 'N':
+		c->max_conns_total = strtol(optarg, &end, 10);
+		if (*end || end == optarg || c->max_conns_total < 1 ||
+		    c->max_conns_total > 1000000) {
+			fprintf(stderr, "bulkhead-broker: --max-conns-total: 1 to 1000000\n");
+			return 2;
+		}
+		break;
+	case 'I':
+		c->idle_timeout_s = strtol(optarg, &end, 10);
+		if (*end || end == optarg || c->idle_timeout_s < 1 || c->idle_timeout_s > 86400) {
+			fprintf(stderr, "bulkhead-broker: --idle-timeout: 1 to 86400 seconds\n");
+			return 2;
+		}
+		break;
+	case 'E':
+		if (strcmp(optarg, "auto") && strcmp(optarg, "uring") && strcmp(optarg, "epoll")) {
+			fprintf(stderr, "bulkhead-broker: --event-loop: auto, uring or epoll\n");
+			return 2;
+		}
+		c->event_loop = optarg;
+		break;
 	case 'b':
 	case 'B':
 		if (hold_budget_parse(optarg,
@@ -157,6 +186,9 @@ int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c)
 		{ "policy", required_argument, NULL, 'P' },
 		{ "head-timeout", required_argument, NULL, 'H' },
 		{ "max-conns", required_argument, NULL, 'M' },
+		{ "max-conns-total", required_argument, NULL, 'N' },
+		{ "idle-timeout", required_argument, NULL, 'I' },
+		{ "event-loop", required_argument, NULL, 'E' },
 		{ "hold-limit-session", required_argument, NULL, 'b' },
 		{ "hold-limit-total", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
@@ -170,6 +202,8 @@ int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c)
 		.io_timeout_s = 30,
 		.head_timeout_s = 20,
 		.max_conns = BROKER_SESSION_MAX_CONNS,
+		.idle_timeout_s = 60,
+		.event_loop = "auto",
 		.hold_session_bytes = HOLD_BUDGET_SESSION_BYTES,
 		.hold_session_reqs = HOLD_BUDGET_SESSION_REQS,
 		.hold_total_bytes = HOLD_BUDGET_TOTAL_BYTES,

@@ -30,6 +30,11 @@
 #include "broker/vault.h"
 #include "lib/unix_listen.h"
 
+/* How long a worker keeps a silent connection before the loop takes it back: long enough
+ * that a client sending its next request at once never waits on the loop, short enough that
+ * idle connections hold no thread. */
+#define LINGER_MS 50
+
 /* --secrets-file: a development and test source (JSON object name -> string), refused unless
  * it is a regular file only its owner can read. The vault replaces it. */
 static json_t *secrets_json;
@@ -193,7 +198,21 @@ static int load(const struct broker_cmdline *o, struct broker_common *common, st
 	common->secrets = o->vault_path ? &vsrc : o->secrets_path ? &src : NULL;
 	common->io_timeout_ms = (int)o->io_timeout_s * 1000;
 	common->head_timeout_ms = (int)o->head_timeout_s * 1000;
-	common->max_conns = (unsigned)o->max_conns;
+	struct loop_limits lim = {
+		.max_total = (unsigned)o->max_conns_total,
+		.max_session = (unsigned)o->max_conns,
+		.idle_timeout_ms = (int)o->idle_timeout_s * 1000,
+		.linger_ms = LINGER_MS,
+	};
+	enum loop_kind kind = strcmp(o->event_loop, "uring") == 0   ? LOOP_URING
+			      : strcmp(o->event_loop, "epoll") == 0 ? LOOP_EPOLL
+								    : LOOP_AUTO;
+	/* Made now: the lock-down forbids making an io_uring. */
+	common->loop = loop_new(kind, &lim, err, sizeof(err));
+	if (!common->loop) {
+		fprintf(stderr, "bulkhead-broker: %s\n", err);
+		return 1;
+	}
 	hold_budget_init(&hold_total, o->hold_total_bytes, o->hold_total_reqs);
 	common->hold_total = &hold_total;
 	common->hold_session_bytes = o->hold_session_bytes;
@@ -272,8 +291,18 @@ int main(int argc, char **argv)
 	rc = load(&o, &common, &rules);
 	if (!rc)
 		rc = lock_down(&o);
+	if (!rc && (rc = loop_start(common.loop)) != 0) {
+		fprintf(stderr, "bulkhead-broker: cannot start the event loop: %s\n", strerror(-rc));
+		rc = 1;
+	}
 	if (rc)
 		return rc;
+	const char *why = loop_fallback_why(common.loop);
+	fprintf(stderr,
+		"bulkhead-broker: event loop: %s%s%s%s; at most %u connections, %ld per session, "
+		"idle %ld s\n",
+		loop_backend_name(common.loop), why[0] ? " (io_uring unavailable: " : "", why,
+		why[0] ? ")" : "", loop_max_total(common.loop), o.max_conns, o.idle_timeout_s);
 	if (o.control && !o.rules_path) {
 		/* The shared broker: sessions register over the control socket. */
 		control_serve(o.control, &common, o.audit_dir, 1, err, sizeof(err));

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -361,57 +362,93 @@ static void head_too_slow(struct conn *c)
 	proxy_audit_log(c, 408);
 }
 
-/* Reads and serves until the connection ends. */
-static void serve_loop(struct conn *c)
+/* Between two requests, with nothing of the next one read: the connection may be parked. */
+static int at_boundary(const struct conn *c)
+{
+	return c->rc.state == RC_HEAD && !head_arriving(c) && !c->audit_due && !c->err_status &&
+	       !c->close_after && !(c->cl_ssl && SSL_has_pending(c->cl_ssl));
+}
+
+/* Reads and serves until the connection ends (0), or until it has stayed silent LINGER_MS at a
+ * boundary between requests (1; LINGER_MS < 0: never). */
+static int serve_loop(struct conn *c, int linger_ms)
 {
 	char buf[16384];
 
 	for (;;) {
 		ssize_t n;
 
+		if (linger_ms >= 0 && at_boundary(c)) {
+			struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+
+			if (proxy_io_client_flush(c))
+				return 0;
+			int r = poll(&pfd, 1, linger_ms);
+			if (r == 0)
+				return 1;
+		}
 		if (head_deadline(c)) {
 			head_too_slow(c);
-			return;
+			return 0;
 		}
 		n = proxy_io_client_read(c, buf, sizeof(buf));
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && c->head_clock &&
 		    c->cfg->head_timeout_ms > 0)
 			continue; /* the deadline's own timeout: answered above */
 		if (serve_bytes(c, buf, n))
-			return;
+			return 0;
 		head_track(c);
 	}
 }
 
-unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long conn_id)
+struct conn *proxy_conn_new(const struct proxy_config *cfg, int fd, unsigned long conn_id)
 {
 	struct conn *c = calloc(1, sizeof(*c));
-	unsigned long served = 0;
 
-	if (!c) {
-		close(fd);
-		return 0;
-	}
+	if (!c)
+		return NULL;
 	c->cfg = cfg;
 	c->fd = fd;
 	c->id = conn_id;
 	c->up_fd = -1;
 	scrub_init(&c->scrub);
 	c->secrets = calloc(cfg->rules->n_secrets + 1, sizeof(*c->secrets));
-	if (!c->secrets)
-		goto out;
+	if (!c->secrets) {
+		scrub_free(&c->scrub);
+		free(c);
+		return NULL;
+	}
 	proxy_io_timeouts(fd, cfg->io_timeout_ms);
 	c->rcv_ms = cfg->io_timeout_ms;
 	clock_gettime(CLOCK_MONOTONIC, &c->t0); /* for a connection that fails before a request */
 	http_parser_init(&c->rq, HTTP_REQUEST);
 	c->rq.data = c;
 	reqcheck_init(&c->rc);
-	serve_loop(c);
+	return c;
+}
+
+int proxy_conn_serve(struct conn *c, int linger_ms)
+{
+	if (serve_loop(c, linger_ms)) {
+		/* Idle: the upstream connection is not kept for a guest that went quiet. */
+		proxy_io_up_close(c);
+		return PROXY_IDLE;
+	}
 	/* A request the guest abandoned after its head went upstream is recorded too. */
 	proxy_audit_due(c);
 	proxy_io_client_flush(c);
-out:
-	served = c->served;
+	return PROXY_DONE;
+}
+
+int proxy_conn_stateless(const struct conn *c)
+{
+	return !c->cl_ssl;
+}
+
+void proxy_conn_free(struct conn *c)
+{
+	if (!c)
+		return;
 	proxy_io_up_close(c);
 	tlsup_close(c->cl_ssl);
 	free(c->up_head);
@@ -421,6 +458,18 @@ out:
 	scrub_free(&c->scrub);
 	OPENSSL_cleanse(c, sizeof(*c));
 	free(c);
+}
+
+unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long conn_id)
+{
+	struct conn *c = proxy_conn_new(cfg, fd, conn_id);
+	unsigned long served = 0;
+
+	if (c) {
+		proxy_conn_serve(c, -1);
+		served = c->served;
+		proxy_conn_free(c);
+	}
 	close(fd);
 	return served;
 }

@@ -49,6 +49,24 @@ struct proxy_config {
 	int head_timeout_ms; /* a request's whole head must arrive within this */
 };
 
+/* One guest connection's state, kept between the requests it sends (proxy_conn.h). */
+struct conn;
+
+/* The connection FD's state (FD stays the caller's: proxy_conn_free does not close it), or
+ * NULL when out of memory. */
+struct conn *proxy_conn_new(const struct proxy_config *cfg, int fd, unsigned long conn_id);
+/* Serves requests until the connection ends or misbehaves (PROXY_DONE: free it and close
+ * its socket), or until it has been silent LINGER_MS between two requests (PROXY_IDLE: its
+ * upstream connection closed, it may wait without a thread and be served again once readable;
+ * LINGER_MS < 0: never idle). */
+enum { PROXY_DONE, PROXY_IDLE };
+int proxy_conn_serve(struct conn *c, int linger_ms);
+/* 1 when an idle connection carries nothing a fresh proxy_conn_new() would not (no TLS of a
+ * CONNECT tunnel ends in it): it may be freed while it waits, and made anew. */
+int proxy_conn_stateless(const struct conn *c);
+/* Wipes and frees C (NULL: nothing). */
+void proxy_conn_free(struct conn *c);
+
 /* Serves the connection FD until it ends or misbehaves, then closes it. One bad connection
  * never affects another: all state is local to this call. Returns the requests answered. */
 unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long conn_id);

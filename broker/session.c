@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* broker/session.c: a session's listener thread and its connection threads (see session.h).
- * Every connection thread holds a reference; ending the session shuts the sockets down so
- * each thread returns soon, and the last one out frees the session. */
+/* broker/session.c: one session (see session.h): its rules, audit log and CA, and its listener
+ * in the broker's connection loop (loop.h). The loop holds a reference until it has closed
+ * the session's last connection; the last one to let go frees the session. */
 #include "broker/session.h"
 
 #include <errno.h>
@@ -25,14 +25,9 @@ struct broker_session {
 	struct proxy_config cfg;
 	struct audit *audit;
 	pthread_mutex_t audit_lock;
-	int lfd;
-	pthread_t acceptor;
-	pthread_mutex_t lock;		     /* guards everything below */
-	int conns[BROKER_SESSION_MAX_CONNS]; /* open guest connections; -1: free slot */
-	unsigned refs;			     /* the session itself, plus one per connection */
-	int ended;
-	unsigned long next_conn;
-	unsigned max_conns;
+	struct loop_session *ls; /* its listener and connections, in the broker's loop */
+	pthread_mutex_t lock;	 /* guards refs */
+	unsigned refs;		 /* the session itself, and the loop until it lets go */
 	struct hold_budget hold; /* what this session's held requests take */
 };
 
@@ -75,79 +70,41 @@ static void session_put(struct broker_session *s)
 		session_free(s);
 }
 
-struct conn_job {
-	struct broker_session *s;
-	int slot, fd;
-	unsigned long id;
-};
-
-static void *conn_thread(void *arg)
-{
-	struct conn_job j = *(struct conn_job *)arg;
-	struct broker_session *s = j.s;
-
-	free(arg);
-	/* The proxy closes its own descriptor; the table keeps the original until here, so
-	 * broker_session_end never shuts down a number that has been reused meanwhile. */
-	proxy_serve(&s->cfg, j.fd, j.id);
-	pthread_mutex_lock(&s->lock);
-	close(s->conns[j.slot]);
-	s->conns[j.slot] = -1;
-	pthread_mutex_unlock(&s->lock);
-	session_put(s);
-	return NULL;
-}
-
-static void *accept_thread(void *arg)
+/* A connection the loop refused or closed, recorded like a request: no method, host or
+ * path, the broker's own status, and the limit that was reached as its rule. */
+static void loop_note(void *arg, int status, const char *outcome, const char *why)
 {
 	struct broker_session *s = arg;
-	pthread_attr_t attr;
+	const char *rule = strcmp(outcome, AUDIT_OUTCOME_IDLE) == 0	? "limit:idle"
+			   : strcmp(outcome, AUDIT_OUTCOME_EVICTED) == 0 ? "limit:fair_share"
+			   : strstr(why, "descriptors")			  ? "limit:descriptors"
+			   : strstr(why, "broker is full")		  ? "limit:broker"
+			   : strstr(why, "memory")			  ? "limit:memory"
+									  : "limit:session";
+	struct audit_record r = {
+		.session = s->id,
+		.method = "-",
+		.host = "-",
+		.path = "-",
+		.rule = rule,
+		.decision = "error",
+		.status = status,
+		.outcome = outcome,
+	};
+	int rc;
 
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 << 10);
-	for (;;) {
-		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC), slot = -1, dup_fd = -1;
-		struct conn_job *j;
-		pthread_t t;
+	if (!s->audit)
+		return;
+	pthread_mutex_lock(&s->audit_lock);
+	rc = audit_append(s->audit, &r);
+	pthread_mutex_unlock(&s->audit_lock);
+	if (rc < 0)
+		fprintf(stderr, "bulkhead-broker: audit log write failed: %s\n", strerror(-rc));
+}
 
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			pthread_mutex_lock(&s->lock);
-			int ended = s->ended;
-			pthread_mutex_unlock(&s->lock);
-			if (ended)
-				break;
-			usleep(10000); /* out of descriptors or memory: wait rather than spin */
-			continue;
-		}
-		pthread_mutex_lock(&s->lock);
-		if (!s->ended)
-			for (int i = 0; i < (int)s->max_conns && slot < 0; i++)
-				if (s->conns[i] < 0)
-					slot = i;
-		j = slot >= 0 ? malloc(sizeof(*j)) : NULL;
-		dup_fd = j ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
-		if (dup_fd >= 0) {
-			*j = (struct conn_job){ s, slot, dup_fd, s->next_conn++ };
-			s->conns[slot] = fd;
-			s->refs++;
-			if (pthread_create(&t, &attr, conn_thread, j)) {
-				s->conns[slot] = -1;
-				s->refs--;
-				close(dup_fd);
-				dup_fd = -1;
-			}
-		}
-		pthread_mutex_unlock(&s->lock);
-		if (dup_fd < 0) {
-			free(j);
-			close(fd);
-		}
-	}
-	pthread_attr_destroy(&attr);
-	return NULL;
+static void loop_release(void *arg)
+{
+	session_put(arg);
 }
 
 struct broker_session *broker_session_start(const struct broker_common *common, const char *id,
@@ -165,17 +122,10 @@ struct broker_session *broker_session_start(const struct broker_common *common, 
 	snprintf(s->id, sizeof(s->id), "%s", id);
 	s->rules = *rules;
 	memset(rules, 0, sizeof(*rules));
-	s->lfd = listen_fd;
 	s->refs = 1;
-	s->next_conn = 1;
-	for (int i = 0; i < BROKER_SESSION_MAX_CONNS; i++)
-		s->conns[i] = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->audit_lock, NULL);
 	hold_budget_init(&s->hold, common->hold_session_bytes, common->hold_session_reqs);
-	s->max_conns = common->max_conns && common->max_conns < BROKER_SESSION_MAX_CONNS
-			       ? common->max_conns
-			       : BROKER_SESSION_MAX_CONNS;
 	if (audit_path && audit_open(audit_path, &s->audit, err, errlen) < 0)
 		goto fail;
 	s->cfg = (struct proxy_config){
@@ -199,32 +149,28 @@ struct broker_session *broker_session_start(const struct broker_common *common, 
 	s->cfg.mitm = mitm_ca_new(s->id, SESSION_CA_LIFETIME_S, err, errlen);
 	if (!s->cfg.mitm)
 		goto fail;
-	if (pthread_create(&s->acceptor, NULL, accept_thread, s)) {
-		snprintf(err, errlen, "cannot start the session's listener thread");
-		goto fail;
+	struct loop_client cl = { &s->cfg, s->id, s, loop_note, loop_release };
+	s->refs++; /* the loop's, given back by loop_release */
+	s->ls = loop_listen(common->loop, listen_fd, &cl);
+	if (!s->ls) {
+		s->refs--;
+		snprintf(err, errlen, "out of memory");
+		session_free(s);
+		return NULL;
 	}
 	return s;
 fail:
-	close(s->lfd);
+	close(listen_fd);
 	session_free(s);
 	return NULL;
 }
 
 void broker_session_end(struct broker_session *s)
 {
-	pthread_mutex_lock(&s->lock);
-	s->ended = 1;
-	/* shutdown() wakes the accept() and every blocked read on the guest side. */
-	shutdown(s->lfd, SHUT_RDWR);
-	for (int i = 0; i < BROKER_SESSION_MAX_CONNS; i++)
-		if (s->conns[i] >= 0)
-			shutdown(s->conns[i], SHUT_RDWR);
-	pthread_mutex_unlock(&s->lock);
-	/* Its held requests are denied: nothing of a session outlives it. */
+	/* The loop stops accepting and cuts every connection; it lets go once the last is
+	 * gone. Held requests are denied: nothing of a session outlives it. */
+	loop_unlisten(s->ls);
 	if (s->cfg.approvals)
 		approvals_session_end(s->cfg.approvals, s->id);
-	pthread_join(s->acceptor, NULL);
-	close(s->lfd);
-	s->lfd = -1;
 	session_put(s);
 }

@@ -10,12 +10,12 @@
 #include <openssl/ssl.h>
 
 #include "broker/approvals.h"
+#include "broker/loop.h"
 #include "broker/policy.h"
 #include "broker/proxy.h"
 #include "broker/rules.h"
 
-/* Past this many open connections a session's new ones are closed at once: a guest that
- * opens sockets without end exhausts only its own share. */
+/* The most open connections --max-conns may allow a session (loop.h holds the bounds). */
 #define BROKER_SESSION_MAX_CONNS 1024
 /* Session ids travel in file names and audit records: 1..64 of [A-Za-z0-9_-]. */
 #define BROKER_SESSION_ID_MAX 64
@@ -31,7 +31,7 @@ struct broker_common {
 	struct hold_budget *hold_total;		      /* what all sessions may hold */
 	size_t hold_session_bytes, hold_session_reqs; /* what each may */
 	int head_timeout_ms;			      /* a request head's deadline */
-	unsigned max_conns; /* open connections per session, <= BROKER_SESSION_MAX_CONNS */
+	struct loop *loop; /* where every session's connections are accepted and wait */
 };
 
 struct broker_session;

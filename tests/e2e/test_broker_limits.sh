@@ -158,8 +158,9 @@ else
 	not_ok "slow head: 408" "$(cat "$D/slow.out")" "$(grep 408 "$D/audit/s2.log")"
 fi
 
-# idle SOCK N: N connections to SOCK that send nothing; prints how many the broker closed at
-# once (or refused) and how many it kept, then keeps those open until its stdin closes.
+# idle SOCK N: N connections to SOCK that send nothing; prints how many the broker refused at
+# once, how many it kept, and how many of the refused were answered 503, then keeps those
+# open until its stdin closes.
 cat > "$D/idle.py" << 'PY'
 import select, socket, sys, time
 socks, failed = [], 0
@@ -172,12 +173,16 @@ for _ in range(int(sys.argv[2])):
     except OSError:
         failed += 1
 time.sleep(1)
-closed = 0
+closed = answered = 0
 for s in socks:
     r, _, _ = select.select([s], [], [], 0)
-    if r and s.recv(1) == b"":
-        closed += 1
-print(closed + failed, len(socks) - closed, flush=True)
+    if not r:
+        continue
+    data = s.recv(4096)
+    closed += 1
+    if data.startswith(b"HTTP/1.1 503 ") and b"limit" in data:
+        answered += 1
+print(closed + failed, len(socks) - closed, answered, flush=True)
 sys.stdin.read()
 PY
 # served NAME SOCK: one request on SOCK is answered within 10 s.
@@ -197,11 +202,13 @@ sleep 600 > "$D/idle1.in" &
 idle1=$!
 pids="$pids $!"
 i=0; while [ ! -s "$D/idle1.out" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
-read -r n kept < "$D/idle1.out"
-if [ -n "$n" ] && [ "$n" -ge 20 ] && [ "$kept" -ge 1 ] && [ "$kept" -le 40 ]; then
-	ok "60 idle connections in a session allowed 40: $n closed at once, $kept kept"
+read -r n kept answered < "$D/idle1.out"
+if [ -n "$n" ] && [ "$n" -ge 20 ] && [ "$kept" -ge 1 ] && [ "$kept" -le 40 ] &&
+	[ "$answered" = "$n" ]; then
+	ok "60 idle connections in a session allowed 40: $n refused at once, each answered 503, $kept kept"
 else
-	not_ok "the per-session connection cap holds" "closed at once: '$n', kept: '$kept'"
+	not_ok "the per-session connection cap holds, each refusal answered 503" \
+		"refused at once: '$n', kept: '$kept', answered 503: '$answered'"
 fi
 served "... and another session is served meanwhile" "$D/s2.sock" broker.log
 kill $idle1 2> /dev/null

@@ -1,0 +1,707 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* broker/loop.c: the connection loop (see loop.h). One thread owns every descriptor it is
+ * given: it accepts, admits or refuses, waits on idle connections, and is the only one that
+ * closes a connection's socket, so a number is never shut down after its reuse. A connection
+ * is in one of three states: parked (the loop waits for its next byte, no thread), active (a
+ * worker serves it) or closing (its wait is being cancelled). Workers hand a connection back
+ * through a queue the loop drains when its eventfd is written. */
+#include "broker/loop.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "broker/audit.h"
+#include "broker/loop_backend.h"
+
+#define DEFAULT_TOTAL_MAX 32768 /* open connections, when the descriptor limit allows more */
+#define WORKER_IDLE_S	  30	/* a worker with nothing to do for this long ends */
+#define WORKER_STACK	  (256 << 10)
+#define SWEEP_MS	  250 /* how often idle deadlines are looked at */
+
+enum { IT_WAKE, IT_LISTENER, IT_CONN };		   /* what a tag points at */
+enum { C_PARKED, C_ACTIVE, C_CLOSING };		   /* a connection's state */
+enum { M_NONE, M_PARK, M_DONE };		   /* a worker's word about a connection */
+
+struct lconn {
+	int kind; /* IT_CONN; first, as in every tagged item */
+	struct loop_session *ls;
+	int fd, state, counted, msg;
+	unsigned long id;
+	struct conn *pc; /* its proxy state while parked, when it has any (a tunnel's TLS) */
+	int64_t parked_ms;
+	struct lconn *prev, *next; /* in its session's list, oldest first */
+	struct lconn *qnext;	   /* in the work queue or the loop's inbox */
+};
+
+struct loop_session {
+	int kind; /* IT_LISTENER */
+	struct loop *l;
+	struct loop_client cl;
+	int lfd, accepting, ended, paused;
+	unsigned count; /* connections open, closing ones not counted */
+	unsigned long next_id;
+	struct lconn *head, *tail;
+	int64_t log_ms; /* the last host log line (one a second at most) */
+	unsigned log_quiet;
+	int want_listen, want_end, queued; /* its messages in the inbox */
+	int do_listen, do_end;		   /* ... taken out of it */
+	struct loop_session *qnext, *pnext, *prev, *next;
+};
+
+struct loop {
+	int wake_kind; /* IT_WAKE: the tag of the eventfd's wait */
+	struct loop_backend *b;
+	char fallback_why[160];
+	struct loop_limits lim;
+	int efd, spare_fd;
+	pthread_t thread;
+	/* The inbox: what workers and the sessions' owners tell the loop. */
+	pthread_mutex_t in_lock;
+	struct lconn *in_conns;
+	struct loop_session *in_sessions;
+	/* The work queue and its workers. */
+	pthread_mutex_t wq_lock;
+	pthread_cond_t wq_cond;
+	struct lconn *wq_head, *wq_tail;
+	unsigned wq_len, idle_workers, workers;
+	/* The loop thread's own. */
+	unsigned total, busy_sessions; /* open connections; sessions holding any */
+	struct loop_session *sessions;
+	int64_t swept_ms;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+int loop_admit(unsigned mine, unsigned total, unsigned max_total, unsigned max_session,
+	       unsigned sessions, unsigned *fair)
+{
+	*fair = max_total / (sessions ? sessions : 1);
+	if (!*fair)
+		*fair = 1;
+	if (mine >= max_session)
+		return LOOP_REFUSE_SESSION;
+	if (total < max_total)
+		return LOOP_ADMIT;
+	return mine < *fair ? LOOP_ADMIT_EVICT : LOOP_REFUSE_FULL;
+}
+
+/* --- answers and notes ------------------------------------------------------------------- */
+
+/* The loop's own answer to a connection it will not serve, sent without waiting: a socket
+ * that cannot take a few hundred bytes at once gets none. */
+static void answer(int fd, int status, const char *why)
+{
+	char buf[600];
+	int n = snprintf(buf, sizeof(buf),
+			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+			 "Connection: close\r\n%s\r\nbulkhead: %s\n",
+			 status, status == 408 ? "Request Timeout" : "Service Unavailable",
+			 strlen(why) + 11, status == 503 ? "Retry-After: 1\r\n" : "", why);
+
+	if (n > 0 && (size_t)n < sizeof(buf))
+		(void)send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* Recorded in the session's audit log, and said on the host at most once a second per
+ * session (with how many were not said since). */
+static void note(struct loop_session *ls, int status, const char *outcome, const char *why)
+{
+	int64_t t = now_ms();
+
+	ls->cl.note(ls->cl.arg, status, outcome, why);
+	if (t - ls->log_ms < 1000) {
+		ls->log_quiet++;
+		return;
+	}
+	if (ls->log_quiet)
+		fprintf(stderr, "bulkhead-broker: session %s: %s (and %u more since the last line)\n",
+			ls->cl.id, why, ls->log_quiet);
+	else
+		fprintf(stderr, "bulkhead-broker: session %s: %s\n", ls->cl.id, why);
+	ls->log_ms = t;
+	ls->log_quiet = 0;
+}
+
+/* --- connections ------------------------------------------------------------------------- */
+
+static void uncount(struct lconn *c)
+{
+	struct loop *l = c->ls->l;
+
+	if (!c->counted)
+		return;
+	c->counted = 0;
+	c->ls->count--;
+	l->total--;
+	if (!c->ls->count)
+		l->busy_sessions--;
+}
+
+static void maybe_release(struct loop_session *ls);
+
+/* The end of a connection: its socket closed, its state wiped. */
+static void destroy(struct lconn *c)
+{
+	struct loop_session *ls = c->ls;
+
+	uncount(c);
+	proxy_conn_free(c->pc);
+	close(c->fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		ls->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		ls->tail = c->prev;
+	free(c);
+	maybe_release(ls);
+}
+
+/* Waits for a parked connection's next byte. */
+static void park(struct lconn *c)
+{
+	struct loop *l = c->ls->l;
+
+	c->state = C_PARKED;
+	c->parked_ms = now_ms();
+	if (l->b->readable(l->b, c->fd, (uint64_t)(uintptr_t)c) < 0)
+		destroy(c);
+}
+
+/* Closes a parked connection: STATUS answered (0: none) and noted, its wait cancelled; it is
+ * destroyed when the cancel's event comes. */
+static void close_parked(struct lconn *c, int status, const char *outcome, const char *why)
+{
+	struct loop *l = c->ls->l;
+
+	if (status) {
+		if (!c->pc) /* inside a tunnel's TLS a plain answer would be noise */
+			answer(c->fd, status, why);
+		note(c->ls, status, outcome, why);
+	}
+	uncount(c);
+	c->state = C_CLOSING;
+	if (l->b->cancel(l->b, c->fd, (uint64_t)(uintptr_t)c) < 0)
+		shutdown(c->fd, SHUT_RDWR); /* its wait then ends by itself */
+}
+
+static void *worker_main(void *arg);
+
+/* Hands an active connection to a worker, starting one when none is free. */
+static void activate(struct lconn *c)
+{
+	struct loop *l = c->ls->l;
+	pthread_attr_t attr;
+	pthread_t t;
+	int spawn;
+
+	c->state = C_ACTIVE;
+	pthread_mutex_lock(&l->wq_lock);
+	c->qnext = NULL;
+	if (l->wq_tail)
+		l->wq_tail->qnext = c;
+	else
+		l->wq_head = c;
+	l->wq_tail = c;
+	l->wq_len++;
+	spawn = l->wq_len > l->idle_workers;
+	if (!spawn)
+		pthread_cond_signal(&l->wq_cond);
+	else {
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, WORKER_STACK);
+		if (!pthread_create(&t, &attr, worker_main, l))
+			l->workers++;
+		else if (!l->workers)
+			fprintf(stderr, "bulkhead-broker: cannot start a worker thread; connections "
+					"wait until one can start\n");
+		pthread_attr_destroy(&attr);
+	}
+	pthread_mutex_unlock(&l->wq_lock);
+}
+
+/* Closes the oldest idle connection of the session furthest over its fair share, for NEEDY.
+ * Returns 1 when one was closed. */
+static int evict(struct loop *l, struct loop_session *needy, unsigned fair)
+{
+	struct loop_session *worst = NULL;
+	struct lconn *victim = NULL;
+	char why[200];
+
+	for (struct loop_session *s = l->sessions; s; s = s->next) {
+		if (s == needy || s->count <= fair || (worst && s->count <= worst->count))
+			continue;
+		for (struct lconn *c = s->head; c; c = c->next)
+			if (c->state == C_PARKED) {
+				worst = s;
+				victim = c;
+				break;
+			}
+	}
+	if (!victim)
+		return 0;
+	snprintf(why, sizeof(why),
+		 "the broker is full (%u connections): this idle connection was closed for "
+		 "another session's; this session holds %u, its fair share is %u",
+		 l->lim.max_total, worst->count, fair);
+	close_parked(victim, 503, AUDIT_OUTCOME_EVICTED, why);
+	return 1;
+}
+
+/* A new connection on LS: admitted and parked, or answered 503 and closed. */
+static void admit(struct loop_session *ls, int fd)
+{
+	struct loop *l = ls->l;
+	unsigned fair;
+	int a = loop_admit(ls->count, l->total, l->lim.max_total, l->lim.max_session,
+			   l->busy_sessions + !ls->count, &fair);
+	char why[200];
+	struct lconn *c;
+
+	if (a == LOOP_ADMIT_EVICT && !evict(l, ls, fair))
+		a = LOOP_REFUSE_FULL;
+	if (a == LOOP_REFUSE_SESSION || a == LOOP_REFUSE_FULL) {
+		if (a == LOOP_REFUSE_SESSION)
+			snprintf(why, sizeof(why),
+				 "connection refused: this session has %u open, its limit", ls->count);
+		else
+			snprintf(why, sizeof(why),
+				 "connection refused: the broker is full (%u connections); this "
+				 "session holds %u, its fair share is %u",
+				 l->lim.max_total, ls->count, fair);
+		answer(fd, 503, why);
+		note(ls, 503, AUDIT_OUTCOME_OVER_LIMIT, why);
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		answer(fd, 503, "connection refused: the broker is out of memory");
+		note(ls, 503, AUDIT_OUTCOME_OVER_LIMIT, "connection refused: out of memory");
+		close(fd);
+		return;
+	}
+	*c = (struct lconn){ .kind = IT_CONN, .ls = ls, .fd = fd, .counted = 1,
+			     .id = ls->next_id++, .prev = ls->tail };
+	if (ls->tail)
+		ls->tail->next = c;
+	else
+		ls->head = c;
+	ls->tail = c;
+	if (!ls->count++)
+		l->busy_sessions++;
+	l->total++;
+	park(c);
+}
+
+/* Out of descriptors with a connection waiting: the spare one is given up for a moment so the
+ * connection can be accepted, answered and closed rather than left to retry for ever. */
+static void out_of_descriptors(struct loop_session *ls)
+{
+	struct loop *l = ls->l;
+	const char *why = "connection refused: the broker is out of file descriptors";
+	int fd;
+
+	if (l->spare_fd >= 0)
+		close(l->spare_fd);
+	fd = accept4(ls->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0) {
+		answer(fd, 503, why);
+		note(ls, 503, AUDIT_OUTCOME_OVER_LIMIT, why);
+		close(fd);
+	}
+	l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (l->spare_fd < 0)
+		ls->paused = 1; /* accept again at the next sweep */
+}
+
+static void listen_arm(struct loop_session *ls)
+{
+	struct loop *l = ls->l;
+
+	if (ls->ended || ls->accepting || ls->paused)
+		return;
+	if (l->b->accept(l->b, ls->lfd, (uint64_t)(uintptr_t)ls) == 0)
+		ls->accepting = 1;
+	else
+		ls->paused = 1;
+}
+
+static void on_accept(struct loop_session *ls, int res)
+{
+	ls->accepting = 0;
+	if (ls->ended) {
+		if (res >= 0)
+			close(res);
+		maybe_release(ls);
+		return;
+	}
+	if (res >= 0)
+		admit(ls, res);
+	else if (res == -EMFILE || res == -ENFILE)
+		out_of_descriptors(ls);
+	else if (res != -ECANCELED && res != -ECONNABORTED && res != -EINTR && res != -EAGAIN)
+		ls->paused = 1; /* an unexpected failure: try again at the next sweep, not now */
+	listen_arm(ls);
+}
+
+static void on_readable(struct lconn *c, int res)
+{
+	if (c->state == C_CLOSING || res < 0) {
+		destroy(c);
+		return;
+	}
+	if (c->ls->ended) {
+		destroy(c);
+		return;
+	}
+	if ((res & (POLLHUP | POLLERR)) && !(res & POLLIN)) {
+		destroy(c); /* the guest closed a connection it was not using */
+		return;
+	}
+	activate(c);
+}
+
+/* --- the inbox ----------------------------------------------------------------------------- */
+
+static void wake(struct loop *l)
+{
+	uint64_t one = 1;
+
+	(void)!write(l->efd, &one, sizeof(one));
+}
+
+static void post_conn(struct lconn *c, int msg)
+{
+	struct loop *l = c->ls->l;
+
+	pthread_mutex_lock(&l->in_lock);
+	c->msg = msg;
+	c->qnext = l->in_conns;
+	l->in_conns = c;
+	pthread_mutex_unlock(&l->in_lock);
+	wake(l);
+}
+
+static void post_session(struct loop_session *ls, int listen, int end)
+{
+	struct loop *l = ls->l;
+
+	pthread_mutex_lock(&l->in_lock);
+	ls->want_listen |= listen;
+	ls->want_end |= end;
+	if (!ls->queued) {
+		ls->queued = 1;
+		ls->qnext = l->in_sessions;
+		l->in_sessions = ls;
+	}
+	pthread_mutex_unlock(&l->in_lock);
+	wake(l);
+}
+
+static void maybe_release(struct loop_session *ls)
+{
+	struct loop *l = ls->l;
+
+	if (!ls->ended || ls->accepting || ls->head)
+		return;
+	if (ls->lfd >= 0)
+		close(ls->lfd);
+	ls->lfd = -1;
+	if (ls->prev)
+		ls->prev->next = ls->next;
+	else if (l->sessions == ls)
+		l->sessions = ls->next;
+	if (ls->next)
+		ls->next->prev = ls->prev;
+	ls->cl.release(ls->cl.arg);
+	free(ls);
+}
+
+static void session_end(struct loop_session *ls)
+{
+	struct loop *l = ls->l;
+	struct lconn *c, *next;
+
+	ls->ended = 1;
+	if (ls->accepting)
+		l->b->cancel(l->b, ls->lfd, (uint64_t)(uintptr_t)ls);
+	for (c = ls->head; c; c = next) {
+		next = c->next;
+		if (c->state == C_PARKED)
+			close_parked(c, 0, NULL, NULL);
+		else if (c->state == C_ACTIVE)
+			shutdown(c->fd, SHUT_RDWR); /* its worker returns soon */
+	}
+	maybe_release(ls);
+}
+
+static void drain_inbox(struct loop *l)
+{
+	struct lconn *c, *cn;
+	struct loop_session *s, *todo = NULL;
+	uint64_t v;
+
+	(void)!read(l->efd, &v, sizeof(v));
+	pthread_mutex_lock(&l->in_lock);
+	c = l->in_conns;
+	l->in_conns = NULL;
+	for (s = l->in_sessions; s; s = s->qnext) {
+		s->do_listen = s->want_listen;
+		s->do_end = s->want_end;
+		s->want_listen = s->want_end = s->queued = 0;
+		s->pnext = todo;
+		todo = s;
+	}
+	l->in_sessions = NULL;
+	pthread_mutex_unlock(&l->in_lock);
+	for (s = todo; s; s = todo) {
+		todo = s->pnext;
+		if (s->do_listen) {
+			s->next = l->sessions;
+			if (l->sessions)
+				l->sessions->prev = s;
+			l->sessions = s;
+			listen_arm(s);
+		}
+		if (s->do_end)
+			session_end(s);
+	}
+	for (; c; c = cn) {
+		cn = c->qnext;
+		if (c->msg == M_PARK && !c->ls->ended)
+			park(c);
+		else
+			destroy(c);
+	}
+}
+
+/* Idle deadlines, and listeners paused by a failure. */
+static void sweep(struct loop *l, int64_t t)
+{
+	char why[120];
+
+	snprintf(why, sizeof(why), "idle for %d s: connection closed",
+		 l->lim.idle_timeout_ms / 1000);
+	for (struct loop_session *s = l->sessions; s; s = s->next) {
+		if (s->paused) {
+			s->paused = 0;
+			listen_arm(s);
+		}
+		for (struct lconn *c = s->head, *n; c; c = n) {
+			n = c->next;
+			if (c->state == C_PARKED && t - c->parked_ms >= l->lim.idle_timeout_ms)
+				close_parked(c, 408, AUDIT_OUTCOME_IDLE, why);
+		}
+	}
+}
+
+static void *loop_main(void *arg)
+{
+	struct loop *l = arg;
+	struct loop_ev ev[128];
+
+	l->b->readable(l->b, l->efd, (uint64_t)(uintptr_t)&l->wake_kind);
+	for (;;) {
+		int n = l->b->wait(l->b, ev, 128, SWEEP_MS);
+		int64_t t;
+
+		if (n < 0) {
+			fprintf(stderr, "bulkhead-broker: event loop (%s): %s\n", l->b->name,
+				strerror(-n));
+			usleep(100000);
+			continue;
+		}
+		for (int i = 0; i < n; i++) {
+			int *kind = (int *)(uintptr_t)ev[i].tag;
+
+			if (*kind == IT_WAKE) {
+				drain_inbox(l);
+				l->b->readable(l->b, l->efd, ev[i].tag);
+			} else if (*kind == IT_LISTENER)
+				on_accept((struct loop_session *)kind, ev[i].res);
+			else
+				on_readable((struct lconn *)kind, ev[i].res);
+		}
+		t = now_ms();
+		if (t - l->swept_ms >= SWEEP_MS) {
+			sweep(l, t);
+			l->swept_ms = t;
+		}
+	}
+	return NULL;
+}
+
+/* --- workers ------------------------------------------------------------------------------- */
+
+static void serve(struct lconn *c)
+{
+	const struct proxy_config *cfg = c->ls->cl.cfg;
+	int r = PROXY_DONE;
+
+	if (!c->pc)
+		c->pc = proxy_conn_new(cfg, c->fd, c->id);
+	if (c->pc)
+		r = proxy_conn_serve(c->pc, c->ls->l->lim.linger_ms);
+	if (r == PROXY_DONE || proxy_conn_stateless(c->pc)) {
+		proxy_conn_free(c->pc);
+		c->pc = NULL;
+	}
+	post_conn(c, r == PROXY_IDLE ? M_PARK : M_DONE);
+}
+
+static void *worker_main(void *arg)
+{
+	struct loop *l = arg;
+
+	pthread_mutex_lock(&l->wq_lock);
+	for (;;) {
+		struct lconn *c;
+
+		while (!l->wq_head) {
+			struct timespec until;
+			int rc;
+
+			clock_gettime(CLOCK_MONOTONIC, &until);
+			until.tv_sec += WORKER_IDLE_S;
+			l->idle_workers++;
+			rc = pthread_cond_timedwait(&l->wq_cond, &l->wq_lock, &until);
+			l->idle_workers--;
+			if (rc == ETIMEDOUT && !l->wq_head) {
+				l->workers--;
+				pthread_mutex_unlock(&l->wq_lock);
+				return NULL;
+			}
+		}
+		c = l->wq_head;
+		l->wq_head = c->qnext;
+		if (!l->wq_head)
+			l->wq_tail = NULL;
+		l->wq_len--;
+		pthread_mutex_unlock(&l->wq_lock);
+		serve(c);
+		pthread_mutex_lock(&l->wq_lock);
+	}
+}
+
+/* --- the interface ------------------------------------------------------------------------- */
+
+/* What the descriptor limit allows: a parked connection holds one descriptor, an active one
+ * two (its upstream's); a quarter and 256 are kept for those and the broker's own files. */
+static unsigned total_from_nofile(void)
+{
+	struct rlimit rl;
+	rlim_t n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return DEFAULT_TOTAL_MAX;
+	n = rl.rlim_cur > 512 ? (rl.rlim_cur - 256) * 3 / 4 : 64;
+	return n < DEFAULT_TOTAL_MAX ? (unsigned)n : DEFAULT_TOTAL_MAX;
+}
+
+struct loop *loop_new(enum loop_kind kind, const struct loop_limits *lim, char *err,
+		      size_t errlen)
+{
+	struct loop *l = calloc(1, sizeof(*l));
+	pthread_condattr_t ca;
+	unsigned fd_total = total_from_nofile();
+	int rc = -ENOSYS;
+
+	if (!l) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	l->wake_kind = IT_WAKE;
+	l->lim = *lim;
+	if (!l->lim.max_total || l->lim.max_total > fd_total)
+		l->lim.max_total = fd_total;
+	if (kind != LOOP_EPOLL)
+		rc = loop_uring_new(&l->b, l->fallback_why, sizeof(l->fallback_why));
+	if (rc < 0 && kind == LOOP_URING) {
+		snprintf(err, errlen, "event loop: %s", l->fallback_why);
+		free(l);
+		return NULL;
+	}
+	if (rc < 0 && kind == LOOP_EPOLL)
+		l->fallback_why[0] = '\0'; /* asked for */
+	if (rc < 0 && loop_epoll_new(&l->b, err, errlen) < 0) {
+		free(l);
+		return NULL;
+	}
+	l->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (l->efd < 0 || l->spare_fd < 0) {
+		snprintf(err, errlen, "event loop: %s", strerror(errno));
+		l->b->free(l->b);
+		free(l);
+		return NULL;
+	}
+	pthread_mutex_init(&l->in_lock, NULL);
+	pthread_mutex_init(&l->wq_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->wq_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	return l;
+}
+
+const char *loop_backend_name(const struct loop *l)
+{
+	return l->b->name;
+}
+
+const char *loop_fallback_why(const struct loop *l)
+{
+	return l->fallback_why;
+}
+
+unsigned loop_max_total(const struct loop *l)
+{
+	return l->lim.max_total;
+}
+
+int loop_start(struct loop *l)
+{
+	return -pthread_create(&l->thread, NULL, loop_main, l);
+}
+
+struct loop_session *loop_listen(struct loop *l, int lfd, const struct loop_client *cl)
+{
+	struct loop_session *ls = calloc(1, sizeof(*ls));
+	int fl = fcntl(lfd, F_GETFL);
+
+	if (!ls || fl < 0 || fcntl(lfd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		free(ls);
+		close(lfd);
+		return NULL;
+	}
+	*ls = (struct loop_session){ .kind = IT_LISTENER, .l = l, .cl = *cl, .lfd = lfd,
+				     .next_id = 1 };
+	post_session(ls, 1, 0);
+	return ls;
+}
+
+void loop_unlisten(struct loop_session *ls)
+{
+	post_session(ls, 0, 1);
+}

@@ -1,0 +1,199 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# tests/e2e/test_broker_scale.sh: the shared broker's connection loop (broker/loop.c) against
+# real sessions registered over its control socket, in front of https-echo; each case under
+# both backends, io_uring and epoll, where this host has io_uring.
+#  - The start-up line names the backend; asking for io_uring where it cannot run fails.
+#  - Idle connections hold no thread: 400 of them leave the broker with a handful.
+#  - Starvation: a session that opens connections until refused (each refusal answered 503,
+#    audited over_limit) does not keep another session out: that one's request is served
+#    within 5 s by closing one of the first session's idle connections (answered 503, audited
+#    evicted).
+#  - Idle deadline: a silent connection, and one idle after a request, get 408 once
+#    --idle-timeout passes, recorded idle_timeout.
+#  - A session that ends closes its idle connections.
+#  - At a descriptor limit of 200 (hard), the broker's bound follows it: 300 connections
+#    are answered, the broker stays up and serves another session.
+. "$(dirname "$0")/lib.sh"
+
+ECHO=$BUILD/tests/https-echo
+CLIENT=$BUILD/tests/proxy-client
+BROKER=$BIN/bulkhead-broker
+CONNS="python3 $(dirname "$0")/../tools/broker_conns.py"
+require "broker scale" "$ECHO" "$CLIENT" "$BROKER" openssl python3
+D=$TMP
+if ! test_pki; then
+	not_ok "test PKI made with openssl"; plan_done; exit 1
+fi
+"$ECHO" --cert "$D/up.pem" --key "$D/up.key" > "$D/port" 2> /dev/null &
+pids="$pids $!"
+i=0; while [ ! -s "$D/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+PORT=$(cat "$D/port")
+printf '{"TOK": "scale-test-secret-5517"}\n' > "$D/secrets.json"
+chmod 600 "$D/secrets.json"
+cat > "$D/scope.json" << EOF2
+{ "secrets": [ { "name": "TOK", "inject": { "header": "Authorization", "value": "Bearer {}" },
+    "destinations": [ { "scheme": "https", "host": "localhost", "port": $PORT,
+                        "allow_addresses": ["127.0.0.1"] } ] } ] }
+EOF2
+
+# start TAG OPTIONS...: a shared broker with its audit directory, named TAG.
+start() {
+	tag=$1
+	shift
+	mkdir -m 700 "$D/$tag" "$D/$tag/audit"
+	"$BROKER" --control "$D/$tag/ctl.sock" --secrets-file "$D/secrets.json" \
+		--ca-file "$D/ca.pem" --audit-dir "$D/$tag/audit" "$@" 2> "$D/$tag/broker.log" &
+	bpid=$!
+	pids="$pids $bpid"
+	i=0; while [ ! -S "$D/$tag/ctl.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+}
+# register TAG NAME: session NAME on broker TAG, held by a FIFO writer (killing it ends it).
+register() {
+	mkfifo "$D/$1/hold.$2"
+	"$CLIENT" register "$D/$1/ctl.sock" "$2" "$D/scope.json" "$D/$1/$2.sock" \
+		< "$D/$1/hold.$2" > "$D/$1/$2.reg" 2>&1 &
+	pids="$pids $!"
+	sleep 600 > "$D/$1/hold.$2" &
+	holder=$!
+	pids="$pids $holder"
+	i=0; while [ ! -s "$D/$1/$2.reg" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+}
+# field JSON KEY: one value of a broker_conns.py report.
+field() { printf '%s' "$1" | python3 -c 'import json,sys; v=json.load(sys.stdin)[sys.argv[1]]; print(v if not isinstance(v, list) else "\n".join(map(str, v)))' "$2"; }
+threads() { awk '/^Threads:/ { print $2 }' "/proc/$1/status"; }
+
+backends="uring epoll"
+start probe --event-loop uring
+sleep 0.3
+if ! grep -q "event loop: io_uring;" "$D/probe/broker.log"; then
+	if grep -q "io_uring_setup" "$D/probe/broker.log"; then
+		skip "the io_uring backend" "io_uring cannot run here: $(tail -n 1 "$D/probe/broker.log")"
+		backends=epoll
+	else
+		not_ok "the broker starts with --event-loop uring" "$(cat "$D/probe/broker.log")"
+	fi
+else
+	ok "--event-loop uring: the start-up line says io_uring, with the bounds"
+fi
+kill "$bpid" 2> /dev/null
+
+for be in $backends; do
+	# --- idle connections hold no thread; starvation ------------------------------------
+	start "$be" --event-loop "$be" --max-conns-total 60 --idle-timeout 3
+	be_pid=$bpid
+	want=$([ "$be" = uring ] && echo io_uring || echo epoll)
+	grep -q "event loop: $want; at most 60 connections" "$D/$be/broker.log" &&
+		ok "$be: the start-up line names $want and the bound" ||
+		not_ok "$be: start-up line" "$(cat "$D/$be/broker.log")"
+	register "$be" a
+	register "$be" b
+	b_holder=$holder
+	out=$($CONNS fair "$D/$be/a.sock" "$D/$be/b.sock" "$PORT" 90)
+	kept=$(field "$out" kept)
+	refused=$(field "$out" refused)
+	n503=$(printf '%s\n' "$refused" | grep -c "^HTTP/1.1 503 Service Unavailable | bulkhead: connection refused: the broker is full (60 connections); this session holds 60, its fair share is 60")
+	if [ "$kept" = 60 ] && [ "$n503" = 30 ]; then
+		ok "$be: a session alone takes the broker's 60; each of 30 more is answered 503, naming the bound"
+	else
+		not_ok "$be: 60 kept, 30 answered 503" "$out"
+	fi
+	b_ms=$(field "$out" b_ms)
+	if [ "$(field "$out" b_status)" = "HTTP/1.1 200 OK" ] && [ "$b_ms" -lt 5000 ]; then
+		ok "$be: meanwhile another session's request is served (in $b_ms ms; bound 5000)"
+	else
+		not_ok "$be: the other session is served" "$out" "$(tail -n 5 "$D/$be/broker.log")"
+	fi
+	if field "$out" evicted | grep -q "bulkhead: the broker is full (60 connections): this idle connection was closed for another session's; this session holds 60, its fair share is 30"; then
+		ok "$be: ... by closing one of the first session's idle connections, answered 503 with why"
+	else
+		not_ok "$be: an idle connection of the first session is closed for it" "$out"
+	fi
+	if [ "$(grep -c '"outcome":"over_limit"' "$D/$be/audit/a.log")" = 30 ] &&
+		grep -q '"rule":"limit:fair_share".*"outcome":"evicted"' "$D/$be/audit/a.log" &&
+		grep -q '"status":200' "$D/$be/audit/b.log"; then
+		ok "$be: audited: 30 refusals and the eviction in the first session's log, the request in the other's"
+	else
+		not_ok "$be: audit records" "$(tail -n 3 "$D/$be/audit/a.log")" "$(cat "$D/$be/audit/b.log")"
+	fi
+	if grep -q "session a: connection refused: the broker is full" "$D/$be/broker.log"; then
+		ok "$be: the host log says why connections were refused"
+	else
+		not_ok "$be: host log line" "$(tail -n 5 "$D/$be/broker.log")"
+	fi
+
+	# 400 idle connections (the bound raised) hold no thread each.
+	start "$be-many" --event-loop "$be" --max-conns-total 1000 --max-conns 1000
+	register "$be-many" m
+	mkfifo "$D/$be-many/in"
+	$CONNS hold "$D/$be-many/m.sock" 400 < "$D/$be-many/in" > "$D/$be-many/hold.out" &
+	pids="$pids $!"
+	sleep 600 > "$D/$be-many/in" &
+	hold_in=$!
+	pids="$pids $hold_in"
+	i=0; while [ ! -s "$D/$be-many/hold.out" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+	t=$(threads "$bpid")
+	if [ "$(field "$(cat "$D/$be-many/hold.out")" kept)" = 400 ] && [ "$t" -lt 40 ]; then
+		ok "$be: 400 idle connections held open, the broker has $t threads"
+	else
+		not_ok "$be: idle connections hold no thread" "$(cat "$D/$be-many/hold.out")" "threads: $t"
+	fi
+	kill "$bpid" "$hold_in" 2> /dev/null
+
+	# --- the idle deadline ----------------------------------------------------------------
+	out=$($CONNS idle "$D/$be/b.sock" "$PORT")
+	silent=$(field "$out" silent)
+	used=$(field "$out" used)
+	case $silent in "HTTP/1.1 408 Request Timeout"*"bulkhead: idle for 3 s: connection closed"*) s_ok=1 ;; *) s_ok= ;; esac
+	case $used in "HTTP/1.1 408 Request Timeout"*) u_ok=1 ;; *) u_ok= ;; esac
+	if [ "$(field "$out" first)" = "HTTP/1.1 200 OK" ] && [ -n "$s_ok" ] && [ -n "$u_ok" ]; then
+		ok "$be: a silent connection and one idle after a request get 408 after --idle-timeout 3 ($(field "$out" silent_s) s, $(field "$out" used_s) s)"
+	else
+		not_ok "$be: idle deadline" "$out"
+	fi
+	if [ "$(grep -c '"rule":"limit:idle".*"status":408.*"outcome":"idle_timeout"' "$D/$be/audit/b.log")" -ge 2 ]; then
+		ok "$be: both idle closes audited"
+	else
+		not_ok "$be: idle closes audited" "$(cat "$D/$be/audit/b.log")"
+	fi
+
+	# --- a session that ends closes its idle connections ----------------------------------
+	python3 - "$D/$be/b.sock" > "$D/$be/end.out" << 'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
+t = time.monotonic()
+try:
+    print("closed" if s.recv(100) == b"" else "data", round(time.monotonic() - t, 1))
+except OSError as e:
+    print("error", e)
+PY
+	endpid=$!
+	sleep 0.5
+	kill "$b_holder" 2> /dev/null # session b's registration ends
+	wait "$endpid"
+	case $(cat "$D/$be/end.out") in
+	"closed "*) ok "$be: ending a session closes its idle connections ($(cat "$D/$be/end.out"))" ;;
+	*) not_ok "$be: ending a session closes its idle connections" "$(cat "$D/$be/end.out")" ;;
+	esac
+	kill "$be_pid" 2> /dev/null
+done
+
+# --- a hard descriptor limit of 200 --------------------------------------------------------
+(ulimit -n 200 && exec "$BROKER" --control "$D/fd.sock" --secrets-file "$D/secrets.json" \
+	--ca-file "$D/ca.pem" 2> "$D/fd.log") &
+bpid=$!
+pids="$pids $bpid"
+i=0; while [ ! -S "$D/fd.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+mkdir -m 700 "$D/fd"
+ln -s "$D/fd.sock" "$D/fd/ctl.sock"
+register fd f1
+register fd f2
+out=$($CONNS fair "$D/fd/f1.sock" "$D/fd/f2.sock" "$PORT" 300)
+if grep -q "at most 64 connections" "$D/fd.log" && [ "$(field "$out" kept)" = 64 ] &&
+	[ "$(field "$out" refused | grep -c '^HTTP/1.1 503 ')" = 236 ] &&
+	[ "$(field "$out" b_status)" = "HTTP/1.1 200 OK" ] && kill -0 "$bpid" 2> /dev/null; then
+	ok "descriptor limit 200: the bound is 64; 236 of 300 answered 503; another session served; the broker is up"
+else
+	not_ok "descriptor limit 200" "$out" "$(head -n 3 "$D/fd.log")"
+fi
+plan_done

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""tests/tools/broker_conns.py: many connections to a broker's session sockets, for
+tests/e2e/test_broker_scale.sh. Prints one JSON object; asserts nothing itself.
+
+  fair A_SOCK B_SOCK PORT N   N idle connections to session A, then one request on session B
+                              while they stay open; then which of A's were closed, and how
+  idle SOCK PORT              a silent connection and one idle after a request: when and how
+                              each was closed
+  hold SOCK N                 N silent connections, held until stdin closes; prints how many
+                              were kept once they are all open
+"""
+import json
+import select
+import socket
+import sys
+import time
+
+
+def connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(path)
+    return s
+
+
+def answered(s, wait):
+    """What the broker sent on an otherwise silent connection within WAIT seconds:
+    None (nothing, still open), b"" (closed without a word) or its bytes."""
+    r, _, _ = select.select([s], [], [], wait)
+    if not r:
+        return None
+    try:
+        return s.recv(4096)
+    except OSError:
+        return b""
+
+
+def request(s, port, close):
+    s.sendall(b"GET http://localhost:%d/scale HTTP/1.1\r\nHost: localhost:%d\r\n%s\r\n"
+              % (port, port, b"Connection: close\r\n" if close else b""))
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head.split(b"\r\n")[0].decode(errors="replace")
+
+
+def fair(a_path, b_path, port, n):
+    socks, refused = [], []
+    for _ in range(n):
+        try:
+            socks.append(connect(a_path))
+        except OSError as e:
+            refused.append("connect: %s" % e)
+    time.sleep(1)
+    kept = []
+    for s in socks:
+        got = answered(s, 0)
+        if got is None:
+            kept.append(s)
+        else:
+            refused.append(got.decode(errors="replace").split("\r\n")[0] + " | " +
+                           got.decode(errors="replace").split("\r\n\r\n")[-1].strip())
+    t0 = time.monotonic()
+    try:
+        b = connect(b_path)
+        b_status = request(b, port, True)
+    except OSError as e:
+        b_status = "failed: %s" % e
+    b_ms = (time.monotonic() - t0) * 1000
+    evicted = []
+    ready, _, _ = select.select(kept, [], [], 1.0)
+    for s in ready:
+        got = answered(s, 0)
+        if got is not None:
+            evicted.append(got.decode(errors="replace").split("\r\n\r\n")[-1].strip())
+    print(json.dumps({"opened": n, "kept": len(kept), "refused": refused,
+                      "b_status": b_status, "b_ms": round(b_ms), "evicted": evicted}))
+
+
+def idle(path, port):
+    t0 = time.monotonic()
+    silent = connect(path)
+    used = connect(path)
+    first = request(used, port, False)
+    out = {"first": first}
+    for name, s in (("silent", silent), ("used", used)):
+        got = answered(s, 30)
+        out[name] = None if got is None else got.decode(errors="replace")
+        out[name + "_s"] = round(time.monotonic() - t0, 1)
+    print(json.dumps(out))
+
+
+def hold(path, n):
+    socks = []
+    for _ in range(n):
+        try:
+            socks.append(connect(path))
+        except OSError:
+            pass
+    time.sleep(1)
+    kept = [s for s in socks if answered(s, 0) is None]
+    print(json.dumps({"opened": n, "kept": len(kept)}), flush=True)
+    sys.stdin.read()
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "fair":
+        fair(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    elif mode == "idle":
+        idle(sys.argv[2], int(sys.argv[3]))
+    elif mode == "hold":
+        hold(sys.argv[2], int(sys.argv[3]))
+    else:
+        sys.exit("usage: broker_conns.py fair|idle|hold ...")
+
+
+if __name__ == "__main__":
+    main()
