@@ -45,6 +45,12 @@ static void usage(FILE *f)
 		"  --idle-timeout S     seconds a connection may wait between requests (default "
 		"60)\n"
 		"  --event-loop KIND    auto (io_uring, else epoll), uring or epoll\n"
+		"  --buffer-limit-session BYTES\n"
+		"                       what one session's bodies buffered whole (a request's\n"
+		"                       body re-measured, a decoded answer) may take at once\n"
+		"                       (default 67108864)\n"
+		"  --buffer-limit-total BYTES\n"
+		"                       what all sessions' may (default 536870912)\n"
 		"  --hold-limit-session BYTES,COUNT\n"
 		"                       what one session may hold for approval (default "
 		"67108864,64)\n"
@@ -154,6 +160,17 @@ static int take(int o, struct broker_cmdline *c)
 			return 2;
 		}
 		break;
+	case 'u':
+	case 'U': {
+		unsigned long long v = strtoull(optarg, &end, 10);
+		if (*end || end == optarg || *optarg == '-' || v < 65536 || v > (1ULL << 40)) {
+			fprintf(stderr, "bulkhead-broker: --buffer-limit-%s: 65536 to 2^40 bytes\n",
+				o == 'u' ? "session" : "total");
+			return 2;
+		}
+		*(o == 'u' ? &c->buf_session_bytes : &c->buf_total_bytes) = (size_t)v;
+		break;
+	}
 	case 'h':
 		usage(stdout);
 		return 0;
@@ -189,6 +206,8 @@ int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c)
 		{ "max-conns-total", required_argument, NULL, 'N' },
 		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ "event-loop", required_argument, NULL, 'E' },
+		{ "buffer-limit-session", required_argument, NULL, 'u' },
+		{ "buffer-limit-total", required_argument, NULL, 'U' },
 		{ "hold-limit-session", required_argument, NULL, 'b' },
 		{ "hold-limit-total", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
@@ -204,6 +223,8 @@ int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c)
 		.max_conns = BROKER_SESSION_MAX_CONNS,
 		.idle_timeout_s = 60,
 		.event_loop = "auto",
+		.buf_session_bytes = (size_t)64 << 20,
+		.buf_total_bytes = (size_t)512 << 20,
 		.hold_session_bytes = HOLD_BUDGET_SESSION_BYTES,
 		.hold_session_reqs = HOLD_BUDGET_SESSION_REQS,
 		.hold_total_bytes = HOLD_BUDGET_TOTAL_BYTES,

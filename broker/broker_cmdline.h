@@ -20,6 +20,8 @@ struct broker_cmdline {
 	const char *event_loop; /* "auto", "uring" or "epoll" */
 	/* Budgets for requests held for approval (hold_budget.h). */
 	size_t hold_session_bytes, hold_session_reqs, hold_total_bytes, hold_total_reqs;
+	/* Budgets for bodies buffered whole, in bytes. */
+	size_t buf_session_bytes, buf_total_bytes;
 	bool quiet;
 	bool selftest; /* --harden-selftest: lock down, then try to start a process */
 };

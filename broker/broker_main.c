@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,7 +163,7 @@ static int load(const struct broker_cmdline *o, struct broker_common *common, st
 	static struct policy policy;
 	static struct secret_source src = { file_secret_get, NULL };
 	static struct secret_source vsrc = { vault_secret_get, NULL };
-	static struct hold_budget hold_total;
+	static struct hold_budget hold_total, buf_total;
 	char err[512];
 
 	raise_nofile();
@@ -215,6 +216,9 @@ static int load(const struct broker_cmdline *o, struct broker_common *common, st
 	}
 	hold_budget_init(&hold_total, o->hold_total_bytes, o->hold_total_reqs);
 	common->hold_total = &hold_total;
+	hold_budget_init(&buf_total, o->buf_total_bytes, SIZE_MAX);
+	common->buf_total = &buf_total;
+	common->buf_session_bytes = o->buf_session_bytes;
 	common->hold_session_bytes = o->hold_session_bytes;
 	common->hold_session_reqs = o->hold_session_reqs;
 	common->connect_timeout_ms = 5000;

@@ -40,6 +40,8 @@ struct loop_session;
  * Returns NULL with one line in ERR. */
 struct loop *loop_new(enum loop_kind kind, const struct loop_limits *lim, char *err,
 		      size_t errlen);
+/* The backend LOOP_AUTO would run in this process: "io_uring", or "epoll" with why in WHY. */
+const char *loop_probe(char *why, size_t whylen);
 /* Which backend runs, and why not io_uring when it is epoll under LOOP_AUTO ("" otherwise). */
 const char *loop_backend_name(const struct loop *l);
 const char *loop_fallback_why(const struct loop *l);

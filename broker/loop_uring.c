@@ -4,6 +4,7 @@
  * reads or writes a file, since io_uring's operations pass beside seccomp), and only then is
  * enabled; no further registration is allowed. */
 #include "broker/loop_backend.h"
+#include "broker/loop.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -142,4 +143,16 @@ int loop_uring_new(struct loop_backend **out, char *why, size_t whylen)
 	u->b = (struct loop_backend){ "io_uring", u_accept, u_readable, u_cancel, u_wait, u_free };
 	*out = &u->b;
 	return 0;
+}
+
+/* Here rather than in loop.c, so that `bulkhead doctor` asks without linking the proxy. */
+const char *loop_probe(char *why, size_t whylen)
+{
+	struct loop_backend *b;
+
+	if (loop_uring_new(&b, why, whylen) < 0)
+		return "epoll";
+	b->free(b);
+	why[0] = '\0';
+	return "io_uring";
 }

@@ -80,6 +80,7 @@ static void request_reset(struct conn *c)
 	c->resp_started = c->resp_done = c->has_body = 0;
 	c->connect_ok = c->serve_ca = c->head_seen = 0;
 	proxy_hold_end(c);
+	proxy_body_budget_end(c);
 	c->layer = c->outcome = c->decision = NULL;
 	c->have_target = 0;
 	c->secret_name[0] = c->approval_id[0] = 0;
@@ -455,6 +456,7 @@ void proxy_conn_free(struct conn *c)
 	proxy_rewrite_wipe(c);
 	secbuf_wipe(&c->body_buf);
 	proxy_hold_end(c);
+	proxy_body_budget_end(c);
 	scrub_free(&c->scrub);
 	OPENSSL_cleanse(c, sizeof(*c));
 	free(c);

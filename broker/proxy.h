@@ -46,6 +46,9 @@ struct proxy_config {
 	const char *session; /* session id in audit records */
 	/* What requests held for approval may take: this session's and the broker's. */
 	struct hold_budget *hold_session, *hold_total;
+	/* What bodies buffered whole may take (a request's re-measured body, a decoded answer):
+	 * this session's and the broker's (bytes only). */
+	struct hold_budget *buf_session, *buf_total;
 	int head_timeout_ms; /* a request's whole head must arrive within this */
 };
 

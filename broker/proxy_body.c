@@ -79,6 +79,8 @@ static int body_out(struct conn *c, const char *b, size_t n)
 					   : "with its secrets replaced");
 			return -1;
 		}
+		if (!c->hold && proxy_body_budget(c, n))
+			return -1;
 		secbuf_add(&c->body_buf, b, n);
 		if (c->body_buf.oom) {
 			proxy_fail(c, 503, "out of memory for the request body");
@@ -164,4 +166,26 @@ int proxy_body_finish(struct conn *c)
 fail:
 	proxy_fail(c, 502, "upstream %s stopped reading the request body", c->host);
 	return -1;
+}
+
+int proxy_body_budget(struct conn *c, size_t n)
+{
+	const char *which;
+
+	if (!hold_budget_take(c->cfg->buf_session, c->cfg->buf_total, n, 0, &which)) {
+		c->buf_taken += n;
+		return 0;
+	}
+	proxy_fail(c, 503, "the %s's budget for bodies buffered whole is spent; try again later",
+		   which);
+	c->outcome = AUDIT_OUTCOME_OVER_BUDGET;
+	return -1;
+}
+
+void proxy_body_budget_end(struct conn *c)
+{
+	if (!c->buf_taken)
+		return;
+	hold_budget_give(c->cfg->buf_session, c->cfg->buf_total, c->buf_taken, 0);
+	c->buf_taken = 0;
 }

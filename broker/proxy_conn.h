@@ -115,6 +115,8 @@ struct conn {
 	size_t hold_bytes; /* taken from the hold budgets (hold_budget.h) */
 	int hold_counted;  /* ... and the request itself */
 
+	size_t buf_taken; /* taken from the buffer budgets for this request (proxy_body.c) */
+
 	/* A compressed response being decoded (proxy_decode.c). */
 	struct proxy_decode *dec;
 };
@@ -192,6 +194,11 @@ void proxy_body_plan(struct conn *c, size_t n_inj);
 int proxy_body_feed(struct conn *c, const char *at, size_t len, int final);
 int proxy_body_finish(struct conn *c);
 int proxy_body_send_held(struct conn *c);
+/* N more bytes buffered whole for the current request: 0, or -1 with 503 recorded when the
+ * session's or the broker's budget for buffered bodies is spent. */
+int proxy_body_budget(struct conn *c, size_t n);
+/* The request is over: what it took goes back. */
+void proxy_body_budget_end(struct conn *c);
 /* proxy_hold.c: a request held whole for approval. */
 int proxy_hold_begin(struct conn *c);
 int proxy_hold_body(struct conn *c, const char *at, size_t len);

@@ -230,6 +230,8 @@ int proxy_decode_finish(struct conn *c)
 
 int proxy_decode_defer(struct conn *c, const void *b, size_t n)
 {
+	if (proxy_body_budget(c, n))
+		return -1;
 	secbuf_add(&c->dec->out, b, n);
 	return c->dec->out.oom ? -ENOMEM : 0;
 }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ struct broker_session {
 	pthread_mutex_t lock;	 /* guards refs */
 	unsigned refs;		 /* the session itself, and the loop until it lets go */
 	struct hold_budget hold; /* what this session's held requests take */
+	struct hold_budget buf;	 /* what its bodies buffered whole take */
 };
 
 int broker_session_id_ok(const char *id)
@@ -54,6 +56,7 @@ static void session_free(struct broker_session *s)
 	mitm_ca_free(s->cfg.mitm);
 	rules_free(&s->rules);
 	hold_budget_destroy(&s->hold);
+	hold_budget_destroy(&s->buf);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->audit_lock);
 	free(s);
@@ -126,6 +129,7 @@ struct broker_session *broker_session_start(const struct broker_common *common, 
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->audit_lock, NULL);
 	hold_budget_init(&s->hold, common->hold_session_bytes, common->hold_session_reqs);
+	hold_budget_init(&s->buf, common->buf_session_bytes, SIZE_MAX);
 	if (audit_path && audit_open(audit_path, &s->audit, err, errlen) < 0)
 		goto fail;
 	s->cfg = (struct proxy_config){
@@ -142,6 +146,8 @@ struct broker_session *broker_session_start(const struct broker_common *common, 
 		.approvals = common->approvals,
 		.hold_session = &s->hold,
 		.hold_total = common->hold_total,
+		.buf_session = &s->buf,
+		.buf_total = common->buf_total,
 		.head_timeout_ms = common->head_timeout_ms,
 	};
 	/* The session CA for CONNECT: made here, never written anywhere; the guest fetches its

@@ -30,6 +30,8 @@ struct broker_common {
 	struct approvals *approvals;		      /* requests held for a person, all sessions */
 	struct hold_budget *hold_total;		      /* what all sessions may hold */
 	size_t hold_session_bytes, hold_session_reqs; /* what each may */
+	struct hold_budget *buf_total; /* what bodies buffered whole may take, all sessions */
+	size_t buf_session_bytes;      /* ... and each */
 	int head_timeout_ms;			      /* a request head's deadline */
 	struct loop *loop; /* where every session's connections are accepted and wait */
 };

@@ -43,11 +43,14 @@ int cmd_broker(int argc, char **argv)
 			printf("usage: bulkhead broker [--control PATH] [--vault FILE] [--ca-file "
 			       "FILE] "
 			       "[--audit-dir DIR] [--quiet]\n"
+			       "       [--max-conns-total N] [--max-conns N] [--idle-timeout S] "
+			       "[--event-loop auto|uring|epoll]\n"
 			       "Runs the shared credential broker in the foreground. Sessions "
 			       "register with\n'bulkhead run --broker PATH --scope FILE' (or "
 			       "BULKHEAD_BROKER=PATH) and are\nrevoked when they end. Default "
 			       "control socket: <run directory>/broker.sock;\ndefault audit logs: "
-			       "~/.local/state/bulkhead/audit/<session>.log.\n");
+			       "~/.local/state/bulkhead/audit/<session>.log.\nEvery option of "
+			       "bulkhead-broker --help applies.\n");
 			return 0;
 		}
 		if (!strcmp(argv[i], "--control") && i + 1 < argc) {

@@ -4,6 +4,7 @@
  * `auto` picks. Each part finds its facts as JSON and says them as text lines read from that
  * same object, so `doctor` and `doctor --json` cannot disagree. */
 #include "cli/doctor.h"
+#include "broker/loop.h"
 
 #include "cli/engine.h"
 #include "cli/kvm_probe.h"
@@ -265,6 +266,25 @@ static void engine_say(const json_t *f)
 	printf("engine auto: %s (%s)\n", doctor_str(e, "engine", "none"), doctor_str(e, "why", ""));
 }
 
+/* --- the broker's connection loop ------------------------------------------------------- */
+
+static void broker_loop_find(json_t *f)
+{
+	char why[160];
+	const char *backend = loop_probe(why, sizeof(why));
+	json_object_set_new(f, "broker_event_loop",
+			    json_pack("{s:s, s:s?}", "backend", backend, "why",
+				      why[0] ? why : NULL));
+}
+
+static void broker_loop_say(const json_t *f)
+{
+	const json_t *l = json_object_get(f, "broker_event_loop");
+	const char *why = doctor_str(l, "why", NULL);
+	printf("broker event loop: %s%s%s%s\n", doctor_str(l, "backend", ""),
+	       why ? " (io_uring unavailable: " : "", why ? why : "", why ? ")" : "");
+}
+
 /* In the order of the text; each part's facts are said as soon as they are found. */
 static const struct doctor_part {
 	void (*find)(json_t *facts);
@@ -272,7 +292,7 @@ static const struct doctor_part {
 } doctor_parts[] = {
 	{ kvm_find, kvm_say },	     { qemu_find, qemu_say },
 	{ files_find, files_say },   { doctor_jail_find, doctor_jail_say },
-	{ engine_find, engine_say },
+	{ engine_find, engine_say }, { broker_loop_find, broker_loop_say },
 };
 
 int cmd_doctor(int argc, char **argv)

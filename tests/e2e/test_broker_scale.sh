@@ -12,6 +12,8 @@
 #  - Idle deadline: a silent connection, and one idle after a request, get 408 once
 #    --idle-timeout passes, recorded idle_timeout.
 #  - A session that ends closes its idle connections.
+#  - Bodies buffered whole: past a session's or the broker's budget a request is answered 503
+#    naming it, audited over_budget; what a request took comes back at its end.
 #  - At a descriptor limit of 200 (hard), the broker's bound follows it: 300 connections
 #    are answered, the broker stays up and serves another session.
 . "$(dirname "$0")/lib.sh"
@@ -158,9 +160,10 @@ for be in $backends; do
 	fi
 
 	# --- a session that ends closes its idle connections ----------------------------------
-	python3 - "$D/$be/b.sock" > "$D/$be/end.out" << 'PY' &
+	python3 - "$D/$be/b.sock" "$D/$be/end.ready" > "$D/$be/end.out" << 'PY' &
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
+open(sys.argv[2], "w").close()
 t = time.monotonic()
 try:
     print("closed" if s.recv(100) == b"" else "data", round(time.monotonic() - t, 1))
@@ -168,7 +171,8 @@ except OSError as e:
     print("error", e)
 PY
 	endpid=$!
-	sleep 0.5
+	i=0; while [ ! -e "$D/$be/end.ready" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	sleep 0.2 # the loop has parked it
 	kill "$b_holder" 2> /dev/null # session b's registration ends
 	wait "$endpid"
 	case $(cat "$D/$be/end.out") in
@@ -177,6 +181,36 @@ PY
 	esac
 	kill "$be_pid" 2> /dev/null
 done
+
+# --- budgets for bodies buffered whole ------------------------------------------------------
+start buf --buffer-limit-session 100000 --buffer-limit-total 150000
+register buf s1
+register buf s2
+register buf s3
+out=$($CONNS buffer "$D/buf/s1.sock" "$D/buf/s2.sock" "$D/buf/s3.sock" "$PORT")
+case $(field "$out" session_over) in
+"HTTP/1.1 503 Service Unavailable | bulkhead: the session's budget for bodies buffered whole is spent"*)
+	ok "a body past the session's buffer budget: 503 at once, naming it" ;;
+*) not_ok "session buffer budget" "$out" ;;
+esac
+case $(field "$out" broker_over) in
+"HTTP/1.1 503 Service Unavailable | bulkhead: the broker's budget for bodies buffered whole is spent"*)
+	ok "a body past the broker's buffer budget (another session's): 503, naming it" ;;
+*) not_ok "broker buffer budget" "$out" ;;
+esac
+if [ "$(field "$out" held_done)" = "HTTP/1.1 200 OK" ] &&
+	[ "$(field "$out" after)" = "HTTP/1.1 200 OK | " ]; then
+	ok "the bodies within budget are served, and what they took comes back"
+else
+	not_ok "budget given back" "$out"
+fi
+if grep -q '"status":503.*"outcome":"over_budget"' "$D/buf/audit/s1.log" &&
+	grep -q '"status":503.*"outcome":"over_budget"' "$D/buf/audit/s3.log"; then
+	ok "both refusals audited over_budget"
+else
+	not_ok "buffer refusals audited" "$(cat "$D/buf/audit/s1.log" "$D/buf/audit/s3.log")"
+fi
+kill "$bpid" 2> /dev/null
 
 # --- a hard descriptor limit of 200 --------------------------------------------------------
 (ulimit -n 200 && exec "$BROKER" --control "$D/fd.sock" --secrets-file "$D/secrets.json" \

@@ -7,6 +7,8 @@ tests/e2e/test_broker_scale.sh. Prints one JSON object; asserts nothing itself.
                               while they stay open; then which of A's were closed, and how
   idle SOCK PORT              a silent connection and one idle after a request: when and how
                               each was closed
+  buffer S1 S2 S3 PORT        bodies buffered whole (60000-byte POSTs toward a secret's
+                              destination) held part-sent on S1 and S2 while others ask
   hold SOCK N                 N silent connections, held until stdin closes; prints how many
                               were kept once they are all open
 """
@@ -105,6 +107,58 @@ def idle(path, port):
     print(json.dumps(out))
 
 
+def post_head(port, length):
+    return (b"POST http://localhost:%d/buffer HTTP/1.1\r\nHost: localhost:%d\r\n"
+            b"Content-Length: %d\r\n\r\n" % (port, port, length))
+
+
+def whole_post(path, port):
+    s = connect(path)
+    s.sendall(post_head(port, 60000) + b"x" * 60000)
+    s.settimeout(10)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            if b"\r\n\r\n" in data and (b" 503 " in data.split(b"\r\n")[0] or
+                                          len(data) > 60000):
+                break
+    except OSError:
+        pass
+    text = data.decode(errors="replace")
+    return text.split("\r\n")[0] + " | " + (text.split("\r\n\r\n", 1)[-1][:200].strip()
+                                            if " 503 " in text.split("\r\n")[0] else "")
+
+
+def buffer(s1, s2, s3, port):
+    held1 = connect(s1)
+    held1.sendall(post_head(port, 60000) + b"x" * 50000)
+    held2 = connect(s2)
+    held2.sendall(post_head(port, 60000) + b"x" * 50000)
+    time.sleep(0.5)
+    out = {"session_over": whole_post(s1, port), "broker_over": whole_post(s3, port)}
+    held1.sendall(b"x" * 10000)
+    held1.settimeout(10)
+    out["held_done"] = request_status(held1)
+    held2.close()
+    time.sleep(0.3)
+    out["after"] = whole_post(s1, port)
+    print(json.dumps(out))
+
+
+def request_status(s):
+    data = b""
+    while b"\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\r\n")[0].decode(errors="replace")
+
+
 def hold(path, n):
     socks = []
     for _ in range(n):
@@ -124,6 +178,8 @@ def main():
         fair(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     elif mode == "idle":
         idle(sys.argv[2], int(sys.argv[3]))
+    elif mode == "buffer":
+        buffer(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
     elif mode == "hold":
         hold(sys.argv[2], int(sys.argv[3]))
     else:
