@@ -44,6 +44,8 @@ static void usage(FILE *f)
 		"                       the session furthest over its own\n"
 		"  --idle-timeout S     seconds a connection may wait between requests (default "
 		"60)\n"
+		"  --max-active N       a session's connections served at once, each with a\n"
+		"                       thread; its others wait their turn (default 64)\n"
 		"  --event-loop KIND    auto (io_uring, else epoll), uring or epoll\n"
 		"  --buffer-limit-session BYTES\n"
 		"                       what one session's bodies buffered whole (a request's\n"
@@ -135,6 +137,13 @@ static int take(int o, struct broker_cmdline *c)
 			return 2;
 		}
 		break;
+	case 'W':
+		c->max_active = strtol(optarg, &end, 10);
+		if (*end || end == optarg || c->max_active < 1 || c->max_active > 1024) {
+			fprintf(stderr, "bulkhead-broker: --max-active: 1 to 1024\n");
+			return 2;
+		}
+		break;
 	case 'I':
 		c->idle_timeout_s = strtol(optarg, &end, 10);
 		if (*end || end == optarg || c->idle_timeout_s < 1 || c->idle_timeout_s > 86400) {
@@ -205,6 +214,7 @@ int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c)
 		{ "max-conns", required_argument, NULL, 'M' },
 		{ "max-conns-total", required_argument, NULL, 'N' },
 		{ "idle-timeout", required_argument, NULL, 'I' },
+		{ "max-active", required_argument, NULL, 'W' },
 		{ "event-loop", required_argument, NULL, 'E' },
 		{ "buffer-limit-session", required_argument, NULL, 'u' },
 		{ "buffer-limit-total", required_argument, NULL, 'U' },
@@ -222,6 +232,7 @@ int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c)
 		.head_timeout_s = 20,
 		.max_conns = BROKER_SESSION_MAX_CONNS,
 		.idle_timeout_s = 60,
+		.max_active = 64,
 		.event_loop = "auto",
 		.buf_session_bytes = (size_t)64 << 20,
 		.buf_total_bytes = (size_t)512 << 20,

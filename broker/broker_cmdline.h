@@ -16,7 +16,7 @@ struct broker_cmdline {
 	const char *vault_path, *key_file, *secrets_path, *ca, *policy_path;
 	long io_timeout_s, head_timeout_s, max_conns;
 	/* The connection loop (loop.h): its backend and bounds. */
-	long max_conns_total, idle_timeout_s;
+	long max_conns_total, idle_timeout_s, max_active;
 	const char *event_loop; /* "auto", "uring" or "epoll" */
 	/* Budgets for requests held for approval (hold_budget.h). */
 	size_t hold_session_bytes, hold_session_reqs, hold_total_bytes, hold_total_reqs;

@@ -202,6 +202,7 @@ static int load(const struct broker_cmdline *o, struct broker_common *common, st
 	struct loop_limits lim = {
 		.max_total = (unsigned)o->max_conns_total,
 		.max_session = (unsigned)o->max_conns,
+		.max_active = (unsigned)o->max_active,
 		.idle_timeout_ms = (int)o->idle_timeout_s * 1000,
 		.linger_ms = LINGER_MS,
 	};
@@ -303,10 +304,11 @@ int main(int argc, char **argv)
 		return rc;
 	const char *why = loop_fallback_why(common.loop);
 	fprintf(stderr,
-		"bulkhead-broker: event loop: %s%s%s%s; at most %u connections, %ld per session, "
-		"idle %ld s\n",
+		"bulkhead-broker: event loop: %s%s%s%s; at most %u connections, %ld per session "
+		"(%ld served at once), idle %ld s\n",
 		loop_backend_name(common.loop), why[0] ? " (io_uring unavailable: " : "", why,
-		why[0] ? ")" : "", loop_max_total(common.loop), o.max_conns, o.idle_timeout_s);
+		why[0] ? ")" : "", loop_max_total(common.loop), o.max_conns, o.max_active,
+		o.idle_timeout_s);
 	if (o.control && !o.rules_path) {
 		/* The shared broker: sessions register over the control socket. */
 		control_serve(o.control, &common, o.audit_dir, 1, err, sizeof(err));

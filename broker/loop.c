@@ -30,7 +30,7 @@
 #define SWEEP_MS	  250 /* how often idle deadlines are looked at */
 
 enum { IT_WAKE, IT_LISTENER, IT_CONN };		   /* what a tag points at */
-enum { C_PARKED, C_ACTIVE, C_CLOSING };		   /* a connection's state */
+enum { C_PARKED, C_WAITING, C_ACTIVE, C_CLOSING }; /* a connection's state */
 enum { M_NONE, M_PARK, M_DONE };		   /* a worker's word about a connection */
 
 struct lconn {
@@ -41,7 +41,7 @@ struct lconn {
 	struct conn *pc; /* its proxy state while parked, when it has any (a tunnel's TLS) */
 	int64_t parked_ms;
 	struct lconn *prev, *next; /* in its session's list, oldest first */
-	struct lconn *qnext;	   /* in the work queue or the loop's inbox */
+	struct lconn *qnext; /* in the work queue, the loop's inbox or its session's turn */
 };
 
 struct loop_session {
@@ -49,7 +49,9 @@ struct loop_session {
 	struct loop *l;
 	struct loop_client cl;
 	int lfd, accepting, ended, paused;
-	unsigned count; /* connections open, closing ones not counted */
+	unsigned count;		  /* connections open, closing ones not counted */
+	unsigned active;	  /* ... of which a worker serves */
+	struct lconn *turn, *turn_tail; /* readable ones waiting for a worker (C_WAITING) */
 	unsigned long next_id;
 	struct lconn *head, *tail;
 	int64_t log_ms; /* the last host log line (one a second at most) */
@@ -162,6 +164,16 @@ static void destroy(struct lconn *c)
 	struct loop_session *ls = c->ls;
 
 	uncount(c);
+	if (c->state == C_WAITING) {
+		struct lconn **p = &ls->turn;
+
+		while (*p != c)
+			p = &(*p)->qnext;
+		*p = c->qnext;
+		if (ls->turn_tail == c)
+			for (ls->turn_tail = ls->turn; ls->turn_tail && ls->turn_tail->qnext;)
+				ls->turn_tail = ls->turn_tail->qnext;
+	}
 	proxy_conn_free(c->pc);
 	close(c->fd);
 	if (c->prev)
@@ -173,6 +185,14 @@ static void destroy(struct lconn *c)
 	else
 		ls->tail = c->prev;
 	free(c);
+}
+
+/* ... and the session let go of when that was the last of an ended one. */
+static void destroy_last(struct lconn *c)
+{
+	struct loop_session *ls = c->ls;
+
+	destroy(c);
 	maybe_release(ls);
 }
 
@@ -215,6 +235,7 @@ static void activate(struct lconn *c)
 	int spawn;
 
 	c->state = C_ACTIVE;
+	c->ls->active++;
 	pthread_mutex_lock(&l->wq_lock);
 	c->qnext = NULL;
 	if (l->wq_tail)
@@ -368,17 +389,43 @@ static void on_accept(struct loop_session *ls, int res)
 static void on_readable(struct lconn *c, int res)
 {
 	if (c->state == C_CLOSING || res < 0) {
-		destroy(c);
+		destroy_last(c);
 		return;
 	}
 	if (c->ls->ended) {
-		destroy(c);
+		destroy_last(c);
 		return;
 	}
 	if ((res & (POLLHUP | POLLERR)) && !(res & POLLIN)) {
-		destroy(c); /* the guest closed a connection it was not using */
+		destroy_last(c); /* the guest closed a connection it was not using */
 		return;
 	}
+	if (c->ls->active < c->ls->l->lim.max_active) {
+		activate(c);
+		return;
+	}
+	/* The session's workers are all busy: this one waits for one of them, so a session
+	 * that keeps many connections busy takes more time, never more threads. */
+	c->state = C_WAITING;
+	c->qnext = NULL;
+	if (c->ls->turn_tail)
+		c->ls->turn_tail->qnext = c;
+	else
+		c->ls->turn = c;
+	c->ls->turn_tail = c;
+}
+
+/* A worker let go of one of LS's connections: the next one waiting takes its place. */
+static void next_turn(struct loop_session *ls)
+{
+	struct lconn *c = ls->turn;
+
+	ls->active--;
+	if (!c || ls->ended || ls->active >= ls->l->lim.max_active)
+		return;
+	ls->turn = c->qnext;
+	if (!ls->turn)
+		ls->turn_tail = NULL;
 	activate(c);
 }
 
@@ -450,6 +497,8 @@ static void session_end(struct loop_session *ls)
 		next = c->next;
 		if (c->state == C_PARKED)
 			close_parked(c, 0, NULL, NULL);
+		else if (c->state == C_WAITING)
+			destroy(c);
 		else if (c->state == C_ACTIVE)
 			shutdown(c->fd, SHUT_RDWR); /* its worker returns soon */
 	}
@@ -488,11 +537,14 @@ static void drain_inbox(struct loop *l)
 			session_end(s);
 	}
 	for (; c; c = cn) {
+		struct loop_session *ls = c->ls;
+
 		cn = c->qnext;
-		if (c->msg == M_PARK && !c->ls->ended)
+		next_turn(ls); /* before destroy(), which may free LS */
+		if (c->msg == M_PARK && !ls->ended)
 			park(c);
 		else
-			destroy(c);
+			destroy_last(c);
 	}
 }
 

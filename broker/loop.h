@@ -18,6 +18,8 @@ enum loop_kind { LOOP_AUTO, LOOP_URING, LOOP_EPOLL };
 struct loop_limits {
 	unsigned max_total;   /* connections open at once, all sessions; 0: from RLIMIT_NOFILE */
 	unsigned max_session; /* ... and per session */
+	unsigned max_active;  /* a session's connections served at once (each holds a thread);
+			       * its other readable ones wait their turn */
 	int idle_timeout_ms;  /* a connection silent between requests is closed after this */
 	int linger_ms; /* a worker keeps a silent connection this long before the loop takes it */
 };

@@ -110,7 +110,8 @@ struct conn {
 	int hold, hold_needs_body;
 	int req_https;	      /* the current request asked for https */
 	EVP_MD_CTX *hold_md;  /* SHA-256 of the request as received */
-	char hold_raw[65536]; /* the body's first bytes as the guest sent them */
+	char *hold_raw; /* the body's first PROXY_HOLD_RAW bytes as the guest sent them (while
+			 * held: an idle connection does not carry it) */
 	size_t hold_raw_n;
 	size_t hold_bytes; /* taken from the hold budgets (hold_budget.h) */
 	int hold_counted;  /* ... and the request itself */
@@ -130,6 +131,7 @@ enum { BODY_NONE, BODY_STREAM, BODY_CHUNKED, BODY_BUFFER };
 #define PROXY_BODY_BUFFER    65536	/* Content-Length bodies held to be re-measured */
 #define PROXY_BODY_GROWN_MAX (1 << 20)	/* ... and what they may grow to with secrets */
 #define PROXY_HOLD_MAX	     (64 << 20) /* a body held for approval */
+#define PROXY_HOLD_RAW	     65536	/* ... of which its first bytes are read for git refs */
 
 /* A compressed response is decoded and held whole: at most this much, decoded. */
 #define PROXY_DECODED_MAX (8 << 20)

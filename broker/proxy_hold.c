@@ -46,6 +46,11 @@ int proxy_hold_begin(struct conn *c)
 		return -1;
 
 	c->hold_raw_n = 0;
+	c->hold_raw = malloc(PROXY_HOLD_RAW);
+	if (!c->hold_raw) {
+		proxy_fail(c, 503, "out of memory to hold the request");
+		return -1;
+	}
 	c->hold_md = EVP_MD_CTX_new();
 	if (c->hold_md && EVP_DigestInit_ex(c->hold_md, EVP_sha256(), NULL) != 1) {
 		EVP_MD_CTX_free(c->hold_md);
@@ -68,7 +73,7 @@ int proxy_hold_begin(struct conn *c)
 
 int proxy_hold_body(struct conn *c, const char *at, size_t len)
 {
-	size_t room = sizeof(c->hold_raw) - c->hold_raw_n, k = len < room ? len : room;
+	size_t room = PROXY_HOLD_RAW - c->hold_raw_n, k = len < room ? len : room;
 
 	if (take(c, len, 0))
 		return -1;
@@ -91,6 +96,8 @@ void proxy_hold_end(struct conn *c)
 	EVP_MD_CTX_free(c->hold_md);
 	c->hold_md = NULL;
 	c->hold = c->hold_needs_body = 0;
+	free(c->hold_raw);
+	c->hold_raw = NULL;
 	c->hold_raw_n = 0;
 }
 

@@ -9,6 +9,8 @@
 #    audited over_limit) does not keep another session out: that one's request is served
 #    within 5 s by closing one of the first session's idle connections (answered 503, audited
 #    evicted).
+#  - Busy connections: a session keeping 30 connections busy (heads half sent) holds at most
+#    --max-active workers; another session is served meanwhile.
 #  - Idle deadline: a silent connection, and one idle after a request, get 408 once
 #    --idle-timeout passes, recorded idle_timeout.
 #  - A session that ends closes its idle connections.
@@ -141,6 +143,27 @@ for be in $backends; do
 		not_ok "$be: idle connections hold no thread" "$(cat "$D/$be-many/hold.out")" "threads: $t"
 	fi
 	kill "$bpid" "$hold_in" 2> /dev/null
+
+	# 30 busy connections of one session hold --max-active (2) threads, not 30.
+	start "$be-busy" --event-loop "$be" --max-active 2 --head-timeout 60
+	register "$be-busy" x
+	register "$be-busy" y
+	mkfifo "$D/$be-busy/in"
+	$CONNS busy "$D/$be-busy/x.sock" 30 "$PORT" < "$D/$be-busy/in" > "$D/$be-busy/busy.out" &
+	pids="$pids $!"
+	sleep 600 > "$D/$be-busy/in" &
+	busy_in=$!
+	pids="$pids $busy_in"
+	i=0; while [ ! -s "$D/$be-busy/busy.out" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+	t=$(threads "$bpid")
+	printf 'GET http://localhost:%s/y HTTP/1.1\r\nConnection: close\r\n\r\n' "$PORT" |
+		timeout 10 "$CLIENT" raw "$D/$be-busy/y.sock" > "$D/$be-busy/y.out"
+	if [ "$(head -n 1 "$D/$be-busy/y.out" | tr -d '\r')" = "HTTP/1.1 200 OK" ] && [ "$t" -le 8 ]; then
+		ok "$be: 30 busy connections of a session hold $t threads (--max-active 2); another session is served"
+	else
+		not_ok "$be: busy connections bounded by --max-active" "threads: $t" "$(head -n 1 "$D/$be-busy/y.out")"
+	fi
+	kill "$bpid" "$busy_in" 2> /dev/null
 
 	# --- the idle deadline ----------------------------------------------------------------
 	out=$($CONNS idle "$D/$be/b.sock" "$PORT")

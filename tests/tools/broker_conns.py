@@ -9,6 +9,8 @@ tests/e2e/test_broker_scale.sh. Prints one JSON object; asserts nothing itself.
                               each was closed
   buffer S1 S2 S3 PORT        bodies buffered whole (60000-byte POSTs toward a secret's
                               destination) held part-sent on S1 and S2 while others ask
+  busy SOCK N PORT            N connections each sending half a request head, held until
+                              stdin closes; prints once they are all sent
   hold SOCK N                 N silent connections, held until stdin closes; prints how many
                               were kept once they are all open
 """
@@ -159,6 +161,17 @@ def request_status(s):
     return data.split(b"\r\n")[0].decode(errors="replace")
 
 
+def busy(path, n, port):
+    socks = []
+    for _ in range(n):
+        s = connect(path)
+        s.sendall(b"GET http://localhost:%d/busy HTTP/1.1\r\nHost: local" % port)
+        socks.append(s)
+    time.sleep(0.5)
+    print(json.dumps({"busy": len(socks)}), flush=True)
+    sys.stdin.read()
+
+
 def hold(path, n):
     socks = []
     for _ in range(n):
@@ -180,6 +193,8 @@ def main():
         idle(sys.argv[2], int(sys.argv[3]))
     elif mode == "buffer":
         buffer(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    elif mode == "busy":
+        busy(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif mode == "hold":
         hold(sys.argv[2], int(sys.argv[3]))
     else:
