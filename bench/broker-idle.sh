@@ -168,8 +168,9 @@ report() {
 			v(si, "connect_failed") + v(si, "skipped") + v(si, "lost"))
 		rk = row("keep-alive, idle", ka, v(ka, "open"),
 			v(ka, "failed") + v(ka, "closed_after") + v(ka, "lost"))
-		printf "  (lost: not connected, refused, closed or failed in that phase; KiB/conn: RSS" \
-			" above \"before\" per open connection)\n"
+		printf "  (open: connected, as the client sees it (one the broker never accepts counts" \
+			" until a request on it fails); lost: not connected, refused, closed or failed in" \
+			" that phase; KiB/conn: RSS above \"before\" per open connection)\n"
 		printf "  silent: %s asked, %s connected (%s connect failures, %s not tried on a" \
 			" stalled socket), %s closed or answered by the broker after connecting\n",
 			v(si, "asked"), v(si, "opened"), v(si, "connect_failed"), v(si, "skipped"),

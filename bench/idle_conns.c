@@ -24,9 +24,11 @@
 #include <signal.h>
 
 #define IDLE_IO_TIMEOUT_S 10 /* connect (a full backlog) and each response */
-#define IDLE_THREADS	  8  /* phase 2: requests on the held connections, this many at once */
-#define IDLE_MAX_SOCKETS  4096
-#define IDLE_REQ_MAX	  2048
+/* Phase 3 goes one session after another: a broker that serves none still ends in minutes. */
+#define IDLE_SESSION_TIMEOUT_S 3
+#define IDLE_THREADS	       64 /* phase 2: requests on the held connections, this many at once */
+#define IDLE_MAX_SOCKETS       4096
+#define IDLE_REQ_MAX	       2048
 
 static const char *sockets[IDLE_MAX_SOCKETS];
 static int nsock, broker_pid, *fds, nfds;
@@ -62,13 +64,45 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* The broker's open descriptors, or -1. */
+static long broker_fds(void)
+{
+	char path[64];
+	long nfd = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", broker_pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	for (struct dirent *e; (e = readdir(d));)
+		nfd += e->d_name[0] != '.';
+	closedir(d);
+	return nfd;
+}
+
+/* Waits until the broker has taken what was sent: its descriptors unchanged for a second (it
+ * accepts, and opens upstreams, behind the client), at least settle_ms, at most a minute. */
+static void settle(int settle_ms)
+{
+	long last = -2, same = 0;
+
+	usleep((useconds_t)settle_ms * 1000);
+	for (int i = 0; i < 240 && same < 4; i++) {
+		long n = broker_fds();
+
+		same = n == last ? same + 1 : 0;
+		last = n;
+		usleep(250000);
+	}
+}
+
 /* VmRSS, Threads and the open descriptors of the broker, as " rss_kib=.. threads=.. fds=..". */
 static void print_broker(void)
 {
 	char path[64], line[256];
-	long rss = -1, threads = -1, nfd = 0;
+	long rss = -1, threads = -1;
 	FILE *f;
-	DIR *d;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", broker_pid);
 	f = fopen(path, "r");
@@ -78,20 +112,14 @@ static void print_broker(void)
 	}
 	if (f)
 		fclose(f);
-	snprintf(path, sizeof(path), "/proc/%d/fd", broker_pid);
-	d = opendir(path);
-	for (struct dirent *e; d && (e = readdir(d));)
-		nfd += e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	printf(" rss_kib=%ld threads=%ld fds=%ld\n", rss, threads, d ? nfd : -1L);
+	printf(" rss_kib=%ld threads=%ld fds=%ld\n", rss, threads, broker_fds());
 	fflush(stdout);
 }
 
-static int unix_connect(const char *path)
+static int unix_connect(const char *path, int timeout_s)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = IDLE_IO_TIMEOUT_S };
+	struct timeval tv = { .tv_sec = timeout_s };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
@@ -247,7 +275,7 @@ static void open_silent(int n, int settle_ms)
 			skipped++;
 			continue;
 		}
-		fd = unix_connect(sockets[s]);
+		fd = unix_connect(sockets[s], IDLE_IO_TIMEOUT_S);
 		if (fd < 0) {
 			note_why("connect to %s: %s", sockets[s], strerror(errno));
 			stalled[s] = errno == EAGAIN;
@@ -256,7 +284,7 @@ static void open_silent(int n, int settle_ms)
 		}
 		fds[nfds++] = fd;
 	}
-	usleep((useconds_t)settle_ms * 1000);
+	settle(settle_ms);
 	lost = sweep();
 	printf("silent asked=%d opened=%d connect_failed=%ld skipped=%ld lost=%ld open=%ld", n,
 	       nfds, failed, skipped, lost, nfds - lost);
@@ -279,7 +307,7 @@ static void keepalive_all(int settle_ms)
 		}
 	for (int i = 0; i < IDLE_THREADS; i++)
 		pthread_join(t[i], NULL);
-	usleep((useconds_t)settle_ms * 1000);
+	settle(settle_ms);
 	lost = sweep();
 	printf("keepalive asked=%d ok=%ld failed=%ld closed_after=%ld lost=%ld open=%ld", open,
 	       atomic_load(&n_ok), atomic_load(&n_failed), atomic_load(&n_closed), lost,
@@ -304,7 +332,7 @@ static void one_per_session(void)
 
 	for (int s = 0; s < nsock; s++) {
 		uint64_t t0 = now_ns();
-		int fd = unix_connect(sockets[s]);
+		int fd = unix_connect(sockets[s], IDLE_SESSION_TIMEOUT_S);
 
 		if (fd < 0) {
 			note_why("connect to %s: %s", sockets[s], strerror(errno));
