@@ -250,6 +250,7 @@ echo "(latency in ms; add: broker minus direct; ratio: broker/direct req/s; brk 
 echo "time per request in microseconds, set-up included)"
 
 # The goals of issue 19, measured vs goal, per loop, mode and keep-alive; never asserted.
+# shellcheck disable=SC2086 # CONNS: a list, one number per line
 lo=$(printf '%s\n' $CONNS | sort -n | head -n 1)
 awk -v lo="$lo" '
 function verdict(ok) { return ok ? "met" : "NOT met" }
