@@ -32,10 +32,21 @@ bench: bench-vmm
 $(BUILD)/bench/http-load: $(OBJ)/bench/http_load_main.o $(OBJ)/bench/http_load.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto -lpthread
-bench-broker: $(BUILD)/bench/http-load $(BIN)/bulkhead-broker $(BUILD)/tests/https-echo
+bench-broker: $(BUILD)/bench/http-load $(BIN)/bulkhead-broker $(BUILD)/tests/https-echo \
+  $(BUILD)/tests/proxy-client
 	@BUILD=$(BUILD) sh bench/broker-overhead.sh
 bench: bench-broker
 .PHONY: bench-broker
+# bench/broker-idle.sh: a shared broker's memory and threads with many idle guest connections
+# (bench/idle_conns.c holds them), and whether every session is still served meanwhile.
+$(BUILD)/bench/idle-conns: $(OBJ)/bench/idle_conns.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lpthread
+bench-broker-idle: $(BUILD)/bench/idle-conns $(BIN)/bulkhead-broker $(BUILD)/tests/https-echo \
+  $(BUILD)/tests/proxy-client
+	@BUILD=$(BUILD) sh bench/broker-idle.sh
+bench: bench-broker-idle
+.PHONY: bench-broker-idle
 # bench-vsock (vsock/vsock.mk) runs its guest side in a real session: bulkhead, kernel, images.
 bench-vsock: all
 # bench/nested.sh: inside L1, a KVM host with hardware semantics made under QEMU TCG

@@ -18,9 +18,11 @@
 /* What every connection does; set once in main(). */
 struct load_cfg {
 	const char *sock; /* --proxy-unix: the broker's socket */
-	char host[256];	  /* --direct: where to connect, the name TLS verifies */
+	char host[256]; /* --direct: where to connect; --direct, --connect: the name TLS verifies */
 	char port[8];
-	SSL_CTX *tls;	/* --direct only */
+	SSL_CTX *tls;	/* --direct and --connect */
+	int tunnel;	/* --connect: CONNECT host:port, then TLS inside against the session CA */
+	int keepalive;	/* 0 (--no-keepalive): a new connection (and handshake) per request */
 	char req[1200]; /* the request, identical every time */
 	size_t req_len;
 	const char *expect; /* --expect: the body must contain this */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* bench/http_load_main.c: http-load, a keep-alive HTTP/1.1 GET load generator for the broker
- * benchmark — straight to an HTTPS upstream (verified TLS) or as a guest would, through the
- * broker's Unix socket with absolute-form requests. Prints latency percentiles and requests/s;
- * any response that is not 200 with the expected body ends the run with a non-zero exit. Here:
- * the options, the run (http_load.c's workers) and the report. */
+/* bench/http_load_main.c: http-load, an HTTP/1.1 GET load generator for the broker benchmark,
+ * keep-alive or a new connection per request — straight to an HTTPS upstream (verified TLS) or
+ * as a guest would, through the broker's Unix socket: absolute-form requests, or CONNECT and
+ * verified TLS to the broker's leaf (the session CA) with origin-form requests inside. Prints
+ * latency percentiles and requests/s; any response that is not 200 with the expected body ends the
+ * run with a non-zero exit. Here: the options, the run (http_load.c's workers) and the report. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -60,7 +61,11 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: http-load --direct https://HOST:PORT/PATH --ca-file CA [options]\n"
 		"       http-load --proxy-unix SOCK --url http://HOST:PORT/PATH [options]\n"
-		"  -c CONNS          concurrent keep-alive connections, one thread each (1)\n"
+		"       http-load --proxy-unix SOCK --connect --url https://HOST:PORT/PATH\n"
+		"                 --ca-file SESSION-CA [options]\n"
+		"  -c CONNS          concurrent connections, one thread each (1)\n"
+		"  -k, --no-keepalive  a new connection (TLS, CONNECT) per request, with\n"
+		"                    Connection: close; its set-up is in the request's latency\n"
 		"  -n REQUESTS       measured requests over all connections (5000)\n"
 		"  -d SECONDS        or: measure for this long\n"
 		"  -w WARMUP         unmeasured requests per connection first (100)\n"
@@ -74,7 +79,7 @@ static void usage(FILE *f)
 /* What main() was asked for beyond the connections' common settings (L). */
 struct load_args {
 	const char *direct, *ca, *url, *label;
-	int conns, json;
+	int conns, json, connect;
 };
 
 /* The options into L and A. Returns -1 to go on, or the status to exit with. */
@@ -89,6 +94,8 @@ static int parse_args(int argc, char **argv, struct load_args *a)
 		{ "expect", required_argument, NULL, 'E' },
 		{ "label", required_argument, NULL, 'L' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "connect", no_argument, NULL, 'T' },
+		{ "no-keepalive", no_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -97,8 +104,9 @@ static int parse_args(int argc, char **argv, struct load_args *a)
 
 	L.total = 5000;
 	L.warmup = 100;
+	L.keepalive = 1;
 	*a = (struct load_args){ .conns = 1 };
-	while (!bad && (o = getopt_long(argc, argv, "c:n:d:w:h", opts, NULL)) != -1) {
+	while (!bad && (o = getopt_long(argc, argv, "c:n:d:w:kh", opts, NULL)) != -1) {
 		switch (o) {
 		case 'D':
 			a->direct = optarg;
@@ -125,6 +133,12 @@ static int parse_args(int argc, char **argv, struct load_args *a)
 		case 'J':
 			a->json = 1;
 			break;
+		case 'T':
+			a->connect = L.tunnel = 1;
+			break;
+		case 'k':
+			L.keepalive = 0;
+			break;
 		case 'c':
 			a->conns = (int)strtol(optarg, &end, 10);
 			bad = *end || a->conns < 1 || a->conns > 1000;
@@ -150,12 +164,13 @@ static int parse_args(int argc, char **argv, struct load_args *a)
 		}
 	}
 	if (bad || optind != argc || (!a->direct) == (!L.sock) ||
-	    (a->direct && (!a->ca || a->url)) || (L.sock && !a->url)) {
+	    (a->direct && (!a->ca || a->url || a->connect)) || (L.sock && !a->url) ||
+	    (L.sock && (!a->ca) != !a->connect)) {
 		usage(stderr);
 		return 2;
 	}
 	if (!a->label)
-		a->label = a->direct ? "direct" : "proxy";
+		a->label = a->direct ? "direct" : a->connect ? "connect" : "proxy";
 	return -1;
 }
 
@@ -163,16 +178,16 @@ static int parse_args(int argc, char **argv, struct load_args *a)
  * -1 to go on, or the status to exit with. */
 static int build_request(const struct load_args *a)
 {
-	const char *path;
+	const char *path, *url = a->direct ? a->direct : a->url;
+	const char *scheme = a->direct || a->connect ? "https" : "http";
+	const char *close = L.keepalive ? "" : "Connection: close\r\n";
 
-	if (a->direct) {
-		if (parse_url(a->direct, "https", L.host, sizeof(L.host), L.port, sizeof(L.port),
-			      &path)) {
-			fprintf(stderr,
-				"http-load: --direct wants https://HOST[:PORT]/PATH, not %s\n",
-				a->direct);
-			return 2;
-		}
+	if (parse_url(url, scheme, L.host, sizeof(L.host), L.port, sizeof(L.port), &path)) {
+		fprintf(stderr, "http-load: %s wants %s://HOST[:PORT]/PATH, not %s\n",
+			a->direct ? "--direct" : "--url", scheme, url);
+		return 2;
+	}
+	if (a->ca) {
 		L.tls = SSL_CTX_new(TLS_client_method());
 		if (!L.tls || SSL_CTX_load_verify_locations(L.tls, a->ca, NULL) != 1) {
 			fprintf(stderr, "http-load: cannot load CA %s\n", a->ca);
@@ -180,21 +195,11 @@ static int build_request(const struct load_args *a)
 		}
 		SSL_CTX_set_min_proto_version(L.tls, TLS1_2_VERSION);
 		SSL_CTX_set_verify(L.tls, SSL_VERIFY_PEER, NULL);
-		L.req_len = (size_t)snprintf(L.req, sizeof(L.req),
-					     "GET %s HTTP/1.1\r\nHost: %s:%s\r\n\r\n", path, L.host,
-					     L.port);
-	} else {
-		char host[256], port[8];
-
-		if (parse_url(a->url, "http", host, sizeof(host), port, sizeof(port), &path)) {
-			fprintf(stderr, "http-load: --url wants http://HOST[:PORT]/PATH, not %s\n",
-				a->url);
-			return 2;
-		}
-		L.req_len = (size_t)snprintf(L.req, sizeof(L.req),
-					     "GET %s HTTP/1.1\r\nHost: %s:%s\r\n\r\n", a->url, host,
-					     port);
 	}
+	/* Origin form over TLS (straight, or in the tunnel); absolute form to the broker. */
+	L.req_len =
+		(size_t)snprintf(L.req, sizeof(L.req), "GET %s HTTP/1.1\r\nHost: %s:%s\r\n%s\r\n",
+				 L.tls ? path : url, L.host, L.port, close);
 	if (L.req_len >= sizeof(L.req)) {
 		fprintf(stderr, "http-load: URL too long\n");
 		return 2;
@@ -206,20 +211,25 @@ static int build_request(const struct load_args *a)
  * a line per failure; *t0 and *t1: the measured span. */
 static int run(const struct load_args *a, struct worker *ws, uint64_t *t0, uint64_t *t1)
 {
+	pthread_attr_t attr;
 	int rc = 0;
 
-	if (pthread_barrier_init(&load_warm, NULL, (unsigned)a->conns + 1)) {
+	/* Small stacks: 512 connections are 512 threads beside the server on the same CPUs. */
+	if (pthread_attr_init(&attr) || pthread_attr_setstacksize(&attr, 256 << 10) ||
+	    pthread_barrier_init(&load_warm, NULL, (unsigned)a->conns + 1)) {
 		fprintf(stderr, "http-load: out of memory\n");
 		return 1;
 	}
 	atomic_store(&load_tickets, L.total);
 	for (int i = 0; i < a->conns; i++) {
 		ws[i].fd = -1;
-		if (pthread_create(&ws[i].t, NULL, load_work, &ws[i])) {
+		if (pthread_create(&ws[i].t, &attr, load_work, &ws[i])) {
+			/* The started ones wait at the barrier: end the process, not just main. */
 			fprintf(stderr, "http-load: cannot start thread %d\n", i);
-			return 1;
+			exit(1);
 		}
 	}
+	pthread_attr_destroy(&attr);
 	pthread_barrier_wait(&load_warm);
 	*t0 = load_now_ns();
 	load_deadline_ns = *t0 + (uint64_t)(L.seconds * 1e9);
