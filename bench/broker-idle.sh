@@ -152,7 +152,7 @@ report() {
 		printf "  %-18s %6s %7s %9.1f %10s %8s %6s\n", name, open, lost, r / 1024,
 			(open > 0 && base != "" ? sprintf("%.1f", (r - base) / open) : "-"),
 			v(line, "threads"), v(line, "fds")
-		return r
+		return r + 0
 	}
 	$1 == "base" { base = v($0, "rss_kib"); b = $0 }
 	$1 == "silent" { si = $0 }
