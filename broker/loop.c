@@ -52,6 +52,7 @@ struct loop_session {
 	unsigned count;		  /* connections open, closing ones not counted */
 	unsigned active;	  /* ... of which a worker serves */
 	struct lconn *turn, *turn_tail; /* readable ones waiting for a worker (C_WAITING) */
+	_Atomic unsigned waiting;	/* how many: its workers yield between requests */
 	unsigned long next_id;
 	struct lconn *head, *tail;
 	int64_t log_ms; /* the last host log line (one a second at most) */
@@ -167,6 +168,7 @@ static void destroy(struct lconn *c)
 	if (c->state == C_WAITING) {
 		struct lconn **p = &ls->turn;
 
+		ls->waiting--;
 		while (*p != c)
 			p = &(*p)->qnext;
 		*p = c->qnext;
@@ -407,6 +409,7 @@ static void on_readable(struct lconn *c, int res)
 	/* The session's workers are all busy: this one waits for one of them, so a session
 	 * that keeps many connections busy takes more time, never more threads. */
 	c->state = C_WAITING;
+	c->ls->waiting++;
 	c->qnext = NULL;
 	if (c->ls->turn_tail)
 		c->ls->turn_tail->qnext = c;
@@ -426,6 +429,7 @@ static void next_turn(struct loop_session *ls)
 	ls->turn = c->qnext;
 	if (!ls->turn)
 		ls->turn_tail = NULL;
+	ls->waiting--;
 	activate(c);
 }
 
@@ -614,7 +618,7 @@ static void serve(struct lconn *c)
 	if (!c->pc)
 		c->pc = proxy_conn_new(cfg, c->fd, c->id);
 	if (c->pc)
-		r = proxy_conn_serve(c->pc, c->ls->l->lim.linger_ms);
+		r = proxy_conn_serve(c->pc, c->ls->l->lim.linger_ms, &c->ls->waiting);
 	if (r == PROXY_DONE || proxy_conn_stateless(c->pc)) {
 		proxy_conn_free(c->pc);
 		c->pc = NULL;

@@ -371,10 +371,11 @@ static int at_boundary(const struct conn *c)
 }
 
 /* Reads and serves until the connection ends (0), or until it has stayed silent LINGER_MS at a
- * boundary between requests (1; LINGER_MS < 0: never). */
-static int serve_loop(struct conn *c, int linger_ms)
+ * boundary between requests (1; LINGER_MS < 0: never), or YIELD asks for its turn there (2). */
+static int serve_loop(struct conn *c, int linger_ms, const _Atomic unsigned *yield)
 {
 	char buf[16384];
+	unsigned long served = c->served;
 
 	for (;;) {
 		ssize_t n;
@@ -384,6 +385,8 @@ static int serve_loop(struct conn *c, int linger_ms)
 
 			if (proxy_io_client_flush(c))
 				return 0;
+			if (yield && *yield && c->served != served)
+				return 2; /* others of its session wait for a worker: take turns */
 			int r = poll(&pfd, 1, linger_ms);
 			if (r == 0)
 				return 1;
@@ -428,11 +431,15 @@ struct conn *proxy_conn_new(const struct proxy_config *cfg, int fd, unsigned lon
 	return c;
 }
 
-int proxy_conn_serve(struct conn *c, int linger_ms)
+int proxy_conn_serve(struct conn *c, int linger_ms, const _Atomic unsigned *yield)
 {
-	if (serve_loop(c, linger_ms)) {
-		/* Idle: the upstream connection is not kept for a guest that went quiet. */
-		proxy_io_up_close(c);
+	int r = serve_loop(c, linger_ms, yield);
+
+	if (r) {
+		/* Idle: the upstream connection is not kept for a guest that went quiet (one that
+		 * only gave its turn keeps it). */
+		if (r == 1)
+			proxy_io_up_close(c);
 		return PROXY_IDLE;
 	}
 	/* A request the guest abandoned after its head went upstream is recorded too. */
@@ -443,7 +450,7 @@ int proxy_conn_serve(struct conn *c, int linger_ms)
 
 int proxy_conn_stateless(const struct conn *c)
 {
-	return !c->cl_ssl;
+	return !c->cl_ssl && c->up_fd < 0;
 }
 
 void proxy_conn_free(struct conn *c)
@@ -468,7 +475,7 @@ unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long 
 	unsigned long served = 0;
 
 	if (c) {
-		proxy_conn_serve(c, -1);
+		proxy_conn_serve(c, -1, NULL);
 		served = c->served;
 		proxy_conn_free(c);
 	}

@@ -59,13 +59,14 @@ struct conn;
  * NULL when out of memory. */
 struct conn *proxy_conn_new(const struct proxy_config *cfg, int fd, unsigned long conn_id);
 /* Serves requests until the connection ends or misbehaves (PROXY_DONE: free it and close
- * its socket), or until it has been silent LINGER_MS between two requests (PROXY_IDLE: its
- * upstream connection closed, it may wait without a thread and be served again once readable;
- * LINGER_MS < 0: never idle). */
+ * its socket), or until it has been silent LINGER_MS between two requests, or YIELD (when
+ * given) is above 0 there (PROXY_IDLE: its upstream connection closed, it may wait without a
+ * thread and be served again once readable; LINGER_MS < 0: never idle). */
 enum { PROXY_DONE, PROXY_IDLE };
-int proxy_conn_serve(struct conn *c, int linger_ms);
+int proxy_conn_serve(struct conn *c, int linger_ms, const _Atomic unsigned *yield);
 /* 1 when an idle connection carries nothing a fresh proxy_conn_new() would not (no TLS of a
- * CONNECT tunnel ends in it): it may be freed while it waits, and made anew. */
+ * CONNECT tunnel ends in it, no upstream connection is kept): it may be freed while it
+ * waits, and made anew. */
 int proxy_conn_stateless(const struct conn *c);
 /* Wipes and frees C (NULL: nothing). */
 void proxy_conn_free(struct conn *c);

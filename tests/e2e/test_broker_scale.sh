@@ -149,6 +149,7 @@ for be in $backends; do
 	register "$be-busy" x
 	register "$be-busy" y
 	mkfifo "$D/$be-busy/in"
+	t0=$(threads "$bpid")
 	$CONNS busy "$D/$be-busy/x.sock" 30 "$PORT" < "$D/$be-busy/in" > "$D/$be-busy/busy.out" &
 	pids="$pids $!"
 	sleep 600 > "$D/$be-busy/in" &
@@ -158,10 +159,12 @@ for be in $backends; do
 	t=$(threads "$bpid")
 	printf 'GET http://localhost:%s/y HTTP/1.1\r\nConnection: close\r\n\r\n' "$PORT" |
 		timeout 10 "$CLIENT" raw "$D/$be-busy/y.sock" > "$D/$be-busy/y.out"
-	if [ "$(head -n 1 "$D/$be-busy/y.out" | tr -d '\r')" = "HTTP/1.1 200 OK" ] && [ "$t" -le 8 ]; then
-		ok "$be: 30 busy connections of a session hold $t threads (--max-active 2); another session is served"
+	# Two workers for the busy session, one for the other's request, one spare at most.
+	if [ "$(head -n 1 "$D/$be-busy/y.out" | tr -d '\r')" = "HTTP/1.1 200 OK" ] &&
+		[ $((t - t0)) -le 4 ]; then
+		ok "$be: 30 busy connections of a session add $((t - t0)) threads (--max-active 2); another session is served"
 	else
-		not_ok "$be: busy connections bounded by --max-active" "threads: $t" "$(head -n 1 "$D/$be-busy/y.out")"
+		not_ok "$be: busy connections bounded by --max-active" "threads: $t0, then $t" "$(head -n 1 "$D/$be-busy/y.out")"
 	fi
 	kill "$bpid" "$busy_in" 2> /dev/null
 
