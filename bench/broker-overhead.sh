@@ -58,42 +58,8 @@ if [ -z "${LOOPS:-}" ]; then
 	if "$BROKER" --help 2>&1 | grep -q -- '--event-loop'; then LOOPS="uring epoll"; else LOOPS=default; fi
 fi
 
-tmp=$(mktemp -d)
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2> /dev/null || :; done
-	for p in $pids; do wait "$p" 2> /dev/null || :; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# Throwaway test PKI: a CA and a leaf for localhost and 127.0.0.1.
-{
-	openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/ca.key" -out "$tmp/ca.pem" -days 1 \
-		-subj /CN=bulkhead-bench-ca &&
-		openssl req -newkey rsa:2048 -nodes -keyout "$tmp/leaf.key" -out "$tmp/leaf.csr" \
-			-subj /CN=localhost &&
-		printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$tmp/leaf.ext" &&
-		openssl x509 -req -in "$tmp/leaf.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" \
-			-CAcreateserial -out "$tmp/leaf.pem" -days 1 -extfile "$tmp/leaf.ext"
-} > /dev/null 2> "$tmp/pki.err" || fail "openssl could not make the test PKI: $(tail -n 1 "$tmp/pki.err")"
-
-# wait_for TEST FILE: up to 5 s for the file to appear.
-wait_for() {
-	i=0
-	while ! test "$1" "$2" && [ $i -lt 100 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	test "$1" "$2"
-}
-
-"$ECHO" --cert "$tmp/leaf.pem" --key "$tmp/leaf.key" > "$tmp/echo.port" 2> "$tmp/echo.err" &
-pids="$pids $!"
-wait_for -s "$tmp/echo.port" || fail "https-echo did not start: $(cat "$tmp/echo.err")"
-PORT=$(cat "$tmp/echo.port")
+bench_tmp
+bench_upstream "$ECHO"
 
 SECRET=bench-s3cret-$$-token
 cat > "$tmp/rules.json" << RULES

@@ -17,3 +17,45 @@ percentile() {
 		END { if (!n) exit 1; i = int(n * p / 100); if (i < n * p / 100) i++; if (i < 1) i = 1
 		      printf "%.15g\n", a[i] }'
 }
+
+# The broker benches' common ground. bench_tmp: $tmp, a directory removed at exit with every
+# process in $pids stopped. bench_upstream ECHO: a throwaway CA and a leaf for localhost and
+# 127.0.0.1 in $tmp (ca.pem, leaf.pem, leaf.key), and https-echo serving with them on $PORT.
+# Both report through the script's own fail().
+bench_tmp() {
+	tmp=$(mktemp -d)
+	pids=""
+	trap bench_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+bench_cleanup() {
+	for p in $pids; do kill "$p" 2> /dev/null || :; done
+	for p in $pids; do wait "$p" 2> /dev/null || :; done
+	rm -rf "$tmp"
+}
+# wait_for TEST FILE: up to 5 s for the file to appear.
+wait_for() {
+	i=0
+	while ! test "$1" "$2" && [ $i -lt 100 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	test "$1" "$2"
+}
+bench_upstream() {
+	{
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/ca.key" -out "$tmp/ca.pem" \
+			-days 1 -subj /CN=bulkhead-bench-ca &&
+			openssl req -newkey rsa:2048 -nodes -keyout "$tmp/leaf.key" \
+				-out "$tmp/leaf.csr" -subj /CN=localhost &&
+			printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$tmp/leaf.ext" &&
+			openssl x509 -req -in "$tmp/leaf.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" \
+				-CAcreateserial -out "$tmp/leaf.pem" -days 1 -extfile "$tmp/leaf.ext"
+	} > /dev/null 2> "$tmp/pki.err" ||
+		fail "openssl could not make the test PKI: $(tail -n 1 "$tmp/pki.err")"
+	"$1" --cert "$tmp/leaf.pem" --key "$tmp/leaf.key" > "$tmp/echo.port" 2> "$tmp/echo.err" &
+	pids="$pids $!"
+	wait_for -s "$tmp/echo.port" || fail "https-echo did not start: $(cat "$tmp/echo.err")"
+	PORT=$(cat "$tmp/echo.port")
+}
