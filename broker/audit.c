@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <sys/statvfs.h>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
@@ -25,6 +27,7 @@ struct audit {
 	off_t size; /* end of the last complete line: where a failed append is cut back to */
 	char prev[AUDIT_HASH_HEX + 1];
 	unsigned sync_every, unsynced;
+	_Atomic int broken; /* the last append failed (audit_broken) */
 };
 
 void audit_hash_line(const char *line, size_t len, char hex[AUDIT_HASH_HEX + 1])
@@ -262,14 +265,25 @@ int audit_append(struct audit *a, const struct audit_record *r)
 		if (w > 0 && ftruncate(a->fd, a->size) < 0)
 			rc = -EIO;
 		free(line);
+		a->broken = 1;
 		return rc;
 	}
+	a->broken = 0;
 	audit_hash_line(line, len, a->prev);
 	a->size += (off_t)(len + 1);
 	free(line);
 	if (++a->unsynced >= a->sync_every)
 		rc = audit_sync(a);
 	return rc;
+}
+
+int audit_broken(const struct audit *a)
+{
+	struct statvfs st;
+
+	/* Room for the longest line there is, or the next record might not fit. */
+	return a->broken || (fstatvfs(a->fd, &st) == 0 &&
+			     (unsigned long long)st.f_bavail * st.f_frsize < AUDIT_LINE_MAX);
 }
 
 void audit_set_sync_every(struct audit *a, unsigned n)

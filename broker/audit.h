@@ -83,6 +83,9 @@ struct audit; /* one caller at a time: the broker appends from its event loop */
 int audit_open(const char *path, struct audit **out, char *err, size_t errlen);
 /* Appends one record; 0 or a negative errno (nothing is written on failure). */
 int audit_append(struct audit *a, const struct audit_record *r);
+/* 1 while the last append failed, or the log's file system has no room for the longest line:
+ * the broker forwards nothing it could not record. Safe to ask from any thread. */
+int audit_broken(const struct audit *a);
 /* fdatasync after every n lines (n >= 1; 1 is the default). */
 void audit_set_sync_every(struct audit *a, unsigned n);
 int audit_sync(struct audit *a);

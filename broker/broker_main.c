@@ -304,10 +304,11 @@ int main(int argc, char **argv)
 		return rc;
 	const char *why = loop_fallback_why(common.loop);
 	fprintf(stderr,
-		"bulkhead-broker: event loop: %s%s%s%s; at most %u connections, %ld per session "
-		"(%ld served at once), idle %ld s\n",
+		"bulkhead-broker: event loop: %s%s%s%s; at most %u connections (%u served at once), "
+		"%ld per session (%ld served at once), idle %ld s\n",
 		loop_backend_name(common.loop), why[0] ? " (io_uring unavailable: " : "", why,
-		why[0] ? ")" : "", loop_max_total(common.loop), o.max_conns, o.max_active,
+		why[0] ? ")" : "", loop_limits(common.loop)->max_total,
+		loop_limits(common.loop)->max_active_total, o.max_conns, o.max_active,
 		o.idle_timeout_s);
 	if (o.control && !o.rules_path) {
 		/* The shared broker: sessions register over the control socket. */

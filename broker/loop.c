@@ -37,6 +37,7 @@ struct lconn {
 	int kind; /* IT_CONN; first, as in every tagged item */
 	struct loop_session *ls;
 	int fd, state, counted, msg;
+	int evicted; /* cut while a worker had it: it ends when the worker lets go */
 	unsigned long id;
 	struct conn *pc; /* its proxy state while parked, when it has any (a tunnel's TLS) */
 	int64_t parked_ms;
@@ -80,6 +81,7 @@ struct loop {
 	unsigned wq_len, idle_workers, workers;
 	/* The loop thread's own. */
 	unsigned total, busy_sessions; /* open connections; sessions holding any */
+	unsigned active_total;	       /* connections a worker serves, all sessions */
 	struct loop_session *sessions;
 	int64_t swept_ms;
 };
@@ -238,6 +240,7 @@ static void activate(struct lconn *c)
 
 	c->state = C_ACTIVE;
 	c->ls->active++;
+	l->active_total++;
 	pthread_mutex_lock(&l->wq_lock);
 	c->qnext = NULL;
 	if (l->wq_tail)
@@ -267,27 +270,43 @@ static void activate(struct lconn *c)
  * Returns 1 when one was closed. */
 static int evict(struct loop *l, struct loop_session *needy, unsigned fair)
 {
+	static const int order[] = { C_PARKED, C_WAITING, C_ACTIVE };
 	struct loop_session *worst = NULL;
 	struct lconn *victim = NULL;
-	char why[200];
+	char why[240];
 
-	for (struct loop_session *s = l->sessions; s; s = s->next) {
-		if (s == needy || s->count <= fair || (worst && s->count <= worst->count))
-			continue;
-		for (struct lconn *c = s->head; c; c = c->next)
-			if (c->state == C_PARKED) {
-				worst = s;
+	/* The session furthest over its share; its oldest idle connection, else one waiting
+	 * for a worker, else one being served: a session over its share when the broker is
+	 * full may lose any of its connections, idle ones first. */
+	for (struct loop_session *s = l->sessions; s; s = s->next)
+		if (s != needy && !s->ended && s->count > fair && (!worst || s->count > worst->count))
+			worst = s;
+	for (size_t k = 0; worst && !victim && k < sizeof(order) / sizeof(order[0]); k++)
+		for (struct lconn *c = worst->head; c && !victim; c = c->next)
+			if (c->state == order[k] && c->counted)
 				victim = c;
-				break;
-			}
-	}
 	if (!victim)
 		return 0;
 	snprintf(why, sizeof(why),
-		 "the broker is full (%u connections): this idle connection was closed for "
+		 "the broker is full (%u connections): this %s connection was closed for "
 		 "another session's; this session holds %u, its fair share is %u",
-		 l->lim.max_total, worst->count, fair);
-	close_parked(victim, 503, AUDIT_OUTCOME_EVICTED, why);
+		 l->lim.max_total,
+		 victim->state == C_PARKED ? "idle" : victim->state == C_WAITING ? "waiting" : "busy",
+		 worst->count, fair);
+	if (victim->state == C_PARKED) {
+		close_parked(victim, 503, AUDIT_OUTCOME_EVICTED, why);
+	} else if (victim->state == C_WAITING) {
+		answer(victim->fd, 503, why);
+		note(worst, 503, AUDIT_OUTCOME_EVICTED, why);
+		destroy(victim);
+	} else {
+		/* Its worker owns the stream: the socket is cut under it, and the request ends
+		 * there (the proxy records it); the loop records why. */
+		note(worst, 503, AUDIT_OUTCOME_EVICTED, why);
+		uncount(victim);
+		victim->evicted = 1;
+		shutdown(victim->fd, SHUT_RDWR);
+	}
 	return 1;
 }
 
@@ -388,6 +407,17 @@ static void on_accept(struct loop_session *ls, int res)
 	listen_arm(ls);
 }
 
+/* Whether one more of LS's connections may have a worker: within its own --max-active, and
+ * within the broker's bound on workers unless the session is under its share of them. */
+static int may_serve(const struct loop_session *ls)
+{
+	const struct loop *l = ls->l;
+	unsigned share = l->lim.max_active_total / (l->busy_sessions ? l->busy_sessions : 1);
+
+	return ls->active < l->lim.max_active &&
+	       (l->active_total < l->lim.max_active_total || ls->active < (share ? share : 1));
+}
+
 static void on_readable(struct lconn *c, int res)
 {
 	if (c->state == C_CLOSING || res < 0) {
@@ -402,12 +432,12 @@ static void on_readable(struct lconn *c, int res)
 		destroy_last(c); /* the guest closed a connection it was not using */
 		return;
 	}
-	if (c->ls->active < c->ls->l->lim.max_active) {
+	if (may_serve(c->ls)) {
 		activate(c);
 		return;
 	}
-	/* The session's workers are all busy: this one waits for one of them, so a session
-	 * that keeps many connections busy takes more time, never more threads. */
+	/* No worker for it now: it waits its turn, so a session that keeps many connections
+	 * busy takes more time, never more threads. */
 	c->state = C_WAITING;
 	c->ls->waiting++;
 	c->qnext = NULL;
@@ -418,19 +448,27 @@ static void on_readable(struct lconn *c, int res)
 	c->ls->turn_tail = c;
 }
 
-/* A worker let go of one of LS's connections: the next one waiting takes its place. */
-static void next_turn(struct loop_session *ls)
+/* Workers were let go of: connections waiting their turn take their places, one per session
+ * in each round, so no session's second turn comes before another's first. */
+static void schedule(struct loop *l)
 {
-	struct lconn *c = ls->turn;
+	int progress = 1;
 
-	ls->active--;
-	if (!c || ls->ended || ls->active >= ls->l->lim.max_active)
-		return;
-	ls->turn = c->qnext;
-	if (!ls->turn)
-		ls->turn_tail = NULL;
-	ls->waiting--;
-	activate(c);
+	while (progress) {
+		progress = 0;
+		for (struct loop_session *s = l->sessions; s; s = s->next) {
+			struct lconn *c = s->turn;
+
+			if (!c || s->ended || !may_serve(s))
+				continue;
+			s->turn = c->qnext;
+			if (!s->turn)
+				s->turn_tail = NULL;
+			s->waiting--;
+			activate(c);
+			progress = 1;
+		}
+	}
 }
 
 /* --- the inbox ----------------------------------------------------------------------------- */
@@ -544,12 +582,14 @@ static void drain_inbox(struct loop *l)
 		struct loop_session *ls = c->ls;
 
 		cn = c->qnext;
-		next_turn(ls); /* before destroy(), which may free LS */
-		if (c->msg == M_PARK && !ls->ended)
+		ls->active--;
+		l->active_total--;
+		if (c->msg == M_PARK && !ls->ended && !c->evicted)
 			park(c);
 		else
 			destroy_last(c);
 	}
+	schedule(l);
 }
 
 /* Idle deadlines, and listeners paused by a failure. */
@@ -662,17 +702,25 @@ static void *worker_main(void *arg)
 
 /* --- the interface ------------------------------------------------------------------------- */
 
-/* What the descriptor limit allows: a parked connection holds one descriptor, an active one
- * two (its upstream's); a quarter and 256 are kept for those and the broker's own files. */
-static unsigned total_from_nofile(void)
+/* What the descriptor limit allows. A connection holds one descriptor; one being served a
+ * second (its upstream's), and TLS or a name lookup may briefly take a third: of the limit
+ * less 256 for the broker's own files, a sixth (at most 1024) is the bound on connections
+ * served at once in all, and what is left after twice that the bound on connections open. */
+static void limits_from_nofile(struct loop_limits *lim)
 {
 	struct rlimit rl;
-	rlim_t n;
+	unsigned long f = 2 * DEFAULT_TOTAL_MAX, a, t;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		return DEFAULT_TOTAL_MAX;
-	n = rl.rlim_cur > 512 ? (rl.rlim_cur - 256) * 3 / 4 : 64;
-	return n < DEFAULT_TOTAL_MAX ? (unsigned)n : DEFAULT_TOTAL_MAX;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY)
+		f = rl.rlim_cur > 512 ? rl.rlim_cur - 256 : rl.rlim_cur / 2;
+	a = f / 6 > 1024 ? 1024 : f / 6 ? f / 6 : 1;
+	t = f > 2 * a ? f - 2 * a : 1;
+	if (t > DEFAULT_TOTAL_MAX)
+		t = DEFAULT_TOTAL_MAX;
+	if (!lim->max_total || lim->max_total > t)
+		lim->max_total = (unsigned)t;
+	if (!lim->max_active_total || lim->max_active_total > a)
+		lim->max_active_total = (unsigned)a;
 }
 
 struct loop *loop_new(enum loop_kind kind, const struct loop_limits *lim, char *err,
@@ -680,7 +728,6 @@ struct loop *loop_new(enum loop_kind kind, const struct loop_limits *lim, char *
 {
 	struct loop *l = calloc(1, sizeof(*l));
 	pthread_condattr_t ca;
-	unsigned fd_total = total_from_nofile();
 	int rc = -ENOSYS;
 
 	if (!l) {
@@ -689,8 +736,7 @@ struct loop *loop_new(enum loop_kind kind, const struct loop_limits *lim, char *
 	}
 	l->wake_kind = IT_WAKE;
 	l->lim = *lim;
-	if (!l->lim.max_total || l->lim.max_total > fd_total)
-		l->lim.max_total = fd_total;
+	limits_from_nofile(&l->lim);
 	if (kind != LOOP_EPOLL)
 		rc = loop_uring_new(&l->b, l->fallback_why, sizeof(l->fallback_why));
 	if (rc < 0 && kind == LOOP_URING) {
@@ -731,9 +777,9 @@ const char *loop_fallback_why(const struct loop *l)
 	return l->fallback_why;
 }
 
-unsigned loop_max_total(const struct loop *l)
+const struct loop_limits *loop_limits(const struct loop *l)
 {
-	return l->lim.max_total;
+	return &l->lim;
 }
 
 int loop_start(struct loop *l)

@@ -20,6 +20,8 @@ struct loop_limits {
 	unsigned max_session; /* ... and per session */
 	unsigned max_active;  /* a session's connections served at once (each holds a thread);
 			       * its other readable ones wait their turn */
+	unsigned max_active_total; /* ... all sessions' (beyond it, a session under its share
+				    * still gets one); 0: from RLIMIT_NOFILE */
 	int idle_timeout_ms;  /* a connection silent between requests is closed after this */
 	int linger_ms; /* a worker keeps a silent connection this long before the loop takes it */
 };
@@ -47,7 +49,8 @@ const char *loop_probe(char *why, size_t whylen);
 /* Which backend runs, and why not io_uring when it is epoll under LOOP_AUTO ("" otherwise). */
 const char *loop_backend_name(const struct loop *l);
 const char *loop_fallback_why(const struct loop *l);
-unsigned loop_max_total(const struct loop *l);
+/* The bounds in force: those given, lowered to what the descriptor limit allows. */
+const struct loop_limits *loop_limits(const struct loop *l);
 /* Starts the loop's thread. Returns 0 or a negative errno. */
 int loop_start(struct loop *l);
 /* Serves the listening socket LFD (the loop's from here on) for CL's session. NULL: out of

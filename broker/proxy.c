@@ -257,8 +257,18 @@ static int serve_bytes(struct conn *c, const char *buf, ssize_t n)
 	size_t off = 0;
 
 	if (n < 0) {
-		c->outcome = errno == EAGAIN || errno == EWOULDBLOCK ? AUDIT_OUTCOME_GUEST_TIMEOUT
-								     : AUDIT_OUTCOME_GUEST_RESET;
+		int timeout = errno == EAGAIN || errno == EWOULDBLOCK;
+
+		c->outcome = timeout ? AUDIT_OUTCOME_GUEST_TIMEOUT : AUDIT_OUTCOME_GUEST_RESET;
+		/* A request that stalled mid-way (its body, or a tunnel's TLS) is answered, unless
+		 * its answer has begun. */
+		if (timeout && c->audit_due && !c->resp_started && !c->err_status) {
+			proxy_fail(c, 408, "the request stalled: nothing arrived for %d s",
+				   c->cfg->io_timeout_ms / 1000);
+			c->outcome = AUDIT_OUTCOME_GUEST_TIMEOUT;
+			send_error(c);
+			proxy_audit_log(c, 408);
+		}
 		return -1;
 	}
 	if (n == 0 && c->audit_due)

@@ -341,6 +341,13 @@ int proxy_request_headers(http_parser *p)
 
 	if (head_begin(c, p))
 		return -1;
+	/* Nothing goes out that cannot be recorded: a full disk under the audit log stops the
+	 * session's requests (its refusal is recorded once the log can be written again). */
+	if (c->cfg->audit && audit_broken(c->cfg->audit)) {
+		proxy_fail(c, 503, "the session's audit log cannot be written; nothing is forwarded "
+				   "until it can");
+		return -1;
+	}
 	if (p->method == HTTP_CONNECT)
 		return proxy_tunnel_connect(c);
 	if (head_framing(c, p, &r.host_hdr))

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "broker/audit.h"
@@ -31,6 +32,9 @@ struct broker_session {
 	unsigned refs;		 /* the session itself, and the loop until it lets go */
 	struct hold_budget hold; /* what this session's held requests take */
 	struct hold_budget buf;	 /* what its bodies buffered whole take */
+	/* The loop's records this second, and those it left out (loop_note). */
+	time_t note_sec;
+	unsigned note_n, note_dropped;
 };
 
 int broker_session_id_ok(const char *id)
@@ -46,9 +50,21 @@ int broker_session_id_ok(const char *id)
 	return 1;
 }
 
+static void note_append(struct broker_session *s, const char *rule, const char *path, int status,
+			const char *outcome);
+
 static void session_free(struct broker_session *s)
 {
-	int rc = s->audit ? audit_close(s->audit) : 0;
+	int rc;
+
+	if (s->audit && s->note_dropped) {
+		char path[96];
+
+		snprintf(path, sizeof(path), "- (%u more like it in its last second, not recorded "
+					     "one by one)", s->note_dropped);
+		note_append(s, "limit:records", path, 503, AUDIT_OUTCOME_OVER_LIMIT);
+	}
+	rc = s->audit ? audit_close(s->audit) : 0;
 
 	if (rc < 0)
 		fprintf(stderr, "bulkhead-broker: session %s: closing the audit log: %s\n", s->id,
@@ -74,7 +90,30 @@ static void session_put(struct broker_session *s)
 }
 
 /* A connection the loop refused or closed, recorded like a request: no method, host or
- * path, the broker's own status, and the limit that was reached as its rule. */
+ * path, the broker's own status, and the limit that was reached as its rule. A guest can make
+ * refusals as fast as it can connect: past NOTE_PER_S records in a second, the rest of that
+ * second are counted, and one record says how many were left out (with the next record, or
+ * when the session ends). */
+#define NOTE_PER_S 20
+static void note_append(struct broker_session *s, const char *rule, const char *path, int status,
+			const char *outcome)
+{
+	struct audit_record r = {
+		.session = s->id,
+		.method = "-",
+		.host = "-",
+		.path = path,
+		.rule = rule,
+		.decision = "error",
+		.status = status,
+		.outcome = outcome,
+	};
+	int rc = audit_append(s->audit, &r);
+
+	if (rc < 0)
+		fprintf(stderr, "bulkhead-broker: audit log write failed: %s\n", strerror(-rc));
+}
+
 static void loop_note(void *arg, int status, const char *outcome, const char *why)
 {
 	struct broker_session *s = arg;
@@ -84,25 +123,27 @@ static void loop_note(void *arg, int status, const char *outcome, const char *wh
 			   : strstr(why, "broker is full")		  ? "limit:broker"
 			   : strstr(why, "memory")			  ? "limit:memory"
 									  : "limit:session";
-	struct audit_record r = {
-		.session = s->id,
-		.method = "-",
-		.host = "-",
-		.path = "-",
-		.rule = rule,
-		.decision = "error",
-		.status = status,
-		.outcome = outcome,
-	};
-	int rc;
+	time_t now = time(NULL);
 
 	if (!s->audit)
 		return;
 	pthread_mutex_lock(&s->audit_lock);
-	rc = audit_append(s->audit, &r);
+	if (now != s->note_sec) {
+		if (s->note_dropped) {
+			char path[96];
+
+			snprintf(path, sizeof(path), "- (%u more like it in that second, not "
+						     "recorded one by one)", s->note_dropped);
+			note_append(s, "limit:records", path, 503, AUDIT_OUTCOME_OVER_LIMIT);
+		}
+		s->note_sec = now;
+		s->note_n = s->note_dropped = 0;
+	}
+	if (s->note_n++ < NOTE_PER_S)
+		note_append(s, rule, "-", status, outcome);
+	else
+		s->note_dropped++;
 	pthread_mutex_unlock(&s->audit_lock);
-	if (rc < 0)
-		fprintf(stderr, "bulkhead-broker: audit log write failed: %s\n", strerror(-rc));
 }
 
 static void loop_release(void *arg)

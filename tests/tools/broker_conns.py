@@ -144,7 +144,10 @@ def buffer(s1, s2, s3, port):
     out = {"session_over": whole_post(s1, port), "broker_over": whole_post(s3, port)}
     held1.sendall(b"x" * 10000)
     held1.settimeout(10)
-    out["held_done"] = request_status(held1)
+    first = request_status(held1)
+    out["held_done"] = first.split("\r\n")[0]
+    if " 200 " not in out["held_done"]:
+        out["held_done_answer"] = first[-300:]
     held2.close()
     time.sleep(0.3)
     out["after"] = whole_post(s1, port)
@@ -158,7 +161,7 @@ def request_status(s):
         if not chunk:
             break
         data += chunk
-    return data.split(b"\r\n")[0].decode(errors="replace")
+    return data.decode(errors="replace")
 
 
 def busy(path, n, port):
