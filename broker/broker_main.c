@@ -4,6 +4,7 @@
  * Options are parsed in broker_cmdline.c; here: load, lock down, serve. */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -293,6 +294,9 @@ int main(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
+	/* Workers come and go by the hundred: glibc would give each a heap arena of its own and
+	 * keep their memory after they end. A few arenas shared serve the broker as well. */
+	mallopt(M_ARENA_MAX, 4);
 	rc = load(&o, &common, &rules);
 	if (!rc)
 		rc = lock_down(&o);
