@@ -27,7 +27,12 @@ struct audit {
 	off_t size; /* end of the last complete line: where a failed append is cut back to */
 	char prev[AUDIT_HASH_HEX + 1];
 	unsigned sync_every, unsynced;
-	_Atomic int broken; /* the last append failed (audit_broken) */
+	_Atomic int broken; /* the last append failed (audit_reserve) */
+	/* Requests forwarded whose records are not written yet, each counted at the longest
+	 * line, and the most the log may grow to (0: no quota). */
+	_Atomic unsigned long pending;
+	_Atomic unsigned long long quota;
+	_Atomic off_t size_now; /* a->size, for readers on other threads */
 };
 
 void audit_hash_line(const char *line, size_t len, char hex[AUDIT_HASH_HEX + 1])
@@ -271,19 +276,41 @@ int audit_append(struct audit *a, const struct audit_record *r)
 	a->broken = 0;
 	audit_hash_line(line, len, a->prev);
 	a->size += (off_t)(len + 1);
+	a->size_now = a->size;
 	free(line);
 	if (++a->unsynced >= a->sync_every)
 		rc = audit_sync(a);
 	return rc;
 }
 
-int audit_broken(const struct audit *a)
+int audit_reserve(struct audit *a, char *why, size_t whylen)
 {
+	unsigned long n = ++a->pending; /* this request's room counted from here on */
+	unsigned long long need = (unsigned long long)n * AUDIT_LINE_MAX;
 	struct statvfs st;
 
-	/* Room for the longest line there is, or the next record might not fit. */
-	return a->broken || (fstatvfs(a->fd, &st) == 0 &&
-			     (unsigned long long)st.f_bavail * st.f_frsize < AUDIT_LINE_MAX);
+	if (a->broken)
+		snprintf(why, whylen, "the session's audit log cannot be written");
+	else if (a->quota && (unsigned long long)a->size_now + need > a->quota)
+		snprintf(why, whylen, "the session's audit log has reached its quota of %llu bytes",
+			 (unsigned long long)a->quota);
+	else if (fstatvfs(a->fd, &st) == 0 &&
+		 (unsigned long long)st.f_bavail * st.f_frsize < need + AUDIT_LINE_MAX)
+		snprintf(why, whylen, "the session's audit log has no room left on its disk");
+	else
+		return 0;
+	a->pending--;
+	return -ENOSPC;
+}
+
+void audit_release(struct audit *a)
+{
+	a->pending--;
+}
+
+void audit_set_quota(struct audit *a, unsigned long long bytes)
+{
+	a->quota = bytes;
 }
 
 void audit_set_sync_every(struct audit *a, unsigned n)

@@ -83,9 +83,14 @@ struct audit; /* one caller at a time: the broker appends from its event loop */
 int audit_open(const char *path, struct audit **out, char *err, size_t errlen);
 /* Appends one record; 0 or a negative errno (nothing is written on failure). */
 int audit_append(struct audit *a, const struct audit_record *r);
-/* 1 while the last append failed, or the log's file system has no room for the longest line:
- * the broker forwards nothing it could not record. Safe to ask from any thread. */
-int audit_broken(const struct audit *a);
+/* Before a request is forwarded: room for its record, counted at the longest line beside every
+ * other request in flight, within the log's quota and its file system's free space, and the
+ * last append having succeeded. 0 (audit_release once its record is written), or -ENOSPC with
+ * why: the broker forwards nothing it could not record. Safe to call from any thread. */
+int audit_reserve(struct audit *a, char *why, size_t whylen);
+void audit_release(struct audit *a);
+/* The most the log may grow to (0: no quota): a session past it has its requests refused. */
+void audit_set_quota(struct audit *a, unsigned long long bytes);
 /* fdatasync after every n lines (n >= 1; 1 is the default). */
 void audit_set_sync_every(struct audit *a, unsigned n);
 int audit_sync(struct audit *a);

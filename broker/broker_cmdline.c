@@ -40,13 +40,16 @@ static void usage(FILE *f)
 		"1024)\n"
 		"  --max-conns-total N  open guest connections in all (default: what the file\n"
 		"                       descriptor limit allows, at most 32768); when full, a\n"
-		"                       session under its fair share takes an idle connection of\n"
-		"                       the session furthest over its own\n"
+		"                       session under its fair share takes a connection (idle\n"
+		"                       first) of the session furthest over its own\n"
 		"  --idle-timeout S     seconds a connection may wait between requests (default "
 		"60)\n"
 		"  --max-active N       a session's connections served at once, each with a\n"
 		"                       thread; its others wait their turn (default 64)\n"
 		"  --event-loop KIND    auto (io_uring, else epoll), uring or epoll\n"
+		"  --audit-max-bytes N  the most one session's audit log may grow to; past it,\n"
+		"                       or with no room on its disk, the session's requests are\n"
+		"                       refused (default 1073741824)\n"
 		"  --buffer-limit-session BYTES\n"
 		"                       what one session's bodies buffered whole (a request's\n"
 		"                       body re-measured, a decoded answer) may take at once\n"
@@ -169,6 +172,15 @@ static int take(int o, struct broker_cmdline *c)
 			return 2;
 		}
 		break;
+	case 'Q': {
+		unsigned long long v = strtoull(optarg, &end, 10);
+		if (*end || end == optarg || *optarg == '-' || v < 65536) {
+			fprintf(stderr, "bulkhead-broker: --audit-max-bytes: at least 65536\n");
+			return 2;
+		}
+		c->audit_quota = v;
+		break;
+	}
 	case 'u':
 	case 'U': {
 		unsigned long long v = strtoull(optarg, &end, 10);
@@ -216,6 +228,7 @@ int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c)
 		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ "max-active", required_argument, NULL, 'W' },
 		{ "event-loop", required_argument, NULL, 'E' },
+		{ "audit-max-bytes", required_argument, NULL, 'Q' },
 		{ "buffer-limit-session", required_argument, NULL, 'u' },
 		{ "buffer-limit-total", required_argument, NULL, 'U' },
 		{ "hold-limit-session", required_argument, NULL, 'b' },
@@ -234,6 +247,7 @@ int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c)
 		.idle_timeout_s = 60,
 		.max_active = 64,
 		.event_loop = "auto",
+		.audit_quota = 1ULL << 30,
 		.buf_session_bytes = (size_t)64 << 20,
 		.buf_total_bytes = (size_t)512 << 20,
 		.hold_session_bytes = HOLD_BUDGET_SESSION_BYTES,

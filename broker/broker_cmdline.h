@@ -22,6 +22,7 @@ struct broker_cmdline {
 	size_t hold_session_bytes, hold_session_reqs, hold_total_bytes, hold_total_reqs;
 	/* Budgets for bodies buffered whole, in bytes. */
 	size_t buf_session_bytes, buf_total_bytes;
+	unsigned long long audit_quota; /* --audit-max-bytes */
 	bool quiet;
 	bool selftest; /* --harden-selftest: lock down, then try to start a process */
 };

@@ -221,6 +221,7 @@ static int load(const struct broker_cmdline *o, struct broker_common *common, st
 	hold_budget_init(&buf_total, o->buf_total_bytes, SIZE_MAX);
 	common->buf_total = &buf_total;
 	common->buf_session_bytes = o->buf_session_bytes;
+	common->audit_quota = o->audit_quota;
 	common->hold_session_bytes = o->hold_session_bytes;
 	common->hold_session_reqs = o->hold_session_reqs;
 	common->connect_timeout_ms = 5000;

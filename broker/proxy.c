@@ -474,6 +474,7 @@ void proxy_conn_free(struct conn *c)
 	secbuf_wipe(&c->body_buf);
 	proxy_hold_end(c);
 	proxy_body_budget_end(c);
+	proxy_audit_release(c);
 	scrub_free(&c->scrub);
 	OPENSSL_cleanse(c, sizeof(*c));
 	free(c);

@@ -68,6 +68,9 @@ int proxy_conn_serve(struct conn *c, int linger_ms, const _Atomic unsigned *yiel
  * CONNECT tunnel ends in it, no upstream connection is kept): it may be freed while it
  * waits, and made anew. */
 int proxy_conn_stateless(const struct conn *c);
+/* An audit record of SESSION that could not be written (RC, a negative errno), said on the host
+ * at most once a second. */
+void proxy_audit_failed(const char *session, int rc);
 /* Wipes and frees C (NULL: nothing). */
 void proxy_conn_free(struct conn *c);
 

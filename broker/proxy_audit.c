@@ -57,6 +57,22 @@ static const char *outcome(const struct conn *c, int status)
 	return c->err_status ? AUDIT_OUTCOME_REFUSED : AUDIT_OUTCOME_CUT;
 }
 
+/* A record that could not be written, said on the host at most once a second (a full disk
+ * would otherwise add a line per request). */
+void proxy_audit_failed(const char *session, int rc)
+{
+	static _Atomic long last;
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	if (t.tv_sec == last)
+		return;
+	last = t.tv_sec;
+	fprintf(stderr, "bulkhead-broker: session %s: audit log write failed: %s (requests are "
+			"refused until it can be written)\n",
+		session, strerror(-rc));
+}
+
 /* Who, where, which rule and secret *names*, what was decided and how it ended; never a
  * value (the broker never hands the audit log one). */
 static void audit_request(struct conn *c, int status, uint64_t duration_us)
@@ -97,7 +113,7 @@ static void audit_request(struct conn *c, int status, uint64_t duration_us)
 	int rc = audit_append(cfg->audit, &r);
 	pthread_mutex_unlock(cfg->audit_lock);
 	if (rc < 0)
-		fprintf(stderr, "bulkhead-broker: audit log write failed: %s\n", strerror(-rc));
+		proxy_audit_failed(cfg->session, rc);
 }
 
 void proxy_audit_log(struct conn *c, int status)
@@ -109,6 +125,7 @@ void proxy_audit_log(struct conn *c, int status)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	ms = (double)(t1.tv_sec - c->t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - c->t0.tv_nsec) / 1e6;
 	audit_request(c, status, (uint64_t)(ms * 1000));
+	proxy_audit_release(c); /* its room is used now */
 	if (!c->cfg->log)
 		return;
 	fprintf(stderr,
@@ -118,6 +135,14 @@ void proxy_audit_log(struct conn *c, int status)
 		c->rule[0] ? c->rule : "-", c->bytes_up, c->bytes_down, c->scrub.replaced, ms,
 		c->err_status ? " why=" : "", c->err_status ? c->err_msg : "",
 		c->outcome ? " outcome=" : "", c->outcome ? c->outcome : "");
+}
+
+void proxy_audit_release(struct conn *c)
+{
+	if (c->audit_reserved) {
+		c->audit_reserved = 0;
+		audit_release(c->cfg->audit);
+	}
 }
 
 void proxy_audit_due(struct conn *c)

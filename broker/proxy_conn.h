@@ -99,6 +99,7 @@ struct conn {
 	size_t n_inj_names;
 	int port;	     /* the request's port, its scheme's default when the URL has none */
 	int audit_due;	     /* a request began and has no audit record yet */
+	int audit_reserved;  /* room for its record is set aside (audit_reserve) */
 	const char *outcome; /* AUDIT_OUTCOME_* when the guest's side ended the request */
 	int head_seen;	     /* the head's end was parsed: fields after it are trailers */
 	struct timespec head_t0; /* when the head now arriving began (head_clock set) */
@@ -183,6 +184,7 @@ int proxy_tunnel_start(struct conn *c, int early_bytes);
 /* proxy_audit.c: one audit record and log line per request, exactly one. */
 void proxy_audit_log(struct conn *c, int status);
 void proxy_audit_due(struct conn *c);
+void proxy_audit_release(struct conn *c);
 /* proxy_decode.c: a compressed answer, decoded and held whole. */
 int proxy_decode_plan(struct conn *c, int has_body);
 int proxy_decode_feed(struct conn *c, const uint8_t *in, size_t n,

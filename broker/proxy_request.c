@@ -341,12 +341,16 @@ int proxy_request_headers(http_parser *p)
 
 	if (head_begin(c, p))
 		return -1;
-	/* Nothing goes out that cannot be recorded: a full disk under the audit log stops the
-	 * session's requests (its refusal is recorded once the log can be written again). */
-	if (c->cfg->audit && audit_broken(c->cfg->audit)) {
-		proxy_fail(c, 503, "the session's audit log cannot be written; nothing is forwarded "
-				   "until it can");
-		return -1;
+	/* Nothing goes out that cannot be recorded: room for this request's record is set
+	 * aside now, or it is refused. */
+	if (c->cfg->audit && !c->audit_reserved) {
+		char why[160];
+
+		if (audit_reserve(c->cfg->audit, why, sizeof(why))) {
+			proxy_fail(c, 503, "%s; nothing is forwarded until it can be", why);
+			return -1;
+		}
+		c->audit_reserved = 1;
 	}
 	if (p->method == HTTP_CONNECT)
 		return proxy_tunnel_connect(c);

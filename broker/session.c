@@ -111,7 +111,7 @@ static void note_append(struct broker_session *s, const char *rule, const char *
 	int rc = audit_append(s->audit, &r);
 
 	if (rc < 0)
-		fprintf(stderr, "bulkhead-broker: audit log write failed: %s\n", strerror(-rc));
+		proxy_audit_failed(s->id, rc);
 }
 
 static void loop_note(void *arg, int status, const char *outcome, const char *why)
@@ -173,6 +173,8 @@ struct broker_session *broker_session_start(const struct broker_common *common, 
 	hold_budget_init(&s->buf, common->buf_session_bytes, SIZE_MAX);
 	if (audit_path && audit_open(audit_path, &s->audit, err, errlen) < 0)
 		goto fail;
+	if (s->audit)
+		audit_set_quota(s->audit, common->audit_quota);
 	s->cfg = (struct proxy_config){
 		.rules = &s->rules,
 		.secrets = common->secrets,

@@ -21,6 +21,8 @@
 #  - A request that stalls mid-body gets 408 once --io-timeout passes.
 #  - The audit log's file system full: nothing is forwarded (503) until a record can be
 #    written again; then requests are served.
+#  - A burst near a full disk: every request served has its record. A session at its audit
+#    quota (--audit-max-bytes) is refused; another is served.
 #  - At a descriptor limit of 200 (hard), the broker's bound follows it: 300 connections
 #    are answered, the broker stays up and serves another session.
 . "$(dirname "$0")/lib.sh"
@@ -313,7 +315,7 @@ else
 	rm -f "$D/full/filler"
 	after=$(get after | head -n 1)
 	case $full in
-	"HTTP/1.1 503 Service Unavailable"*"the session's audit log cannot be written; nothing is forwarded until it can"*)
+	"HTTP/1.1 503 Service Unavailable"*"the session's audit log has no room left on its disk; nothing is forwarded until it can be"*)
 		f_ok=1 ;;
 	*) f_ok= ;;
 	esac
@@ -322,10 +324,63 @@ else
 	else
 		not_ok "a full audit file system stops forwarding" "before: $first" "during: $full" "after: $after"
 	fi
+	# 40 requests at once with room for a few records: each one answered 200 has its record.
+	dd if=/dev/zero of="$D/full/filler" bs=4k count=$(($(df -k --output=avail "$D/full" | tail -n 1) / 4 - 50)) 2> /dev/null
+	python3 - "$D/fa/s.sock" "$PORT" > "$D/burst.out" << 'PY'
+import socket, sys, threading
+port, codes = int(sys.argv[2]), []
+def one(i):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
+    s.sendall(b"GET http://localhost:%d/burst-%d-%s HTTP/1.1\r\nConnection: close\r\n\r\n" % (port, i, b"p" * 6000))
+    data = b""
+    try:
+        while True:
+            c = s.recv(65536)
+            if not c: break
+            data += c
+    except OSError:
+        pass
+    codes.append(data[9:12].decode())
+ts = [threading.Thread(target=one, args=(i,)) for i in range(40)]
+[t.start() for t in ts]; [t.join() for t in ts]
+print(codes.count("200"), codes.count("503"))
+PY
+	read -r n200 n503 < "$D/burst.out"
+	rec=$(grep -c '"path":"/burst-.*"status":200' "$D/full/s.log")
+	if [ -n "$n200" ] && [ "$n200" = "$rec" ] && [ $((n200 + n503)) = 40 ] && [ "$n503" -gt 0 ]; then
+		ok "40 requests at once with room for few records: $n200 served, each recorded; $n503 refused"
+	else
+		not_ok "a burst near a full disk: every request served is recorded" "served $n200, refused $n503, records $rec"
+	fi
+	rm -f "$D/full/filler"
 	kill "$fpid" 2> /dev/null
 	wait "$fpid" 2> /dev/null
 	umount "$D/full"
 fi
+
+# --- a session's audit log quota ---------------------------------------------------------
+start quota --audit-max-bytes 70000
+register quota q1
+register quota q2
+n200=0 n503=0
+for i in $(seq 1 20); do
+	printf 'GET http://localhost:%s/q/%s HTTP/1.1\r\nConnection: close\r\n\r\n' "$PORT" "$i" |
+		timeout 10 "$CLIENT" raw "$D/quota/q1.sock" > "$D/quota/r.out"
+	case $(head -n 1 "$D/quota/r.out" | tr -d '\r') in
+	"HTTP/1.1 200 OK") n200=$((n200 + 1)) ;;
+	"HTTP/1.1 503 Service Unavailable") grep -q "reached its quota of 70000 bytes" "$D/quota/r.out" && n503=$((n503 + 1)) ;;
+	esac
+done
+printf 'GET http://localhost:%s/q2 HTTP/1.1\r\nConnection: close\r\n\r\n' "$PORT" |
+	timeout 10 "$CLIENT" raw "$D/quota/q2.sock" > "$D/quota/q2.out"
+if [ "$n200" -ge 1 ] && [ $((n200 + n503)) = 20 ] && [ "$n503" -ge 1 ] &&
+	[ "$(grep -c '"status":200' "$D/quota/audit/q1.log")" = "$n200" ] &&
+	[ "$(head -n 1 "$D/quota/q2.out" | tr -d '\r')" = "HTTP/1.1 200 OK" ]; then
+	ok "a session at its audit quota: $n200 served and recorded, then 503 naming it; another session served"
+else
+	not_ok "audit quota per session" "served $n200, refused $n503" "$(head -n 1 "$D/quota/q2.out")"
+fi
+kill "$bpid" 2> /dev/null
 
 # --- a hard descriptor limit of 200 --------------------------------------------------------
 (ulimit -n 200 && exec "$BROKER" --control "$D/fd.sock" --secrets-file "$D/secrets.json" \
