@@ -4,7 +4,9 @@
 # with nested paging, 2 vCPUs and 4 GiB, Debian's cloud kernel and the image from image.sh; L1
 # runs PLAN (l1-run.sh) and powers off. Its kernel console goes to OUTDIR/console, its report
 # (l1-run.sh's line protocol) to OUTDIR/report. A whole L1 that stops making progress is killed
-# after TIMEOUT seconds (the watchdogs inside L1 catch a hung command much sooner).
+# after TIMEOUT seconds (the watchdogs inside L1 catch a hung command much sooner), and an L1
+# whose console and report stay silent for STALL seconds (300) is stopped as frozen
+# (OUTDIR/stalled says after how long).
 # Usage: tests/nested/boot.sh PLAN OUTDIR [TIMEOUT]   (BUILD=build)
 # Exit: QEMU's status (0: L1 powered off), 2 with one line when L1's packages cannot be
 # fetched (no network the first time), 124/137 when TIMEOUT ended it.
@@ -32,7 +34,24 @@ QEMU_MODULE_DIR=$pkgs/usr/lib/x86_64-linux-gnu/qemu timeout -s KILL "$limit" \
 	-serial "file:$out/console" -serial "file:$out/report" \
 	-kernel "$img/vmlinuz" -initrd "$img/l1.cpio" \
 	-append "console=ttyS0 quiet panic=-1 nested.plan=$plan" \
-	< /dev/null > "$out/qemu.log" 2>&1
+	< /dev/null > "$out/qemu.log" 2>&1 &
+qpid=$!
+# A frozen L1 (TCG's emulated SVM has been seen to stop all of L1, with no console line and no
+# watchdog of its own firing) is stopped after STALL seconds in which neither its console nor
+# its report grew, and marked so; a step that hangs is caught sooner by its watchdog inside L1.
+last= still=0
+while kill -0 "$qpid" 2> /dev/null; do
+	sleep 10
+	now=$(cat "$out/console" "$out/report" 2> /dev/null | wc -c)
+	if [ "$now" = "$last" ]; then still=$((still + 10)); else still=0 last=$now; fi
+	if [ "$still" -ge "${STALL:-300}" ]; then
+		echo "$still" > "$out/stalled"
+		pkill -KILL -P "$qpid" 2> /dev/null
+		kill -KILL "$qpid" 2> /dev/null
+		break
+	fi
+done
+wait "$qpid"
 rc=$?
 date +%s%N > "$out/end_ns"
 exit $rc

@@ -79,14 +79,21 @@ boot_and_report() {
 }
 
 # L1's own kernel dying (a panic inside kvm_amd under TCG's emulated SVM, seen about once in
-# ten CI runs) is the test host failing, not bulkhead: L1 is booted once more with the suite
-# it died in and those after it, and the panic is printed. Every check already reported
-# stands, failures included; a second death, or any other way of stopping, fails.
+# ten CI runs) or all of L1 freezing (boot.sh: silent for 300 s, no watchdog inside it firing)
+# is the test host failing, not bulkhead: L1 is booted once more with the suite it stopped in
+# and those after it, and why is printed. Every check already reported stands, failures
+# included; a second stop, or any other way of stopping, fails.
 boot_and_report "$suites" "$TMP/l1"
 if [ -z "$ended" ] && [ -n "$rest" ] && grep -q "Kernel panic" "$out/console"; then
 	echo "# L1's kernel panicked during $suite; its console:"
 	grep -m 1 -B 2 -A 12 -E "BUG:|Oops|general protection|Kernel panic|WARNING:" "$out/console" |
 		sed 's/^/#   /'
+	echo "# booting L1 once more for: $rest"
+	boot_and_report "$rest" "$TMP/l1-again"
+elif [ -z "$ended" ] && [ -n "$rest" ] && [ -s "$out/stalled" ]; then
+	echo "# L1 froze during $suite: its console and report were silent for $(cat "$out/stalled") s" \
+		"(no watchdog inside L1 fired); its last console lines:"
+	tail -n 5 "$out/console" | sed 's/^/#   /'
 	echo "# booting L1 once more for: $rest"
 	boot_and_report "$rest" "$TMP/l1-again"
 fi
