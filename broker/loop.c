@@ -126,11 +126,12 @@ static void answer(int fd, int status, const char *why)
 
 /* Recorded in the session's audit log, and said on the host at most once a second per
  * session (with how many were not said since). */
-static void note(struct loop_session *ls, int status, const char *outcome, const char *why)
+static void note(struct loop_session *ls, int status, const char *outcome, const char *rule,
+		 const char *why)
 {
 	int64_t t = now_ms();
 
-	ls->cl.note(ls->cl.arg, status, outcome, why);
+	ls->cl.note(ls->cl.arg, status, outcome, rule);
 	if (t - ls->log_ms < 1000) {
 		ls->log_quiet++;
 		return;
@@ -213,14 +214,15 @@ static void park(struct lconn *c)
 
 /* Closes a parked connection: STATUS answered (0: none) and noted, its wait cancelled; it is
  * destroyed when the cancel's event comes. */
-static void close_parked(struct lconn *c, int status, const char *outcome, const char *why)
+static void close_parked(struct lconn *c, int status, const char *outcome, const char *rule,
+			 const char *why)
 {
 	struct loop *l = c->ls->l;
 
 	if (status) {
 		if (!c->pc) /* inside a tunnel's TLS a plain answer would be noise */
 			answer(c->fd, status, why);
-		note(c->ls, status, outcome, why);
+		note(c->ls, status, outcome, rule, why);
 	}
 	uncount(c);
 	c->state = C_CLOSING;
@@ -294,15 +296,15 @@ static int evict(struct loop *l, struct loop_session *needy, unsigned fair)
 		 victim->state == C_PARKED ? "idle" : victim->state == C_WAITING ? "waiting" : "busy",
 		 worst->count, fair);
 	if (victim->state == C_PARKED) {
-		close_parked(victim, 503, AUDIT_OUTCOME_EVICTED, why);
+		close_parked(victim, 503, AUDIT_OUTCOME_EVICTED, "limit:fair_share", why);
 	} else if (victim->state == C_WAITING) {
 		answer(victim->fd, 503, why);
-		note(worst, 503, AUDIT_OUTCOME_EVICTED, why);
+		note(worst, 503, AUDIT_OUTCOME_EVICTED, "limit:fair_share", why);
 		destroy(victim);
 	} else {
 		/* Its worker owns the stream: the socket is cut under it, and the request ends
 		 * there (the proxy records it); the loop records why. */
-		note(worst, 503, AUDIT_OUTCOME_EVICTED, why);
+		note(worst, 503, AUDIT_OUTCOME_EVICTED, "limit:fair_share", why);
 		uncount(victim);
 		victim->evicted = 1;
 		shutdown(victim->fd, SHUT_RDWR);
@@ -332,14 +334,16 @@ static void admit(struct loop_session *ls, int fd)
 				 "session holds %u, its fair share is %u",
 				 l->lim.max_total, ls->count, fair);
 		answer(fd, 503, why);
-		note(ls, 503, AUDIT_OUTCOME_OVER_LIMIT, why);
+		note(ls, 503, AUDIT_OUTCOME_OVER_LIMIT,
+		     a == LOOP_REFUSE_SESSION ? "limit:session" : "limit:broker", why);
 		close(fd);
 		return;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		answer(fd, 503, "connection refused: the broker is out of memory");
-		note(ls, 503, AUDIT_OUTCOME_OVER_LIMIT, "connection refused: out of memory");
+		note(ls, 503, AUDIT_OUTCOME_OVER_LIMIT, "limit:memory",
+		     "connection refused: out of memory");
 		close(fd);
 		return;
 	}
@@ -369,7 +373,7 @@ static void out_of_descriptors(struct loop_session *ls)
 	fd = accept4(ls->lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd >= 0) {
 		answer(fd, 503, why);
-		note(ls, 503, AUDIT_OUTCOME_OVER_LIMIT, why);
+		note(ls, 503, AUDIT_OUTCOME_OVER_LIMIT, "limit:descriptors", why);
 		close(fd);
 	}
 	l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -538,7 +542,7 @@ static void session_end(struct loop_session *ls)
 	for (c = ls->head; c; c = next) {
 		next = c->next;
 		if (c->state == C_PARKED)
-			close_parked(c, 0, NULL, NULL);
+			close_parked(c, 0, NULL, NULL, NULL);
 		else if (c->state == C_WAITING)
 			destroy(c);
 		else if (c->state == C_ACTIVE)
@@ -607,7 +611,7 @@ static void sweep(struct loop *l, int64_t t)
 		for (struct lconn *c = s->head, *n; c; c = n) {
 			n = c->next;
 			if (c->state == C_PARKED && t - c->parked_ms >= l->lim.idle_timeout_ms)
-				close_parked(c, 408, AUDIT_OUTCOME_IDLE, why);
+				close_parked(c, 408, AUDIT_OUTCOME_IDLE, "limit:idle", why);
 		}
 	}
 }

@@ -31,8 +31,9 @@ struct loop_client {
 	const struct proxy_config *cfg;
 	const char *id;
 	void *arg;
-	/* One audit record for a connection the loop refused or closed (STATUS, OUTCOME, WHY). */
-	void (*note)(void *arg, int status, const char *outcome, const char *why);
+	/* One audit record for a connection the loop refused or closed: STATUS, OUTCOME, and
+	 * RULE, the bound that was reached ("limit:broker", "limit:session", ...). */
+	void (*note)(void *arg, int status, const char *outcome, const char *rule);
 	/* The loop holds nothing of the session any more (after loop_unlisten). */
 	void (*release)(void *arg);
 };

@@ -114,15 +114,9 @@ static void note_append(struct broker_session *s, const char *rule, const char *
 		proxy_audit_failed(s->id, rc);
 }
 
-static void loop_note(void *arg, int status, const char *outcome, const char *why)
+static void loop_note(void *arg, int status, const char *outcome, const char *rule)
 {
 	struct broker_session *s = arg;
-	const char *rule = strcmp(outcome, AUDIT_OUTCOME_IDLE) == 0	? "limit:idle"
-			   : strcmp(outcome, AUDIT_OUTCOME_EVICTED) == 0 ? "limit:fair_share"
-			   : strstr(why, "descriptors")			  ? "limit:descriptors"
-			   : strstr(why, "broker is full")		  ? "limit:broker"
-			   : strstr(why, "memory")			  ? "limit:memory"
-									  : "limit:session";
 	time_t now = time(NULL);
 
 	if (!s->audit)
