@@ -5,8 +5,12 @@
 # (absolute-form GET; the broker opens verified TLS upstream) and CONNECT (TLS inside the tunnel
 # to the broker's leaf, verified against its session CA); keep-alive and a new connection per
 # request; at each concurrency. The broker injects a Bearer secret and scrubs the echoed one.
+# A third path, when HAProxy is installed: the same plain requests through HAProxy as a bare
+# relay (TCP mode, its defaults: a thread per CPU; verified TLS upstream), the event-driven
+# proxy of the field doing the least a relay can, to show what the hop itself costs here.
 # Prints p50/p99 straight and through the broker, what the broker adds, both throughputs and
-# their ratio, and the broker's CPU per request; then the goals of issue 19, measured vs goal.
+# their ratio, the relay's throughput and the broker's against it, and the broker's CPU per
+# request; then the goals of issue 19, measured vs goal.
 # Usage: DURATION=1 CONNS="1 8 64 512" MODES="plain connect" KEEPALIVE="1 0" ROUNDS=3 \
 #        bench/broker-overhead.sh
 # (DURATION: seconds each run measures, or N: requests per run instead; WARMUP: unmeasured
@@ -60,6 +64,29 @@ fi
 
 bench_tmp
 bench_upstream "$ECHO"
+
+# The reference relay: plain requests only (it answers no CONNECT).
+RELAY=""
+if command -v haproxy > /dev/null && printf '%s\n' "$MODES" | grep -qw plain; then
+	cat > "$tmp/relay.cfg" << CFG
+global
+  maxconn 8192
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+listen relay
+  bind unix@$tmp/relay.sock
+  server up 127.0.0.1:$PORT ssl verify required ca-file $tmp/ca.pem verifyhost localhost
+CFG
+	haproxy -f "$tmp/relay.cfg" -db 2> "$tmp/relay.err" &
+	pids="$pids $!"
+	wait_for -S "$tmp/relay.sock" || fail "haproxy did not start: $(cat "$tmp/relay.err")"
+	RELAY=haproxy
+else
+	echo "broker-overhead: no reference relay (haproxy is not installed, or MODES has no plain)" >&2
+fi
 
 SECRET=bench-s3cret-$$-token
 cat > "$tmp/rules.json" << RULES
@@ -147,6 +174,14 @@ for ka in $KEEPALIVE; do
 			else
 				failed "d.$ka.$c" "direct, $c conns, keepalive=$ka" "$d"
 			fi
+			# shellcheck disable=SC2086 # kopt: one option or nothing
+			if [ -n "$RELAY" ] && v=$("$LOAD" --proxy-unix "$tmp/relay.sock" -c "$c" \
+				--url "http://localhost:$PORT/bench/x" "$amount" "$1" -w "$w" $kopt \
+				--label relay --json 2>&1); then
+				keep "r.$ka.$c" "$v"
+			elif [ -n "$RELAY" ]; then
+				failed "r.$ka.$c" "relay, $c conns, keepalive=$ka" "$v"
+			fi
 			for loop in $LOOPS; do
 				bpid=$(cat "$tmp/$loop.pid")
 				for m in $MODES; do
@@ -186,9 +221,11 @@ for loop in $LOOPS; do
 				nf=$(cat "$tmp/$key.failed" "$tmp/d.$ka.$c.failed" 2> /dev/null | wc -l)
 				rc=$(cat "$tmp/$key.reconnects" "$tmp/d.$ka.$c.reconnects" 2> /dev/null |
 					awk '{ s += $1 } END { print s + 0 }')
+				rel=-
+				[ "$m" = plain ] && rel=$(med "r.$ka.$c" rps)
 				echo "$loop $m $ka $c $(med "d.$ka.$c" p50_ms) $(med "d.$ka.$c" p99_ms)" \
 					"$(med "$key" p50_ms) $(med "$key" p99_ms) $(med "d.$ka.$c" rps)" \
-					"$(med "$key" rps) $(med "$key" cpu) $nf $rc" >> "$tmp/rows"
+					"$(med "$key" rps) $(med "$key" cpu) $nf $rc $rel" >> "$tmp/rows"
 			done
 		done
 	done
@@ -200,19 +237,21 @@ echo "broker's leaf (session CA, verified) inside; ka 1: keep-alive, ka 0: a new
 echo "(TCP+TLS straight; Unix socket [+ CONNECT + TLS] to the broker) per request, counted in"
 echo "its latency. $per_run per run, median of $ROUNDS runs alternating direct and broker;" \
 	"$(nproc) CPUs, load generator on the same CPUs; ${took} s."
-printf '%-7s %-7s %2s %5s %8s %8s %8s %8s %8s %8s %9s %9s %6s %7s\n' loop mode ka conns \
+printf '%-7s %-7s %2s %5s %8s %8s %8s %8s %8s %8s %9s %9s %6s %9s %7s %7s\n' loop mode ka conns \
 	"dir p50" "dir p99" "brk p50" "brk p99" "add p50" "add p99" "dir req/s" "brk req/s" \
-	ratio "brk us"
+	ratio "rel req/s" brk/rel "brk us"
 awk 'function ms(v) { return v == "-" ? v : sprintf("%.3f", v) }
+function rps(v) { return v == "-" ? v : sprintf("%d", v) }
+function ratio(a, b) { return (a != "-" && b != "-" && b > 0) ? sprintf("%.2f", a / b) : "-" }
 {
 	ok = ($5 != "-" && $7 != "-")
-	printf "%-7s %-7s %2s %5s %8s %8s %8s %8s %8s %8s %9s %9s %6s %7s%s\n", $1, $2, $3, $4,
+	printf "%-7s %-7s %2s %5s %8s %8s %8s %8s %8s %8s %9s %9s %6s %9s %7s %7s%s\n", $1, $2, $3, $4,
 		ms($5), ms($6), ms($7), ms($8), ok ? sprintf("%.3f", $7 - $5) : "-", ok ? sprintf("%.3f", $8 - $6) : "-",
-		$9 == "-" ? "-" : sprintf("%d", $9), $10 == "-" ? "-" : sprintf("%d", $10),
-		($9 != "-" && $10 != "-" && $9 > 0) ? sprintf("%.2f", $10 / $9) : "-", $11,
+		rps($9), rps($10), ratio($10, $9), rps($14), ratio($10, $14), $11,
 		($12 > 0 ? "  (" $12 " runs failed)" : "")
 }' "$tmp/rows"
-echo "(latency in ms; add: broker minus direct; ratio: broker/direct req/s; brk us: broker CPU"
+echo "(latency in ms; add: broker minus direct; ratio: broker/direct req/s; rel: the reference"
+echo "relay, ${RELAY:-not run}, plain only; brk/rel: broker/relay req/s; brk us: broker CPU"
 echo "time per request in microseconds, set-up included)"
 
 # The goals of issue 19, measured vs goal, per loop, mode and keep-alive; never asserted.
@@ -224,7 +263,8 @@ function verdict(ok) { return ok ? "met" : "NOT met" }
 $4 == 8 || $4 == 64 {
 	if ($9 != "-" && $10 != "-" && $9 > 0) {
 		r = $10 / $9
-		tp[g] = tp[g] sprintf(" %s conns %.2f (%s);", $4, r, verdict(r >= 0.8))
+		rel = ($14 != "-") ? sprintf("; the relay %.2f", $14 / $9) : ""
+		tp[g] = tp[g] sprintf(" %s conns %.2f (%s%s);", $4, r, verdict(r >= 0.8), rel)
 	} else tp[g] = tp[g] sprintf(" %s conns failed;", $4)
 }
 $4 == lo {
