@@ -123,7 +123,8 @@ int proxy_io_up_open(struct conn *c)
 	}
 	proxy_io_timeouts(c->up_fd, c->cfg->io_timeout_ms);
 	if (c->dest->scheme == RULES_HTTPS) {
-		c->up_ssl = tlsup_connect(c->cfg->tls, c->up_fd, c->dest->host, why, sizeof(why));
+		c->up_ssl = tlsup_connect(c->cfg->tls, c->cfg->resume, c->up_fd, c->dest->host,
+					  c->dest->port, why, sizeof(why));
 		if (!c->up_ssl) {
 			proxy_fail(c, 502, "%s", why);
 			proxy_io_up_close(c);

@@ -17,6 +17,7 @@
 
 #include "broker/audit.h"
 #include "broker/mitm_ca.h"
+#include "broker/tls_resume.h"
 
 /* The session CA outlives any session a scope allows (issue 7 bounds session lifetime). */
 #define SESSION_CA_LIFETIME_S (7L * 24 * 3600)
@@ -70,6 +71,7 @@ static void session_free(struct broker_session *s)
 		fprintf(stderr, "bulkhead-broker: session %s: closing the audit log: %s\n", s->id,
 			strerror(-rc));
 	mitm_ca_free(s->cfg.mitm);
+	tls_resume_free(s->cfg.resume);
 	rules_free(&s->rules);
 	hold_budget_destroy(&s->hold);
 	hold_budget_destroy(&s->buf);
@@ -192,6 +194,8 @@ struct broker_session *broker_session_start(const struct broker_common *common, 
 	s->cfg.mitm = mitm_ca_new(s->id, SESSION_CA_LIFETIME_S, err, errlen);
 	if (!s->cfg.mitm)
 		goto fail;
+	/* Without it, every upstream connection is a full handshake: slower, never wrong. */
+	s->cfg.resume = tls_resume_new();
 	struct loop_client cl = { &s->cfg, s->id, s, loop_note, loop_release };
 	s->refs++; /* the loop's, given back by loop_release */
 	s->ls = loop_listen(common->loop, listen_fd, &cl);

@@ -33,10 +33,16 @@ SSL_CTX *tlsup_ctx_new(const char *ca_file, char *why, size_t whylen)
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
+	if (tls_resume_ctx_init(ctx)) {
+		snprintf(why, whylen, "cannot set up TLS session resumption");
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
 	return ctx;
 }
 
-SSL *tlsup_connect(SSL_CTX *ctx, int fd, const char *host, char *why, size_t whylen)
+SSL *tlsup_connect(SSL_CTX *ctx, struct tls_resume *resume, int fd, const char *host,
+		   unsigned port, char *why, size_t whylen)
 {
 	SSL *ssl = SSL_new(ctx);
 	unsigned char ip[16];
@@ -56,6 +62,9 @@ SSL *tlsup_connect(SSL_CTX *ctx, int fd, const char *host, char *why, size_t why
 		X509_VERIFY_PARAM_set_hostflags(SSL_get0_param(ssl),
 						X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
 	}
+	/* Set after the identity: a resumed session was verified for this very one. */
+	if (tls_resume_attach(resume, ssl, host, port) < 0)
+		goto fail_plain;
 	ERR_clear_error();
 	if (SSL_connect(ssl) != 1) {
 		vr = SSL_get_verify_result(ssl);

@@ -2,7 +2,8 @@
 /* tests/tools/https_echo.c: a test upstream on 127.0.0.1 that answers every request with its
  * request line and headers in the body, plus an optional string (header and body) so tests can
  * make it echo a secret; /reflect echoes the X-Reflect header in a chosen encoding
- * (echo_reflect.c). Plain HTTP without --cert. Prints its port on stdout. */
+ * (echo_reflect.c); /tls says whether the connection's TLS session was resumed. Plain HTTP
+ * without --cert. Listens on --port, or a port of its own; prints it on stdout. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -166,7 +167,17 @@ static int on_complete(http_parser *p)
 		c->abrupt = rc == REFLECT_CLOSE_ABRUPT;
 		return rc ? -1 : 0; /* -1 also ends the connection after an EOF-framed answer */
 	}
-	if (path && !strncmp(path + 1, "/repeat/", 8)) {
+	if (path && !strncmp(path + 1, "/tls", 4) && (path[5] == '\n' || !path[5])) {
+		/* /tls: whether this connection's handshake resumed a session ("resumed"), or was
+		 * full ("full"); "plain" without TLS. */
+		const char *how = !c->ssl ? "plain" : SSL_session_reused(c->ssl) ? "resumed" : "full";
+
+		l = snprintf(hdr, sizeof(hdr),
+			     "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n%s\n",
+			     strlen(how) + 1, how);
+		if (cwrite(c, hdr, (size_t)l))
+			return -1;
+	} else if (path && !strncmp(path + 1, "/repeat/", 8)) {
 		path++;
 		/* /repeat/N: ALSO N times, chunked, in pieces of odd sizes. */
 		long count = atol(path + 8), i;
@@ -280,12 +291,14 @@ int main(int argc, char **argv)
 			also = argv[i + 1];
 		else if (!strcmp(argv[i], "--log"))
 			log_file = fopen(argv[i + 1], "a");
+		else if (!strcmp(argv[i], "--port"))
+			sa.sin_port = htons((uint16_t)atoi(argv[i + 1]));
 		else
 			break;
 	}
 	if (i != argc || (!cert) != (!key)) {
 		fprintf(stderr,
-			"usage: https-echo [--cert PEM --key PEM] [--also STRING] [--log FILE]\n");
+			"usage: https-echo [--cert PEM --key PEM] [--also STRING] [--log FILE] [--port N]\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
