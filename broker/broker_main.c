@@ -205,6 +205,8 @@ static int load(const struct broker_cmdline *o, struct broker_common *common, st
 		.max_session = (unsigned)o->max_conns,
 		.max_active = (unsigned)o->max_active,
 		.idle_timeout_ms = (int)o->idle_timeout_s * 1000,
+		/* A request's head has this long in all; waiting for a worker is part of it. */
+		.wait_timeout_ms = (int)o->head_timeout_s * 1000,
 		.linger_ms = LINGER_MS,
 	};
 	enum loop_kind kind = strcmp(o->event_loop, "uring") == 0   ? LOOP_URING

@@ -40,7 +40,7 @@ struct lconn {
 	int evicted; /* cut while a worker had it: it ends when the worker lets go */
 	unsigned long id;
 	struct conn *pc; /* its proxy state while parked, when it has any (a tunnel's TLS) */
-	int64_t parked_ms;
+	int64_t since_ms; /* when it was parked, or began to wait for a worker */
 	struct lconn *prev, *next; /* in its session's list, oldest first */
 	struct lconn *qnext; /* in the work queue, the loop's inbox or its session's turn */
 };
@@ -110,17 +110,16 @@ int loop_admit(unsigned mine, unsigned total, unsigned max_total, unsigned max_s
 /* --- answers and notes ------------------------------------------------------------------- */
 
 /* The loop's own answer to a connection it will not serve, sent without waiting: a socket
- * that cannot take a few hundred bytes at once gets none. */
+ * that cannot take a few hundred bytes at once gets none. What the guest sent and the loop
+ * never read is dropped first: a Unix socket closed with unread bytes resets its peer, whose
+ * read may then fail before it has the answer. */
 static void answer(int fd, int status, const char *why)
 {
-	char buf[600];
-	int n = snprintf(buf, sizeof(buf),
-			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
-			 "Connection: close\r\n%s\r\nbulkhead: %s\n",
-			 status, status == 408 ? "Request Timeout" : "Service Unavailable",
-			 strlen(why) + 11, status == 503 ? "Retry-After: 1\r\n" : "", why);
+	char buf[700];
+	int n = proxy_error_text(buf, sizeof(buf), status, why);
 
-	if (n > 0 && (size_t)n < sizeof(buf))
+	proxy_drop_unread(fd);
+	if (n > 0)
 		(void)send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
@@ -207,7 +206,7 @@ static void park(struct lconn *c)
 	struct loop *l = c->ls->l;
 
 	c->state = C_PARKED;
-	c->parked_ms = now_ms();
+	c->since_ms = now_ms();
 	if (l->b->readable(l->b, c->fd, (uint64_t)(uintptr_t)c) < 0)
 		destroy(c);
 }
@@ -443,6 +442,7 @@ static void on_readable(struct lconn *c, int res)
 	/* No worker for it now: it waits its turn, so a session that keeps many connections
 	 * busy takes more time, never more threads. */
 	c->state = C_WAITING;
+	c->since_ms = now_ms();
 	c->ls->waiting++;
 	c->qnext = NULL;
 	if (c->ls->turn_tail)
@@ -596,7 +596,24 @@ static void drain_inbox(struct loop *l)
 	schedule(l);
 }
 
-/* Idle deadlines, and listeners paused by a failure. */
+/* A connection that waited its turn too long: its session's workers are all taken (by
+ * requests it keeps going), so it is answered, not kept waiting for good. */
+static void close_waiting(struct lconn *c)
+{
+	struct loop_session *ls = c->ls;
+	char why[160];
+
+	snprintf(why, sizeof(why),
+		 "no worker for this request in %d s: this session has %u requests in progress, "
+		 "its limit now",
+		 ls->l->lim.wait_timeout_ms / 1000, ls->active);
+	if (!c->pc)
+		answer(c->fd, 503, why);
+	note(ls, 503, AUDIT_OUTCOME_OVER_LIMIT, "limit:active", why);
+	destroy(c);
+}
+
+/* Idle and waiting deadlines, and listeners paused by a failure. */
 static void sweep(struct loop *l, int64_t t)
 {
 	char why[120];
@@ -610,8 +627,10 @@ static void sweep(struct loop *l, int64_t t)
 		}
 		for (struct lconn *c = s->head, *n; c; c = n) {
 			n = c->next;
-			if (c->state == C_PARKED && t - c->parked_ms >= l->lim.idle_timeout_ms)
+			if (c->state == C_PARKED && t - c->since_ms >= l->lim.idle_timeout_ms)
 				close_parked(c, 408, AUDIT_OUTCOME_IDLE, "limit:idle", why);
+			else if (c->state == C_WAITING && t - c->since_ms >= l->lim.wait_timeout_ms)
+				close_waiting(c);
 		}
 	}
 }

@@ -23,6 +23,7 @@ struct loop_limits {
 	unsigned max_active_total; /* ... all sessions' (beyond it, a session under its share
 				    * still gets one); 0: from RLIMIT_NOFILE */
 	int idle_timeout_ms;  /* a connection silent between requests is closed after this */
+	int wait_timeout_ms;  /* one readable but waiting for a worker is answered 503 after this */
 	int linger_ms; /* a worker keeps a silent connection this long before the loop takes it */
 };
 

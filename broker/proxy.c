@@ -227,26 +227,13 @@ static const http_parser_settings rq_settings = {
 /* The recorded refusal (proxy_fail) as the guest's one answer. */
 static void send_error(struct conn *c)
 {
-	static const struct {
-		int code;
-		const char *text;
-	} texts[] = { { 400, "Bad Request" },	    { 403, "Forbidden" },
-		      { 404, "Not Found" },	    { 408, "Request Timeout" },
-		      { 413, "Content Too Large" }, { 501, "Not Implemented" },
-		      { 502, "Bad Gateway" },	    { 503, "Service Unavailable" } };
-	const char *text = "Error";
-	char buf[640];
-	size_t i;
-	int l;
+	char buf[700];
+	int l = proxy_error_text(buf, sizeof(buf), c->err_status, c->err_msg);
 
-	for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
-		if (texts[i].code == c->err_status)
-			text = texts[i].text;
-	l = snprintf(buf, sizeof(buf),
-		     "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
-		     "Connection: close\r\n\r\nbulkhead: %s\n",
-		     c->err_status, text, strlen(c->err_msg) + 11, c->err_msg);
-	proxy_io_client_write(c, buf, (size_t)l < sizeof(buf) ? (size_t)l : sizeof(buf) - 1);
+	/* What the guest sent past the refusal is dropped, not left to reset its read. */
+	proxy_drop_unread(c->fd);
+	if (l > 0)
+		proxy_io_client_write(c, buf, (size_t)l);
 }
 
 /* Feeds what one read returned (N bytes, 0 at the end of the stream, -1 on failure) through

@@ -10,7 +10,8 @@
 #    within 5 s by closing one of the first session's idle connections (answered 503, audited
 #    evicted).
 #  - Busy connections: a session keeping 30 connections busy (heads half sent) holds at most
-#    --max-active workers; another session is served meanwhile.
+#    --max-active workers; another session is served meanwhile. A request of a session whose
+#    workers are all busy waits its turn at most --head-timeout, then is answered 503, audited.
 #  - Idle deadline: a silent connection, and one idle after a request, get 408 once
 #    --idle-timeout passes, recorded idle_timeout.
 #  - A session that ends closes its idle connections.
@@ -178,6 +179,28 @@ for be in $backends; do
 		not_ok "$be: busy connections bounded by --max-active" "threads: $t0, then $t" "$(head -n 1 "$D/$be-busy/y.out")"
 	fi
 	kill "$bpid" "$busy_in" 2> /dev/null
+
+	# A request waiting for a worker behind its own session's busy ones (bodies sent a byte
+	# at a time) is answered once its head's time (--head-timeout 2) has passed, not kept for
+	# as long as they go on.
+	start "$be-wait" --event-loop "$be" --max-active 2 --head-timeout 2 --io-timeout 30
+	register "$be-wait" w
+	out=$($CONNS trickle "$D/$be-wait/w.sock" 2 "$PORT" 8)
+	ms=$(field "$out" ms)
+	if [ "$(field "$out" status)" = "HTTP/1.1 503 Service Unavailable" ] &&
+		[ "$(field "$out" why)" = "bulkhead: no worker for this request in 2 s: this session has 2 requests in progress, its limit now" ] &&
+		[ "$ms" -ge 1500 ] 2> /dev/null && [ "$ms" -lt 6000 ] &&
+		[ "$(field "$out" closed)" = True ] && [ "$(field "$out" reset)" = False ]; then
+		ok "$be: a request waiting behind its session's 2 busy ones is answered 503 after $ms ms (--head-timeout 2), saying why, and closed cleanly"
+	else
+		not_ok "$be: the wait for a worker is bounded" "$out" "$(tail -n 3 "$D/$be-wait/broker.log")"
+	fi
+	if grep -q '"rule":"limit:active".*"status":503.*"outcome":"over_limit"' "$D/$be-wait/audit/w.log"; then
+		ok "$be: ... and audited over_limit, limit:active"
+	else
+		not_ok "$be: the wait's end audited" "$(cat "$D/$be-wait/audit/w.log")"
+	fi
+	kill "$bpid" 2> /dev/null
 
 	# --- the idle deadline ----------------------------------------------------------------
 	out=$($CONNS idle "$D/$be/b.sock" "$PORT")

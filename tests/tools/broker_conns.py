@@ -13,6 +13,9 @@ tests/e2e/test_broker_scale.sh. Prints one JSON object; asserts nothing itself.
                               stdin closes; prints once they are all sent
   hold SOCK N                 N silent connections, held until stdin closes; prints how many
                               were kept once they are all open
+  trickle SOCK N PORT SECONDS N connections each sending a POST's body a byte every 0.2 s for
+                              SECONDS (their workers stay busy), and meanwhile one more
+                              connection's whole GET: how and when it was answered
 """
 import json
 import select
@@ -188,6 +191,41 @@ def hold(path, n):
     sys.stdin.read()
 
 
+def trickle(path, n, port, seconds):
+    socks = []
+    for _ in range(n):
+        s = connect(path)
+        s.sendall(post_head(port, 100000))
+        socks.append(s)
+    time.sleep(0.3)
+    g = connect(path)
+    t0 = time.monotonic()
+    g.sendall(b"GET http://localhost:%d/scale HTTP/1.1\r\nHost: localhost:%d\r\n"
+              b"Connection: close\r\n\r\n" % (port, port))
+    got, first_ms, closed, reset = b"", None, False, False
+    while time.monotonic() < t0 + seconds + 5 and not closed:
+        r, _, _ = select.select([g], [], [], 0.2)
+        if r:
+            try:
+                chunk = g.recv(65536)
+            except ConnectionResetError:
+                chunk, reset = b"", True
+            if first_ms is None and chunk:
+                first_ms = int((time.monotonic() - t0) * 1000)
+            closed = not chunk
+            got += chunk
+        if time.monotonic() < t0 + seconds:
+            for s in socks:
+                try:
+                    s.send(b"x")
+                except OSError:
+                    pass
+    lines = got.decode(errors="replace").split("\r\n")
+    why = [x for x in got.decode(errors="replace").split("\n") if x.startswith("bulkhead: ")]
+    print(json.dumps({"status": lines[0], "why": why[0] if why else "", "ms": first_ms,
+                      "closed": closed, "reset": reset}))
+
+
 def main():
     mode = sys.argv[1]
     if mode == "fair":
@@ -200,8 +238,10 @@ def main():
         busy(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif mode == "hold":
         hold(sys.argv[2], int(sys.argv[3]))
+    elif mode == "trickle":
+        trickle(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
     else:
-        sys.exit("usage: broker_conns.py fair|idle|hold ...")
+        sys.exit("usage: broker_conns.py fair|idle|buffer|busy|hold|trickle ...")
 
 
 if __name__ == "__main__":
