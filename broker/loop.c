@@ -56,7 +56,8 @@ struct loop_session {
 	_Atomic unsigned waiting;	/* how many: its workers yield between requests */
 	unsigned long next_id;
 	struct lconn *head, *tail;
-	int64_t log_ms; /* the last host log line (one a second at most) */
+	int64_t log_ms;	 /* the last host log line (one a second at most) */
+	int64_t note_ms; /* the last note; 0 once flushed */
 	unsigned log_quiet;
 	int want_listen, want_end, queued; /* its messages in the inbox */
 	int do_listen, do_end;		   /* ... taken out of it */
@@ -131,6 +132,7 @@ static void note(struct loop_session *ls, int status, const char *outcome, const
 	int64_t t = now_ms();
 
 	ls->cl.note(ls->cl.arg, status, outcome, rule);
+	ls->note_ms = t;
 	if (t - ls->log_ms < 1000) {
 		ls->log_quiet++;
 		return;
@@ -624,6 +626,10 @@ static void sweep(struct loop *l, int64_t t)
 		if (s->paused) {
 			s->paused = 0;
 			listen_arm(s);
+		}
+		if (s->note_ms && t - s->note_ms >= 1000) {
+			s->cl.flush(s->cl.arg);
+			s->note_ms = 0;
 		}
 		for (struct lconn *c = s->head, *n; c; c = n) {
 			n = c->next;

@@ -35,6 +35,8 @@ struct loop_client {
 	/* One audit record for a connection the loop refused or closed: STATUS, OUTCOME, and
 	 * RULE, the bound that was reached ("limit:broker", "limit:session", ...). */
 	void (*note)(void *arg, int status, const char *outcome, const char *rule);
+	/* A second has passed since the last note: what NOTE only counted may be written now. */
+	void (*flush)(void *arg);
 	/* The loop holds nothing of the session any more (after loop_unlisten). */
 	void (*release)(void *arg);
 };

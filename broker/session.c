@@ -94,8 +94,8 @@ static void session_put(struct broker_session *s)
 /* A connection the loop refused or closed, recorded like a request: no method, host or
  * path, the broker's own status, and the limit that was reached as its rule. A guest can make
  * refusals as fast as it can connect: past NOTE_PER_S records in a second, the rest of that
- * second are counted, and one record says how many were left out (with the next record, or
- * when the session ends). */
+ * second are counted, and one record says how many were left out (with the next record, a
+ * second after the last when none follows (loop_flush), or when the session ends). */
 #define NOTE_PER_S 20
 static void note_append(struct broker_session *s, const char *rule, const char *path, int status,
 			const char *outcome)
@@ -116,25 +116,42 @@ static void note_append(struct broker_session *s, const char *rule, const char *
 		proxy_audit_failed(s->id, rc);
 }
 
-static void loop_note(void *arg, int status, const char *outcome, const char *rule)
+/* A past second's count, written once that second is over (the lock held). */
+static void note_count(struct broker_session *s, time_t now)
+{
+	char path[96];
+
+	if (now == s->note_sec)
+		return;
+	if (s->note_dropped) {
+		snprintf(path, sizeof(path),
+			 "- (%u more like it in that second, not recorded one by one)",
+			 s->note_dropped);
+		note_append(s, "limit:records", path, 503, AUDIT_OUTCOME_OVER_LIMIT);
+	}
+	s->note_sec = now;
+	s->note_n = s->note_dropped = 0;
+}
+
+static void loop_flush(void *arg)
 {
 	struct broker_session *s = arg;
-	time_t now = time(NULL);
 
 	if (!s->audit)
 		return;
 	pthread_mutex_lock(&s->audit_lock);
-	if (now != s->note_sec) {
-		if (s->note_dropped) {
-			char path[96];
+	note_count(s, time(NULL));
+	pthread_mutex_unlock(&s->audit_lock);
+}
 
-			snprintf(path, sizeof(path), "- (%u more like it in that second, not "
-						     "recorded one by one)", s->note_dropped);
-			note_append(s, "limit:records", path, 503, AUDIT_OUTCOME_OVER_LIMIT);
-		}
-		s->note_sec = now;
-		s->note_n = s->note_dropped = 0;
-	}
+static void loop_note(void *arg, int status, const char *outcome, const char *rule)
+{
+	struct broker_session *s = arg;
+
+	if (!s->audit)
+		return;
+	pthread_mutex_lock(&s->audit_lock);
+	note_count(s, time(NULL));
 	if (s->note_n++ < NOTE_PER_S)
 		note_append(s, rule, "-", status, outcome);
 	else
@@ -196,7 +213,7 @@ struct broker_session *broker_session_start(const struct broker_common *common, 
 		goto fail;
 	/* Without it, every upstream connection is a full handshake: slower, never wrong. */
 	s->cfg.resume = tls_resume_new();
-	struct loop_client cl = { &s->cfg, s->id, s, loop_note, loop_release };
+	struct loop_client cl = { &s->cfg, s->id, s, loop_note, loop_flush, loop_release };
 	s->refs++; /* the loop's, given back by loop_release */
 	s->ls = loop_listen(common->loop, listen_fd, &cl);
 	if (!s->ls) {

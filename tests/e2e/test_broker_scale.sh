@@ -138,8 +138,9 @@ for be in $backends; do
 		not_ok "$be: host log line" "$(tail -n 5 "$D/$be/broker.log")"
 	fi
 
-	# 400 idle connections (the bound raised) hold no thread each.
-	start "$be-many" --event-loop "$be" --max-conns-total 1000 --max-conns 1000
+	# 400 idle connections (the bound raised) hold no thread each; 40 past the session's
+	# bound are refused.
+	start "$be-many" --event-loop "$be" --max-conns-total 1000 --max-conns 360
 	register "$be-many" m
 	mkfifo "$D/$be-many/in"
 	$CONNS hold "$D/$be-many/m.sock" 400 < "$D/$be-many/in" > "$D/$be-many/hold.out" &
@@ -149,10 +150,21 @@ for be in $backends; do
 	pids="$pids $hold_in"
 	i=0; while [ ! -s "$D/$be-many/hold.out" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
 	t=$(threads "$bpid")
-	if [ "$(field "$(cat "$D/$be-many/hold.out")" kept)" = 400 ] && [ "$t" -lt 40 ]; then
-		ok "$be: 400 idle connections held open, the broker has $t threads"
+	if [ "$(field "$(cat "$D/$be-many/hold.out")" kept)" = 360 ] && [ "$t" -lt 40 ]; then
+		ok "$be: 360 idle connections held open (40 refused), the broker has $t threads"
 	else
 		not_ok "$be: idle connections hold no thread" "$(cat "$D/$be-many/hold.out")" "threads: $t"
+	fi
+	# The refusals past 20 a second are counted in one record, written a second after the
+	# last while the session goes on, not left for its end.
+	sleep 2
+	one=$(grep -c '"rule":"limit:session".*"outcome":"over_limit"' "$D/$be-many/audit/m.log")
+	more=$(sed -n 's/.*"path":"- (\([0-9]*\) more like it.*/\1/p' "$D/$be-many/audit/m.log" |
+		awk '{ s += $1 } END { print s + 0 }')
+	if [ $((one + more)) = 40 ] && [ "$one" -le 20 ] && [ "$more" -ge 1 ]; then
+		ok "$be: 40 refusals audited while the session lives: $one one by one, $more counted"
+	else
+		not_ok "$be: refusals counted and written" "one by one: $one, counted: $more" "$(tail -n 2 "$D/$be-many/audit/m.log")"
 	fi
 	kill "$bpid" "$hold_in" 2> /dev/null
 
