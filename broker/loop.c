@@ -37,7 +37,8 @@ struct lconn {
 	int kind; /* IT_CONN; first, as in every tagged item */
 	struct loop_session *ls;
 	int fd, state, counted, msg;
-	int evicted; /* cut while a worker had it: it ends when the worker lets go */
+	int evicted; /* cut while a worker had it (2: both ways): it ends when the worker lets go */
+	struct proxy_cut cut; /* how the worker learns it was cut, and why */
 	unsigned long id;
 	struct conn *pc; /* its proxy state while parked, when it has any (a tunnel's TLS) */
 	int64_t since_ms; /* when it was parked, or began to wait for a worker */
@@ -303,12 +304,17 @@ static int evict(struct loop *l, struct loop_session *needy, unsigned fair)
 		note(worst, 503, AUDIT_OUTCOME_EVICTED, "limit:fair_share", why);
 		destroy(victim);
 	} else {
-		/* Its worker owns the stream: the socket is cut under it, and the request ends
-		 * there (the proxy records it); the loop records why. */
+		/* Its worker owns the stream: the socket's reading side is shut under it, and the
+		 * worker answers 503 why at the end of stream it reads, unless an answer began (the
+		 * proxy records the request). A worker that has not let go within a second (a
+		 * guest that does not read, a slow upstream) has the socket shut both ways. */
 		note(worst, 503, AUDIT_OUTCOME_EVICTED, "limit:fair_share", why);
 		uncount(victim);
 		victim->evicted = 1;
-		shutdown(victim->fd, SHUT_RDWR);
+		victim->since_ms = now_ms();
+		snprintf(victim->cut.why, sizeof(victim->cut.why), "%s", why);
+		victim->cut.set = 1; /* after why: an atomic store publishes it */
+		shutdown(victim->fd, SHUT_RD);
 	}
 	return 1;
 }
@@ -637,6 +643,10 @@ static void sweep(struct loop *l, int64_t t)
 				close_parked(c, 408, AUDIT_OUTCOME_IDLE, "limit:idle", why);
 			else if (c->state == C_WAITING && t - c->since_ms >= l->lim.wait_timeout_ms)
 				close_waiting(c);
+			else if (c->state == C_ACTIVE && c->evicted == 1 && t - c->since_ms >= 1000) {
+				shutdown(c->fd, SHUT_RDWR);
+				c->evicted = 2;
+			}
 		}
 	}
 }
@@ -687,7 +697,7 @@ static void serve(struct lconn *c)
 	if (!c->pc)
 		c->pc = proxy_conn_new(cfg, c->fd, c->id);
 	if (c->pc)
-		r = proxy_conn_serve(c->pc, c->ls->l->lim.linger_ms, &c->ls->waiting);
+		r = proxy_conn_serve(c->pc, c->ls->l->lim.linger_ms, &c->ls->waiting, &c->cut);
 	if (r == PROXY_DONE || proxy_conn_stateless(c->pc)) {
 		proxy_conn_free(c->pc);
 		c->pc = NULL;

@@ -258,6 +258,17 @@ static int serve_bytes(struct conn *c, const char *buf, ssize_t n)
 		}
 		return -1;
 	}
+	if (n == 0 && c->cut && c->cut->set && !c->err_status &&
+	    (!c->audit_due || !c->resp_started)) {
+		/* Taken for another session, between requests or before an answer began. */
+		proxy_fail(c, 503, "%s", c->cut->why);
+		send_error(c);
+		if (c->audit_due) {
+			c->outcome = AUDIT_OUTCOME_EVICTED;
+			proxy_audit_log(c, 503);
+		}
+		return -1;
+	}
 	if (n == 0 && c->audit_due)
 		c->outcome = AUDIT_OUTCOME_GUEST_CLOSED;
 	do {
@@ -428,9 +439,14 @@ struct conn *proxy_conn_new(const struct proxy_config *cfg, int fd, unsigned lon
 	return c;
 }
 
-int proxy_conn_serve(struct conn *c, int linger_ms, const _Atomic unsigned *yield)
+int proxy_conn_serve(struct conn *c, int linger_ms, const _Atomic unsigned *yield,
+		     const struct proxy_cut *cut)
 {
-	int r = serve_loop(c, linger_ms, yield);
+	int r;
+
+	c->cut = cut;
+	r = serve_loop(c, linger_ms, yield);
+	c->cut = NULL;
 
 	if (r) {
 		/* Idle: the upstream connection is not kept for a guest that went quiet (one that
@@ -473,7 +489,7 @@ unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long 
 	unsigned long served = 0;
 
 	if (c) {
-		proxy_conn_serve(c, -1, NULL);
+		proxy_conn_serve(c, -1, NULL, NULL);
 		served = c->served;
 		proxy_conn_free(c);
 	}

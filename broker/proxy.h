@@ -62,9 +62,17 @@ struct conn *proxy_conn_new(const struct proxy_config *cfg, int fd, unsigned lon
 /* Serves requests until the connection ends or misbehaves (PROXY_DONE: free it and close
  * its socket), or until it has been silent LINGER_MS between two requests, or YIELD (when
  * given) is above 0 there (PROXY_IDLE: its upstream connection closed, it may wait without a
- * thread and be served again once readable; LINGER_MS < 0: never idle). */
+ * thread and be served again once readable; LINGER_MS < 0: never idle). CUT (when given) is
+ * how another thread takes the connection away: it writes WHY, then SET, then shuts the
+ * socket's reading side; the end of stream that follows is answered 503 WHY unless an answer
+ * has begun. */
+struct proxy_cut {
+	char why[240];
+	_Atomic int set;
+};
 enum { PROXY_DONE, PROXY_IDLE };
-int proxy_conn_serve(struct conn *c, int linger_ms, const _Atomic unsigned *yield);
+int proxy_conn_serve(struct conn *c, int linger_ms, const _Atomic unsigned *yield,
+		     const struct proxy_cut *cut);
 /* 1 when an idle connection carries nothing a fresh proxy_conn_new() would not (no TLS of a
  * CONNECT tunnel ends in it, no upstream connection is kept): it may be freed while it
  * waits, and made anew. */

@@ -18,7 +18,7 @@
 #  - Bodies buffered whole: past a session's or the broker's budget a request is answered 503
 #    naming it, audited over_budget; what a request took comes back at its end.
 #  - Busy connections are no shield: a session filling the broker with requests in progress
-#    loses one of them (cut, audited evicted) to another session's request.
+#    loses one of them (cut, answered 503, audited evicted) to another session's request.
 #  - A request that stalls mid-body gets 408 once --io-timeout passes.
 #  - The audit log's file system full: nothing is forwarded (503) until a record can be
 #    written again; then requests are served.
@@ -305,6 +305,13 @@ else
 	not_ok "busy connections are evicted too" "$(head -n 1 "$D/busy/b.out")" "$(tail -n 3 "$D/busy/broker.log")"
 fi
 kill "$busy_in" 2> /dev/null
+i=0; while [ "$(wc -l < "$D/busy/busy.out")" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+answers=$(tail -n 1 "$D/busy/busy.out")
+case $answers in
+*'"HTTP/1.1 503 Service Unavailable | '*'bulkhead: the broker is full (20 connections): this busy connection was closed for another session'"'"'s'*)
+	ok "... and the request cut is answered 503, saying why" ;;
+*) not_ok "the busy connection cut is answered" "$answers" ;;
+esac
 stall=$(python3 - "$D/busy/b.sock" "$PORT" << 'PY'
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(15)

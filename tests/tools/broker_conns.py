@@ -10,7 +10,8 @@ tests/e2e/test_broker_scale.sh. Prints one JSON object; asserts nothing itself.
   buffer S1 S2 S3 PORT        bodies buffered whole (60000-byte POSTs toward a secret's
                               destination) held part-sent on S1 and S2 while others ask
   busy SOCK N PORT            N connections each sending half a request head, held until
-                              stdin closes; prints once they are all sent
+                              stdin closes; prints once they are all sent, and then what
+                              those the broker answered or closed got
   hold SOCK N                 N silent connections, held until stdin closes; prints how many
                               were kept once they are all open
   trickle SOCK N PORT SECONDS N connections each sending a POST's body a byte every 0.2 s for
@@ -176,6 +177,15 @@ def busy(path, n, port):
     time.sleep(0.5)
     print(json.dumps({"busy": len(socks)}), flush=True)
     sys.stdin.read()
+    got = []
+    for s in socks:
+        try:
+            a = answered(s, 0)
+        except ConnectionResetError:
+            a = b"(reset)"
+        if a is not None:
+            got.append(a.decode(errors="replace").replace("\r\n", " | "))
+    print(json.dumps({"answers": got}), flush=True)
 
 
 def hold(path, n):
