@@ -317,16 +317,6 @@ static int head_arriving(const struct conn *c)
 	return c->rc.state == RC_HEAD && (c->rc.len || c->rc.got_request_line || c->rc.empty_lines);
 }
 
-static void set_rcv_timeout(struct conn *c, int ms)
-{
-	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
-
-	if (ms == c->rcv_ms)
-		return;
-	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	c->rcv_ms = ms;
-}
-
 /* Before a read: the receive timeout that keeps the head's deadline. 1 when it has passed. */
 static int head_deadline(struct conn *c)
 {
@@ -334,7 +324,7 @@ static int head_deadline(struct conn *c)
 	long left;
 
 	if (!c->head_clock || c->cfg->head_timeout_ms <= 0) {
-		set_rcv_timeout(c, c->cfg->io_timeout_ms);
+		proxy_io_rcv_timeout(c, c->cfg->io_timeout_ms);
 		return 0;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -342,7 +332,7 @@ static int head_deadline(struct conn *c)
 					  (now.tv_nsec - c->head_t0.tv_nsec) / 1000000);
 	if (left <= 0)
 		return 1;
-	set_rcv_timeout(c, left < c->cfg->io_timeout_ms ? (int)left : c->cfg->io_timeout_ms);
+	proxy_io_rcv_timeout(c, left < c->cfg->io_timeout_ms ? (int)left : c->cfg->io_timeout_ms);
 	return 0;
 }
 
@@ -404,6 +394,10 @@ static int serve_loop(struct conn *c, int linger_ms, const _Atomic unsigned *yie
 			return 0;
 		}
 		n = proxy_io_client_read(c, buf, sizeof(buf));
+		if (n < 0 && c->tls_late) { /* a head's TLS records past its deadline */
+			head_too_slow(c);
+			return 0;
+		}
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && c->head_clock &&
 		    c->cfg->head_timeout_ms > 0)
 			continue; /* the deadline's own timeout: answered above */

@@ -105,6 +105,11 @@ struct conn {
 	int head_seen;	     /* the head's end was parsed: fields after it are trailers */
 	struct timespec head_t0; /* when the head now arriving began (head_clock set) */
 	int head_clock, rcv_ms;	 /* rcv_ms: the guest socket's receive timeout now */
+	/* In a tunnel: when the guest's TLS must have brought what it is bringing (its handshake,
+	 * or the records of a request head; from their first byte), in monotonic ms; 0: no such
+	 * deadline. tls_late: a read was refused for it (proxy_tunnel.c). */
+	int64_t tls_deadline_ms;
+	int tls_late;
 	/* The strict grammar the guest's bytes pass before http_parser reads them. */
 	struct reqcheck rc;
 	char approval_id[APPROVAL_ID_LEN + 1];
@@ -157,6 +162,8 @@ const char *proxy_head_val(const struct head *h, size_t i);
 /* proxy_io.c: bytes both ways, plain or TLS; the upstream connection. */
 int proxy_io_client_write(struct conn *c, const void *b, size_t n);
 int proxy_io_client_flush(struct conn *c);
+/* The guest socket's receive timeout: MS, set only when it changes. */
+void proxy_io_rcv_timeout(struct conn *c, int ms);
 ssize_t proxy_io_client_read(struct conn *c, void *b, size_t n);
 int proxy_io_up_open(struct conn *c);
 int proxy_io_up_write(struct conn *c, const void *b, size_t n);

@@ -100,6 +100,16 @@ void proxy_io_up_close(struct conn *c)
 	c->up_dest = NULL;
 }
 
+void proxy_io_rcv_timeout(struct conn *c, int ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+	if (ms == c->rcv_ms)
+		return;
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	c->rcv_ms = ms;
+}
+
 void proxy_io_timeouts(int fd, int ms)
 {
 	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };

@@ -339,6 +339,7 @@ int proxy_request_headers(http_parser *p)
 	};
 	int rc;
 
+	c->tls_deadline_ms = 0; /* the head is whole: its records' deadline is kept */
 	if (head_begin(c, p))
 		return -1;
 	/* Nothing goes out that cannot be recorded: room for this request's record is set

@@ -4,8 +4,10 @@
  * CONNECT host, and the requests inside are served like any other (proxy.c). */
 #include "broker/proxy_conn.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/err.h>
 
@@ -48,6 +50,45 @@ int proxy_tunnel_connect(struct conn *c)
 
 /* After "200 Connection established" the guest's TLS handshake ends here, with a leaf for the
  * CONNECT host; the name the guest asked for (SNI) must be that host. */
+static int64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The guest's TLS, read a byte at a time, must not outlast the head's deadline: OpenSSL reads
+ * on until a handshake message or a record is whole, and each byte would restart a receive
+ * timeout. So every read of the guest's socket under TLS passes here (a BIO callback): the
+ * first byte of a head's records (or the handshake) starts the clock, the receive timeout
+ * shrinks to what is left, and once nothing is left the read is refused as a timeout. The
+ * clock stops when a head is whole (proxy_request_headers). */
+static long tls_read_deadline(BIO *b, int oper, const char *argp, size_t len, int argi, long argl,
+			      int ret, size_t *processed)
+{
+	struct conn *c = (struct conn *)BIO_get_callback_arg(b);
+	int64_t t;
+
+	(void)argp, (void)len, (void)argi, (void)argl;
+	if (oper == BIO_CB_READ && c->tls_deadline_ms) {
+		t = c->tls_deadline_ms - now_ms();
+		if (t <= 0) {
+			c->tls_late = 1;
+			errno = EAGAIN;
+			return -1;
+		}
+		proxy_io_rcv_timeout(c, t < c->cfg->io_timeout_ms ? (int)t : c->cfg->io_timeout_ms);
+	} else if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
+		if (ret > 0 && processed && *processed && !c->tls_deadline_ms &&
+		    c->rc.state == RC_HEAD && c->cfg->head_timeout_ms > 0)
+			c->tls_deadline_ms = now_ms() + c->cfg->head_timeout_ms;
+		else if (ret <= 0 && c->tls_deadline_ms && now_ms() >= c->tls_deadline_ms)
+			c->tls_late = 1; /* the receive timeout, shrunk to the deadline, ran out */
+	}
+	return ret;
+}
+
 int proxy_tunnel_start(struct conn *c, int early_bytes)
 {
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -73,6 +114,8 @@ int proxy_tunnel_start(struct conn *c, int early_bytes)
 		proxy_fail(c, 502, "cannot set up TLS toward the guest");
 		return -1;
 	}
+	BIO_set_callback_ex(SSL_get_rbio(c->cl_ssl), tls_read_deadline);
+	BIO_set_callback_arg(SSL_get_rbio(c->cl_ssl), (char *)c);
 	/* The 200 goes out in clear: the guest's TLS starts after it. */
 	{
 		SSL *tls = c->cl_ssl;
@@ -86,18 +129,30 @@ int proxy_tunnel_start(struct conn *c, int early_bytes)
 	}
 	c->resp_started = 1; /* from here on an error cannot be an HTTP answer to the CONNECT */
 	ERR_clear_error();
+	/* The handshake is part of the first request's head: it has the head's time. */
+	c->tls_deadline_ms = c->cfg->head_timeout_ms > 0 ? now_ms() + c->cfg->head_timeout_ms : 0;
 	if (SSL_accept(c->cl_ssl) != 1) {
-		snprintf(c->err_msg, sizeof(c->err_msg), "TLS handshake with the guest failed: %s",
-			 ERR_reason_error_string(ERR_peek_last_error())
-				 ? ERR_reason_error_string(ERR_peek_last_error())
-				 : "connection closed");
-		c->err_status = 502;
+		if (c->tls_late) {
+			snprintf(c->err_msg, sizeof(c->err_msg),
+				 "the TLS handshake with the guest did not complete within %d s",
+				 c->cfg->head_timeout_ms / 1000);
+			c->err_status = 408;
+			c->outcome = AUDIT_OUTCOME_GUEST_TIMEOUT;
+		} else {
+			snprintf(c->err_msg, sizeof(c->err_msg),
+				 "TLS handshake with the guest failed: %s",
+				 ERR_reason_error_string(ERR_peek_last_error())
+					 ? ERR_reason_error_string(ERR_peek_last_error())
+					 : "connection closed");
+			c->err_status = 502;
+		}
 		ERR_clear_error();
 		SSL_free(c->cl_ssl);
 		c->cl_ssl = NULL;
-		proxy_audit_log(c, 502);
+		proxy_audit_log(c, c->err_status);
 		return -1;
 	}
+	c->tls_deadline_ms = 0;
 	c->resp_started = 0;
 	sni = SSL_get_servername(c->cl_ssl, TLSEXT_NAMETYPE_host_name);
 	/* Compared in canonical spelling, as the CONNECT host was (a trailing dot, upper case). */

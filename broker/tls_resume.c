@@ -77,8 +77,10 @@ static int on_new_session(SSL *ssl, SSL_SESSION *s)
 	struct tls_resume *r;
 	struct entry *e;
 
-	/* Only what a verified handshake made (a failed check ends the handshake before this). */
-	if (!t || !usable(s) || SSL_get_verify_result(ssl) != X509_V_OK)
+	/* Only what a full, verified handshake made (a failed check ends the handshake before
+	 * this). A resumed handshake shows no certificate: sessions it brought would let a
+	 * server that kept its ticket keys but not a certificate the CA signs go on for ever. */
+	if (!t || !usable(s) || SSL_session_reused(ssl) || SSL_get_verify_result(ssl) != X509_V_OK)
 		return 0;
 	r = t->r;
 	pthread_mutex_lock(&r->lock);

@@ -3,8 +3,9 @@
  * opening a connection per request does not cost the upstream and the broker a full handshake
  * each time. One store per broker session (no ticket crosses sessions: an upstream cannot
  * link two tenants by them), keyed by the identity that was verified (the name or address)
- * and the port. A stored session was verified in full when it was made; each is used at most
- * once (RFC 8446, C.4), and the upstream's new tickets refill the store. */
+ * and the port. Only full handshakes, verified, give sessions to keep (never a resumed one:
+ * no chain of resumptions outlives the certificate); each is used at most once (RFC 8446,
+ * C.4). */
 #ifndef BULKHEAD_BROKER_TLS_RESUME_H
 #define BULKHEAD_BROKER_TLS_RESUME_H
 

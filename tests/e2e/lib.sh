@@ -103,3 +103,17 @@ wait_port() {
 	done
 	cat "$1"
 }
+
+# broker_register CTL NAME SCOPE SOCK DIR: session NAME registered with the shared broker at
+# CTL (proxy-client register), its guests' socket SOCK, held by a writer on the FIFO
+# DIR/hold.NAME, whose pid is left in $holder (killing it ends the session). What the client
+# said is in DIR/NAME.reg, waited for up to 5 s.
+broker_register() {
+	mkfifo "$5/hold.$2"
+	"$BUILD/tests/proxy-client" register "$1" "$2" "$3" "$4" < "$5/hold.$2" > "$5/$2.reg" 2>&1 &
+	pids="$pids $!"
+	sleep 600 > "$5/hold.$2" &
+	holder=$!
+	pids="$pids $holder"
+	i=0; while [ ! -s "$5/$2.reg" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+}

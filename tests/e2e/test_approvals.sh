@@ -50,13 +50,8 @@ i=0; while [ ! -S "$CTL" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 
 # register NAME: a session NAME registered with the shared broker, held by a writer on a FIFO.
 register() {
-	mkfifo "$TMP/hold.$1"
-	"$CLIENT" register "$CTL" "$1" "$TMP/scope.json" "$TMP/$1.sock" < "$TMP/hold.$1" \
-		> "$TMP/$1.reg" 2>&1 &
-	sleep 600 > "$TMP/hold.$1" &
-	eval "holder_$1=\$!"
-	pids="$pids $!"
-	i=0; while [ ! -s "$TMP/$1.reg" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	broker_register "$CTL" "$1" "$TMP/scope.json" "$TMP/$1.sock" "$TMP"
+	eval "holder_$1=\$holder"
 }
 # send NAME OUT METHOD PATH [BODY]: one request on session NAME's socket, in the background.
 send() {

@@ -49,14 +49,7 @@ CTL=$BULKHEAD_RUNDIR/broker.sock
 i=0; while [ ! -S "$CTL" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 
 # register CTL NAME: a session NAME registered with the broker at CTL, held by a FIFO writer.
-register() {
-	mkfifo "$D/hold.$2"
-	"$CLIENT" register "$1" "$2" "$D/scope.json" "$D/$2.sock" < "$D/hold.$2" > "$D/$2.reg" 2>&1 &
-	pids="$pids $!"
-	sleep 600 > "$D/hold.$2" &
-	pids="$pids $!"
-	i=0; while [ ! -s "$D/$2.reg" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-}
+register() { broker_register "$1" "$2" "$D/scope.json" "$D/$2.sock" "$D"; }
 # send NAME OUT PATH BYTES: a POST with a body of BYTES bytes on session NAME, in the background.
 send() {
 	{

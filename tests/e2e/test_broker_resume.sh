@@ -10,6 +10,8 @@
 #  - The upstream replaced on the same port by one whose certificate the CA did not sign: the
 #    request fails verification (502), kept sessions or not; the trusted one back: full, then
 #    resumed.
+#  - An upstream that changes to such a certificate but keeps its ticket keys: the sessions of
+#    its last verified handshake resume, none that a resumed one brought; then 502.
 #  - 16 connections at once, then 16 more: all served, most of the second round resumed.
 . "$(dirname "$0")/lib.sh"
 
@@ -21,10 +23,11 @@ D=$TMP
 if ! test_pki; then
 	not_ok "test PKI made with openssl"; plan_done; exit 1
 fi
-# upstream CERT KEY [PORT]: https-echo, its pid in $echo_pid and its port in $PORT.
+# upstream CERT KEY [PORT [OPTION VALUE]]: https-echo, its pid in $echo_pid and its port in
+# $PORT.
 upstream() {
 	rm -f "$D/port"
-	"$ECHO" --cert "$1" --key "$2" ${3:+--port "$3"} > "$D/port" 2> "$D/echo.err" &
+	"$ECHO" --cert "$1" --key "$2" ${3:+--port "$3"} ${4:+"$4" "$5"} > "$D/port" 2> "$D/echo.err" &
 	echo_pid=$!
 	pids="$pids $echo_pid"
 	i=0; while [ ! -s "$D/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
@@ -46,16 +49,8 @@ EOF2
 bpid=$!
 pids="$pids $bpid"
 i=0; while [ ! -S "$D/ctl.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-# register NAME: session NAME, held by a FIFO writer.
-register() {
-	mkfifo "$D/hold.$1"
-	"$CLIENT" register "$D/ctl.sock" "$1" "$D/scope.json" "$D/$1.sock" \
-		< "$D/hold.$1" > "$D/$1.reg" 2>&1 &
-	pids="$pids $!"
-	sleep 600 > "$D/hold.$1" &
-	pids="$pids $!"
-	i=0; while [ ! -S "$D/$1.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-}
+# register NAME: session NAME on the broker.
+register() { broker_register "$D/ctl.sock" "$1" "$D/scope.json" "$D/$1.sock" "$D"; }
 register a
 register b
 # tls SESSION [HOST]: one request on a connection of its own; prints the answer's status line
@@ -112,6 +107,33 @@ if [ "$t1" = "$FULL" ] && [ "$t2" = "$RESUMED" ]; then
 else
 	not_ok "after the restart: full, then resumed" "1: $t1" "2: $t2"
 fi
+
+# An upstream that keeps its ticket keys but changes to a certificate the CA did not sign:
+# only the sessions of the last verified handshake are resumed, never those a resumed
+# handshake brought (a chain of them would never show a certificate again); then 502.
+register c
+kill "$echo_pid"
+wait "$echo_pid" 2> /dev/null
+upstream "$D/up.pem" "$D/up.key" "$old" --swap "1:$D/rogue.pem:$D/rogue.key"
+seq=""
+for n in 1 2 3 4 5 6 7 8; do
+	r=$(tls c)
+	case $r in
+	"$FULL") seq="$seq full" ;;
+	"$RESUMED") seq="$seq resumed" ;;
+	"HTTP/1.1 502 Bad Gateway | "*"certificate verification failed"*) seq="$seq 502" ;;
+	*) seq="$seq other($r)" ;;
+	esac
+done
+case $seq in
+" full resumed"*" 502 502 502") ok "certificate changed, ticket keys kept: the verified handshake's sessions only, then 502:$seq" ;;
+*) not_ok "no resumption chain past a certificate change" "$seq" ;;
+esac
+n_res=$(printf '%s\n' $seq | grep -c '^resumed$')
+[ "$n_res" -le 4 ] || not_ok "at most 4 resumed (the sessions kept per identity)" "$seq"
+kill "$echo_pid"
+wait "$echo_pid" 2> /dev/null
+upstream "$D/up.pem" "$D/up.key" "$old"
 
 # Connections opened together: each takes a kept session of its own, or makes one.
 round() {

@@ -14,6 +14,10 @@ tests/e2e/test_broker_scale.sh. Prints one JSON object; asserts nothing itself.
                               those the broker answered or closed got
   hold SOCK N                 N silent connections, held until stdin closes; prints how many
                               were kept once they are all open
+  tls-trickle SOCK PORT WHAT   a CONNECT to localhost:PORT, then the guest's TLS a byte every
+                              0.3 s for up to 30 s: WHAT "hello" (the ClientHello) or
+                              "record" (after a whole handshake, the record of a request
+                              head); when and how the broker ended it
   trickle SOCK N PORT SECONDS N connections each sending a POST's body a byte every 0.2 s for
                               SECONDS (their workers stay busy), and meanwhile one more
                               connection's whole GET: how and when it was answered
@@ -21,6 +25,7 @@ tests/e2e/test_broker_scale.sh. Prints one JSON object; asserts nothing itself.
 import json
 import select
 import socket
+import ssl
 import sys
 import time
 
@@ -236,6 +241,74 @@ def trickle(path, n, port, seconds):
                       "closed": closed, "reset": reset}))
 
 
+def session_ca(path):
+    s = connect(path)
+    s.sendall(b"GET /.well-known/bulkhead/ca.pem HTTP/1.1\r\nConnection: close\r\n\r\n")
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    pem = data.partition(b"\r\n\r\n")[2].decode()
+    return pem[pem.index("-----BEGIN"):]
+
+
+def pump(sock, tls, out):
+    """Moves the TLS object's output to the socket, all at once."""
+    data = out.read()
+    if data:
+        sock.sendall(data)
+
+
+def tls_trickle(path, port, what):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(cadata=session_ca(path))
+    s = connect(path)
+    s.sendall(b"CONNECT localhost:%d HTTP/1.1\r\nHost: localhost:%d\r\n\r\n" % (port, port))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ctx.wrap_bio(inc, out, server_hostname="localhost")
+    if what == "record":
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                pump(s, tls, out)
+                inc.write(s.recv(65536))
+        pump(s, tls, out)
+        tls.write(b"GET /x HTTP/1.1\r\nHost: localhost:%d\r\n\r\n" % port)
+    else:
+        try:
+            tls.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+    pending = out.read()
+    t0 = time.monotonic()
+    sent, ended, got = 0, None, b""
+    while time.monotonic() < t0 + 30 and ended is None:
+        r, _, _ = select.select([s], [], [], 0.3)
+        if r:
+            try:
+                chunk = s.recv(65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                ended = time.monotonic() - t0
+            got += chunk
+        elif sent < len(pending):
+            try:
+                s.send(pending[sent:sent + 1])
+                sent += 1
+            except OSError:
+                ended = time.monotonic() - t0
+    print(json.dumps({"ended_s": None if ended is None else round(ended, 1),
+                      "sent": sent, "of": len(pending), "got": len(got)}))
+
+
 def main():
     mode = sys.argv[1]
     if mode == "fair":
@@ -248,10 +321,12 @@ def main():
         busy(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif mode == "hold":
         hold(sys.argv[2], int(sys.argv[3]))
+    elif mode == "tls-trickle":
+        tls_trickle(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     elif mode == "trickle":
         trickle(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
     else:
-        sys.exit("usage: broker_conns.py fair|idle|buffer|busy|hold|trickle ...")
+        sys.exit("usage: broker_conns.py fair|idle|buffer|busy|hold|trickle|tls-trickle ...")
 
 
 if __name__ == "__main__":

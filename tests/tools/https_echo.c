@@ -2,7 +2,8 @@
 /* tests/tools/https_echo.c: a test upstream on 127.0.0.1 that answers every request with its
  * request line and headers in the body, plus an optional string (header and body) so tests can
  * make it echo a secret; /reflect echoes the X-Reflect header in a chosen encoding
- * (echo_reflect.c); /tls says whether the connection's TLS session was resumed. Plain HTTP
+ * (echo_reflect.c); /tls says whether the connection's TLS session was resumed (--swap
+ * changes the certificate after N handshakes, keeping the session ticket keys). Plain HTTP
  * without --cert. Listens on --port, or a port of its own; prints it on stdout. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -23,6 +24,10 @@
 #include <openssl/ssl.h>
 
 static SSL_CTX *ctx;
+/* --swap N:PEM:KEY: after the Nth handshake the certificate changes, the ticket keys stay. */
+static long swap_after;
+static char swap_cert[512], swap_key[512];
+static pthread_mutex_t swap_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *also = "";
 static FILE *log_file; /* --log: every request head, for the test to inspect */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -251,6 +256,12 @@ static void *serve(void *arg)
 		SSL_set_fd(c->ssl, c->fd);
 		if (SSL_accept(c->ssl) != 1)
 			goto out;
+		pthread_mutex_lock(&swap_lock);
+		if (swap_after && !--swap_after &&
+		    (SSL_CTX_use_certificate_chain_file(ctx, swap_cert) != 1 ||
+		     SSL_CTX_use_PrivateKey_file(ctx, swap_key, SSL_FILETYPE_PEM) != 1))
+			fprintf(stderr, "https-echo: cannot load %s / %s\n", swap_cert, swap_key);
+		pthread_mutex_unlock(&swap_lock);
 	}
 	http_parser_init(&p, HTTP_REQUEST);
 	p.data = c;
@@ -293,12 +304,17 @@ int main(int argc, char **argv)
 			log_file = fopen(argv[i + 1], "a");
 		else if (!strcmp(argv[i], "--port"))
 			sa.sin_port = htons((uint16_t)atoi(argv[i + 1]));
+		else if (!strcmp(argv[i], "--swap") &&
+			 sscanf(argv[i + 1], "%ld:%511[^:]:%511s", &swap_after, swap_cert,
+				swap_key) == 3 && swap_after > 0)
+			;
 		else
 			break;
 	}
 	if (i != argc || (!cert) != (!key)) {
 		fprintf(stderr,
-			"usage: https-echo [--cert PEM --key PEM] [--also STRING] [--log FILE] [--port N]\n");
+			"usage: https-echo [--cert PEM --key PEM] [--also STRING] [--log FILE] [--port N]\n"
+			"                  [--swap N:PEM:KEY]\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
