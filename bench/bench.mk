@@ -28,7 +28,7 @@ bench-vmm: $(BUILD)/bench/first-byte $(BUILD)/bench/first_pvh.elf $(BIN)/bulkhea
 bench: bench-vmm
 .PHONY: bench-vmm
 # bench/broker-overhead.sh: what the credential broker adds per request, against the same HTTPS
-# upstream reached directly in the same run.
+# upstream reached directly and through HAProxy as a bare relay, in the same run.
 $(BUILD)/bench/http-load: $(OBJ)/bench/http_load_main.o $(OBJ)/bench/http_load.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto -lpthread
