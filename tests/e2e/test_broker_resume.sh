@@ -12,7 +12,7 @@
 #    resumed.
 #  - An upstream that changes to such a certificate but keeps its ticket keys: the sessions of
 #    its last verified handshake resume, none that a resumed one brought; then 502.
-#  - 16 connections at once, then 16 more: all served, most of the second round resumed.
+#  - 16 connections at once, then 16 more: all served, at least the 4 sessions kept resumed.
 . "$(dirname "$0")/lib.sh"
 
 ECHO=$BUILD/tests/https-echo
@@ -150,7 +150,9 @@ p1=$(round)
 p2=$(round)
 served=$(printf '%s\n%s\n' "$p1" "$p2" | grep -c "^HTTP/1.1 200 OK | ")
 resumed=$(printf '%s\n' "$p2" | grep -c "^$RESUMED$")
-if [ "$served" = 32 ] && [ "$resumed" -ge 8 ]; then
+# Round one's full handshakes leave 4 sessions kept (TLS_RESUME_PER_KEY); round two takes
+# them, and whatever its own full handshakes bring meanwhile.
+if [ "$served" = 32 ] && [ "$resumed" -ge 4 ]; then
 	ok "32 connections in two rounds of 16 at once: all served, $resumed of the second round resumed"
 else
 	not_ok "parallel connections" "served $served of 32, resumed $resumed of 16" "$p1" "$p2"
