@@ -230,7 +230,10 @@ static void send_error(struct conn *c)
 	char buf[700];
 	int l = proxy_error_text(buf, sizeof(buf), c->err_status, c->err_msg);
 
-	/* What the guest sent past the refusal is dropped, not left to reset its read. */
+	/* What the refused request took is given back before the guest hears of it, so its
+	 * next request finds it; what it sent past the refusal is dropped, not left to reset
+	 * its read. */
+	proxy_body_budget_end(c);
 	proxy_drop_unread(c->fd);
 	if (l > 0)
 		proxy_io_client_write(c, buf, (size_t)l);
