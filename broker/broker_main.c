@@ -304,14 +304,16 @@ int main(int argc, char **argv)
 	if (!rc)
 		rc = lock_down(&o);
 	if (!rc && (rc = loop_start(common.loop)) != 0) {
-		fprintf(stderr, "bulkhead-broker: cannot start the event loop: %s\n", strerror(-rc));
+		fprintf(stderr, "bulkhead-broker: cannot start the event loop: %s\n",
+			strerror(-rc));
 		rc = 1;
 	}
 	if (rc)
 		return rc;
 	const char *why = loop_fallback_why(common.loop);
 	fprintf(stderr,
-		"bulkhead-broker: event loop: %s%s%s%s; at most %u connections (%u served at once), "
+		"bulkhead-broker: event loop: %s%s%s%s; at most %u connections (%u served at "
+		"once), "
 		"%ld per session (%ld served at once), idle %ld s\n",
 		loop_backend_name(common.loop), why[0] ? " (io_uring unavailable: " : "", why,
 		why[0] ? ")" : "", loop_limits(common.loop)->max_total,

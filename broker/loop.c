@@ -23,6 +23,7 @@
 
 #include "broker/audit.h"
 #include "broker/loop_backend.h"
+#include "lib/mono_ms.h"
 
 #define DEFAULT_TOTAL_MAX 32768 /* open connections, when the descriptor limit allows more */
 #define WORKER_IDLE_S	  30	/* a worker with nothing to do for this long ends */
@@ -40,10 +41,10 @@ struct lconn {
 	int evicted; /* cut while a worker had it (2: both ways): it ends when the worker lets go */
 	struct proxy_cut cut; /* how the worker learns it was cut, and why */
 	unsigned long id;
-	struct conn *pc; /* its proxy state while parked, when it has any (a tunnel's TLS) */
+	struct conn *pc;  /* its proxy state while parked, when it has any (a tunnel's TLS) */
 	int64_t since_ms; /* when it was parked, or began to wait for a worker */
 	struct lconn *prev, *next; /* in its session's list, oldest first */
-	struct lconn *qnext; /* in the work queue, the loop's inbox or its session's turn */
+	struct lconn *qnext;	   /* in the work queue, the loop's inbox or its session's turn */
 };
 
 struct loop_session {
@@ -51,8 +52,8 @@ struct loop_session {
 	struct loop *l;
 	struct loop_client cl;
 	int lfd, accepting, ended, paused;
-	unsigned count;		  /* connections open, closing ones not counted */
-	unsigned active;	  /* ... of which a worker serves */
+	unsigned count;			/* connections open, closing ones not counted */
+	unsigned active;		/* ... of which a worker serves */
 	struct lconn *turn, *turn_tail; /* readable ones waiting for a worker (C_WAITING) */
 	_Atomic unsigned waiting;	/* how many: its workers yield between requests */
 	unsigned long next_id;
@@ -88,14 +89,6 @@ struct loop {
 	int64_t swept_ms;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 int loop_admit(unsigned mine, unsigned total, unsigned max_total, unsigned max_session,
 	       unsigned sessions, unsigned *fair)
 {
@@ -130,7 +123,7 @@ static void answer(int fd, int status, const char *why)
 static void note(struct loop_session *ls, int status, const char *outcome, const char *rule,
 		 const char *why)
 {
-	int64_t t = now_ms();
+	int64_t t = mono_ms();
 
 	ls->cl.note(ls->cl.arg, status, outcome, rule);
 	ls->note_ms = t;
@@ -139,7 +132,8 @@ static void note(struct loop_session *ls, int status, const char *outcome, const
 		return;
 	}
 	if (ls->log_quiet)
-		fprintf(stderr, "bulkhead-broker: session %s: %s (and %u more since the last line)\n",
+		fprintf(stderr,
+			"bulkhead-broker: session %s: %s (and %u more since the last line)\n",
 			ls->cl.id, why, ls->log_quiet);
 	else
 		fprintf(stderr, "bulkhead-broker: session %s: %s\n", ls->cl.id, why);
@@ -209,7 +203,7 @@ static void park(struct lconn *c)
 	struct loop *l = c->ls->l;
 
 	c->state = C_PARKED;
-	c->since_ms = now_ms();
+	c->since_ms = mono_ms();
 	if (l->b->readable(l->b, c->fd, (uint64_t)(uintptr_t)c) < 0)
 		destroy(c);
 }
@@ -263,8 +257,9 @@ static void activate(struct lconn *c)
 		if (!pthread_create(&t, &attr, worker_main, l))
 			l->workers++;
 		else if (!l->workers)
-			fprintf(stderr, "bulkhead-broker: cannot start a worker thread; connections "
-					"wait until one can start\n");
+			fprintf(stderr,
+				"bulkhead-broker: cannot start a worker thread; connections "
+				"wait until one can start\n");
 		pthread_attr_destroy(&attr);
 	}
 	pthread_mutex_unlock(&l->wq_lock);
@@ -283,7 +278,8 @@ static int evict(struct loop *l, struct loop_session *needy, unsigned fair)
 	 * for a worker, else one being served: a session over its share when the broker is
 	 * full may lose any of its connections, idle ones first. */
 	for (struct loop_session *s = l->sessions; s; s = s->next)
-		if (s != needy && !s->ended && s->count > fair && (!worst || s->count > worst->count))
+		if (s != needy && !s->ended && s->count > fair &&
+		    (!worst || s->count > worst->count))
 			worst = s;
 	for (size_t k = 0; worst && !victim && k < sizeof(order) / sizeof(order[0]); k++)
 		for (struct lconn *c = worst->head; c && !victim; c = c->next)
@@ -295,7 +291,9 @@ static int evict(struct loop *l, struct loop_session *needy, unsigned fair)
 		 "the broker is full (%u connections): this %s connection was closed for "
 		 "another session's; this session holds %u, its fair share is %u",
 		 l->lim.max_total,
-		 victim->state == C_PARKED ? "idle" : victim->state == C_WAITING ? "waiting" : "busy",
+		 victim->state == C_PARKED    ? "idle"
+		 : victim->state == C_WAITING ? "waiting"
+					      : "busy",
 		 worst->count, fair);
 	if (victim->state == C_PARKED) {
 		close_parked(victim, 503, AUDIT_OUTCOME_EVICTED, "limit:fair_share", why);
@@ -311,7 +309,7 @@ static int evict(struct loop *l, struct loop_session *needy, unsigned fair)
 		note(worst, 503, AUDIT_OUTCOME_EVICTED, "limit:fair_share", why);
 		uncount(victim);
 		victim->evicted = 1;
-		victim->since_ms = now_ms();
+		victim->since_ms = mono_ms();
 		snprintf(victim->cut.why, sizeof(victim->cut.why), "%s", why);
 		victim->cut.set = 1; /* after why: an atomic store publishes it */
 		shutdown(victim->fd, SHUT_RD);
@@ -334,7 +332,8 @@ static void admit(struct loop_session *ls, int fd)
 	if (a == LOOP_REFUSE_SESSION || a == LOOP_REFUSE_FULL) {
 		if (a == LOOP_REFUSE_SESSION)
 			snprintf(why, sizeof(why),
-				 "connection refused: this session has %u open, its limit", ls->count);
+				 "connection refused: this session has %u open, its limit",
+				 ls->count);
 		else
 			snprintf(why, sizeof(why),
 				 "connection refused: the broker is full (%u connections); this "
@@ -354,8 +353,12 @@ static void admit(struct loop_session *ls, int fd)
 		close(fd);
 		return;
 	}
-	*c = (struct lconn){ .kind = IT_CONN, .ls = ls, .fd = fd, .counted = 1,
-			     .id = ls->next_id++, .prev = ls->tail };
+	*c = (struct lconn){ .kind = IT_CONN,
+			     .ls = ls,
+			     .fd = fd,
+			     .counted = 1,
+			     .id = ls->next_id++,
+			     .prev = ls->tail };
 	if (ls->tail)
 		ls->tail->next = c;
 	else
@@ -450,7 +453,7 @@ static void on_readable(struct lconn *c, int res)
 	/* No worker for it now: it waits its turn, so a session that keeps many connections
 	 * busy takes more time, never more threads. */
 	c->state = C_WAITING;
-	c->since_ms = now_ms();
+	c->since_ms = mono_ms();
 	c->ls->waiting++;
 	c->qnext = NULL;
 	if (c->ls->turn_tail)
@@ -643,7 +646,8 @@ static void sweep(struct loop *l, int64_t t)
 				close_parked(c, 408, AUDIT_OUTCOME_IDLE, "limit:idle", why);
 			else if (c->state == C_WAITING && t - c->since_ms >= l->lim.wait_timeout_ms)
 				close_waiting(c);
-			else if (c->state == C_ACTIVE && c->evicted == 1 && t - c->since_ms >= 1000) {
+			else if (c->state == C_ACTIVE && c->evicted == 1 &&
+				 t - c->since_ms >= 1000) {
 				shutdown(c->fd, SHUT_RDWR);
 				c->evicted = 2;
 			}
@@ -678,7 +682,7 @@ static void *loop_main(void *arg)
 			else
 				on_readable((struct lconn *)kind, ev[i].res);
 		}
-		t = now_ms();
+		t = mono_ms();
 		if (t - l->swept_ms >= SWEEP_MS) {
 			sweep(l, t);
 			l->swept_ms = t;
@@ -762,8 +766,7 @@ static void limits_from_nofile(struct loop_limits *lim)
 		lim->max_active_total = (unsigned)a;
 }
 
-struct loop *loop_new(enum loop_kind kind, const struct loop_limits *lim, char *err,
-		      size_t errlen)
+struct loop *loop_new(enum loop_kind kind, const struct loop_limits *lim, char *err, size_t errlen)
 {
 	struct loop *l = calloc(1, sizeof(*l));
 	pthread_condattr_t ca;
@@ -836,8 +839,9 @@ struct loop_session *loop_listen(struct loop *l, int lfd, const struct loop_clie
 		close(lfd);
 		return NULL;
 	}
-	*ls = (struct loop_session){ .kind = IT_LISTENER, .l = l, .cl = *cl, .lfd = lfd,
-				     .next_id = 1 };
+	*ls = (struct loop_session){
+		.kind = IT_LISTENER, .l = l, .cl = *cl, .lfd = lfd, .next_id = 1
+	};
 	post_session(ls, 1, 0);
 	return ls;
 }

@@ -22,8 +22,8 @@ struct loop_limits {
 			       * its other readable ones wait their turn */
 	unsigned max_active_total; /* ... all sessions' (beyond it, a session under its share
 				    * still gets one); 0: from RLIMIT_NOFILE */
-	int idle_timeout_ms;  /* a connection silent between requests is closed after this */
-	int wait_timeout_ms;  /* one readable but waiting for a worker is answered 503 after this */
+	int idle_timeout_ms;	   /* a connection silent between requests is closed after this */
+	int wait_timeout_ms; /* one readable but waiting for a worker is answered 503 after this */
 	int linger_ms; /* a worker keeps a silent connection this long before the loop takes it */
 };
 
@@ -46,8 +46,7 @@ struct loop_session;
 
 /* Makes the loop with KIND's backend (LOOP_AUTO: io_uring, else epoll), before the lock-down.
  * Returns NULL with one line in ERR. */
-struct loop *loop_new(enum loop_kind kind, const struct loop_limits *lim, char *err,
-		      size_t errlen);
+struct loop *loop_new(enum loop_kind kind, const struct loop_limits *lim, char *err, size_t errlen);
 /* The backend LOOP_AUTO would run in this process: "io_uring", or "epoll" with why in WHY. */
 const char *loop_probe(char *why, size_t whylen);
 /* Which backend runs, and why not io_uring when it is epoll under LOOP_AUTO ("" otherwise). */

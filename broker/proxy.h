@@ -33,8 +33,9 @@ struct secret_source {
 struct proxy_config {
 	const struct rules *rules;
 	const struct secret_source *secrets;
-	SSL_CTX *tls;	      /* verified upstream TLS (upstream_tls.h) */
-	struct tls_resume *resume; /* this session's upstream TLS sessions, or NULL (tls_resume.h) */
+	SSL_CTX *tls; /* verified upstream TLS (upstream_tls.h) */
+	struct tls_resume
+		*resume;      /* this session's upstream TLS sessions, or NULL (tls_resume.h) */
 	struct mitm_ca *mitm; /* the session CA for CONNECT (mitm_ca.h), or NULL: no CONNECT */
 	const struct policy *policy; /* the global policy (policy.h), or NULL: none */
 	struct approvals *approvals; /* where held requests wait (approvals.h) */

@@ -115,10 +115,10 @@ struct conn {
 	char approval_id[APPROVAL_ID_LEN + 1];
 	/* A request held for approval (proxy_hold.c): nothing goes upstream before a yes. */
 	int hold, hold_needs_body;
-	int req_https;	      /* the current request asked for https */
-	EVP_MD_CTX *hold_md;  /* SHA-256 of the request as received */
-	char *hold_raw; /* the body's first PROXY_HOLD_RAW bytes as the guest sent them (while
-			 * held: an idle connection does not carry it) */
+	int req_https;	     /* the current request asked for https */
+	EVP_MD_CTX *hold_md; /* SHA-256 of the request as received */
+	char *hold_raw;	     /* the body's first PROXY_HOLD_RAW bytes as the guest sent them (while
+			      * held: an idle connection does not carry it) */
 	size_t hold_raw_n;
 	size_t hold_bytes; /* taken from the hold budgets (hold_budget.h) */
 	int hold_counted;  /* ... and the request itself */

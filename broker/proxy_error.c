@@ -28,7 +28,8 @@ int proxy_error_text(char *buf, size_t len, int status, const char *why)
 	n = snprintf(buf, len,
 		     "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
 		     "Connection: close\r\n%s\r\nbulkhead: %s\n",
-		     status, text, strlen(why) + 11, status == 503 ? "Retry-After: 1\r\n" : "", why);
+		     status, text, strlen(why) + 11, status == 503 ? "Retry-After: 1\r\n" : "",
+		     why);
 	return n > 0 && (size_t)n < len ? n : -1;
 }
 

@@ -13,6 +13,7 @@
 
 #include "broker/hostname.h"
 #include "broker/mitm_ca.h"
+#include "lib/mono_ms.h"
 
 /* CONNECT host:port — allowed when an https rule names that host and port; the request
  * lines inside the tunnel are then decided one by one like any other. */
@@ -48,16 +49,6 @@ int proxy_tunnel_connect(struct conn *c)
 	return 0;
 }
 
-/* After "200 Connection established" the guest's TLS handshake ends here, with a leaf for the
- * CONNECT host; the name the guest asked for (SNI) must be that host. */
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* The guest's TLS, read a byte at a time, must not outlast the head's deadline: OpenSSL reads
  * on until a handshake message or a record is whole, and each byte would restart a receive
  * timeout. So every read of the guest's socket under TLS passes here (a BIO callback): the
@@ -72,7 +63,7 @@ static long tls_read_deadline(BIO *b, int oper, const char *argp, size_t len, in
 
 	(void)argp, (void)len, (void)argi, (void)argl;
 	if (oper == BIO_CB_READ && c->tls_deadline_ms) {
-		t = c->tls_deadline_ms - now_ms();
+		t = c->tls_deadline_ms - mono_ms();
 		if (t <= 0) {
 			c->tls_late = 1;
 			errno = EAGAIN;
@@ -82,13 +73,15 @@ static long tls_read_deadline(BIO *b, int oper, const char *argp, size_t len, in
 	} else if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
 		if (ret > 0 && processed && *processed && !c->tls_deadline_ms &&
 		    c->rc.state == RC_HEAD && c->cfg->head_timeout_ms > 0)
-			c->tls_deadline_ms = now_ms() + c->cfg->head_timeout_ms;
-		else if (ret <= 0 && c->tls_deadline_ms && now_ms() >= c->tls_deadline_ms)
+			c->tls_deadline_ms = mono_ms() + c->cfg->head_timeout_ms;
+		else if (ret <= 0 && c->tls_deadline_ms && mono_ms() >= c->tls_deadline_ms)
 			c->tls_late = 1; /* the receive timeout, shrunk to the deadline, ran out */
 	}
 	return ret;
 }
 
+/* After "200 Connection established" the guest's TLS handshake ends here, with a leaf for the
+ * CONNECT host; the name the guest asked for (SNI) must be that host. */
 int proxy_tunnel_start(struct conn *c, int early_bytes)
 {
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -130,7 +123,7 @@ int proxy_tunnel_start(struct conn *c, int early_bytes)
 	c->resp_started = 1; /* from here on an error cannot be an HTTP answer to the CONNECT */
 	ERR_clear_error();
 	/* The handshake is part of the first request's head: it has the head's time. */
-	c->tls_deadline_ms = c->cfg->head_timeout_ms > 0 ? now_ms() + c->cfg->head_timeout_ms : 0;
+	c->tls_deadline_ms = c->cfg->head_timeout_ms > 0 ? mono_ms() + c->cfg->head_timeout_ms : 0;
 	if (SSL_accept(c->cl_ssl) != 1) {
 		if (c->tls_late) {
 			snprintf(c->err_msg, sizeof(c->err_msg),

@@ -61,8 +61,10 @@ static void session_free(struct broker_session *s)
 	if (s->audit && s->note_dropped) {
 		char path[96];
 
-		snprintf(path, sizeof(path), "- (%u more like it in its last second, not recorded "
-					     "one by one)", s->note_dropped);
+		snprintf(path, sizeof(path),
+			 "- (%u more like it in its last second, not recorded "
+			 "one by one)",
+			 s->note_dropped);
 		note_append(s, "limit:records", path, 503, AUDIT_OUTCOME_OVER_LIMIT);
 	}
 	rc = s->audit ? audit_close(s->audit) : 0;

@@ -109,7 +109,8 @@ int tls_resume_ctx_init(SSL_CTX *ctx)
 	pthread_once(&tag_once, tag_index_make);
 	if (tag_index < 0)
 		return -1;
-	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_set_session_cache_mode(ctx,
+				       SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(ctx, on_new_session);
 	return 0;
 }

@@ -41,8 +41,8 @@ SSL_CTX *tlsup_ctx_new(const char *ca_file, char *why, size_t whylen)
 	return ctx;
 }
 
-SSL *tlsup_connect(SSL_CTX *ctx, struct tls_resume *resume, int fd, const char *host,
-		   unsigned port, char *why, size_t whylen)
+SSL *tlsup_connect(SSL_CTX *ctx, struct tls_resume *resume, int fd, const char *host, unsigned port,
+		   char *why, size_t whylen)
 {
 	SSL *ssl = SSL_new(ctx);
 	unsigned char ip[16];

@@ -15,8 +15,8 @@ SSL_CTX *tlsup_ctx_new(const char *ca_file, char *why, size_t whylen);
 /* Handshakes over FD (blocking, bounded by the socket's timeouts) with HOST as SNI (names only)
  * and as the identity the certificate must carry, resuming a session RESUME keeps for HOST and
  * PORT when it has one (RESUME may be NULL). Returns NULL with one line in why. */
-SSL *tlsup_connect(SSL_CTX *ctx, struct tls_resume *resume, int fd, const char *host,
-		   unsigned port, char *why, size_t whylen);
+SSL *tlsup_connect(SSL_CTX *ctx, struct tls_resume *resume, int fd, const char *host, unsigned port,
+		   char *why, size_t whylen);
 void tlsup_close(SSL *ssl);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cli/exec_client.c: one exec in the guest, host side (see exec_client.h). */
 #include "cli/exec_client.h"
+#include "lib/mono_ms.h"
 #include "lib/unix_listen.h"
 
 #include <errno.h>
@@ -13,13 +14,6 @@
 #include <unistd.h>
 
 enum { ESC_LINE_START, ESC_MID_LINE, ESC_TILDE };
-
-static long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
 
 __attribute__((format(printf, 2, 3))) static int fail(struct exec_client *c, const char *fmt, ...)
 {
@@ -64,7 +58,7 @@ int exec_client_open(struct exec_client *c, const char *uds, unsigned port, int 
 	c->sock = fd;
 	c->hs_len = (size_t)snprintf(c->hs, sizeof(c->hs), "CONNECT %u\n", port);
 	c->hs_off = 0;
-	c->deadline_ms = now_ms() + handshake_ms;
+	c->deadline_ms = mono_ms() + handshake_ms;
 	return 0;
 }
 
@@ -144,7 +138,7 @@ int exec_client_timeout_ms(const struct exec_client *c)
 {
 	if (c->state != EXEC_HANDSHAKE)
 		return -1;
-	long left = c->deadline_ms - now_ms();
+	long left = c->deadline_ms - mono_ms();
 	return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 
@@ -152,7 +146,7 @@ int exec_client_timeout_ms(const struct exec_client *c)
  * newline is ours to take yet. */
 static int handshake(struct exec_client *c, const struct pollfd *p)
 {
-	if (now_ms() >= c->deadline_ms)
+	if (mono_ms() >= c->deadline_ms)
 		return fail(c, "vsock handshake to guest port %u timed out", c->port);
 	if (!p || !p->revents)
 		return 0;

@@ -5,6 +5,7 @@
 #include "cli/kvm_probe.h"
 
 #include "cli/paths.h"
+#include "lib/mono_ms.h"
 #include "lib/vmm_exit.h"
 
 #include <errno.h>
@@ -49,13 +50,6 @@ static void set_why(char *why, size_t len, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, len, fmt, ap);
 	va_end(ap);
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static void drain(int *fd, char *buf, size_t cap, size_t *len)
@@ -105,11 +99,11 @@ int probe_exec(char *const argv[], unsigned limit_ms, struct probe_run *r)
 	if (rc)
 		goto close_pipes;
 
-	uint64_t deadline = now_ms() + limit_ms;
+	uint64_t deadline = mono_ms() + limit_ms;
 	bool killed = false;
 	while (out[0] >= 0 || err[0] >= 0) {
 		struct pollfd p[2] = { { out[0], POLLIN, 0 }, { err[0], POLLIN, 0 } };
-		uint64_t now = now_ms();
+		uint64_t now = mono_ms();
 		if (now >= deadline && !killed) {
 			kill(pid, SIGKILL);
 			killed = true;

@@ -11,19 +11,14 @@
 #include <time.h>
 #include <unistd.h>
 
-static bool stalled; /* a message was dropped: later ones do not wait */
+#include "lib/mono_ms.h"
 
-static long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
+static bool stalled; /* a message was dropped: later ones do not wait */
 
 /* Writes buf, waiting at most wait_ms in all for room; returns the bytes written. */
 static size_t write_within(int fd, const char *buf, size_t len, int wait_ms)
 {
-	long deadline = now_ms() + wait_ms;
+	long deadline = mono_ms() + wait_ms;
 	size_t done = 0;
 	while (done < len) {
 		ssize_t n = write(fd, buf + done, len - done);
@@ -35,7 +30,7 @@ static size_t write_within(int fd, const char *buf, size_t len, int wait_ms)
 			continue;
 		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
 			break;
-		long left = deadline - now_ms();
+		long left = deadline - mono_ms();
 		struct pollfd p = { .fd = fd, .events = POLLOUT };
 		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			break;

@@ -3,6 +3,7 @@
  * "ready", start the main command through the exec agent, relay it. Nothing here
  * blocks on the guest: the ready frame is parsed as it arrives, within a deadline. */
 #include "cli/session.h"
+#include "lib/mono_ms.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,13 +18,6 @@
 #include <unistd.h>
 
 #define AGENT_HANDSHAKE_MS 10000
-
-static long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
 
 int agent_link_pollfds(struct agent_link *a, struct pollfd *pfd)
 {
@@ -41,12 +35,12 @@ int agent_link_pollfds(struct agent_link *a, struct pollfd *pfd)
 
 void agent_link_arm(struct agent_link *a, unsigned boot_s)
 {
-	a->boot_deadline = now_ms() + 1000L * (boot_s ? boot_s : BOOT_TIMEOUT_DEFAULT_S);
+	a->boot_deadline = mono_ms() + 1000L * (boot_s ? boot_s : BOOT_TIMEOUT_DEFAULT_S);
 }
 
 static int until(long deadline)
 {
-	long left = deadline - now_ms();
+	long left = deadline - mono_ms();
 	return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 
@@ -160,7 +154,7 @@ static int on_start(struct agent_link *a)
 int agent_link_handle(struct agent_link *a, const struct pollfd *pfd, int n)
 {
 	if (a->ready_fd < 0) {
-		if (a->boot_deadline && now_ms() >= a->boot_deadline)
+		if (a->boot_deadline && mono_ms() >= a->boot_deadline)
 			return fail(a, "guest agent",
 				    "the guest did not call home in time (see --boot-timeout)");
 		if (!pfd[0].revents)
@@ -175,13 +169,13 @@ int agent_link_handle(struct agent_link *a, const struct pollfd *pfd, int n)
 		}
 		agent_reader_init(a->rd, 0);
 		a->ready_fd = fd;
-		a->ready_deadline = now_ms() + AGENT_HANDSHAKE_MS;
+		a->ready_deadline = mono_ms() + AGENT_HANDSHAKE_MS;
 		return 0;
 	}
 	if (pfd[0].revents && on_ready_bytes(a) < 0)
 		return -1;
 	if (!a->ready) {
-		if (now_ms() >= a->ready_deadline)
+		if (mono_ms() >= a->ready_deadline)
 			return fail(a, "guest agent", "no ready message in time");
 		return 0;
 	}

@@ -175,10 +175,13 @@ static int on_complete(http_parser *p)
 	if (path && !strncmp(path + 1, "/tls", 4) && (path[5] == '\n' || !path[5])) {
 		/* /tls: whether this connection's handshake resumed a session ("resumed"), or was
 		 * full ("full"); "plain" without TLS. */
-		const char *how = !c->ssl ? "plain" : SSL_session_reused(c->ssl) ? "resumed" : "full";
+		const char *how = !c->ssl		       ? "plain"
+				  : SSL_session_reused(c->ssl) ? "resumed"
+							       : "full";
 
 		l = snprintf(hdr, sizeof(hdr),
-			     "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n%s\n",
+			     "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
+			     "%zu\r\n\r\n%s\n",
 			     strlen(how) + 1, how);
 		if (cwrite(c, hdr, (size_t)l))
 			return -1;
@@ -306,15 +309,16 @@ int main(int argc, char **argv)
 			sa.sin_port = htons((uint16_t)atoi(argv[i + 1]));
 		else if (!strcmp(argv[i], "--swap") &&
 			 sscanf(argv[i + 1], "%ld:%511[^:]:%511s", &swap_after, swap_cert,
-				swap_key) == 3 && swap_after > 0)
+				swap_key) == 3 &&
+			 swap_after > 0)
 			;
 		else
 			break;
 	}
 	if (i != argc || (!cert) != (!key)) {
-		fprintf(stderr,
-			"usage: https-echo [--cert PEM --key PEM] [--also STRING] [--log FILE] [--port N]\n"
-			"                  [--swap N:PEM:KEY]\n");
+		fprintf(stderr, "usage: https-echo [--cert PEM --key PEM] [--also STRING] [--log "
+				"FILE] [--port N]\n"
+				"                  [--swap N:PEM:KEY]\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
