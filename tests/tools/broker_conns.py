@@ -268,7 +268,16 @@ def tls_trickle(path, port, what):
     s.sendall(b"CONNECT localhost:%d HTTP/1.1\r\nHost: localhost:%d\r\n\r\n" % (port, port))
     head = b""
     while b"\r\n\r\n" not in head:
-        head += s.recv(1)
+        chunk = s.recv(1)
+        if not chunk:
+            print(json.dumps({"ended_s": 0, "sent": 0, "of": 0, "got": 0,
+                              "connect": head.decode(errors="replace")}))
+            return
+        head += chunk
+    if not head.startswith(b"HTTP/1.1 200 "):
+        print(json.dumps({"ended_s": 0, "sent": 0, "of": 0, "got": 0,
+                          "connect": head.decode(errors="replace")}))
+        return
     inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
     tls = ctx.wrap_bio(inc, out, server_hostname="localhost")
     if what == "record":
