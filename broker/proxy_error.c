@@ -8,7 +8,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 int proxy_error_text(char *buf, size_t len, int status, const char *why)
 {
@@ -31,14 +30,6 @@ int proxy_error_text(char *buf, size_t len, int status, const char *why)
 		     status, text, strlen(why) + 11, status == 503 ? "Retry-After: 1\r\n" : "",
 		     why);
 	return n > 0 && (size_t)n < len ? n : -1;
-}
-
-void proxy_drop_unread(int fd)
-{
-	char buf[4096];
-
-	for (int i = 0; i < 16 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0; i++)
-		;
 }
 
 void proxy_fail(struct conn *c, int status, const char *fmt, ...)

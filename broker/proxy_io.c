@@ -100,6 +100,14 @@ void proxy_io_up_close(struct conn *c)
 	c->up_dest = NULL;
 }
 
+void proxy_drop_unread(int fd)
+{
+	char buf[4096];
+
+	for (int i = 0; i < 16 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0; i++)
+		;
+}
+
 void proxy_io_rcv_timeout(struct conn *c, int ms)
 {
 	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
