@@ -4,6 +4,7 @@
 #include "jail/jail_int.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,12 +234,48 @@ void cgroup_remove_stale(const char *id)
 	cgroup_remove_stale_in(&host, id);
 }
 
+/* Sends SIGKILL to every process listed in DIR's cgroup.procs; returns how many were listed. */
+static int kill_listed(const char *dir)
+{
+	char path[PATH_MAX + 32];
+	int n = 0;
+	long pid;
+
+	if (snprintf(path, sizeof(path), "%s/cgroup.procs", dir) >= (int)sizeof(path))
+		return 0;
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fscanf(f, "%ld", &pid) == 1)
+		if (pid > 1 && pid != (long)getpid()) {
+			kill((pid_t)pid, SIGKILL);
+			n++;
+		}
+	fclose(f);
+	return n;
+}
+
+/* Ends whatever is still in DIR. A process that joined the session's cgroup belongs to the
+ * session, whoever started it, and must not outlive it (nor keep the directory). v2 kills
+ * them all at once (cgroup.kill, Linux 5.14 and later); otherwise each listed one is killed. */
+static void end_members(const char *dir, int version)
+{
+	if (version == 2 && put(dir, "cgroup.kill", "1") == 0)
+		return;
+	kill_listed(dir);
+}
+
 void cgroup_destroy(struct session_cgroup *cg)
 {
 	for (int i = cg->n - 1; i >= 0; i--) {
-		/* The processes are reaped, but the kernel may take a moment to let go. */
-		for (int tries = 0; rmdir(cg->dirs[i]) < 0 && errno == EBUSY && tries < 50; tries++)
+		/* The session's own processes are reaped, but the kernel may take a moment to let
+		 * go, and a process may have joined that is none of ours: it is ended (again every
+		 * 100 ms, in case it forked meanwhile), for at most 5 s in all. */
+		for (int tries = 0; rmdir(cg->dirs[i]) < 0 && errno == EBUSY && tries < 500; tries++) {
+			if (tries % 10 == 0)
+				end_members(cg->dirs[i], cg->version);
 			usleep(10000);
+		}
 	}
 	cg->n = 0;
 	cg->version = 0;

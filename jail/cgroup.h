@@ -60,7 +60,8 @@ unsigned long cgroup_oom_kills(const struct session_cgroup *cg);
 /* Removes what a killed launcher left of session ID's cgroups (empty ones only). */
 void cgroup_remove_stale(const char *id);
 void cgroup_remove_stale_in(const struct cgroup_fs *fs, const char *id);
-/* Removes the session's cgroups (once its processes are gone). */
+/* Removes the session's cgroups once its processes are gone, killing any process still in
+ * them (one that joined them after the session started it is the session's all the same). */
 void cgroup_destroy(struct session_cgroup *cg);
 
 #endif

@@ -42,7 +42,6 @@ if [ -n "$mem" ] && [ -n "$pids" ]; then
 		_ "$pids" "$TMP/forks" 2> /dev/null
 	started=$(cat "$TMP/forks" 2> /dev/null || echo 0)
 	peak=$(cat "$pids/pids.current")
-	pkill -f 'sleep 31.4159'
 	if [ "$started" -gt 0 ] && [ "$started" -lt 512 ] && [ "$peak" -le 512 ]; then
 		ok "the pids limit holds: $started more processes started in the session's cgroup, then fork failed"
 	else
@@ -62,6 +61,11 @@ else
 fi
 check_eq "its cgroups are removed afterwards" "" \
 	"$(find /sys/fs/cgroup -maxdepth 4 -type d -name "bulkhead-$id" 2> /dev/null)"
+# The sleepers above joined the session's cgroup from outside and would live 31 s: they are
+# the session's all the same, and end with it (else its cgroup could not be removed).
+check_eq "processes that joined the session's cgroup end with the session" 0 \
+	"$(pgrep -f 'sleep 31.4159' | wc -l)"
+pkill -f 'sleep 31.4159'
 
 # Over the limit: 220 MiB written into the guest's RAM with the session capped at 256 MiB.
 "$BULKHEAD" run -- sh -c 'sleep 3; echo neighbour-ok' > "$TMP/neighbour" 2>&1 &
