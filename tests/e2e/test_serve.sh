@@ -40,6 +40,10 @@ group() { # NAME [ARG]: one group of serve_suite.py's checks as TAP lines
 		FAIL\ *) not_ok "${line#FAIL }" ;;
 		esac
 	done < "$TMP/group"
+	if ! kill -0 "$daemon" 2> /dev/null; then # how it ended, so that a failure can be read
+		wait "$daemon"
+		not_ok "the daemon lives through group $1" "it ended with status $?" "$(tail -n 20 "$TMP/serve.log")"
+	fi
 }
 
 start_daemon --pool 2
