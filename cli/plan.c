@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -160,8 +161,10 @@ static int plan_guest_names(struct session_plan *p, char *err, size_t errlen)
 	return 0;
 }
 
-/* Whether PATH (a file that may not exist yet) is inside DIR, both as the kernel resolves them. */
-static bool inside(const char *path, const char *dir)
+/* Whether PATH (a file that may not exist yet) is inside SHARE as the kernel resolves it: some
+ * directory on its way up is the shared one itself (device and inode), so another path to the
+ * same directory (a bind mount of it elsewhere) counts too. */
+bool plan_inside_share(const char *path, const struct share_fs *share)
 {
 	char real[PATH_MAX], parent[PATH_MAX];
 	if (!realpath(path, real)) {
@@ -169,38 +172,63 @@ static bool inside(const char *path, const char *dir)
 		char *slash = strrchr(parent, '/');
 		if (slash)
 			*slash = '\0';
-		if (!realpath(slash && parent[0] ? parent : ".", real))
+		if (!realpath(slash && parent[0] ? parent : slash ? "/" : ".", real))
 			return false;
 	}
-	size_t n = strlen(dir);
-	return strncmp(real, dir, n) == 0 && (real[n] == '/' || real[n] == '\0' || n == 1);
+	for (;;) {
+		struct stat st;
+		if (stat(real, &st) == 0 && st.st_dev == share->dev && st.st_ino == share->ino)
+			return true;
+		char *slash = strrchr(real, '/');
+		if (!slash || strcmp(real, "/") == 0)
+			return false;
+		slash[slash == real ? 1 : 0] = '\0';
+	}
 }
 
-/* The broker's own files never in a share: the guest would read the vault and its key (every
- * secret), or rewrite its own audit log. */
-static int broker_files_outside(const struct session_plan *p, char *err, size_t errlen)
+/* The host's files that decide what a session may do, never where its guest can reach them.
+ * In any share: the vault and its key (every secret) and the audit log (its own record). In
+ * a share it may write: the scope, the global policy and the upstream CA bundle, which the
+ * guest would rewrite for the next session that reads them (a secret's destination moved to
+ * a host of its choosing, say). */
+static int host_files_outside(const struct session_plan *p, char *err, size_t errlen)
 {
 	const struct broker_opts *o = &p->req.broker;
 	char key[PATH_MAX];
-	const char *files[3] = { o->vault, NULL, o->audit };
-	const char *names[3] = { "the vault", "the vault's key", "the audit log" };
-	if (o->vault && snprintf(key, sizeof(key), "%s.key", o->vault) < (int)sizeof(key))
-		files[1] = key;
+	const struct {
+		const char *path, *name;
+		bool any; /* refused in a read-only share too */
+	} files[] = {
+		{ o->vault, "the vault", true },
+		{ o->vault && snprintf(key, sizeof(key), "%s.key", o->vault) < (int)sizeof(key)
+			  ? key
+			  : NULL,
+		  "the vault's key", true },
+		{ o->audit, "the audit log", true },
+		{ o->scope, "the scope", false },
+		{ p->req.policy, "the global policy", false },
+		{ o->ca_file, "the upstream CA bundle", false },
+	};
 	const struct share_fs *shares[1 + SESSION_BINDS_MAX];
 	size_t n = 0;
 	if (p->share_origin != SHARE_NONE)
 		shares[n++] = &p->share;
 	for (size_t i = 0; i < p->req.nbinds && i < SESSION_BINDS_MAX; i++)
 		shares[n++] = &p->binds[i];
-	for (size_t f = 0; f < 3; f++)
-		for (size_t i = 0; files[f] && i < n; i++)
-			if (inside(files[f], shares[i]->dir)) {
-				snprintf(err, errlen,
-					 "%s (%.200s) is inside the share %.200s, where the guest "
-					 "would reach it: keep the broker's files out of every share",
-					 names[f], files[f], shares[i]->dir);
-				return -1;
-			}
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++)
+		for (size_t i = 0; files[f].path && i < n; i++) {
+			if (!files[f].any && shares[i]->ro)
+				continue;
+			if (!plan_inside_share(files[f].path, shares[i]))
+				continue;
+			snprintf(err, errlen,
+				 "%s (%.200s) is inside the %sshare %.200s, where the guest would %s "
+				 "it: keep it out of %s",
+				 files[f].name, files[f].path, files[f].any ? "" : "writable ",
+				 shares[i]->dir, files[f].any ? "reach" : "rewrite",
+				 files[f].any ? "every share" : "the share, or share it read-only");
+			return -1;
+		}
 	return 0;
 }
 
@@ -242,7 +270,7 @@ int plan_resolve(const struct session_request *req, struct session_plan *p, char
 		snprintf(err, errlen, "internal error: kernel command line too long");
 		return -1;
 	}
-	if (plan_guest_names(p, err, errlen) < 0 || broker_files_outside(p, err, errlen) < 0)
+	if (plan_guest_names(p, err, errlen) < 0 || host_files_outside(p, err, errlen) < 0)
 		return -1;
 	return plan_image(p, err, errlen);
 }

@@ -44,29 +44,13 @@ static int image_param(struct session_plan *p, char *err, size_t errlen)
 static int keep_outside_share(const struct session_plan *p, char *err, size_t errlen)
 {
 	const char *keep = p->req.keep_changes;
-	char parent[PATH_MAX], real[PATH_MAX];
-	if (!keep || p->share_origin == SHARE_NONE)
+	if (!keep || p->share_origin == SHARE_NONE || !plan_inside_share(keep, &p->share))
 		return 0;
-	snprintf(parent, sizeof(parent), "%s", keep);
-	size_t len = strlen(parent);
-	while (len > 1 && parent[len - 1] == '/')
-		parent[--len] = '\0';
-	char *slash = strrchr(parent, '/');
-	if (!slash)
-		snprintf(parent, sizeof(parent), ".");
-	else
-		slash[slash == parent ? 1 : 0] = '\0';
-	if (!realpath(parent, real))
-		return 0; /* said when the layer is made */
-	size_t n = strlen(p->share.dir);
-	if (strncmp(real, p->share.dir, n) == 0 && (real[n] == '\0' || real[n] == '/' || n == 1)) {
-		snprintf(err, errlen,
-			 "--keep-changes %s is inside the --work share %s, where the guest could "
-			 "reach the write layer's own files: keep the changes elsewhere",
-			 keep, p->share.dir);
-		return -1;
-	}
-	return 0;
+	snprintf(err, errlen,
+		 "--keep-changes %s is inside the --work share %s, where the guest could "
+		 "reach the write layer's own files: keep the changes elsewhere",
+		 keep, p->share.dir);
+	return -1;
 }
 
 int plan_image(struct session_plan *p, char *err, size_t errlen)

@@ -35,7 +35,7 @@ fi
 refused() { # NAME PATTERN ARGS...
 	name=$1 pat=$2
 	shift 2
-	"$BULKHEAD" run --policy "$G/good-policy.json" "$@" -- true > "$TMP/out" 2> "$TMP/err"
+	"$BULKHEAD" run --policy "${POL:-$G/good-policy.json}" "$@" -- true > "$TMP/out" 2> "$TMP/err"
 	rc=$?
 	if [ $rc = 125 ] && grep -q -- "$pat" "$TMP/err" && [ -z "$(ls -A "$BULKHEAD_RUNDIR" 2> /dev/null)" ]; then
 		ok "$name: $(head -n 1 "$TMP/err")"
@@ -72,6 +72,43 @@ cat > "$TMP/dotted-scope.json" << 'SCOPE'
 SCOPE
 refused "a scope naming DB.Corp.Example. (a trailing dot)" 'deny_hosts: "\*.corp.example"' \
 	--scope "$TMP/dotted-scope.json"
+
+# The host's files that decide what a session may do are never where its guest can reach
+# them: a guest that rewrote a scope in its work share would give the next session that reads
+# it (say) a secret's destination of its choosing. Judged by device and inode, so another path
+# to the share counts too.
+mkdir -p "$TMP/share/sub" "$TMP/alias"
+echo '{ "allow": [] }' > "$TMP/share/sub/scope.json"
+echo '{ "allow": [] }' > "$TMP/scope-out.json"
+cp "$G/good-policy.json" "$TMP/share/policy.json"
+: > "$TMP/share/ca.pem"
+refused "a scope inside the writable work share" 'the scope (.*) is inside the writable share' \
+	--work "$TMP/share" --scope "$TMP/share/sub/scope.json"
+POL=$TMP/share/policy.json refused "the global policy inside the writable work share" \
+	'the global policy (.*) is inside the writable share' --work "$TMP/share"
+POL=
+refused "the upstream CA bundle inside the writable work share" \
+	'the upstream CA bundle (.*) is inside the writable share' --work "$TMP/share" \
+	--scope "$TMP/scope-out.json" --ca-file "$TMP/share/ca.pem"
+refused "the vault inside a read-only share" 'the vault (.*) is inside the share' \
+	--work "$TMP/share:ro" --vault "$TMP/share/vault"
+if [ "$(id -u)" = 0 ] && mount --bind "$TMP/share" "$TMP/alias" 2> /dev/null; then
+	refused "a scope inside the work share by another path (a bind mount of it)" \
+		'the scope (.*) is inside the writable share' --work "$TMP/share" \
+		--scope "$TMP/alias/sub/scope.json"
+	umount "$TMP/alias"
+else
+	skip "a scope reached through a bind mount of the share" "needs root to bind-mount"
+fi
+# Read-only, a scope may stay in the share: the guest reads it and cannot change it.
+"$BULKHEAD" run --policy "$G/good-policy.json" --work "$TMP/share:ro" \
+	--scope "$TMP/share/sub/scope.json" -- cat /work/sub/scope.json > "$TMP/out" 2> "$TMP/err"
+rc=$?
+if [ "$rc $(cat "$TMP/out")" = '0 { "allow": [] }' ]; then
+	ok "a scope inside a read-only share is taken (the guest reads it, cannot change it)"
+else
+	not_ok "a scope inside a read-only share is taken" "rc=$rc" "$(cat "$TMP/out" "$TMP/err")"
+fi
 
 # The broker itself, with a real upstream on 127.0.0.1 that records every request: a policy
 # denying 127.0.0.1 and localhost by name, scopes naming them in other spellings. Each scope
