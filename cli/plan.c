@@ -222,7 +222,8 @@ static int host_files_outside(const struct session_plan *p, char *err, size_t er
 			if (!plan_inside_share(files[f].path, shares[i]))
 				continue;
 			snprintf(err, errlen,
-				 "%s (%.200s) is inside the %sshare %.200s, where the guest would %s "
+				 "%s (%.200s) is inside the %sshare %.200s, where the guest would "
+				 "%s "
 				 "it: keep it out of %s",
 				 files[f].name, files[f].path, files[f].any ? "" : "writable ",
 				 shares[i]->dir, files[f].any ? "reach" : "rewrite",

@@ -271,7 +271,8 @@ void cgroup_destroy(struct session_cgroup *cg)
 		/* The session's own processes are reaped, but the kernel may take a moment to let
 		 * go, and a process may have joined that is none of ours: it is ended (again every
 		 * 100 ms, in case it forked meanwhile), for at most 5 s in all. */
-		for (int tries = 0; rmdir(cg->dirs[i]) < 0 && errno == EBUSY && tries < 500; tries++) {
+		for (int tries = 0; rmdir(cg->dirs[i]) < 0 && errno == EBUSY && tries < 500;
+		     tries++) {
 			if (tries % 10 == 0)
 				end_members(cg->dirs[i], cg->version);
 			usleep(10000);
