@@ -54,7 +54,7 @@ static int register_shared(struct broker_dev *b, const struct broker_opts *o,
 			   const struct rundir *rd, int lfd, char *err, size_t errlen)
 {
 	json_error_t je;
-	json_t *scope = json_load_file(o->scope, JSON_REJECT_DUPLICATES, &je);
+	json_t *scope = json_loads(o->scope_text, JSON_REJECT_DUPLICATES, &je);
 	if (!json_is_object(scope)) {
 		snprintf(err, errlen, "--scope %s: line %d, column %d: %s", o->scope, je.line,
 			 je.column, scope ? "must be a JSON object" : je.text);
@@ -131,8 +131,8 @@ int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const st
 		snprintf(err, errlen, "bulkhead-broker not found next to bulkhead (run make)");
 		return -1;
 	}
-	if (access(o->scope, R_OK) < 0) {
-		snprintf(err, errlen, "--scope %s: %s", o->scope, strerror(errno));
+	if (!o->scope_text) {
+		snprintf(err, errlen, "internal error: --scope %s was not read", o->scope);
 		return -1;
 	}
 	if (rundir_file(rd, name, 1, b->sock, sizeof(b->sock)) < 0) {
@@ -149,13 +149,22 @@ int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const st
 		close(lfd); /* the shared broker has its own copy now */
 		return rc;
 	}
+	/* The private broker reads the scope the plan read (and judged), from the run directory:
+	 * a later change to the caller's file changes nothing. */
+	char rules[PATH_MAX];
+	if (rundir_put(rd, "scope.json", o->scope_text) < 0 ||
+	    rundir_file(rd, "scope.json", 0, rules, sizeof(rules)) < 0) {
+		snprintf(err, errlen, "the scope's copy in the run directory: %s", strerror(errno));
+		close(lfd);
+		return -1;
+	}
 	const char *argv[24];
 	int n = 0;
 	argv[n++] = bin;
 	argv[n++] = "--listen-fd";
 	argv[n++] = "3";
 	argv[n++] = "--rules";
-	argv[n++] = o->scope;
+	argv[n++] = rules;
 	if (o->vault) {
 		argv[n++] = "--vault";
 		argv[n++] = o->vault;

@@ -17,12 +17,13 @@ struct broker_dev {
 };
 
 struct broker_opts {
-	const char *scope;   /* rules JSON */
-	const char *vault;   /* NULL: no secrets */
-	const char *ca_file; /* NULL: the system trust store */
-	const char *audit;   /* NULL: the default, one log per session (broker_dev.c) */
-	const char *shared;  /* a shared broker's control socket: register there instead */
-	const char *policy;  /* the global policy file, for a private broker; NULL: none */
+	const char *scope;	/* rules JSON, as the caller named it */
+	const char *scope_text; /* ... its text, as the plan read it: the one the broker gets */
+	const char *vault;	/* NULL: no secrets */
+	const char *ca_file;	/* NULL: the system trust store */
+	const char *audit;	/* NULL: the default, one log per session (broker_dev.c) */
+	const char *shared;	/* a shared broker's control socket: register there instead */
+	const char *policy;	/* the global policy file, for a private broker; NULL: none */
 };
 
 /* ${XDG_STATE_HOME:-~/.local/state}/bulkhead/audit, made (0700) if missing. 0 or -errno. */

@@ -8,6 +8,9 @@
 
 #include "broker/rules.h"
 
+/* A scope file's size, at most (as the broker reads one). */
+#define SCOPE_MAX (1 << 20)
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +68,48 @@ static int plan_files(struct session_plan *p, char *err, size_t errlen)
 	return 0;
 }
 
+/* Reads the scope file once, through one descriptor: its text into p->scope_text and where
+ * the kernel found it into p->scope_real. 0, or -1 with err. */
+static int scope_read(struct session_plan *p, char *err, size_t errlen)
+{
+	const char *path = p->req.broker.scope;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st = { 0 };
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size >= SCOPE_MAX) {
+		snprintf(err, errlen, "--scope %s: %s", path,
+			 fd < 0			? strerror(errno)
+			 : !S_ISREG(st.st_mode) ? "not a regular file"
+						: "larger than 1 MiB");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	char self[32];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	ssize_t r = readlink(self, p->scope_real, sizeof(p->scope_real) - 1);
+	p->scope_text = malloc(SCOPE_MAX);
+	size_t n = 0;
+	ssize_t got = 1;
+	while (p->scope_text && n < SCOPE_MAX - 1 &&
+	       ((got = read(fd, p->scope_text + n, SCOPE_MAX - 1 - n)) > 0 ||
+		(got < 0 && errno == EINTR)))
+		n += got > 0 ? (size_t)got : 0;
+	close(fd);
+	if (r <= 0 || (size_t)r >= sizeof(p->scope_real) - 1 || !p->scope_text || got != 0) {
+		snprintf(err, errlen, "--scope %s: %s", path,
+			 r <= 0 || (size_t)r >= sizeof(p->scope_real) - 1
+				 ? "cannot tell where it is"
+			 : !p->scope_text ? "out of memory"
+			 : got < 0	  ? strerror(errno)
+					  : "larger than 1 MiB");
+		return -1;
+	}
+	p->scope_real[r] = '\0';
+	p->scope_text[n] = '\0';
+	p->req.broker.scope_text = p->scope_text;
+	return 0;
+}
+
 /* The scope file, its grants, and the global policy over everything asked so far. */
 static int plan_rules(struct session_plan *p, char *err, size_t errlen)
 {
@@ -72,15 +117,18 @@ static int plan_rules(struct session_plan *p, char *err, size_t errlen)
 	char why[512];
 	int rc = 0;
 	memset(&scope, 0, sizeof(scope));
-	if (p->req.broker.scope && rules_load_file(&scope, p->req.broker.scope, why, sizeof(why))) {
-		snprintf(err, errlen, "--scope %s", why); /* why names the file */
-		return -1;
-	}
-	if (p->req.broker.scope)
+	if (p->req.broker.scope) {
+		if (scope_read(p, err, errlen) < 0)
+			return -1;
+		if (rules_load_json(&scope, p->scope_text, why, sizeof(why))) {
+			snprintf(err, errlen, "--scope %s: %s", p->req.broker.scope, why);
+			return -1;
+		}
 		rc = plan_scope(p, &scope, err, errlen);
+	}
 	if (!rc)
 		rc = plan_policy(p, &scope, err, errlen);
-	rules_free(&scope); /* the broker reads its own copy */
+	rules_free(&scope);
 	return rc;
 }
 
@@ -205,7 +253,7 @@ static int host_files_outside(const struct session_plan *p, char *err, size_t er
 			  : NULL,
 		  "the vault's key", true },
 		{ o->audit, "the audit log", true },
-		{ o->scope, "the scope", false },
+		{ o->scope ? p->scope_real : NULL, "the scope", false },
 		{ p->req.policy, "the global policy", false },
 		{ o->ca_file, "the upstream CA bundle", false },
 	};
@@ -233,8 +281,8 @@ static int host_files_outside(const struct session_plan *p, char *err, size_t er
 	return 0;
 }
 
-int plan_resolve(const struct session_request *req, struct session_plan *p, char *err,
-		 size_t errlen)
+static int resolve(const struct session_request *req, struct session_plan *p, char *err,
+		   size_t errlen)
 {
 	memset(p, 0, sizeof(*p));
 	p->req = *req;
@@ -274,4 +322,13 @@ int plan_resolve(const struct session_request *req, struct session_plan *p, char
 	if (plan_guest_names(p, err, errlen) < 0 || host_files_outside(p, err, errlen) < 0)
 		return -1;
 	return plan_image(p, err, errlen);
+}
+
+int plan_resolve(const struct session_request *req, struct session_plan *p, char *err,
+		 size_t errlen)
+{
+	int rc = resolve(req, p, err, errlen);
+	if (rc < 0)
+		plan_release(p);
+	return rc;
 }

@@ -117,6 +117,10 @@ struct session_plan {
 	struct image image;
 	char **argv;
 	char *env[IMAGE_ENV_MAX + RUN_MAX_ENV + 1];
+	/* --scope, read once: what the policy judges is what the broker gets (req.broker's
+	 * scope_text points here), and where the file really was when it was read. */
+	char *scope_text;
+	char scope_real[PATH_MAX];
 };
 
 /* Resolves req into p. Returns 0, or -1 with one line in err (nothing was started). */
@@ -136,7 +140,8 @@ int plan_image(struct session_plan *p, char *err, size_t errlen);
 /* Whether PATH (a file that may not exist yet) is inside SHARE as the kernel resolves it:
  * some directory on its way up is the shared directory itself, by device and inode. */
 bool plan_inside_share(const char *path, const struct share_fs *share);
-/* Releases what plan_resolve acquired (the image's config). */
+/* Releases what plan_resolve acquired (the image's config, the scope's text); plan_resolve
+ * releases it itself when it fails. */
 void plan_release(struct session_plan *p);
 
 /* session_opts.c: `run` and `start` options into a request. Returns -1 when parsed (go on),

@@ -95,4 +95,7 @@ void plan_release(struct session_plan *p)
 	if (p->has_image && !p->image_borrowed)
 		image_close(&p->image);
 	p->has_image = false;
+	free(p->scope_text);
+	p->scope_text = NULL;
+	p->req.broker.scope_text = NULL;
 }

@@ -100,6 +100,16 @@ if [ "$(id -u)" = 0 ] && mount --bind "$TMP/share" "$TMP/alias" 2> /dev/null; th
 else
 	skip "a scope reached through a bind mount of the share" "needs root to bind-mount"
 fi
+# The scope is read once, through one descriptor, and the broker gets that text: a FIFO or
+# a device is refused at once rather than read (or waited on) twice.
+mkfifo "$TMP/fifo-scope"
+timeout 20 "$BULKHEAD" run --scope "$TMP/fifo-scope" -- true > /dev/null 2> "$TMP/err"
+rc=$?
+if [ $rc = 125 ] && grep -q 'fifo-scope: not a regular file' "$TMP/err"; then
+	ok "a scope that is a FIFO is refused at once: $(head -n 1 "$TMP/err")"
+else
+	not_ok "a scope that is a FIFO is refused at once" "rc=$rc" "$(cat "$TMP/err")"
+fi
 # Read-only, a scope may stay in the share: the guest reads it and cannot change it.
 "$BULKHEAD" run --policy "$G/good-policy.json" --work "$TMP/share:ro" \
 	--scope "$TMP/share/sub/scope.json" -- cat /work/sub/scope.json > "$TMP/out" 2> "$TMP/err"
