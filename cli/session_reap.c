@@ -3,6 +3,7 @@
  * (it was KILLed): its processes and cgroups, found through its run directory. bulkhead-oci's
  * kill and delete and bulkhead serve's recovery use it. */
 #include "cli/session_reap.h"
+#include "jail/cgroup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,24 +55,12 @@ void session_cgroups_each(const struct rundir *rd, void (*fn)(const char *dir, v
 static void reap_one(const char *dir, void *arg)
 {
 	bool remove = *(bool *)arg;
-	char path[PATH_MAX + 32];
-	snprintf(path, sizeof(path), "%s/cgroup.kill", dir);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (write(fd, "1", 1) != 1)
-			fd = -1;
-		close(fd);
-	}
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	FILE *f = fd < 0 ? fopen(path, "re") : NULL;
-	long pid;
-	while (f && fscanf(f, "%ld", &pid) == 1)
-		if (pid > 1)
-			kill((pid_t)pid, SIGKILL);
-	if (f)
-		fclose(f);
-	for (int tries = 0; remove && rmdir(dir) < 0 && errno == EBUSY && tries < 100; tries++)
+	cgroup_kill_all(dir);
+	for (int tries = 0; remove && rmdir(dir) < 0 && errno == EBUSY && tries < 100; tries++) {
+		if (tries % 10 == 9)
+			cgroup_kill_all(dir); /* v1: what forked meanwhile */
 		usleep(20000);
+	}
 }
 
 void session_reap_cgroups(const struct rundir *rd, bool remove)

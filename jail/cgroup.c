@@ -234,35 +234,21 @@ void cgroup_remove_stale(const char *id)
 	cgroup_remove_stale_in(&host, id);
 }
 
-/* Sends SIGKILL to every process listed in DIR's cgroup.procs; returns how many were listed. */
-static int kill_listed(const char *dir)
+void cgroup_kill_all(const char *dir)
 {
 	char path[PATH_MAX + 32];
-	int n = 0;
 	long pid;
 
-	if (snprintf(path, sizeof(path), "%s/cgroup.procs", dir) >= (int)sizeof(path))
-		return 0;
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fscanf(f, "%ld", &pid) == 1)
-		if (pid > 1 && pid != (long)getpid()) {
-			kill((pid_t)pid, SIGKILL);
-			n++;
-		}
-	fclose(f);
-	return n;
-}
-
-/* Ends whatever is still in DIR. A process that joined the session's cgroup belongs to the
- * session, whoever started it, and must not outlive it (nor keep the directory). v2 kills
- * them all at once (cgroup.kill, Linux 5.14 and later); otherwise each listed one is killed. */
-static void end_members(const char *dir, int version)
-{
-	if (version == 2 && put(dir, "cgroup.kill", "1") == 0)
+	if (put(dir, "cgroup.kill", "1") == 0)
 		return;
-	kill_listed(dir);
+	if (snprintf(path, sizeof(path), "%s/cgroup.procs", dir) >= (int)sizeof(path))
+		return;
+	FILE *f = fopen(path, "re");
+	while (f && fscanf(f, "%ld", &pid) == 1)
+		if (pid > 1 && pid != (long)getpid())
+			kill((pid_t)pid, SIGKILL);
+	if (f)
+		fclose(f);
 }
 
 void cgroup_destroy(struct session_cgroup *cg)
@@ -274,7 +260,7 @@ void cgroup_destroy(struct session_cgroup *cg)
 		for (int tries = 0; rmdir(cg->dirs[i]) < 0 && errno == EBUSY && tries < 500;
 		     tries++) {
 			if (tries % 10 == 0)
-				end_members(cg->dirs[i], cg->version);
+				cgroup_kill_all(cg->dirs[i]);
 			usleep(10000);
 		}
 	}

@@ -57,6 +57,9 @@ int cgroup_set_limits(const struct session_cgroup *cg, const struct cgroup_limit
 int cgroup_join_self(const struct session_cgroup *cg);
 /* How many times the kernel killed a process of the session for its memory limit. */
 unsigned long cgroup_oom_kills(const struct session_cgroup *cg);
+/* Kills every process in the cgroup directory DIR: at once through cgroup.kill (v2, Linux
+ * 5.14 and later), else each one cgroup.procs lists (v1: again, for one that forked since). */
+void cgroup_kill_all(const char *dir);
 /* Removes what a killed launcher left of session ID's cgroups (empty ones only). */
 void cgroup_remove_stale(const char *id);
 void cgroup_remove_stale_in(const struct cgroup_fs *fs, const char *id);
