@@ -228,7 +228,10 @@ static void close_parked(struct lconn *c, int status, const char *outcome, const
 
 static void *worker_main(void *arg);
 
-/* Hands an active connection to a worker, starting one when none is free. */
+/* Hands an active connection to a worker, starting one when none is free and every worker
+ * has a connection of its own. A worker that has let go of one (its word is in the inbox, or
+ * already read) and is on its way back to the queue counts as free: without that, work
+ * changing hands started threads beyond the connections served at once. */
 static void activate(struct lconn *c)
 {
 	struct loop *l = c->ls->l;
@@ -247,7 +250,7 @@ static void activate(struct lconn *c)
 		l->wq_head = c;
 	l->wq_tail = c;
 	l->wq_len++;
-	spawn = l->wq_len > l->idle_workers;
+	spawn = l->wq_len > l->idle_workers && l->workers < l->active_total;
 	if (!spawn)
 		pthread_cond_signal(&l->wq_cond);
 	else {

@@ -9,6 +9,8 @@
 #    audited over_limit) does not keep another session out: that one's request is served
 #    within 5 s by closing one of the first session's idle connections (answered 503, audited
 #    evicted).
+#  - Bursts: 40 connections handed back and forth between the loop and the workers never
+#    start more workers than --max-active.
 #  - Busy connections: a session keeping 30 connections busy (heads half sent) holds at most
 #    --max-active workers; another session is served meanwhile. A request of a session whose
 #    workers are all busy waits its turn at most --head-timeout, then is answered 503, audited.
@@ -190,6 +192,21 @@ for be in $backends; do
 		not_ok "$be: busy connections bounded by --max-active" "threads: $t0, then $t" "$(head -n 1 "$D/$be-busy/y.out")"
 	fi
 	kill "$bpid" "$busy_in" 2> /dev/null
+
+	# Bursts of requests handed back and forth between the loop and the workers: a new
+	# worker starts only when every worker has a connection to serve, so the workers never
+	# outnumber the connections served at once (--max-active 8), however work changes hands.
+	start "$be-burst" --event-loop "$be" --max-active 8
+	register "$be-burst" z
+	t0=$(threads "$bpid")
+	out=$($CONNS burst "$D/$be-burst/z.sock" "$PORT" 40 6)
+	t=$(threads "$bpid")
+	if [ "$(field "$out" ok)" = 240 ] && [ $((t - t0)) -le 8 ]; then
+		ok "$be: 40 connections in bursts, 240 requests served by $((t - t0)) workers (--max-active 8)"
+	else
+		not_ok "$be: workers bounded by --max-active in bursts" "$out" "threads: $t0, then $t"
+	fi
+	kill "$bpid" 2> /dev/null
 
 	# A request waiting for a worker behind its own session's busy ones (bodies sent a byte
 	# at a time) is answered once its head's time (--head-timeout 2) has passed, not kept for

@@ -18,6 +18,9 @@ tests/e2e/test_broker_scale.sh. Prints one JSON object; asserts nothing itself.
                               0.3 s for up to 30 s: WHAT "hello" (the ClientHello) or
                               "record" (after a whole handshake, the record of a request
                               head); when and how the broker ended it
+  burst SOCK PORT N ROUNDS    N keep-alive connections at once, each asking ROUNDS times with a
+                              pause longer than a worker keeps a silent connection between
+                              requests: how many were answered 200
   trickle SOCK N PORT SECONDS N connections each sending a POST's body a byte every 0.2 s for
                               SECONDS (their workers stay busy), and meanwhile one more
                               connection's whole GET: how and when it was answered
@@ -241,6 +244,28 @@ def trickle(path, n, port, seconds):
                       "closed": closed, "reset": reset}))
 
 
+def burst(path, port, n, rounds):
+    import threading
+    ok = []
+
+    def one(k):
+        try:
+            s = connect(path)
+            for r in range(rounds):
+                if request(s, port, False) == "HTTP/1.1 200 OK":
+                    ok.append(1)
+                time.sleep(0.06 + 0.002 * ((k + r) % 10))
+            s.close()
+        except OSError:
+            pass
+    workers = [threading.Thread(target=one, args=(k,)) for k in range(n)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    print(json.dumps({"asked": n * rounds, "ok": len(ok)}))
+
+
 def session_ca(path):
     s = connect(path)
     s.sendall(b"GET /.well-known/bulkhead/ca.pem HTTP/1.1\r\nConnection: close\r\n\r\n")
@@ -332,10 +357,12 @@ def main():
         hold(sys.argv[2], int(sys.argv[3]))
     elif mode == "tls-trickle":
         tls_trickle(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    elif mode == "burst":
+        burst(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
     elif mode == "trickle":
         trickle(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
     else:
-        sys.exit("usage: broker_conns.py fair|idle|buffer|busy|hold|trickle|tls-trickle ...")
+        sys.exit("usage: broker_conns.py fair|idle|buffer|busy|hold|burst|trickle|tls-trickle ...")
 
 
 if __name__ == "__main__":
