@@ -81,9 +81,26 @@ static void unlink_pending(struct approvals *a, struct pending *p)
 		*pp = p->next;
 }
 
+/* The earlier of DEADLINE and APPROVAL_POLL_MS from now (CLOCK_MONOTONIC). */
+static struct timespec next_look(const struct timespec *deadline)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_nsec += APPROVAL_POLL_MS * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	if (t.tv_sec > deadline->tv_sec ||
+	    (t.tv_sec == deadline->tv_sec && t.tv_nsec > deadline->tv_nsec))
+		return *deadline;
+	return t;
+}
+
 enum approval_outcome approvals_wait(struct approvals *a, const struct approval_info *info,
-				     unsigned ttl_s, char id[APPROVAL_ID_LEN + 1], char *reason,
-				     size_t reasonlen)
+				     unsigned ttl_s, int (*withdrawn)(void *arg), void *arg,
+				     char id[APPROVAL_ID_LEN + 1], char *reason, size_t reasonlen)
 {
 	struct pending *p = calloc(1, sizeof(*p));
 	unsigned char rnd[APPROVAL_ID_LEN / 2];
@@ -115,13 +132,20 @@ enum approval_outcome approvals_wait(struct approvals *a, const struct approval_
 	pthread_mutex_lock(&a->lock);
 	p->next = a->head;
 	a->head = p;
-	while (!p->decided)
-		if (pthread_cond_timedwait(&p->cond, &a->lock, &deadline) == ETIMEDOUT &&
-		    !p->decided) {
+	while (!p->decided) {
+		struct timespec until = withdrawn ? next_look(&deadline) : deadline;
+
+		if (pthread_cond_timedwait(&p->cond, &a->lock, &until) != ETIMEDOUT || p->decided)
+			continue;
+		if (until.tv_sec == deadline.tv_sec && until.tv_nsec == deadline.tv_nsec) {
 			p->decided = 1 + APPROVAL_EXPIRED;
 			snprintf(p->reason, sizeof(p->reason),
 				 "not decided within %u s (it expired)", ttl_s);
+		} else if (withdrawn(arg)) {
+			p->decided = 1 + APPROVAL_WITHDRAWN;
+			snprintf(p->reason, sizeof(p->reason), "withdrawn before it was decided");
 		}
+	}
 	unlink_pending(a, p);
 	pthread_mutex_unlock(&a->lock);
 

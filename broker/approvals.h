@@ -14,7 +14,12 @@
 
 #define APPROVAL_ID_LEN 12 /* hex characters */
 
-enum approval_outcome { APPROVAL_APPROVED, APPROVAL_DENIED, APPROVAL_EXPIRED };
+enum approval_outcome {
+	APPROVAL_APPROVED,
+	APPROVAL_DENIED,
+	APPROVAL_EXPIRED,
+	APPROVAL_WITHDRAWN, /* WITHDRAWN(arg) said the request is no longer waiting */
+};
 
 /* What the person sees. Strings are copied. */
 struct approval_info {
@@ -31,10 +36,14 @@ struct approvals *approvals_new(void);
 void approvals_free(struct approvals *a);
 
 /* Files a held request and waits up to TTL_S for a decision. Returns the outcome, with the id
- * in ID and the person's reason (or why it was denied without one) in reason. */
+ * in ID and the person's reason (or why it was denied without one) in reason. WITHDRAWN
+ * (NULL: never), asked every APPROVAL_POLL_MS, ends the wait when it returns non-zero (the
+ * guest is gone, or its connection was taken): the request leaves the list of those to
+ * decide. */
+#define APPROVAL_POLL_MS 200
 enum approval_outcome approvals_wait(struct approvals *a, const struct approval_info *info,
-				     unsigned ttl_s, char id[APPROVAL_ID_LEN + 1], char *reason,
-				     size_t reasonlen);
+				     unsigned ttl_s, int (*withdrawn)(void *arg), void *arg,
+				     char id[APPROVAL_ID_LEN + 1], char *reason, size_t reasonlen);
 
 /* Every pending approval (an array of objects). */
 json_t *approvals_list(struct approvals *a);

@@ -6,6 +6,7 @@
  * then decided again with them. */
 #include "broker/proxy_conn.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,19 @@ static void summarize(const struct conn *c, char *out, size_t len)
 	out[i] = '\0';
 }
 
+/* Whether a held request no longer waits: its connection was taken for another session (the
+ * loop's cut), or the guest closed it (a hang-up, not a half close: a client may shut its
+ * sending side and still wait for the answer). */
+static int held_withdrawn(void *arg)
+{
+	struct conn *c = arg;
+	struct pollfd p = { .fd = c->fd, .events = 0 };
+
+	if (c->cut && c->cut->set)
+		return 1;
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
 int proxy_hold_decide(struct conn *c)
 {
 	static const char hexd[] = "0123456789abcdef";
@@ -218,11 +232,23 @@ int proxy_hold_decide(struct conn *c)
 	out = approvals_wait(c->cfg->approvals, &info,
 			     c->cfg->policy ? c->cfg->policy->approval_ttl_seconds
 					    : POLICY_DEFAULT_APPROVAL_TTL,
-			     c->approval_id, reason, sizeof(reason));
+			     held_withdrawn, c, c->approval_id, reason, sizeof(reason));
 	c->layer = decide_layer_name(LAYER_APPROVAL);
 	if (out == APPROVAL_APPROVED)
 		return 0;
 	c->decision = "deny";
+	if (out == APPROVAL_WITHDRAWN && c->cut && c->cut->set) {
+		/* Taken for another session while it waited: the guest hears why. */
+		c->outcome = AUDIT_OUTCOME_EVICTED;
+		proxy_fail(c, 503, "approval %s withdrawn: %s", c->approval_id, c->cut->why);
+		return -1;
+	}
+	if (out == APPROVAL_WITHDRAWN) {
+		c->outcome = AUDIT_OUTCOME_GUEST_CLOSED;
+		proxy_fail(c, 503, "approval %s withdrawn: the guest closed its connection",
+			   c->approval_id);
+		return -1;
+	}
 	proxy_fail(c, 403, "approval %s %s: %s", c->approval_id,
 		   out == APPROVAL_EXPIRED ? "expired" : "denied", reason);
 	return -1;

@@ -160,6 +160,53 @@ i=0; while [ "$(cat "$TMP"/m[0-9]*.out 2> /dev/null | grep -c '^HTTP/1.1 200')" 
 	sleep 0.1; i=$((i + 1)); done
 check_eq "all 100 complete with 200 once approved" 100 "$(cat "$TMP"/m[0-9]*.out | grep -c '^HTTP/1.1 200')"
 
+# A guest that gives up on a held request (closes its connection) withdraws it: it leaves
+# the list at once, not when its approval would have expired (120 s here), recorded so.
+register g1
+send g1 gone.out POST /w/gone '{}'
+pg=$!
+wait_pending 1
+kill "$pg"
+i=0; while [ "$(pending)" -gt 0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+if [ "$(pending)" = 0 ] && grep -q '"path":"/w/gone".*"decision":"deny".*"outcome":"guest_closed"' "$TMP/g1.log" &&
+	! grep -q 'POST /w/gone' "$TMP/up.log"; then
+	ok "a held request whose guest closed its connection leaves the list within $((i / 10)).$((i % 10)) s, recorded guest_closed"
+else
+	not_ok "a held request withdrawn by its guest" "pending: $(pending)" "$(grep /w/gone "$TMP/g1.log")"
+fi
+
+# A held request whose connection is taken for another session (a broker of 4 connections,
+# all of them held) is answered 503 at once, saying why, and leaves the list.
+mkdir -m 700 "$BULKHEAD_RUNDIR/q1" "$TMP/q1"
+"$BROKER" --control "$BULKHEAD_RUNDIR/q1/broker.ctl" --secrets-file "$TMP/secrets.json" \
+	--ca-file "$TMP/ca.pem" --policy "$TMP/policy.json" --audit-dir "$TMP/q1" \
+	--max-conns-total 4 2> "$TMP/q1.err" &
+qpid=$!
+pids="$pids $qpid"
+i=0; while [ ! -S "$BULKHEAD_RUNDIR/q1/broker.ctl" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+for q in qa qb; do
+	broker_register "$BULKHEAD_RUNDIR/q1/broker.ctl" "$q" "$TMP/scope.json" "$TMP/$q.sock" "$TMP/q1"
+done
+for r in 1 2 3 4; do send qa "qa.$r.out" POST "/w/q$r" '{}'; done
+wait_pending 4
+send qb qb.out GET /w/read
+wait $!
+i=0; while ! grep -qs '^HTTP/1.1 503' "$TMP"/qa.*.out && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+cut=$(grep -l '^HTTP/1.1 503' "$TMP"/qa.*.out 2> /dev/null | head -n 1)
+if [ "$(status qb.out)" = "HTTP/1.1 200 OK" ] && [ -n "$cut" ] &&
+	grep -q 'withdrawn: the broker is full (4 connections).*closed for another session' "$cut" &&
+	[ "$(pending)" = 3 ] && grep -q '"decision":"deny".*"outcome":"evicted"' "$TMP/q1/qa.log"; then
+	ok "a held request taken for another session is answered 503 saying why, and leaves the list: $(tail -n 1 "$cut")"
+else
+	not_ok "a held request taken for another session" "qb: $(status qb.out)" "cut: $(cat "$cut" 2> /dev/null)" \
+		"pending: $(pending)" "$(tail -n 3 "$TMP/q1.err")"
+fi
+kill "$qpid"
+wait "$qpid" 2> /dev/null
+rm -rf "$BULKHEAD_RUNDIR/q1"
+wait_pending_none() { i=0; while [ "$(pending)" -gt 0 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; }
+wait_pending_none
+
 # A session that ends denies what it has pending.
 register e1
 send e1 end.out POST /w/end '{}'
