@@ -207,7 +207,13 @@ static int outcome(struct watch *w)
 	}
 	const char *panic = console_panic_line(c);
 	if (panic) {
-		fprintf(stderr, "bulkhead: guest kernel panicked: %s\n", panic);
+		/* Out of memory before init can say so (unpacking the initramfs, say). */
+		bool oom = strstr(panic, "deadlocked on memory") || strstr(panic, "Out of memory");
+		fprintf(stderr, "bulkhead: guest kernel panicked: %s", panic);
+		if (oom)
+			fprintf(stderr, " (the guest ran out of memory: give it more than --mem %u)",
+				p->req.mem_mib);
+		fputc('\n', stderr);
 		return EXIT_BULKHEAD;
 	}
 	if (WIFEXITED(w->wstatus) && WEXITSTATUS(w->wstatus) != 0) {
