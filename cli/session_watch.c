@@ -211,7 +211,8 @@ static int outcome(struct watch *w)
 		bool oom = strstr(panic, "deadlocked on memory") || strstr(panic, "Out of memory");
 		fprintf(stderr, "bulkhead: guest kernel panicked: %s", panic);
 		if (oom)
-			fprintf(stderr, " (the guest ran out of memory: give it more than --mem %u)",
+			fprintf(stderr,
+				" (the guest ran out of memory: give it more than --mem %u)",
 				p->req.mem_mib);
 		fputc('\n', stderr);
 		return EXIT_BULKHEAD;
