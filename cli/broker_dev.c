@@ -25,15 +25,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int broker_audit_dir(char *dir, size_t len)
+int broker_audit_dir_path(char *dir, size_t len)
 {
 	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
 	int n = state && *state ? snprintf(dir, len, "%s/bulkhead/audit", state)
 				: snprintf(dir, len, "%s/.local/state/bulkhead/audit",
 					   home && *home ? home : "/root");
-	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
-	return mkdirs(dir, 0700);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int broker_audit_dir(char *dir, size_t len)
+{
+	int rc = broker_audit_dir_path(dir, len);
+	return rc < 0 ? rc : mkdirs(dir, 0700);
 }
 
 /* <audit dir>/<session id>.log: one chain per session (a log is locked by the broker that

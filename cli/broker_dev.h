@@ -28,6 +28,8 @@ struct broker_opts {
 
 /* ${XDG_STATE_HOME:-~/.local/state}/bulkhead/audit, made (0700) if missing. 0 or -errno. */
 int broker_audit_dir(char *buf, size_t len);
+/* ... its path alone, nothing made. 0 or -errno. */
+int broker_audit_dir_path(char *buf, size_t len);
 /* A private broker's audit log for session ID unless --audit names one: <audit dir>/ID.log
  * (`bulkhead start --json` shows it). 0 or -errno. */
 int broker_audit_path(const char *id, char *buf, size_t len);

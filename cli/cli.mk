@@ -12,6 +12,6 @@ $(CLI_LIB): $(CLI_SRCS:%.c=$(OBJ)/%.o)
 
 $(CLI_BIN): $(OBJ)/cli/main.o $(CLI_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lz -lcrypto -ljansson -lhttp_parser -lseccomp -luring
+	$(CC) $(LDFLAGS) -o $@ $^ -lz -lcrypto -ljansson -lhttp_parser -lseccomp -luring -lmount
 
 ALL_TARGETS += $(CLI_BIN)

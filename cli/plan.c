@@ -5,6 +5,8 @@
 #include "cli/plan.h"
 #include "jail/cgroup.h"
 #include "cli/paths.h"
+#include "cli/share_reach.h"
+#include "jail/jail.h"
 
 #include "broker/rules.h"
 
@@ -73,7 +75,25 @@ static int plan_files(struct session_plan *p, char *err, size_t errlen)
 static int scope_read(struct session_plan *p, char *err, size_t errlen)
 {
 	const char *path = p->req.broker.scope;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	/* No symbolic link on the way, as for a share: a link a guest could repoint (one in an
+	 * earlier session's share) must not choose the next session's scope. */
+	int at = jail_open_nofollow(path, 0);
+	if (at == -ELOOP) {
+		char real[PATH_MAX];
+		bool known = realpath(path, real) != NULL;
+		snprintf(err, errlen,
+			 "--scope %s: the path goes through a symbolic link; name the file "
+			 "itself%s%s",
+			 path, known ? ": " : "", known ? real : "");
+		return -1;
+	}
+	char self[32];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", at);
+	int fd = at < 0 ? at : open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (at >= 0)
+		close(at);
+	if (fd < 0 && at < 0)
+		errno = -at;
 	struct stat st = { 0 };
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size >= SCOPE_MAX) {
 		snprintf(err, errlen, "--scope %s: %s", path,
@@ -84,7 +104,6 @@ static int scope_read(struct session_plan *p, char *err, size_t errlen)
 			close(fd);
 		return -1;
 	}
-	char self[32];
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	ssize_t r = readlink(self, p->scope_real, sizeof(p->scope_real) - 1);
 	p->scope_text = malloc(SCOPE_MAX);
@@ -209,40 +228,18 @@ static int plan_guest_names(struct session_plan *p, char *err, size_t errlen)
 	return 0;
 }
 
-/* Whether PATH (a file that may not exist yet) is inside SHARE as the kernel resolves it: some
- * directory on its way up is the shared one itself (device and inode), so another path to the
- * same directory (a bind mount of it elsewhere) counts too. */
-bool plan_inside_share(const char *path, const struct share_fs *share)
-{
-	char real[PATH_MAX], parent[PATH_MAX];
-	if (!realpath(path, real)) {
-		snprintf(parent, sizeof(parent), "%s", path);
-		char *slash = strrchr(parent, '/');
-		if (slash)
-			*slash = '\0';
-		if (!realpath(slash && parent[0] ? parent : slash ? "/" : ".", real))
-			return false;
-	}
-	for (;;) {
-		struct stat st;
-		if (stat(real, &st) == 0 && st.st_dev == share->dev && st.st_ino == share->ino)
-			return true;
-		char *slash = strrchr(real, '/');
-		if (!slash || strcmp(real, "/") == 0)
-			return false;
-		slash[slash == real ? 1 : 0] = '\0';
-	}
-}
-
-/* The host's files that decide what a session may do, never where its guest can reach them.
- * In any share: the vault and its key (every secret) and the audit log (its own record). In
- * a share it may write: the scope, the global policy and the upstream CA bundle, which the
- * guest would rewrite for the next session that reads them (a secret's destination moved to
- * a host of its choosing, say). */
+/* The host's files that decide what a session may do, never where its guest can reach them
+ * (cli/share_reach.c: through any mount of a share, a mount inside it, or a hard link). In
+ * any share: the vault and its key (every secret) and the audit log, named or a private
+ * broker's default directory (its own record). In a share it may write: the scope, the
+ * global policy and the upstream CA bundle, which the guest would rewrite for the next
+ * session that reads them (a secret's destination moved to a host of its choosing, say). */
 static int host_files_outside(const struct session_plan *p, char *err, size_t errlen)
 {
 	const struct broker_opts *o = &p->req.broker;
-	char key[PATH_MAX];
+	char key[PATH_MAX], audit_dir[PATH_MAX], root[PATH_MAX], why[PATH_MAX + 128];
+	bool private_audit = o->scope && !o->shared && !o->audit &&
+			     broker_audit_dir_path(audit_dir, sizeof(audit_dir)) == 0;
 	const struct {
 		const char *path, *name;
 		bool any; /* refused in a read-only share too */
@@ -253,29 +250,41 @@ static int host_files_outside(const struct session_plan *p, char *err, size_t er
 			  : NULL,
 		  "the vault's key", true },
 		{ o->audit, "the audit log", true },
+		{ private_audit ? audit_dir : NULL, "the audit log directory", true },
 		{ o->scope ? p->scope_real : NULL, "the scope", false },
 		{ p->req.policy, "the global policy", false },
 		{ o->ca_file, "the upstream CA bundle", false },
 	};
-	const struct share_fs *shares[1 + SESSION_BINDS_MAX];
+	struct shared {
+		const char *dir;
+		bool ro;
+	} shares[2 + SESSION_BINDS_MAX];
 	size_t n = 0;
 	if (p->share_origin != SHARE_NONE)
-		shares[n++] = &p->share;
+		shares[n++] = (struct shared){ p->share.dir, p->share.ro };
 	for (size_t i = 0; i < p->req.nbinds && i < SESSION_BINDS_MAX; i++)
-		shares[n++] = &p->binds[i];
+		shares[n++] = (struct shared){ p->binds[i].dir, p->binds[i].ro };
+	/* An OCI bundle's root is served to the guest as it is: a share like the others. */
+	if (p->req.root && realpath(p->req.root->rootfs, root))
+		shares[n++] = (struct shared){ root, p->req.root_ro };
 	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++)
 		for (size_t i = 0; files[f].path && i < n; i++) {
-			if (!files[f].any && shares[i]->ro)
+			if (!files[f].any && shares[i].ro)
 				continue;
-			if (!plan_inside_share(files[f].path, shares[i]))
+			int in = share_reaches(shares[i].dir, files[f].path, why, sizeof(why));
+			if (in == 0)
 				continue;
-			snprintf(err, errlen,
-				 "%s (%.200s) is inside the %sshare %.200s, where the guest would "
-				 "%s "
-				 "it: keep it out of %s",
-				 files[f].name, files[f].path, files[f].any ? "" : "writable ",
-				 shares[i]->dir, files[f].any ? "reach" : "rewrite",
-				 files[f].any ? "every share" : "the share, or share it read-only");
+			if (in < 0)
+				snprintf(err, errlen, "%s: %s", files[f].name, why);
+			else
+				snprintf(err, errlen,
+					 "%s (%.200s) is within reach of the %sshare %.200s, where "
+					 "the guest would %s it: keep it out of %s",
+					 files[f].name, files[f].path,
+					 files[f].any ? "" : "writable ", shares[i].dir,
+					 files[f].any ? "reach" : "rewrite",
+					 files[f].any ? "every share"
+						      : "the share, or share it read-only");
 			return -1;
 		}
 	return 0;

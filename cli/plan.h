@@ -137,9 +137,6 @@ int plan_policy(struct session_plan *p, const struct rules *scope, char *err, si
 /* plan_image.c: --image: the image, its command, environment and user, and the kernel
  * parameter that tells init. 0 or -1 with err. */
 int plan_image(struct session_plan *p, char *err, size_t errlen);
-/* Whether PATH (a file that may not exist yet) is inside SHARE as the kernel resolves it:
- * some directory on its way up is the shared directory itself, by device and inode. */
-bool plan_inside_share(const char *path, const struct share_fs *share);
 /* Releases what plan_resolve acquired (the image's config, the scope's text); plan_resolve
  * releases it itself when it fails. */
 void plan_release(struct session_plan *p);

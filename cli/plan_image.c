@@ -4,6 +4,7 @@
  * then -e over it), where commands start without a work share, and the user init runs them
  * as (bulkhead.image= on the kernel command line, lib/boot_args.h). */
 #include "cli/plan.h"
+#include "cli/share_reach.h"
 #include "lib/env_merge.h"
 
 #include <limits.h>
@@ -44,8 +45,10 @@ static int image_param(struct session_plan *p, char *err, size_t errlen)
 static int keep_outside_share(const struct session_plan *p, char *err, size_t errlen)
 {
 	const char *keep = p->req.keep_changes;
-	if (!keep || p->share_origin == SHARE_NONE || !plan_inside_share(keep, &p->share))
-		return 0;
+	char why[PATH_MAX + 128];
+	if (!keep || p->share_origin == SHARE_NONE ||
+	    share_reaches(p->share.dir, keep, why, sizeof(why)) != 1)
+		return 0; /* (a DIR that cannot be made is said when the layer is made) */
 	snprintf(err, errlen,
 		 "--keep-changes %s is inside the --work share %s, where the guest could "
 		 "reach the write layer's own files: keep the changes elsewhere",

@@ -3,7 +3,7 @@
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-UNIT_LIBS := -lcmocka -lz -lhttp_parser -lssl -lcrypto -ljansson -lseccomp -luring
+UNIT_LIBS := -lcmocka -lz -lhttp_parser -lssl -lcrypto -ljansson -lseccomp -luring -lmount
 $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CLI_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(VMM_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(UNIT_LIBS)

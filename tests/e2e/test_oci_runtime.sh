@@ -298,7 +298,10 @@ mkdir -p "$TMP/secrets" && "$BULKHEAD" vault init --vault "$TMP/secrets/vault" >
 bundle "$TMP/bad13" '["true"]' "
 c['mounts'].append({'destination': '/srv', 'type': 'bind', 'source': '$TMP/secrets', 'options': ['rbind']})
 c['annotations'] = {'io.bulkhead.scope': '{\"allow\": []}', 'io.bulkhead.vault': '$TMP/secrets/vault'}"
-refused "a bind mount holding the session's vault is refused (the guest would read every secret)" bad13 "$TMP/bad13" "the vault.*inside the share"
+refused "a bind mount holding the session's vault is refused (the guest would read every secret)" bad13 "$TMP/bad13" "the vault.*within reach of the share"
+bundle "$TMP/bad14" '["true"]' "
+c['annotations'] = {'io.bulkhead.scope': '{\"allow\": []}', 'io.bulkhead.vault': '$ROOTFS/etc/passwd'}"
+refused "a vault inside the container's root is refused (the root is served to the guest)" bad14 "$TMP/bad14" "the vault.*within reach of the share"
 for id in -x .hidden; do
 	"$OCI" --root "$STATE" create --bundle "$TMP/b1" -- "$id" > /dev/null 2> "$TMP/id.err" < /dev/null
 	[ $? -ne 0 ] && grep -q "invalid container id" "$TMP/id.err" && ok "container id '$id' is refused (no command could name it later)" ||

@@ -82,24 +82,57 @@ echo '{ "allow": [] }' > "$TMP/share/sub/scope.json"
 echo '{ "allow": [] }' > "$TMP/scope-out.json"
 cp "$G/good-policy.json" "$TMP/share/policy.json"
 : > "$TMP/share/ca.pem"
-refused "a scope inside the writable work share" 'the scope (.*) is inside the writable share' \
+refused "a scope inside the writable work share" 'the scope (.*) is within reach of the writable share' \
 	--work "$TMP/share" --scope "$TMP/share/sub/scope.json"
 POL=$TMP/share/policy.json refused "the global policy inside the writable work share" \
-	'the global policy (.*) is inside the writable share' --work "$TMP/share"
+	'the global policy (.*) is within reach of the writable share' --work "$TMP/share"
 POL=
 refused "the upstream CA bundle inside the writable work share" \
-	'the upstream CA bundle (.*) is inside the writable share' --work "$TMP/share" \
+	'the upstream CA bundle (.*) is within reach of the writable share' --work "$TMP/share" \
 	--scope "$TMP/scope-out.json" --ca-file "$TMP/share/ca.pem"
-refused "the vault inside a read-only share" 'the vault (.*) is inside the share' \
+refused "the vault inside a read-only share" 'the vault (.*) is within reach of the share' \
 	--work "$TMP/share:ro" --vault "$TMP/share/vault"
 if [ "$(id -u)" = 0 ] && mount --bind "$TMP/share" "$TMP/alias" 2> /dev/null; then
 	refused "a scope inside the work share by another path (a bind mount of it)" \
-		'the scope (.*) is inside the writable share' --work "$TMP/share" \
+		'the scope (.*) is within reach of the writable share' --work "$TMP/share" \
 		--scope "$TMP/alias/sub/scope.json"
 	umount "$TMP/alias"
+	# (found by a red-team round: walking up from a bind mount's root never meets the share)
+	mount --bind "$TMP/share/sub" "$TMP/alias"
+	refused "a scope in a bind mount of a directory inside the share" \
+		'the scope (.*) is within reach of the writable share' --work "$TMP/share" \
+		--scope "$TMP/alias/scope.json"
+	umount "$TMP/alias"
+	# A file outside bound onto a name inside the share: the guest writes it there.
+	: > "$TMP/share/bound"
+	mount --bind "$TMP/scope-out.json" "$TMP/share/bound"
+	refused "a scope bind-mounted into the share" \
+		'the scope (.*) is within reach of the writable share' --work "$TMP/share" \
+		--scope "$TMP/scope-out.json"
+	umount "$TMP/share/bound"
+	rm -f "$TMP/share/bound"
 else
 	skip "a scope reached through a bind mount of the share" "needs root to bind-mount"
 fi
+# A hard link in the share is the same file: the guest rewrites it through that name.
+mkdir -p "$TMP/trust"
+echo '{ "allow": [] }' > "$TMP/trust/scope.json"
+ln "$TMP/trust/scope.json" "$TMP/share/linked.json"
+refused "a scope with a hard link on the share's file system" \
+	'the scope (.*) is within reach of the writable share' --work "$TMP/share" \
+	--scope "$TMP/trust/scope.json"
+rm -f "$TMP/share/linked.json"
+# A symbolic link on the scope's path (one an earlier session's guest could repoint) is
+# refused, wherever it points.
+ln -s "$TMP/trust" "$TMP/trust-link"
+refused "a scope named through a symbolic link" 'the path goes through a symbolic link' \
+	--scope "$TMP/trust-link/scope.json"
+# A private broker's audit log goes to ${XDG_STATE_HOME:-~/.local/state}/bulkhead/audit: a
+# share holding it (the home directory, say) would hand the guest its own record, even before
+# the directory exists.
+XDG_STATE_HOME=$TMP/share/state refused "the default audit log directory inside the share" \
+	'the audit log directory (.*) is within reach of the share' --work "$TMP/share" \
+	--scope "$TMP/trust/scope.json"
 # The scope is read once, through one descriptor, and the broker gets that text: a FIFO or
 # a device is refused at once rather than read (or waited on) twice.
 mkfifo "$TMP/fifo-scope"
