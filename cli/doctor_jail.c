@@ -96,7 +96,7 @@ void doctor_jail_find(json_t *facts)
 	else
 		json_object_set_new(facts, "cgroups",
 				    json_pack("{s:i, s:n}", "version", cg.version, "why"));
-	cgroup_destroy(&cg);
+	cgroup_destroy(&cg, NULL, 0);
 }
 
 void doctor_jail_say(const json_t *facts)

@@ -150,7 +150,13 @@ static void cgroup_stop(struct session *s)
 	proc_set_cgroup(NULL);
 	/* Whatever is still ours goes first: the cgroups and ids must be free when we return. */
 	proc_reap_all();
-	cgroup_destroy(&s->cg);
+	char left[PATH_MAX];
+	int n = cgroup_destroy(&s->cg, left, sizeof(left));
+	if (n > 0) /* never silently: something of the session's may still run */
+		fprintf(stderr,
+			"bulkhead: %d of the session's cgroups could not be removed (%s): "
+			"processes in them would not end\n",
+			n, left);
 }
 
 /* --- the diagnostics pipe: the engine's and back ends' stderr ---------------------------- */

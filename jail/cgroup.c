@@ -170,7 +170,7 @@ int cgroup_create_in(struct session_cgroup *cg, const struct cgroup_fs *fs, cons
 		goto fail;
 	return 0;
 fail:
-	cgroup_destroy(cg);
+	cgroup_destroy(cg, NULL, 0);
 	return -1;
 }
 
@@ -251,19 +251,26 @@ void cgroup_kill_all(const char *dir)
 		fclose(f);
 }
 
-void cgroup_destroy(struct session_cgroup *cg)
+int cgroup_destroy(struct session_cgroup *cg, char *left, size_t leftlen)
 {
+	int kept = 0;
+
+	if (left && leftlen)
+		left[0] = '\0';
 	for (int i = cg->n - 1; i >= 0; i--) {
 		/* The session's own processes are reaped, but the kernel may take a moment to let
 		 * go, and a process may have joined that is none of ours: it is ended (again every
 		 * 100 ms, in case it forked meanwhile), for at most 5 s in all. */
-		for (int tries = 0; rmdir(cg->dirs[i]) < 0 && errno == EBUSY && tries < 500;
-		     tries++) {
-			if (tries % 10 == 0)
+		int tries = 0;
+		while (rmdir(cg->dirs[i]) < 0 && errno == EBUSY && tries++ < 500) {
+			if (tries % 10 == 1)
 				cgroup_kill_all(cg->dirs[i]);
 			usleep(10000);
 		}
+		if (access(cg->dirs[i], F_OK) == 0 && kept++ == 0 && left && leftlen)
+			snprintf(left, leftlen, "%s", cg->dirs[i]);
 	}
 	cg->n = 0;
 	cg->version = 0;
+	return kept;
 }

@@ -65,6 +65,8 @@ void cgroup_remove_stale(const char *id);
 void cgroup_remove_stale_in(const struct cgroup_fs *fs, const char *id);
 /* Removes the session's cgroups once its processes are gone, killing any process still in
  * them (one that joined them after the session started it is the session's all the same). */
-void cgroup_destroy(struct session_cgroup *cg);
+/* Returns how many of its directories are left (processes that would not end: frozen, or
+ * joining again as fast as they are killed), with the first in LEFT. */
+int cgroup_destroy(struct session_cgroup *cg, char *left, size_t leftlen);
 
 #endif

@@ -81,4 +81,39 @@ nrc=$?
 check_eq "a session running beside it is unaffected" "0 neighbour-ok" "$nrc $(cat "$TMP/neighbour")"
 run_capture run --mem 512 --mem-limit 768 -- sh -c 'dd if=/dev/zero of=/tmp/fill bs=1M count=220 2> /dev/null; echo survived'
 check_eq "the same guest within a larger limit is fine" "0 survived" "$rc $(cat "$TMP/out")"
+# A process that cannot end (frozen by a cgroup v1 freezer of its own, then joined to the
+# session's pids cgroup: only root can do this): the session still ends in bounded time, and
+# says that its cgroups were left rather than returning as if all were well.
+if [ -d /sys/fs/cgroup/freezer ] && [ -d /sys/fs/cgroup/pids ] && [ "$(id -u)" = 0 ]; then
+	FZ=/sys/fs/cgroup/freezer/bulkhead-test-$$
+	mkdir "$FZ"
+	export BULKHEAD_RUNDIR="$TMP/run-frozen"; mkdir -m 700 "$BULKHEAD_RUNDIR"
+	"$BULKHEAD" run -- sleep 4 > /dev/null 2> "$TMP/frozen.err" &
+	fpid=$!
+	i=0; while [ -z "$(ls -d "$BULKHEAD_RUNDIR"/*/ 2> /dev/null)" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	sleep 1
+	fid=$(basename "$(ls -d "$BULKHEAD_RUNDIR"/*/ | head -n 1)")
+	fpids=$(find /sys/fs/cgroup/pids -maxdepth 3 -type d -name "bulkhead-$fid" | head -n 1)
+	sleep 1000 &
+	frozen=$!
+	echo "$frozen" > "$FZ/cgroup.procs" && echo "$frozen" > "$fpids/cgroup.procs" &&
+		echo FROZEN > "$FZ/freezer.state"
+	t0=$(date +%s)
+	wait "$fpid"
+	frc=$?
+	took=$(($(date +%s) - t0))
+	if grep -q "cgroups could not be removed (.*bulkhead-$fid): processes in them would not end" "$TMP/frozen.err" &&
+		[ "$took" -le 20 ]; then
+		ok "a process that cannot end leaves the session's cgroups, said (exit $frc after $took s): $(tail -n 1 "$TMP/frozen.err")"
+	else
+		not_ok "a cgroup left behind is said" "rc=$frc after $took s" "$(cat "$TMP/frozen.err")"
+	fi
+	echo THAWED > "$FZ/freezer.state"
+	kill -9 "$frozen" 2> /dev/null; wait "$frozen" 2> /dev/null
+	sleep 0.2
+	find /sys/fs/cgroup -maxdepth 4 -type d -name "bulkhead-$fid" -exec rmdir {} \; 2> /dev/null
+	rmdir "$FZ"
+else
+	skip "a process that cannot end in the session's cgroups" "needs root and cgroup v1 freezer and pids hierarchies"
+fi
 plan_done
