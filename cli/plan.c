@@ -106,21 +106,23 @@ static int scope_read(struct session_plan *p, char *err, size_t errlen)
 	}
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	ssize_t r = readlink(self, p->scope_real, sizeof(p->scope_real) - 1);
-	p->scope_text = malloc(SCOPE_MAX);
-	size_t n = 0;
+	/* Its size as fstat saw it, and one byte more to see a file that grows meanwhile. */
+	size_t cap = (size_t)st.st_size + 1, n = 0;
+	p->scope_text = malloc(cap + 1);
 	ssize_t got = 1;
-	while (p->scope_text && n < SCOPE_MAX - 1 &&
-	       ((got = read(fd, p->scope_text + n, SCOPE_MAX - 1 - n)) > 0 ||
-		(got < 0 && errno == EINTR)))
+	while (p->scope_text && n < cap &&
+	       ((got = read(fd, p->scope_text + n, cap - n)) > 0 || (got < 0 && errno == EINTR)))
 		n += got > 0 ? (size_t)got : 0;
+	int rerr = errno;
 	close(fd);
-	if (r <= 0 || (size_t)r >= sizeof(p->scope_real) - 1 || !p->scope_text || got != 0) {
+	if (r <= 0 || (size_t)r >= sizeof(p->scope_real) - 1 || !p->scope_text || got < 0 ||
+	    n == cap) {
 		snprintf(err, errlen, "--scope %s: %s", path,
 			 r <= 0 || (size_t)r >= sizeof(p->scope_real) - 1
 				 ? "cannot tell where it is"
 			 : !p->scope_text ? "out of memory"
-			 : got < 0	  ? strerror(errno)
-					  : "larger than 1 MiB");
+			 : got < 0	  ? strerror(rerr)
+					  : "it changed while it was read");
 		return -1;
 	}
 	p->scope_real[r] = '\0';

@@ -55,6 +55,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
+	plan_release(&plan);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd);
@@ -120,6 +121,7 @@ static void test_options(void **state)
 static int resolve(const struct session_request *r)
 {
 	err[0] = '\0';
+	plan_release(&plan); /* the last one's (plan_resolve starts afresh) */
 	return plan_resolve(r, &plan, err, sizeof(err));
 }
 
