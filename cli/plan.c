@@ -78,15 +78,8 @@ static int scope_read(struct session_plan *p, char *err, size_t errlen)
 	/* No symbolic link on the way, as for a share: a link a guest could repoint (one in an
 	 * earlier session's share) must not choose the next session's scope. */
 	int at = jail_open_nofollow(path, 0);
-	if (at == -ELOOP) {
-		char real[PATH_MAX];
-		bool known = realpath(path, real) != NULL;
-		snprintf(err, errlen,
-			 "--scope %s: the path goes through a symbolic link; name the file "
-			 "itself%s%s",
-			 path, known ? ": " : "", known ? real : "");
-		return -1;
-	}
+	if (at == -ELOOP)
+		return share_fs_link_error("--scope", path, "file", err, errlen);
 	char self[32];
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", at);
 	int fd = at < 0 ? at : open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK);

@@ -54,6 +54,17 @@ static const char *mount_below(const char *dir, char *buf, size_t len)
 	return hit;
 }
 
+int share_fs_link_error(const char *label, const char *path, const char *what, char *err,
+			size_t errlen)
+{
+	char real[PATH_MAX];
+	bool known = realpath(path, real) != NULL;
+	snprintf(err, errlen,
+		 "%s %s: the path goes through a symbolic link; name the %s itself%s%s", label,
+		 path, what, known ? ": " : "", known ? real : "");
+	return -1;
+}
+
 int share_fs_resolve(const char *dir, bool ro, const char *label, struct share_fs *fs, char *err,
 		     size_t errlen)
 {
@@ -62,15 +73,8 @@ int share_fs_resolve(const char *dir, bool ro, const char *label, struct share_f
 	/* No symbolic link on the way: what is shared is the directory named, not one a guest
 	 * of an earlier session could have redirected by planting a link in its share. */
 	int fd = jail_open_nofollow(dir, O_DIRECTORY);
-	if (fd == -ELOOP) {
-		char real[PATH_MAX];
-		bool known = realpath(dir, real) != NULL;
-		snprintf(err, errlen,
-			 "%s %s: the path goes through a symbolic link; name the directory "
-			 "itself%s%s",
-			 label, dir, known ? ": " : "", known ? real : "");
-		return -1;
-	}
+	if (fd == -ELOOP)
+		return share_fs_link_error(label, dir, "directory", err, errlen);
 	if (fd < 0) {
 		snprintf(err, errlen, "%s %s: %s", label, dir,
 			 fd == -ENOTDIR ? "not a directory" : strerror(-fd));

@@ -25,6 +25,10 @@ struct share_fs {
 	gid_t owner_gid;
 };
 
+/* "LABEL PATH: the path goes through a symbolic link; name the WHAT itself: REAL" into err;
+ * returns -1. For every path that may not go through a link (a share, the scope). */
+int share_fs_link_error(const char *label, const char *path, const char *what, char *err,
+			size_t errlen);
 /* Parses "DIR" or "DIR:ro" / "DIR:rw" (--work) into the directory and the mode, as
  * share_fs_resolve. Returns 0, or -1 with a one-line reason. */
 int share_fs_parse(const char *spec, struct share_fs *fs, char *err, size_t errlen);
