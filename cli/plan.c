@@ -7,6 +7,7 @@
 #include "cli/paths.h"
 #include "cli/share_reach.h"
 #include "jail/jail.h"
+#include "lib/io.h"
 
 #include "broker/rules.h"
 
@@ -100,26 +101,22 @@ static int scope_read(struct session_plan *p, char *err, size_t errlen)
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	ssize_t r = readlink(self, p->scope_real, sizeof(p->scope_real) - 1);
 	/* Its size as fstat saw it, and one byte more to see a file that grows meanwhile. */
-	size_t cap = (size_t)st.st_size + 1, n = 0;
+	size_t cap = (size_t)st.st_size + 1;
 	p->scope_text = malloc(cap + 1);
-	ssize_t got = 1;
-	while (p->scope_text && n < cap &&
-	       ((got = read(fd, p->scope_text + n, cap - n)) > 0 || (got < 0 && errno == EINTR)))
-		n += got > 0 ? (size_t)got : 0;
-	int rerr = errno;
+	ssize_t got = p->scope_text ? io_read_full(fd, p->scope_text, cap) : 0;
 	close(fd);
 	if (r <= 0 || (size_t)r >= sizeof(p->scope_real) - 1 || !p->scope_text || got < 0 ||
-	    n == cap) {
+	    (size_t)got == cap) {
 		snprintf(err, errlen, "--scope %s: %s", path,
 			 r <= 0 || (size_t)r >= sizeof(p->scope_real) - 1
 				 ? "cannot tell where it is"
 			 : !p->scope_text ? "out of memory"
-			 : got < 0	  ? strerror(rerr)
+			 : got < 0	  ? strerror((int)-got)
 					  : "it changed while it was read");
 		return -1;
 	}
 	p->scope_real[r] = '\0';
-	p->scope_text[n] = '\0';
+	p->scope_text[got] = '\0';
 	p->req.broker.scope_text = p->scope_text;
 	return 0;
 }
@@ -249,6 +246,8 @@ static int host_files_outside(const struct session_plan *p, char *err, size_t er
 		{ o->scope ? p->scope_real : NULL, "the scope", false },
 		{ p->req.policy, "the global policy", false },
 		{ o->ca_file, "the upstream CA bundle", false },
+		/* overlayfs's own work directory goes beside it */
+		{ p->req.keep_changes, "--keep-changes", true },
 	};
 	struct shared {
 		const char *dir;
@@ -262,11 +261,18 @@ static int host_files_outside(const struct session_plan *p, char *err, size_t er
 	/* An OCI bundle's root is served to the guest as it is: a share like the others. */
 	if (p->req.root && realpath(p->req.root->rootfs, root))
 		shares[n++] = (struct shared){ root, p->req.root_ro };
-	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++)
-		for (size_t i = 0; files[f].path && i < n; i++) {
+	if (!n)
+		return 0;
+	struct share_mounts *mounts = share_mounts_read(err, errlen);
+	if (!mounts)
+		return -1;
+	int rc = 0;
+	for (size_t f = 0; !rc && f < sizeof(files) / sizeof(files[0]); f++)
+		for (size_t i = 0; !rc && files[f].path && i < n; i++) {
 			if (!files[f].any && shares[i].ro)
 				continue;
-			int in = share_reaches(shares[i].dir, files[f].path, why, sizeof(why));
+			int in = share_reaches(mounts, shares[i].dir, files[f].path, why,
+					       sizeof(why));
 			if (in == 0)
 				continue;
 			if (in < 0)
@@ -280,9 +286,10 @@ static int host_files_outside(const struct session_plan *p, char *err, size_t er
 					 files[f].any ? "reach" : "rewrite",
 					 files[f].any ? "every share"
 						      : "the share, or share it read-only");
-			return -1;
+			rc = -1;
 		}
-	return 0;
+	share_mounts_free(mounts);
+	return rc;
 }
 
 static int resolve(const struct session_request *req, struct session_plan *p, char *err,

@@ -4,7 +4,6 @@
  * then -e over it), where commands start without a work share, and the user init runs them
  * as (bulkhead.image= on the kernel command line, lib/boot_args.h). */
 #include "cli/plan.h"
-#include "cli/share_reach.h"
 #include "lib/env_merge.h"
 
 #include <limits.h>
@@ -40,22 +39,6 @@ static int image_param(struct session_plan *p, char *err, size_t errlen)
 	return 0;
 }
 
-/* --keep-changes inside the work share would hand the guest overlayfs's own directories (its
- * work directory beside DIR) while it runs: refused. */
-static int keep_outside_share(const struct session_plan *p, char *err, size_t errlen)
-{
-	const char *keep = p->req.keep_changes;
-	char why[PATH_MAX + 128];
-	if (!keep || p->share_origin == SHARE_NONE ||
-	    share_reaches(p->share.dir, keep, why, sizeof(why)) != 1)
-		return 0; /* (a DIR that cannot be made is said when the layer is made) */
-	snprintf(err, errlen,
-		 "--keep-changes %s is inside the --work share %s, where the guest could "
-		 "reach the write layer's own files: keep the changes elsewhere",
-		 keep, p->share.dir);
-	return -1;
-}
-
 int plan_image(struct session_plan *p, char *err, size_t errlen)
 {
 	const struct session_request *r = &p->req;
@@ -81,7 +64,7 @@ int plan_image(struct session_plan *p, char *err, size_t errlen)
 		p->argv = p->image.cfg.cmd;
 	}
 	image_env(p);
-	if (image_param(p, err, errlen) < 0 || keep_outside_share(p, err, errlen) < 0)
+	if (image_param(p, err, errlen) < 0)
 		return -1;
 	if (p->share_origin == SHARE_NONE)
 		p->guest_cwd = p->image.cfg.cwd;

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -116,18 +117,40 @@ static int open_place(const char *path, char *rest, size_t restlen)
 	}
 }
 
-int share_reaches(const char *share_dir, const char *path, char *err, size_t errlen)
+struct share_mounts {
+	struct libmnt_table *tb;
+};
+
+struct share_mounts *share_mounts_read(char *err, size_t errlen)
 {
-	struct libmnt_table *tb = mnt_new_table_from_file("/proc/self/mountinfo");
+	struct share_mounts *m = calloc(1, sizeof(*m));
+
+	if (m)
+		m->tb = mnt_new_table_from_file("/proc/self/mountinfo");
+	if (!m || !m->tb) {
+		free(m);
+		snprintf(err, errlen, "cannot read the mount table (/proc/self/mountinfo)");
+		return NULL;
+	}
+	return m;
+}
+
+void share_mounts_free(struct share_mounts *m)
+{
+	if (m)
+		mnt_unref_table(m->tb);
+	free(m);
+}
+
+int share_reaches(const struct share_mounts *m, const char *share_dir, const char *path, char *err,
+		  size_t errlen)
+{
+	struct libmnt_table *tb = m->tb;
 	char name[PATH_MAX];
 	struct place file, share;
 	struct stat st;
 	int fd = -1, sfd = -1, rc = -1;
 
-	if (!tb) {
-		snprintf(err, errlen, "cannot read the mount table (/proc/self/mountinfo)");
-		return -1;
-	}
 	fd = open_place(path, name, sizeof(name));
 	if (fd < 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(-fd));
@@ -162,6 +185,5 @@ out:
 		close(fd);
 	if (sfd >= 0)
 		close(sfd);
-	mnt_unref_table(tb);
 	return rc;
 }

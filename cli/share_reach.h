@@ -11,11 +11,17 @@
 
 #include <stddef.h>
 
-/* 1 when the guest can reach PATH through the share of directory SHARE_DIR: the file itself, or
- * (when PATH does not exist yet) what would be made there; also when PATH is a regular file with
- * other names on a file system the share reaches (one of them could be inside it). 0 when it
- * cannot. -1 when it cannot be told, with why in err (the caller refuses: no answer is not a no).
- */
-int share_reaches(const char *share_dir, const char *path, char *err, size_t errlen);
+/* The mount table, read once for all the questions of one plan. NULL with why in err. */
+struct share_mounts;
+struct share_mounts *share_mounts_read(char *err, size_t errlen);
+void share_mounts_free(struct share_mounts *m);
+
+/* 1 when the guest can reach PATH through the share of directory SHARE_DIR (as the mount
+ * table M says): the file itself, or (when PATH does not exist yet) what would be made there;
+ * also when PATH is a regular file with other names on a file system the share reaches (one
+ * of them could be inside it). 0 when it cannot. -1 when it cannot be told, with why in err
+ * (the caller refuses: no answer is not a no). */
+int share_reaches(const struct share_mounts *m, const char *share_dir, const char *path, char *err,
+		  size_t errlen);
 
 #endif
