@@ -68,8 +68,9 @@ void proxy_audit_failed(const char *session, int rc)
 	if (t.tv_sec == last)
 		return;
 	last = t.tv_sec;
-	fprintf(stderr, "bulkhead-broker: session %s: audit log write failed: %s (requests are "
-			"refused until it can be written)\n",
+	fprintf(stderr,
+		"bulkhead-broker: session %s: audit log write failed: %s (requests are "
+		"refused until it can be written)\n",
 		session, strerror(-rc));
 }
 
@@ -130,10 +131,10 @@ void proxy_audit_log(struct conn *c, int status)
 		return;
 	fprintf(stderr,
 		"bulkhead-broker: conn=%lu %s %s -> %d rule=%s up=%zu down=%zu scrubbed=%zu "
-		"ms=%.2f%s%s%s%s\n",
+		"messages=%lu ms=%.2f%s%s%s%s\n",
 		c->id, c->method[0] ? c->method : "-", c->log_path, status,
-		c->rule[0] ? c->rule : "-", c->bytes_up, c->bytes_down, c->scrub.replaced, ms,
-		c->err_status ? " why=" : "", c->err_status ? c->err_msg : "",
+		c->rule[0] ? c->rule : "-", c->bytes_up, c->bytes_down, c->scrub.replaced,
+		c->messages, ms, c->err_status ? " why=" : "", c->err_status ? c->err_msg : "",
 		c->outcome ? " outcome=" : "", c->outcome ? c->outcome : "");
 }
 

@@ -23,6 +23,7 @@
 #include "broker/rules.h"
 #include "broker/scrub.h"
 #include "broker/secbuf.h"
+#include "broker/stream_frame.h"
 
 /* One message head: the URL or status text and the headers, in one bounded arena. */
 struct head {
@@ -70,7 +71,11 @@ struct conn {
 	int up_reused, up_keep;
 	struct secret_slot *secrets;
 	struct scrub scrub;
-	uint8_t wbuf[32768]; /* toward the guest, not yet sent (proxy_io_client_write) */
+	/* Where the response's messages end: each is scrubbed and released whole when complete
+	 * (SSE, NDJSON); STREAM_FRAME_NONE: the fixed lag alone (proxy_response.c). */
+	struct stream_frame frame;
+	unsigned long messages; /* message ends released, for the audit record */
+	uint8_t wbuf[32768];	/* toward the guest, not yet sent (proxy_io_client_write) */
 	size_t wlen;
 	uint8_t obuf[16384 + 64];
 	size_t olen;

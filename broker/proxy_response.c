@@ -168,6 +168,20 @@ static int put_secbuf(void *arg, const uint8_t *b, size_t n)
 	return ((struct secbuf *)arg)->oom ? -ENOMEM : 0;
 }
 
+/* How the body's messages end. Only a body relayed as it arrives is framed (a decoded one
+ * goes out whole at its end), and only when no secret holds a byte that ends a message. */
+static enum stream_framing body_framing(const struct conn *c)
+{
+	size_t i;
+
+	if (c->dec || !scrub_frames_ok(&c->scrub))
+		return STREAM_FRAME_NONE;
+	for (i = 0; i < c->resp.n; i++)
+		if (proxy_head_is(&c->resp, i, "content-type"))
+			return stream_frame_kind(proxy_head_val(&c->resp, i), c->resp.h[i].val_len);
+	return STREAM_FRAME_NONE;
+}
+
 /* One header field of the response, scrubbed. A field whose name holds a secret is dropped:
  * a replacement there would not be a header name. */
 static int put_field(struct conn *c, size_t i)
@@ -221,6 +235,8 @@ static int rp_headers(http_parser *p)
 	}
 	if (proxy_decode_plan(c, !resp_no_body(c, p->status_code)) < 0)
 		return -1;
+	stream_frame_init(&c->frame, body_framing(c));
+	c->messages = 0;
 	/* A decoded response starts only when it is complete (nothing has gone out yet). */
 	c->resp_started = !c->dec;
 	c->resp_headed = 1;
@@ -274,9 +290,23 @@ static int rp_body(http_parser *p, const char *at, size_t len)
 	 * never where the compressed reads ended. */
 	if (c->dec)
 		return proxy_decode_feed(c, (const uint8_t *)at, len, decoded) ? -1 : 0;
-	if (scrub_feed(&c->scrub, (const uint8_t *)at, len, obuf_put, c) || obuf_chunk(c))
-		return -1;
-	return 0;
+	/* Each message that ends in these bytes is matched and released whole, at once; the
+	 * rest of the read waits at the fixed lag like any body. */
+	while (len) {
+		int end;
+		size_t k = stream_frame_scan(&c->frame, (const uint8_t *)at, len, &end);
+
+		if (k && scrub_feed(&c->scrub, (const uint8_t *)at, k, obuf_put, c))
+			return -1;
+		if (end) {
+			if (scrub_flush(&c->scrub, obuf_put, c))
+				return -1;
+			c->messages++;
+		}
+		at += k;
+		len -= k;
+	}
+	return obuf_chunk(c) ? -1 : 0;
 }
 
 static int rp_complete(http_parser *p)

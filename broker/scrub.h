@@ -51,6 +51,7 @@ struct scrub {
 	struct scrub_range *ranges;
 	size_t n_ranges, cap_ranges;
 	size_t replaced; /* how many replacements, for the log */
+	int line_end;	 /* a loaded secret holds a CR or LF (stream_frame.h cannot apply) */
 	uint8_t hexrun;	 /* hex digits ending here, for the decoder's fast test (scrub.c) */
 };
 
@@ -65,6 +66,9 @@ int scrub_add_secret(struct scrub *s, const uint8_t *val, size_t n);
 /* The fixed lag L: the last L-1 bytes of a message are held until more arrive or it ends.
  * 0 without secrets (then bytes pass through at once: there is nothing to find). */
 size_t scrub_lag(const struct scrub *s);
+/* Whether messages of a streamed response may be released as each ends: no loaded secret
+ * holds a CR or LF, the bytes that end them (else a message end could fall inside one). */
+int scrub_frames_ok(const struct scrub *s);
 int scrub_feed(struct scrub *s, const uint8_t *in, size_t n, scrub_out_fn out, void *arg);
 /* The message (or header field) ended: releases everything held, after matching. */
 int scrub_flush(struct scrub *s, scrub_out_fn out, void *arg);

@@ -83,6 +83,8 @@ int scrub_add_secret(struct scrub *s, const uint8_t *val, size_t n)
 
 	if (!n)
 		return 0;
+	if (memchr(val, '\r', n) || memchr(val, '\n', n))
+		s->line_end = 1;
 	acc = malloc(n * sizeof(*acc));
 	if (!acc)
 		return -ENOMEM;
@@ -99,6 +101,11 @@ int scrub_add_secret(struct scrub *s, const uint8_t *val, size_t n)
 size_t scrub_lag(const struct scrub *s)
 {
 	return s->lag;
+}
+
+int scrub_frames_ok(const struct scrub *s)
+{
+	return !s->line_end;
 }
 
 static void set_bit(uint64_t *v, size_t bit)

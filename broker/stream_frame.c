@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* broker/stream_frame.c: message ends in streamed responses. The state is three bits kept
+ * from the bytes already read, never from the scrubber: where a message ends depends only on
+ * the bytes, which the upstream (and through an echo, the guest) chose. */
+#include "broker/stream_frame.h"
+
+#include <string.h>
+#include <strings.h>
+
+static const struct {
+	const char *type;
+	enum stream_framing kind;
+} types[] = {
+	{ "text/event-stream", STREAM_FRAME_SSE },
+	{ "application/x-ndjson", STREAM_FRAME_LINES },
+	{ "application/ndjson", STREAM_FRAME_LINES },
+	{ "application/jsonl", STREAM_FRAME_LINES },
+	{ "application/x-jsonlines", STREAM_FRAME_LINES },
+	{ "application/jsonlines", STREAM_FRAME_LINES },
+	{ "application/json-seq", STREAM_FRAME_LINES },
+};
+
+enum stream_framing stream_frame_kind(const char *ctype, size_t n)
+{
+	size_t i, len;
+
+	while (n && (*ctype == ' ' || *ctype == '\t')) {
+		ctype++;
+		n--;
+	}
+	for (len = 0; len < n && ctype[len] != ';'; len++)
+		;
+	while (len && (ctype[len - 1] == ' ' || ctype[len - 1] == '\t'))
+		len--;
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (strlen(types[i].type) == len && !strncasecmp(types[i].type, ctype, len))
+			return types[i].kind;
+	return STREAM_FRAME_NONE;
+}
+
+const char *stream_frame_name(enum stream_framing k)
+{
+	return k == STREAM_FRAME_SSE ? "sse" : k == STREAM_FRAME_LINES ? "lines" : "none";
+}
+
+void stream_frame_init(struct stream_frame *f, enum stream_framing kind)
+{
+	memset(f, 0, sizeof(*f));
+	f->kind = kind;
+	f->line_start = 1;
+}
+
+/* SSE (WHATWG HTML, "Parsing an event stream"): lines end with CRLF, LF or CR; an empty line
+ * dispatches the event. An empty line ended by LF (or CRLF) ends the event after that LF; one
+ * ended by a lone CR ends it before the next byte (a client waits for that byte anyway, to
+ * see whether it is the LF of a CRLF). */
+static size_t scan_sse(struct stream_frame *f, const uint8_t *b, size_t n, int *end)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint8_t x = b[i];
+
+		if (f->cr_empty && x != '\n') {
+			f->cr_empty = 0;
+			*end = 1;
+			return i;
+		}
+		if (x == '\n' && f->cr) { /* the LF of a CRLF: the line ended at the CR */
+			f->cr = 0;
+			if (f->cr_empty) {
+				f->cr_empty = 0;
+				*end = 1;
+				return i + 1;
+			}
+			continue;
+		}
+		f->cr = x == '\r';
+		if (x == '\r' || x == '\n') {
+			if (f->line_start) {
+				if (x == '\r') {
+					f->cr_empty = 1;
+					continue;
+				}
+				*end = 1;
+				return i + 1;
+			}
+			f->line_start = 1;
+		} else {
+			f->line_start = 0;
+		}
+	}
+	return n;
+}
+
+size_t stream_frame_scan(struct stream_frame *f, const uint8_t *b, size_t n, int *end)
+{
+	const uint8_t *lf;
+
+	*end = 0;
+	switch (f->kind) {
+	case STREAM_FRAME_SSE:
+		return scan_sse(f, b, n, end);
+	case STREAM_FRAME_LINES:
+		lf = memchr(b, '\n', n);
+		if (!lf)
+			return n;
+		*end = 1;
+		return (size_t)(lf - b) + 1;
+	default:
+		return n;
+	}
+}

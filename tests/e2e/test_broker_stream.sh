@@ -1,0 +1,140 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# tests/e2e/test_broker_stream.sh: streamed answers through the real broker, host only. A
+# lockstep upstream (tests/tools/stream_lockstep.py, real TLS) sends message k+1 of an SSE or
+# NDJSON stream only once the client holds message k, from the secret's own destination with
+# the token injected and echoed in every message: each message must arrive whole, before the
+# next is sent, scrubbed (docs/THREAT-MODEL.md "Streamed responses"). Plain requests and
+# CONNECT tunnels; a body with no message framing keeps the fixed lag; a secret holding a line
+# end turns framing off.
+. "$(dirname "$0")/lib.sh"
+
+BROKER=$BIN/bulkhead-broker
+CLIENT=$BUILD/tests/proxy-client
+TOOL=$(dirname "$0")/../tools/stream_lockstep.py
+require "streamed answers suite" "$BROKER" "$CLIENT" python3 openssl
+
+D=$TMP
+SECRET='sk-Str3amT0ken-0123456789abcdef'
+R='[bulkhead:redacted]'
+mkdir -p "$D/ctl"
+
+if ! test_pki; then
+	not_ok "test PKI made with openssl"
+	plan_done
+	exit 1
+fi
+python3 "$TOOL" serve --cert "$D/up.pem" --key "$D/up.key" --ctl "$D/ctl" > "$D/up.port" \
+	2> "$D/up.err" &
+pids="$pids $!"
+PORT=$(wait_port "$D/up.port")
+
+start_broker() { # NAME SECRET-JSON-VALUE [INJECT-JSON]
+	_inj='{ "header": "X-Api-Key", "value": "{}" }'
+	[ $# -lt 3 ] || _inj=$3
+	cat > "$D/$1.rules.json" << RULES
+{
+  "secrets": [
+    { "name": "TOK", "inject": $_inj,
+      "destinations": [ { "scheme": "https", "host": "localhost", "port": $PORT,
+                          "path_prefix": "/", "allow_addresses": ["127.0.0.1"] } ] }
+  ]
+}
+RULES
+	printf '{"TOK": "%s"}\n' "$2" > "$D/$1.secrets.json"
+	chmod 600 "$D/$1.secrets.json"
+	"$BROKER" --listen "$D/$1.sock" --rules "$D/$1.rules.json" \
+		--secrets-file "$D/$1.secrets.json" --ca-file "$D/ca.pem" 2> "$D/$1.log" &
+	pids="$pids $!"
+	i=0
+	while [ ! -S "$D/$1.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	[ -S "$D/$1.sock" ]
+}
+if [ -z "$PORT" ] || ! start_broker b "$SECRET"; then
+	not_ok "upstream and broker start" "$(cat "$D/up.err" "$D/b.log" 2> /dev/null)"
+	plan_done
+	exit 1
+fi
+ok "a lockstep streaming upstream and a broker with an injected token"
+
+# stream NAME SOCK PATH [--tunnel --ca PEM]: the client's JSON summary in $D/NAME.json.
+stream() {
+	_n1=$1 _s=$2 _p=$3
+	shift 3
+	python3 "$TOOL" client --broker "$_s" --url "https://localhost:$PORT$_p&id=$_n1" \
+		--ctl "$D/ctl" --id "$_n1" "$@" > "$D/$_n1.json" 2> "$D/$_n1.err"
+}
+# field NAME EXPR: a Python expression over the summary j.
+field() {
+	python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
+		"$D/$1.json" "$2" 2> /dev/null
+}
+# Each message whole, none held back, the token replaced in each, nowhere in clear.
+check_stream() { # NAME WHAT N
+	if [ "$(field "$1" 'j["status"]')" = 200 ] &&
+		[ "$(field "$1" 'len(j["messages"])')" = "$3" ] &&
+		[ "$(field "$1" 'j["held"]')" = "[]" ] &&
+		[ "$(field "$1" 'all("[bulkhead:redacted]" in m for m in j["messages"])')" = True ] &&
+		[ "$(cat "$D/ctl/$1.late" 2> /dev/null)" = "" ] &&
+		! grep -qF "$SECRET" "$D/$1.json"; then
+		ok "$2: each of $3 messages arrives before the next is sent, token scrubbed"
+	else
+		not_ok "$2: messages as produced" "$(head -c 800 "$D/$1.json" "$D/$1.err")" \
+			"late: $(cat "$D/ctl/$1.late" 2> /dev/null)"
+	fi
+}
+
+# Plain requests (the guest's proxy shim sends these for http:// URLs; https by the rule).
+stream sse "$D/b.sock" "/sse?n=5&echo=1"
+check_stream sse "SSE (LF), token injected and echoed" 5
+stream crlf "$D/b.sock" "/sse-crlf?n=4&echo=1"
+check_stream crlf "SSE (CRLF)" 4
+stream nd "$D/b.sock" "/ndjson?n=4&echo=1"
+check_stream nd "NDJSON" 4
+if grep -q 'GET https://localhost:[0-9]*/ndjson -> 200 .*scrubbed=4 messages=4 ' "$D/b.log"; then
+	ok "the broker's log counts the stream's messages and replacements"
+else
+	not_ok "messages in the broker's log" "$(grep ndjson "$D/b.log")"
+fi
+if [ "$(field sse 'j["content_type"]')" = text/event-stream ] &&
+	[ "$(field sse 'j["messages"][0]')" = "data: {\"k\": 1, \"delta\": \"word1 \", \"key\": \"$R\"}" ]
+then
+	ok "an event is relayed byte for byte but for the replacement, Content-Type kept"
+else
+	not_ok "event bytes" "$(head -c 400 "$D/sse.json")"
+fi
+
+# Through a CONNECT tunnel, TLS ended at the session CA's leaf, as HTTPS clients do.
+printf 'GET /.well-known/bulkhead/ca.pem HTTP/1.1\r\nConnection: close\r\n\r\n' |
+	"$CLIENT" raw "$D/b.sock" > "$D/sessionca.out"
+sed -n '/^-----BEGIN CERTIFICATE-----/,/^-----END CERTIFICATE-----/p' "$D/sessionca.out" \
+	> "$D/session-ca.pem"
+stream tun "$D/b.sock" "/sse?n=4&echo=1" --tunnel --ca "$D/session-ca.pem"
+check_stream tun "SSE inside a CONNECT tunnel" 4
+
+# A body without message framing is one message: its tail waits at the fixed lag (until more
+# bytes or the end), so the first line is still held when the upstream gives up waiting.
+stream plain "$D/b.sock" "/plain?n=2&echo=1"
+if [ "$(field plain 'j["held"]')" = "[1]" ] && [ "$(cat "$D/ctl/plain.late")" = 1 ] &&
+	[ "$(field plain 'j["body"].count("[bulkhead:redacted]")')" = 2 ] &&
+	! grep -qF "$SECRET" "$D/plain.json"; then
+	ok "text/plain: no framing, the fixed lag holds (whole and scrubbed at its end)"
+else
+	not_ok "text/plain keeps the fixed lag" "$(head -c 500 "$D/plain.json")"
+fi
+
+# A secret with a line end could be cut by a message end: framing is off for every response.
+# (In a query parameter: a header cannot carry it.)
+if start_broker nl 'line-one\nline-two-0123456789' '{ "query": "key" }'; then
+	stream nl "$D/nl.sock" "/sse?n=2&echo=1"
+	if [ "$(field nl 'j["held"]')" = "[1]" ] && [ "$(cat "$D/ctl/nl.late")" = 1 ] &&
+		[ "$(field nl 'j["body"].count("[bulkhead:redacted]")')" = 2 ]; then
+		ok "a secret holding LF: SSE back to the fixed lag, still scrubbed"
+	else
+		not_ok "a secret holding LF turns framing off" "$(head -c 500 "$D/nl.json")"
+	fi
+else
+	not_ok "second broker starts" "$(cat "$D/nl.log")"
+fi
+
+plan_done
