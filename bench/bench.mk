@@ -37,6 +37,12 @@ bench-broker: $(BUILD)/bench/http-load $(BIN)/bulkhead-broker $(BUILD)/tests/htt
 	@BUILD=$(BUILD) sh bench/broker-overhead.sh
 bench: bench-broker
 .PHONY: bench-broker
+# bench/broker-stream.sh: how late each server-sent event arrives through the broker, with and
+# without a credential, against the same stream reached directly, in one run.
+bench-broker-stream: $(BIN)/bulkhead-broker
+	@BUILD=$(BUILD) sh bench/broker-stream.sh
+bench: bench-broker-stream
+.PHONY: bench-broker-stream
 # bench/broker-idle.sh: a shared broker's memory and threads with many idle guest connections
 # (bench/idle_conns.c holds them), and whether every session is still served meanwhile.
 $(BUILD)/bench/idle-conns: $(OBJ)/bench/idle_conns.o

@@ -20,7 +20,8 @@ percentile() {
 
 # The broker benches' common ground. bench_tmp: $tmp, a directory removed at exit with every
 # process in $pids stopped. bench_upstream ECHO: a throwaway CA and a leaf for localhost and
-# 127.0.0.1 in $tmp (ca.pem, leaf.pem, leaf.key), and https-echo serving with them on $PORT.
+# 127.0.0.1 in $tmp (ca.pem, leaf.pem, leaf.key: bench_pki alone makes them), and https-echo
+# serving with them on $PORT.
 # Both report through the script's own fail().
 bench_tmp() {
 	tmp=$(mktemp -d)
@@ -43,7 +44,7 @@ wait_for() {
 	done
 	test "$1" "$2"
 }
-bench_upstream() {
+bench_pki() {
 	{
 		openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/ca.key" -out "$tmp/ca.pem" \
 			-days 1 -subj /CN=bulkhead-bench-ca &&
@@ -54,6 +55,9 @@ bench_upstream() {
 				-CAcreateserial -out "$tmp/leaf.pem" -days 1 -extfile "$tmp/leaf.ext"
 	} > /dev/null 2> "$tmp/pki.err" ||
 		fail "openssl could not make the test PKI: $(tail -n 1 "$tmp/pki.err")"
+}
+bench_upstream() {
+	bench_pki
 	"$1" --cert "$tmp/leaf.pem" --key "$tmp/leaf.key" > "$tmp/echo.port" 2> "$tmp/echo.err" &
 	pids="$pids $!"
 	wait_for -s "$tmp/echo.port" || fail "https-echo did not start: $(cat "$tmp/echo.err")"
