@@ -36,6 +36,9 @@ static void usage(FILE *f)
 		"  --io-timeout S       seconds either side of a connection may stay silent "
 		"(default 30)\n"
 		"  --head-timeout S     seconds a request's whole head may take (default 20)\n"
+		"  --stream-idle-timeout S\n"
+		"                       seconds a streamed answer (SSE, NDJSON) may stay silent\n"
+		"                       between messages, in place of --io-timeout (default 3600)\n"
 		"  --max-conns N        open guest connections per session (default and most "
 		"1024)\n"
 		"  --max-conns-total N  open guest connections in all (default: what the file\n"
@@ -115,6 +118,14 @@ static int take(int o, struct broker_cmdline *c)
 		break;
 	case 'P':
 		c->policy_path = optarg;
+		break;
+	case 'Y':
+		c->stream_idle_s = strtol(optarg, &end, 10);
+		if (*end || end == optarg || c->stream_idle_s < 1 || c->stream_idle_s > 86400) {
+			fprintf(stderr,
+				"bulkhead-broker: --stream-idle-timeout: 1 to 86400 seconds\n");
+			return 2;
+		}
 		break;
 	case 'H':
 		c->head_timeout_s = strtol(optarg, &end, 10);
@@ -223,6 +234,7 @@ int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c)
 		{ "io-timeout", required_argument, NULL, 't' },
 		{ "policy", required_argument, NULL, 'P' },
 		{ "head-timeout", required_argument, NULL, 'H' },
+		{ "stream-idle-timeout", required_argument, NULL, 'Y' },
 		{ "max-conns", required_argument, NULL, 'M' },
 		{ "max-conns-total", required_argument, NULL, 'N' },
 		{ "idle-timeout", required_argument, NULL, 'I' },
@@ -243,6 +255,7 @@ int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c)
 		.session = "-",
 		.io_timeout_s = 30,
 		.head_timeout_s = 20,
+		.stream_idle_s = 3600,
 		.max_conns = BROKER_SESSION_MAX_CONNS,
 		.idle_timeout_s = 60,
 		.max_active = 64,

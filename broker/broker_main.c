@@ -200,6 +200,7 @@ static int load(const struct broker_cmdline *o, struct broker_common *common, st
 	common->secrets = o->vault_path ? &vsrc : o->secrets_path ? &src : NULL;
 	common->io_timeout_ms = (int)o->io_timeout_s * 1000;
 	common->head_timeout_ms = (int)o->head_timeout_s * 1000;
+	common->stream_idle_ms = (int)o->stream_idle_s * 1000;
 	struct loop_limits lim = {
 		.max_total = (unsigned)o->max_conns_total,
 		.max_session = (unsigned)o->max_conns,
@@ -314,11 +315,11 @@ int main(int argc, char **argv)
 	fprintf(stderr,
 		"bulkhead-broker: event loop: %s%s%s%s; at most %u connections (%u served at "
 		"once), "
-		"%ld per session (%ld served at once), idle %ld s\n",
+		"%ld per session (%ld served at once), idle %ld s, streams silent %ld s\n",
 		loop_backend_name(common.loop), why[0] ? " (io_uring unavailable: " : "", why,
 		why[0] ? ")" : "", loop_limits(common.loop)->max_total,
 		loop_limits(common.loop)->max_active_total, o.max_conns, o.max_active,
-		o.idle_timeout_s);
+		o.idle_timeout_s, o.stream_idle_s);
 	if (o.control && !o.rules_path) {
 		/* The shared broker: sessions register over the control socket. */
 		control_serve(o.control, &common, o.audit_dir, 1, err, sizeof(err));

@@ -52,6 +52,7 @@ struct proxy_config {
 	 * this session's and the broker's (bytes only). */
 	struct hold_budget *buf_session, *buf_total;
 	int head_timeout_ms; /* a request's whole head must arrive within this */
+	int stream_idle_ms;  /* a streamed answer's upstream may be silent this long (else io) */
 };
 
 /* One guest connection's state, kept between the requests it sends (proxy_conn.h). */

@@ -173,6 +173,10 @@ ssize_t proxy_io_client_read(struct conn *c, void *b, size_t n);
 int proxy_io_up_open(struct conn *c);
 int proxy_io_up_write(struct conn *c, const void *b, size_t n);
 ssize_t proxy_io_up_read(struct conn *c, void *b, size_t n);
+/* Flushes what waits for the guest, then waits at most MS for the upstream to have bytes, and
+ * gives up at once when the guest's side hangs up (its close, a session's end, the loop taking
+ * the connection). 1: readable, 0: MS passed, -1: the guest is gone. */
+int proxy_io_up_wait(struct conn *c, int ms);
 void proxy_io_up_close(struct conn *c);
 void proxy_io_timeouts(int fd, int ms);
 /* proxy_rewrite.c: secrets, placeholders, the path check and the upstream head. */

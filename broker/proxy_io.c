@@ -4,12 +4,14 @@
 #include "broker/proxy_conn.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "broker/dest.h"
 #include "broker/upstream_tls.h"
+#include "lib/mono_ms.h"
 
 /* Sends all of B on one side of the connection (its socket FD, or its TLS when SSL is set),
  * adding what went out to *SENT when given. */
@@ -88,6 +90,34 @@ ssize_t proxy_io_client_read(struct conn *c, void *b, size_t n)
 ssize_t proxy_io_up_read(struct conn *c, void *b, size_t n)
 {
 	return proxy_io_client_flush(c) ? -1 : side_read(c->up_fd, c->up_ssl, b, n);
+}
+
+int proxy_io_up_wait(struct conn *c, int ms)
+{
+	struct pollfd p[2] = { { .fd = c->up_fd, .events = POLLIN }, { .fd = c->fd } };
+	int64_t until = mono_ms() + ms;
+
+	if (proxy_io_client_flush(c))
+		return -1;
+	/* Records OpenSSL has read but not yet returned are not on the socket any more. */
+	if (c->up_ssl && SSL_has_pending(c->up_ssl))
+		return 1;
+	for (;;) {
+		int64_t left = until - mono_ms();
+		int r = poll(p, 2, left > 0 ? (int)left : 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		/* A hang-up, not a half close: a client may shut its sending side and read on. */
+		if (p[1].revents & (POLLHUP | POLLERR))
+			return -1;
+		if (p[0].revents)
+			return 1;
+		if (left <= 0)
+			return 0;
+	}
 }
 
 void proxy_io_up_close(struct conn *c)

@@ -3,6 +3,7 @@
  * headers dropped, re-framed as chunked, every secret form scrubbed out of head and body.
  * A compressed body is decoded first and goes out whole at its end (proxy_decode.c). */
 #include "broker/proxy_conn.h"
+#include "broker/audit.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -357,8 +358,17 @@ static int relay(struct conn *c)
 	c->up_keep = 0;
 	c->resp_headed = 0;
 	while (!c->resp_done) {
-		ssize_t n = proxy_io_up_read(c, buf, sizeof(buf));
+		/* Between a streamed answer's messages the upstream may be silent far longer than
+		 * --io-timeout (an MCP server's GET stream); the guest's hang-up ends the wait. */
+		int ms = c->frame.kind != STREAM_FRAME_NONE && c->cfg->stream_idle_ms > 0
+				 ? c->cfg->stream_idle_ms
+				 : c->cfg->io_timeout_ms;
+		int w = ms > 0 ? proxy_io_up_wait(c, ms) : 1;
+		ssize_t n = w > 0 ? proxy_io_up_read(c, buf, sizeof(buf)) : -1;
 		size_t done;
+
+		if (w < 0 && !c->outcome)
+			c->outcome = AUDIT_OUTCOME_GUEST_CLOSED;
 
 		if (n < 0 || (n == 0 && !got)) {
 			if (!got && c->up_reused)

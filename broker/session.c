@@ -207,6 +207,7 @@ struct broker_session *broker_session_start(const struct broker_common *common, 
 		.buf_session = &s->buf,
 		.buf_total = common->buf_total,
 		.head_timeout_ms = common->head_timeout_ms,
+		.stream_idle_ms = common->stream_idle_ms,
 	};
 	/* The session CA for CONNECT: made here, never written anywhere; the guest fetches its
 	 * certificate through the proxy and trusts nothing else. */

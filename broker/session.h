@@ -34,6 +34,7 @@ struct broker_common {
 	size_t buf_session_bytes;      /* ... and each */
 	unsigned long long audit_quota; /* the most a session's audit log may grow to */
 	int head_timeout_ms;			      /* a request head's deadline */
+	int stream_idle_ms;			      /* a streamed answer's silence between messages */
 	struct loop *loop; /* where every session's connections are accepted and wait */
 };
 

@@ -6,7 +6,8 @@
 # the token injected and echoed in every message: each message must arrive whole, before the
 # next is sent, scrubbed (docs/THREAT-MODEL.md "Streamed responses"). Plain requests and
 # CONNECT tunnels; a body with no message framing keeps the fixed lag; a secret holding a line
-# end turns framing off.
+# end turns framing off; a stream may be silent up to --stream-idle-timeout, and a guest's
+# hang-up ends the wait at once.
 . "$(dirname "$0")/lib.sh"
 
 BROKER=$BIN/bulkhead-broker
@@ -29,10 +30,14 @@ python3 "$TOOL" serve --cert "$D/up.pem" --key "$D/up.key" --ctl "$D/ctl" > "$D/
 pids="$pids $!"
 PORT=$(wait_port "$D/up.port")
 
-start_broker() { # NAME SECRET-JSON-VALUE [INJECT-JSON]
-	_inj='{ "header": "X-Api-Key", "value": "{}" }'
-	[ $# -lt 3 ] || _inj=$3
-	cat > "$D/$1.rules.json" << RULES
+start_broker() { # NAME SECRET-JSON-VALUE [INJECT-JSON [BROKER-OPTION...]]
+	_name=$1 _sec=$2 _inj='{ "header": "X-Api-Key", "value": "{}" }'
+	shift 2
+	if [ $# -gt 0 ]; then
+		_inj=$1
+		shift
+	fi
+	cat > "$D/$_name.rules.json" << RULES
 {
   "secrets": [
     { "name": "TOK", "inject": $_inj,
@@ -41,14 +46,14 @@ start_broker() { # NAME SECRET-JSON-VALUE [INJECT-JSON]
   ]
 }
 RULES
-	printf '{"TOK": "%s"}\n' "$2" > "$D/$1.secrets.json"
-	chmod 600 "$D/$1.secrets.json"
-	"$BROKER" --listen "$D/$1.sock" --rules "$D/$1.rules.json" \
-		--secrets-file "$D/$1.secrets.json" --ca-file "$D/ca.pem" 2> "$D/$1.log" &
+	printf '{"TOK": "%s"}\n' "$_sec" > "$D/$_name.secrets.json"
+	chmod 600 "$D/$_name.secrets.json"
+	"$BROKER" --listen "$D/$_name.sock" --rules "$D/$_name.rules.json" \
+		--secrets-file "$D/$_name.secrets.json" --ca-file "$D/ca.pem" "$@" 2> "$D/$_name.log" &
 	pids="$pids $!"
 	i=0
-	while [ ! -S "$D/$1.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-	[ -S "$D/$1.sock" ]
+	while [ ! -S "$D/$_name.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	[ -S "$D/$_name.sock" ]
 }
 if [ -z "$PORT" ] || ! start_broker b "$SECRET"; then
 	not_ok "upstream and broker start" "$(cat "$D/up.err" "$D/b.log" 2> /dev/null)"
@@ -135,6 +140,49 @@ if start_broker nl 'line-one\nline-two-0123456789' '{ "query": "key" }'; then
 	fi
 else
 	not_ok "second broker starts" "$(cat "$D/nl.log")"
+fi
+
+# Silence: between a stream's messages the upstream may be quiet past --io-timeout, up to
+# --stream-idle-timeout; a body without framing keeps --io-timeout; past the stream's bound
+# it is cut. A guest that hangs up ends the broker's wait at once, not at the next message.
+H='{ "header": "X-Api-Key", "value": "{}" }'
+if start_broker quiet "$SECRET" "$H" --io-timeout 1 --stream-idle-timeout 4; then
+	stream q1 "$D/quiet.sock" "/sse?n=2&pause=2.5&echo=1"
+	stream q2 "$D/quiet.sock" "/plain?n=2&pause=2.5"
+	if [ "$(field q1 'len(j["messages"])')" = 2 ] && ! grep -q '<cut>' "$D/q1.json" &&
+		grep -q 'bulkhead-broker: event loop: .*streams silent 4 s' "$D/quiet.log"; then
+		ok "an SSE stream silent 2.5 s between events outlives --io-timeout 1 (--stream-idle-timeout 4)"
+	else
+		not_ok "a quiet stream within --stream-idle-timeout" "$(head -c 500 "$D/q1.json" "$D/q1.err")"
+	fi
+	if grep -q '<cut>' "$D/q2.json" && [ "$(field q2 'j["body"].count("word2")')" = 0 ]; then
+		ok "a text/plain body silent as long is cut at --io-timeout 1"
+	else
+		not_ok "an unframed body keeps --io-timeout" "$(head -c 500 "$D/q2.json" "$D/q2.err")"
+	fi
+	stream q3 "$D/quiet.sock" "/sse?n=2&pause=3&echo=1" --close-after 1
+	i=0
+	while ! grep -q '/sse -> 200 .*outcome=guest_closed' "$D/quiet.log" && [ $i -lt 40 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	if grep -q '/sse -> 200 .*outcome=guest_closed' "$D/quiet.log" && [ $i -lt 40 ]; then
+		ok "a guest hanging up on a silent stream ends the broker's wait at once (guest_closed)"
+	else
+		not_ok "a hang-up ends a silent stream's wait" "$(grep /sse "$D/quiet.log")"
+	fi
+else
+	not_ok "the quiet broker starts" "$(cat "$D/quiet.log")"
+fi
+if start_broker short "$SECRET" "$H" --io-timeout 1 --stream-idle-timeout 1; then
+	stream q4 "$D/short.sock" "/sse?n=2&pause=2.5&echo=1"
+	if grep -q '<cut>' "$D/q4.json" && [ "$(field q4 'len(j["messages"])')" = 1 ]; then
+		ok "a stream silent past --stream-idle-timeout is cut"
+	else
+		not_ok "a stream past its silence bound is cut" "$(head -c 500 "$D/q4.json" "$D/q4.err")"
+	fi
+else
+	not_ok "the short broker starts" "$(cat "$D/short.log")"
 fi
 
 plan_done

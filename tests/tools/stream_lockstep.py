@@ -6,6 +6,8 @@
 # message k, so a relay that keeps messages back is caught by order, not by a clock.
 #   serve  --cert PEM --key KEY --ctl DIR          (prints its port on stdout)
 #   client --broker SOCK --url URL --ctl DIR --id ID [--tunnel --ca PEM]
+# With ?pause=S the upstream waits S seconds before each message after the first instead of
+# waiting for acknowledgements; the client's --close-after K hangs up after K messages.
 # /sse, /sse-crlf, /ndjson and /plain answer ?n=N messages (SSE events, CRLF-ended SSE events,
 # NDJSON lines, plain text lines); each message carries the request's X-Api-Key (or its
 # ?key=) when ?echo=1.
@@ -42,6 +44,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         q = urllib.parse.parse_qs(u.query)
         n, sid = int(q.get("n", ["4"])[0]), q.get("id", ["x"])[0]
         echo = q.get("echo", ["0"])[0] == "1"
+        pause = float(q.get("pause", ["0"])[0])  # seconds before each message after the first
         kinds = {"/sse": ("text/event-stream", "data: %s\n\n"),
                  "/sse-crlf": ("text/event-stream; charset=utf-8", "data: %s\r\n\r\n"),
                  "/ndjson": ("application/x-ndjson", "%s\n"),
@@ -62,13 +65,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if echo:
                 msg["key"] = self.headers.get("X-Api-Key") or q.get("key", [""])[0]
             data = (fmt % json.dumps(msg)).encode()
+            if pause and k > 1:
+                time.sleep(pause)
             open(os.path.join(ctl, "%s.sent.%d" % (sid, k)), "w").close()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            self.wfile.flush()
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            except OSError:  # the broker gave up on the stream
+                break
+            if pause:
+                continue
             if k < n and not wait_for(os.path.join(ctl, "%s.ack.%d" % (sid, k)), ACK_WAIT):
                 late.append(k)
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        try:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            pass
         with open(os.path.join(ctl, "%s.late" % sid), "w") as f:
             f.write(" ".join(map(str, late)))
 
@@ -132,7 +145,11 @@ def client(a):
     kind = "sse" if "/sse" in u.path else "lines"
     got, buf, early, body = [], b"", [], b""
     while True:
-        b = r.read1(65536)
+        try:
+            b = r.read1(65536)
+        except http.client.IncompleteRead:  # cut before its last chunk
+            body += b"<cut>"
+            break
         if not b:
             break
         body += b
@@ -146,6 +163,9 @@ def client(a):
                 early.append(k)
             got.append(m.decode(errors="replace"))
             open(os.path.join(a["ctl"], "%s.ack.%d" % (a["id"], k)), "w").close()
+        if "close-after" in a and len(got) >= int(a["close-after"]):
+            sock.close()
+            break
     print(json.dumps({"status": r.status, "messages": got, "held": early,
                       "content_type": r.getheader("Content-Type"),
                       "body": body.decode(errors="replace")}))
