@@ -17,7 +17,8 @@ int proxy_error_text(char *buf, size_t len, int status, const char *why)
 	} texts[] = { { 400, "Bad Request" },	    { 403, "Forbidden" },
 		      { 404, "Not Found" },	    { 408, "Request Timeout" },
 		      { 413, "Content Too Large" }, { 501, "Not Implemented" },
-		      { 502, "Bad Gateway" },	    { 503, "Service Unavailable" } };
+		      { 502, "Bad Gateway" },	    { 503, "Service Unavailable" },
+		      { 504, "Gateway Timeout" } };
 	const char *text = "Error";
 	int n;
 

@@ -17,6 +17,8 @@
 
 #include <openssl/crypto.h>
 
+#include "lib/mono_ms.h"
+
 /* --- response --------------------------------------------------------------------------- */
 
 /* Toward the guest: at once, or, while a compressed body is decoded, held until its end (so
@@ -85,9 +87,18 @@ static int rp_field(http_parser *p, const char *at, size_t len)
 	return proxy_head_field(&c->resp, at, len) ? -1 : 0;
 }
 
+/* http_parser joins a folded line (obs-fold) to the value before it: the fold is refused, as
+ * RFC 9112 5.2 lets a proxy do, since a secret split by one would pass the scrubber as two
+ * halves. A value's second piece after a line end is a fold; after a read's end, more of it. */
 static int rp_value(http_parser *p, const char *at, size_t len)
 {
-	return proxy_head_value(&CONN(p)->resp, at, len);
+	struct conn *c = CONN(p);
+
+	if (c->resp.in_value && (at > c->rp_read ? at[-1] : c->rp_read_last) == '\n') {
+		proxy_fail(c, 502, "upstream %s sent a folded header line (obs-fold)", c->host);
+		return -1;
+	}
+	return proxy_head_value(&c->resp, at, len);
 }
 
 static int rp_begin(http_parser *p)
@@ -347,6 +358,7 @@ static int relay(struct conn *c)
 {
 	char buf[16384];
 	int got = 0;
+	int64_t head_until = 0; /* when the response head must be whole (0: none begun) */
 
 	/* A close without TLS close_notify (as many servers end a body framed by the close) is
 	 * the end of the stream, not a failure: the parser then ends a close-framed body, whose
@@ -357,18 +369,33 @@ static int relay(struct conn *c)
 	c->rp.data = c;
 	c->up_keep = 0;
 	c->resp_headed = 0;
+	stream_frame_init(&c->frame, STREAM_FRAME_NONE); /* the last answer's framing is over */
 	while (!c->resp_done) {
 		/* Between a streamed answer's messages the upstream may be silent far longer than
 		 * --io-timeout (an MCP server's GET stream); the guest's hang-up ends the wait. */
 		int ms = c->frame.kind != STREAM_FRAME_NONE && c->cfg->stream_idle_ms > 0
 				 ? c->cfg->stream_idle_ms
 				 : c->cfg->io_timeout_ms;
-		int w = ms > 0 ? proxy_io_up_wait(c, ms) : 1;
-		ssize_t n = w > 0 ? proxy_io_up_read(c, buf, sizeof(buf)) : -1;
+		int64_t left = head_until ? head_until - mono_ms() : INT64_MAX;
+		int w;
+		ssize_t n;
 		size_t done;
 
+		if (left <= 0) {
+			proxy_fail(c, 504, "upstream %s did not send its answer's head within %d s",
+				   c->host, c->cfg->head_timeout_ms / 1000);
+			return -EIO;
+		}
+		int by_deadline = left < ms;
+
+		if (by_deadline)
+			ms = (int)left;
+		w = ms > 0 ? proxy_io_up_wait(c, ms) : 1;
+		n = w > 0 ? proxy_io_up_read(c, buf, sizeof(buf)) : -1;
 		if (w < 0 && !c->outcome)
 			c->outcome = AUDIT_OUTCOME_GUEST_CLOSED;
+		if (w == 0 && by_deadline)
+			continue; /* the head's deadline, answered above */
 
 		if (n < 0 || (n == 0 && !got)) {
 			if (!got && c->up_reused)
@@ -383,7 +410,16 @@ static int relay(struct conn *c)
 			return -EIO;
 		}
 		got = 1;
+		/* A head, however it trickles in (interim heads too), has --head-timeout from its
+		 * first byte: --io-timeout alone bounds only silence. */
+		if (!c->resp_headed && !head_until && c->cfg->head_timeout_ms > 0)
+			head_until = mono_ms() + c->cfg->head_timeout_ms;
+		c->rp_read = buf;
 		done = http_parser_execute(&c->rp, &rp_settings, buf, (size_t)n);
+		if (n > 0)
+			c->rp_read_last = buf[n - 1];
+		if (c->resp_headed)
+			head_until = 0;
 		if (c->resp_done) {
 			if (done != (size_t)n)
 				c->up_keep =

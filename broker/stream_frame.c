@@ -51,9 +51,11 @@ void stream_frame_init(struct stream_frame *f, enum stream_framing kind)
 }
 
 /* SSE (WHATWG HTML, "Parsing an event stream"): lines end with CRLF, LF or CR; an empty line
- * dispatches the event. An empty line ended by LF (or CRLF) ends the event after that LF; one
- * ended by a lone CR ends it before the next byte (a client waits for that byte anyway, to
- * see whether it is the LF of a CRLF). */
+ * dispatches the event. An empty line ended by LF ends the event after that LF. One ended by a
+ * CR ends it after the LF of its CRLF when that LF is in the same read, else at the CR itself:
+ * a complete event never waits for a byte the upstream may not send (a LF that then follows
+ * is the tail of that line end, and goes out with the next message). Where the event ends
+ * depends on the upstream's bytes and reads, never on the scrubber. */
 static size_t scan_sse(struct stream_frame *f, const uint8_t *b, size_t n, int *end)
 {
 	size_t i;
@@ -61,21 +63,16 @@ static size_t scan_sse(struct stream_frame *f, const uint8_t *b, size_t n, int *
 	for (i = 0; i < n; i++) {
 		uint8_t x = b[i];
 
-		if (f->cr_empty && x != '\n') {
-			f->cr_empty = 0;
+		if (f->cr_empty) { /* the CR of an empty line came just before, in this read */
+			f->cr_empty = f->cr = 0;
 			*end = 1;
-			return i;
+			return x == '\n' ? i + 1 : i;
 		}
-		if (x == '\n' && f->cr) { /* the LF of a CRLF: the line ended at the CR */
+		if (f->cr) { /* the LF of a CRLF: the line ended at the CR */
 			f->cr = 0;
-			if (f->cr_empty) {
-				f->cr_empty = 0;
-				*end = 1;
-				return i + 1;
-			}
-			continue;
+			if (x == '\n')
+				continue;
 		}
-		f->cr = x == '\r';
 		if (x == '\r' || x == '\n') {
 			if (f->line_start) {
 				if (x == '\r') {
@@ -85,10 +82,16 @@ static size_t scan_sse(struct stream_frame *f, const uint8_t *b, size_t n, int *
 				*end = 1;
 				return i + 1;
 			}
+			f->cr = x == '\r';
 			f->line_start = 1;
 		} else {
 			f->line_start = 0;
 		}
+	}
+	if (f->cr_empty) { /* the read ends at the CR of an empty line: so does the event */
+		f->cr_empty = 0;
+		f->cr = 1;
+		*end = 1;
 	}
 	return n;
 }

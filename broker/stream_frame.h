@@ -18,8 +18,7 @@ struct stream_frame {
 	enum stream_framing kind;
 	uint8_t line_start; /* the last byte ended a line (or nothing came yet) */
 	uint8_t cr;	    /* the last byte was a CR */
-	uint8_t cr_empty;   /* ... that ended an empty line: the event ends after its LF, or
-			     * before the next byte if that is not LF */
+	uint8_t cr_empty;   /* ... that ended an empty line, earlier in the same read */
 };
 
 /* The framing of a response with this Content-Type value (N bytes, not NUL-terminated):

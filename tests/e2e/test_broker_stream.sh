@@ -94,6 +94,8 @@ stream sse "$D/b.sock" "/sse?n=5&echo=1"
 check_stream sse "SSE (LF), token injected and echoed" 5
 stream crlf "$D/b.sock" "/sse-crlf?n=4&echo=1"
 check_stream crlf "SSE (CRLF)" 4
+stream cr "$D/b.sock" "/sse-cr?n=4&echo=1"
+check_stream cr "SSE (lone CR: the event ends at its CR, never waits for the next byte)" 4
 stream nd "$D/b.sock" "/ndjson?n=4&echo=1"
 check_stream nd "NDJSON" 4
 if grep -q 'GET https://localhost:[0-9]*/ndjson -> 200 .*scrubbed=4 messages=4 ' "$D/b.log"; then
@@ -183,6 +185,32 @@ if start_broker short "$SECRET" "$H" --io-timeout 1 --stream-idle-timeout 1; the
 	fi
 else
 	not_ok "the short broker starts" "$(cat "$D/short.log")"
+fi
+
+# Hostile heads from the secret's destination: a folded line would carry the token past the
+# scrubber in two halves (refused, 502); a head trickled a byte at a time is cut at
+# --head-timeout from its first byte (504), however short its silences.
+if start_broker heads "$SECRET" "$H" --head-timeout 2; then
+	printf 'GET https://localhost:%s/fold HTTP/1.1\r\nHost: localhost:%s\r\n\r\n' "$PORT" "$PORT" |
+		"$CLIENT" raw "$D/heads.sock" > "$D/fold.out" 2>&1
+	if head -n 1 "$D/fold.out" | grep -q '^HTTP/1.1 502 ' &&
+		! grep -q 'Str3am' "$D/fold.out" && grep -q 'folded header line' "$D/heads.log"; then
+		ok "a folded header line from the upstream is refused (502), no half of the token out"
+	else
+		not_ok "obs-fold refused" "$(head -c 400 "$D/fold.out")"
+	fi
+	t0=$(date +%s)
+	printf 'GET https://localhost:%s/slow-head HTTP/1.1\r\nHost: localhost:%s\r\n\r\n' "$PORT" \
+		"$PORT" | timeout 30 "$CLIENT" raw "$D/heads.sock" > "$D/slow.out" 2>&1
+	t1=$(date +%s)
+	if head -n 1 "$D/slow.out" | grep -q '^HTTP/1.1 504 Gateway Timeout' && [ $((t1 - t0)) -lt 10 ] &&
+		grep -q "did not send its answer's head within 2 s" "$D/heads.log"; then
+		ok "an upstream head trickled a byte each 0.2 s is cut at --head-timeout 2 (504)"
+	else
+		not_ok "upstream head deadline" "$((t1 - t0)) s: $(head -c 300 "$D/slow.out")"
+	fi
+else
+	not_ok "the heads broker starts" "$(cat "$D/heads.log")"
 fi
 
 plan_done

@@ -8,9 +8,10 @@
 #   client --broker SOCK --url URL --ctl DIR --id ID [--tunnel --ca PEM]
 # With ?pause=S the upstream waits S seconds before each message after the first instead of
 # waiting for acknowledgements; the client's --close-after K hangs up after K messages.
-# /sse, /sse-crlf, /ndjson and /plain answer ?n=N messages (SSE events, CRLF-ended SSE events,
-# NDJSON lines, plain text lines); each message carries the request's X-Api-Key (or its
-# ?key=) when ?echo=1.
+# /sse, /sse-crlf, /sse-cr, /ndjson and /plain answer ?n=N messages (SSE events ended by LF,
+# CRLF or a lone CR, NDJSON lines, plain text lines); each message carries the request's
+# X-Api-Key (or its ?key=) when ?echo=1. Hostile heads: /slow-head sends its head a byte
+# every 0.2 s; /fold folds the echoed key across two header lines (obs-fold).
 import http.client
 import http.server
 import json
@@ -47,8 +48,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pause = float(q.get("pause", ["0"])[0])  # seconds before each message after the first
         kinds = {"/sse": ("text/event-stream", "data: %s\n\n"),
                  "/sse-crlf": ("text/event-stream; charset=utf-8", "data: %s\r\n\r\n"),
+                 "/sse-cr": ("text/event-stream", "data: %s\r\r"),
                  "/ndjson": ("application/x-ndjson", "%s\n"),
                  "/plain": ("text/plain", "%s\n")}
+        if u.path in ("/slow-head", "/fold"):
+            return self.hostile_head(u.path, self.headers.get("X-Api-Key") or "")
         if u.path not in kinds:
             self.send_error(404)
             return
@@ -86,6 +90,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
             f.write(" ".join(map(str, late)))
 
 
+    def hostile_head(self, path, key):
+        half = len(key) // 2
+        head = (b"HTTP/1.1 200 OK\r\nX-Echo: %s\r\n %s\r\nContent-Length: 2\r\n\r\nok"
+                % (key[:half].encode(), key[half:].encode()))
+        try:
+            if path == "/fold":
+                self.wfile.write(head)
+                self.wfile.flush()
+                return
+            for i in range(len(head)):  # 0.2 s a byte: about 15 s for the whole head
+                self.wfile.write(head[i:i + 1])
+                self.wfile.flush()
+                time.sleep(0.2)
+        except OSError:  # the broker gave up on it
+            pass
+        self.close_connection = True
+
+
 def serve(a):
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
@@ -103,7 +125,7 @@ def messages(kind, buf):
     out = []
     while True:
         if sep is None:
-            cut = [(buf.find(s), len(s)) for s in (b"\r\n\r\n", b"\n\n")]
+            cut = [(buf.find(s), len(s)) for s in (b"\r\n\r\n", b"\n\n", b"\r\r")]
             cut = [c for c in cut if c[0] >= 0]
             if not cut:
                 return out, buf
