@@ -203,6 +203,14 @@ static json_t *iso_time(uint64_t ms)
 	return json_string(buf);
 }
 
+static json_t *ws_object(const struct audit_ws *w)
+{
+	return json_pack("{s:I,s:I,s:o,s:s}", "messages_out", (json_int_t)w->messages_out,
+			 "messages_in", (json_int_t)w->messages_in, "close_code",
+			 w->close_code ? json_integer(w->close_code) : json_null(), "closed_by",
+			 w->closed_by ? w->closed_by : "broker");
+}
+
 /* Builds the line's JSON; NULL when out of memory. Insertion order is the key order. */
 static char *render(const struct audit_record *r, const char *prev)
 {
@@ -231,11 +239,14 @@ static char *render(const struct audit_record *r, const char *prev)
 		{ "bytes_out", json_integer((json_int_t)r->bytes_out) },
 		{ "bytes_in", json_integer((json_int_t)r->bytes_in) },
 		{ "duration_us", json_integer((json_int_t)r->duration_us) },
+		{ "websocket", r->ws ? ws_object(r->ws) : NULL },
 		{ "prev", json_string(prev) },
 	};
 	bool ok = true;
 	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
-		if (!kv[i].val || json_object_set_new(o, kv[i].key, kv[i].val) < 0)
+		if (!strcmp(kv[i].key, "websocket") && !r->ws)
+			continue;
+		else if (!kv[i].val || json_object_set_new(o, kv[i].key, kv[i].val) < 0)
 			ok = false; /* set_new releases val even when it fails */
 	char *s = ok ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(o);

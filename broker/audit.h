@@ -54,6 +54,14 @@
 #define AUDIT_OUTCOME_EVICTED	    "evicted" /* an idle connection closed for another session */
 #define AUDIT_OUTCOME_IDLE	    "idle_timeout"  /* a connection idle past its deadline */
 
+/* A WebSocket's record: its messages each way and how it closed. */
+struct audit_ws {
+	unsigned long messages_out; /* guest -> upstream */
+	unsigned long messages_in;  /* upstream -> guest */
+	int close_code;		    /* the first close frame's code; 0: none came */
+	const char *closed_by;	    /* "guest", "upstream", "broker" (idle, failure), "tripwire" */
+};
+
 struct audit_record {
 	const char *session;	    /* session id */
 	const char *method;	    /* HTTP method or "CONNECT" */
@@ -72,7 +80,8 @@ struct audit_record {
 	uint64_t bytes_out;   /* guest -> upstream */
 	uint64_t bytes_in;    /* upstream -> guest */
 	uint64_t duration_us;
-	uint64_t time_ms; /* Unix time in milliseconds; 0: now */
+	uint64_t time_ms;	   /* Unix time in milliseconds; 0: now */
+	const struct audit_ws *ws; /* a WebSocket's ("websocket": {...}); NULL: omitted */
 };
 
 struct audit; /* one caller at a time: the broker appends from its event loop */

@@ -83,6 +83,11 @@ static void request_reset(struct conn *c)
 	proxy_body_budget_end(c);
 	c->layer = c->outcome = c->decision = NULL;
 	c->have_target = 0;
+	c->ws = c->ws_open = 0;
+	memset(&c->ws_stats, 0, sizeof(c->ws_stats));
+	free(c->ws_early);
+	c->ws_early = NULL;
+	c->ws_early_n = 0;
 	c->secret_name[0] = c->approval_id[0] = 0;
 	c->n_inj_names = 0;
 	c->dest = NULL;
@@ -196,6 +201,15 @@ static int request_complete(http_parser *p)
 			return -1;
 		c->close_after = 1;
 		proxy_audit_log(c, c->rp.status_code);
+		return -1;
+	}
+	if (c->ws_open) {
+		/* The connection is the WebSocket's now, to its end: one record for all of it. */
+		proxy_ws_relay(c, c->ws_early, c->ws_early_n);
+		proxy_io_up_close(c);
+		proxy_audit_log(c, 101);
+		c->served++;
+		c->close_after = 1;
 		return -1;
 	}
 	if (!c->up_keep)
@@ -470,6 +484,7 @@ void proxy_conn_free(struct conn *c)
 	proxy_io_up_close(c);
 	tlsup_close(c->cl_ssl);
 	free(c->up_head);
+	free(c->ws_early);
 	proxy_rewrite_wipe(c);
 	secbuf_wipe(&c->body_buf);
 	proxy_hold_end(c);

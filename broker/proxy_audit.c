@@ -109,6 +109,7 @@ static void audit_request(struct conn *c, int status, uint64_t duration_us)
 		.bytes_out = c->bytes_up,
 		.bytes_in = c->bytes_down,
 		.duration_us = duration_us,
+		.ws = c->ws_open ? &c->ws_stats : NULL,
 	};
 	pthread_mutex_lock(cfg->audit_lock);
 	int rc = audit_append(cfg->audit, &r);
@@ -121,6 +122,7 @@ void proxy_audit_log(struct conn *c, int status)
 {
 	struct timespec t1;
 	double ms;
+	char ws[120] = "";
 
 	c->audit_due = 0;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -129,13 +131,18 @@ void proxy_audit_log(struct conn *c, int status)
 	proxy_audit_release(c); /* its room is used now */
 	if (!c->cfg->log)
 		return;
+	if (c->ws_open)
+		snprintf(ws, sizeof(ws), " websocket out=%lu in=%lu close=%d by=%s",
+			 c->ws_stats.messages_out, c->ws_stats.messages_in,
+			 c->ws_stats.close_code,
+			 c->ws_stats.closed_by ? c->ws_stats.closed_by : "broker");
 	fprintf(stderr,
 		"bulkhead-broker: conn=%lu %s %s -> %d rule=%s up=%zu down=%zu scrubbed=%zu "
-		"messages=%lu ms=%.2f%s%s%s%s\n",
+		"messages=%lu ms=%.2f%s%s%s%s%s\n",
 		c->id, c->method[0] ? c->method : "-", c->log_path, status,
 		c->rule[0] ? c->rule : "-", c->bytes_up, c->bytes_down, c->scrub.replaced,
 		c->messages, ms, c->err_status ? " why=" : "", c->err_status ? c->err_msg : "",
-		c->outcome ? " outcome=" : "", c->outcome ? c->outcome : "");
+		c->outcome ? " outcome=" : "", c->outcome ? c->outcome : "", ws);
 }
 
 void proxy_audit_release(struct conn *c)

@@ -17,6 +17,7 @@
 
 #include <openssl/evp.h>
 
+#include "broker/audit.h"
 #include "broker/decide.h"
 #include "broker/proxy.h"
 #include "broker/reqcheck.h"
@@ -134,6 +135,14 @@ struct conn {
 
 	/* A compressed response being decoded (proxy_decode.c). */
 	struct proxy_decode *dec;
+
+	/* A WebSocket (proxy_ws.c): the request asks for one (ws, with its key), the upstream
+	 * accepted it (ws_open); its record's counts. */
+	int ws, ws_open;
+	char ws_key[25];
+	uint8_t *ws_early; /* the upstream's bytes read with its 101: its first frames */
+	size_t ws_early_n;
+	struct audit_ws ws_stats;
 };
 
 enum {
@@ -146,6 +155,9 @@ enum { BODY_NONE, BODY_STREAM, BODY_CHUNKED, BODY_BUFFER };
 #define PROXY_BODY_GROWN_MAX (1 << 20)	/* ... and what they may grow to with secrets */
 #define PROXY_HOLD_MAX	     (64 << 20) /* a body held for approval */
 #define PROXY_HOLD_RAW	     65536	/* ... of which its first bytes are read for git refs */
+
+/* A WebSocket message (all its fragments) is relayed whole: at most this much. */
+#define PROXY_WS_MESSAGE_MAX (16 << 20)
 
 /* A compressed response is decoded and held whole: at most this much, decoded. */
 #define PROXY_DECODED_MAX (8 << 20)
@@ -212,6 +224,12 @@ int proxy_decode_finish(struct conn *c);
 int proxy_decode_defer(struct conn *c, const void *b, size_t n);
 int proxy_decode_release(struct conn *c);
 void proxy_decode_free(struct conn *c);
+/* proxy_ws.c: a WebSocket — the guest's handshake checked (at the end of head_framing: 0, or
+ * -1 with the refusal recorded), the upstream's 101 checked (0, or -1 with 502), then the
+ * messages relayed until both sides closed (EARLY: bytes read with the 101). */
+int proxy_ws_request(struct conn *c, const http_parser *p);
+int proxy_ws_accept_ok(struct conn *c);
+int proxy_ws_relay(struct conn *c, const uint8_t *early, size_t early_n);
 /* proxy_body.c: the request's body on its way upstream. */
 void proxy_body_plan(struct conn *c, size_t n_inj);
 int proxy_body_feed(struct conn *c, const char *at, size_t len, int final);

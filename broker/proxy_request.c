@@ -61,6 +61,7 @@ static int query_method_override(const char *q, size_t n)
 static int head_framing(struct conn *c, const http_parser *p, size_t *host_hdr)
 {
 	size_t i, k, n_te = 0, n_cl = 0;
+	int upgrade = 0;
 
 	*host_hdr = SIZE_MAX;
 	for (i = 0; i < c->req.n; i++) {
@@ -92,8 +93,7 @@ static int head_framing(struct conn *c, const http_parser *p, size_t *host_hdr)
 			proxy_fail(c, 400, "method override headers are not accepted");
 			return -1;
 		} else if (proxy_head_is(&c->req, i, "upgrade")) {
-			proxy_fail(c, 501, "protocol upgrades are not supported");
-			return -1;
+			upgrade = 1; /* a WebSocket, or refused (proxy_ws_request) */
 		} else if (proxy_head_is(&c->req, i, "host")) {
 			if (*host_hdr != SIZE_MAX) {
 				proxy_fail(c, 400, "more than one Host header");
@@ -115,6 +115,8 @@ static int head_framing(struct conn *c, const http_parser *p, size_t *host_hdr)
 	}
 	c->chunked_in = n_te == 1;
 	c->has_body = c->chunked_in || (n_cl && p->content_length > 0);
+	if (upgrade && proxy_ws_request(c, p))
+		return -1;
 	reqcheck_framing(&c->rc, c->chunked_in,
 			 n_cl && !c->chunked_in ? (uint64_t)p->content_length : 0);
 	return 0;

@@ -230,8 +230,12 @@ static int rp_headers(http_parser *p)
 
 	if (proxy_head_done(&c->resp))
 		return -1;
-	if (p->status_code < 200) /* interim responses are not forwarded */
+	if (p->status_code == 101) { /* a WebSocket's handshake, exactly as asked, or refused */
+		if (proxy_ws_accept_ok(c))
+			return -1;
+	} else if (p->status_code < 200) { /* interim responses are not forwarded */
 		return 0;
+	}
 	if (!head_ok(&c->resp)) {
 		proxy_fail(c, 502, "upstream %s sent a malformed response head", c->host);
 		return -1;
@@ -270,7 +274,10 @@ static int rp_headers(http_parser *p)
 	}
 	if (c->client_10)
 		c->close_after = 1;
-	l = snprintf(line, sizeof(line), "%s%s\r\n",
+	if (c->ws_open)
+		l = snprintf(line, sizeof(line), "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+	else
+		l = snprintf(line, sizeof(line), "%s%s\r\n",
 		     resp_no_body(c, p->status_code) || c->client_10
 			     ? ""
 			     : "Transfer-Encoding: chunked\r\n",
@@ -424,6 +431,13 @@ static int relay(struct conn *c)
 			if (done != (size_t)n)
 				c->up_keep =
 					0; /* bytes beyond the response: do not trust it again */
+			if (done < (size_t)n && c->ws_open) { /* a WebSocket's first frames */
+				free(c->ws_early);
+				if (!(c->ws_early = malloc((size_t)n - done)))
+					return -EIO;
+				memcpy(c->ws_early, buf + done, (size_t)n - done);
+				c->ws_early_n = (size_t)n - done;
+			}
 			break;
 		}
 		if (HTTP_PARSER_ERRNO(&c->rp) != HPE_OK || n == 0) {

@@ -278,6 +278,10 @@ static int head_fields(struct conn *c, const struct rules_req *q, const struct r
 			;
 		if (drop[j] || is_injected_field(c, inj, n_inj, i))
 			continue;
+		/* A WebSocket's extensions are not offered: permessage-deflate would hide its
+		 * messages from the scrubber (proxy_ws.c). */
+		if (c->ws && proxy_head_is(&c->req, i, "sec-websocket-extensions"))
+			continue;
 		/* A part of an answer hides the rest of it from the scrubber: with a credential
 		 * in the request, whole answers only. */
 		if (n_inj &&
@@ -314,6 +318,8 @@ static void head_framing(const struct conn *c, struct secbuf *o)
 	/* Only bytes the scrubber can read come back: no compression (proxy_response.c decodes
 	 * or refuses what an upstream sends anyway). */
 	secbuf_str(o, "Accept-Encoding: identity\r\n");
+	if (c->ws)
+		secbuf_str(o, "Connection: Upgrade\r\nUpgrade: websocket\r\n");
 	/* A held body's length is known only at its end (proxy_body_finish). */
 	if (c->body_mode == BODY_CHUNKED)
 		secbuf_str(o, "Transfer-Encoding: chunked\r\n");

@@ -192,8 +192,17 @@ static void test_targets(void **state)
 	       "no rule allows");
 	expect("CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n", "HTTP/1.1 501",
 	       "CONNECT");
+	/* Only WebSocket upgrades, and only a well-formed handshake (proxy_ws.c). */
+	expect("GET http://api.test/ HTTP/1.1\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n",
+	       "HTTP/1.1 501", "websocket");
 	expect("GET http://api.test/ HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
-	       "HTTP/1.1 501", NULL);
+	       "HTTP/1.1 400", "Sec-WebSocket-Key");
+	expect("GET http://api.test/ HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+	       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n",
+	       "HTTP/1.1 400", "Version: 13");
+	expect("POST http://api.test/ HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+	       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+	       "HTTP/1.1 400", "GET in HTTP/1.1");
 	expect("this is not http\r\n\r\n", "HTTP/1.1 400", "malformed");
 	expect("GET http://api.test/ HTTP/1.1\r\nBad Header\r\n\r\n", "HTTP/1.1 400", NULL);
 }
