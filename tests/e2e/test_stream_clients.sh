@@ -4,7 +4,8 @@
 # the clients users run, unchanged, and a token the guest never holds. In a Node session the
 # openai client streams a chat completion and the official MCP TypeScript SDK's client lists
 # and calls tools over Streamable HTTP (progress notifications, a notification on its GET
-# stream), against the SDK's own server on the host (tests/node-clients/); in a Python
+# stream), against the SDK's own server on the host (tests/node-clients/), and ws holds a
+# WebSocket to the same server; in a Python
 # session requests reads an NDJSON answer line by line. The upstream sends each message only
 # once the guest has acknowledged the one before (through the broker): every message must
 # arrive as produced, the token injected upstream, echoed in every message and scrubbed, and
@@ -108,6 +109,17 @@ if grep -qx "mcp notify result=\"notified: acknowledged\" logged=\[\"on the GET 
 	ok "MCP SDK: a server notification on the GET stream arrives while the stream stays open"
 else
 	not_ok "MCP SDK: a notification on the GET stream" "$(grep '^mcp notify' "$TMP/out")" \
+		"$(cat "$TMP/state.json")"
+fi
+# ws: the greeting-free echo, binary, the token in text and binary (scrubbed), 3 MiB up and 1 MiB
+# down whole, the client's close code at the server; no extension although both offer one.
+BINTOK=$(printf 'bin:[bulkhead:redacted]' | od -An -tx1 | tr -d ' \n')
+if grep -qxF "ws got=[\"echo-me\",\"hex:000102ff\",\"token=[bulkhead:redacted]\",\"hex:$BINTOK\",\"text:3145728\",\"text:1048576\"] close=4001" "$TMP/out" &&
+	[ "$(state 'j["ws"]["close"]')" = "[4001, 'agent done']" ] &&
+	[ "$(state 'repr(j["ws"]["extensions"])')" = "''" ]; then
+	ok "ws: echo, binary, the token scrubbed in text and binary, large messages, a close with its code"
+else
+	not_ok "ws through the broker" "$(grep '^ws ' "$TMP/out")" "$(tail -n 5 "$TMP/err")" \
 		"$(cat "$TMP/state.json")"
 fi
 no_secret "Node session" "$TMP/node.ram"

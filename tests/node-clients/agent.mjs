@@ -5,7 +5,9 @@
 // GET stream). It holds no token: the broker injects one. Every message it receives it
 // acknowledges at once (tests/node-clients/upstream.mjs sends the next only then), and it
 // prints what it saw. Usage: node agent.mjs https://HOST:PORT
+import https from 'node:https';
 import OpenAI from 'openai';
+import WebSocket from 'ws';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -47,3 +49,24 @@ console.log(`mcp count progress=${JSON.stringify(progress)} result=${JSON.string
 const notified = await client.callTool({ name: 'notify', arguments: {} });
 console.log(`mcp notify result=${JSON.stringify(notified.content[0].text)} logged=${JSON.stringify(logged)}`);
 await client.close();
+
+// WebSockets with ws, through the proxy agent bulkhead's runtime gives https (ws takes an agent,
+// as it does behind any proxy): echo, a large message each way, the token scrubbed, a close.
+const wsOut = await new Promise((resolve, reject) => {
+	const sock = new WebSocket(`${base.replace('https:', 'wss:')}/ws`, { agent: https.globalAgent });
+	const got = [];
+	const big = 'z'.repeat(3 << 20);
+	sock.on('error', reject);
+	sock.on('open', () => sock.send('echo-me'));
+	sock.on('message', (data, binary) => {
+		got.push(data.length > 64 ? `${binary ? 'bin' : 'text'}:${data.length}`
+			: binary ? `hex:${data.toString('hex')}` : data.toString());
+		if (got.length === 1) sock.send(Buffer.from([0, 1, 2, 255]));
+		else if (got.length === 2) sock.send('say-token');
+		else if (got.length === 4) sock.send(big);
+		else if (got.length === 5) sock.send('big');
+		else if (got.length === 6) sock.close(4001, 'agent done');
+	});
+	sock.on('close', (code) => resolve({ got, code }));
+});
+console.log(`ws got=${JSON.stringify(wsOut.got)} close=${wsOut.code}`);

@@ -8,6 +8,8 @@
 //   /v1/chat/completions  the OpenAI chat API's streamed answer (SSE chunks, then [DONE])
 //   /api/generate         an NDJSON streamed answer (Ollama's format: a JSON object a line)
 //   /ack?s=NAME&k=N       the client holds message N of stream NAME
+//   /ws                   a WebSocket (ws): echoes; "say-token" is answered with the token
+//                         (text and binary), "big" with 1 MiB; it records the client's close
 // Each streamed message k+1 is sent only once the client has acknowledged message k (through
 // the broker, like everything it sends), so a relay that held messages back shows as "late".
 // Every message echoes the token too: the client must see it scrubbed. What happened goes to
@@ -17,12 +19,14 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { WebSocketServer } from 'ws';
 import { z } from 'zod';
 
 const arg = (name) => process.argv[process.argv.indexOf(`--${name}`) + 1];
 const token = readFileSync(arg('token-file'), 'utf8').trim();
 const ACK_WAIT_MS = 4000;
-const state = { authorised: 0, refused: 0, late: {}, sent: {}, get_stream: 'not sent' };
+const state = { authorised: 0, refused: 0, late: {}, sent: {}, get_stream: 'not sent',
+	ws: { messages: 0, close: null, extensions: null } };
 const save = () => writeFileSync(arg('state'), JSON.stringify(state));
 const acks = new Map(); // "name/k" -> resolve, or true once acknowledged
 
@@ -127,6 +131,37 @@ const server = createServer({ cert: readFileSync(arg('cert')), key: readFileSync
 			res.writeHead(404).end();
 		}
 	});
+// --- WebSockets ------------------------------------------------------------------------------
+const wss = new WebSocketServer({ noServer: true, perMessageDeflate: true });
+server.on('upgrade', (req, socket, head) => {
+	if (req.headers.authorization !== `Bearer ${token}` || !req.url.startsWith('/ws')) {
+		state.refused++;
+		save();
+		socket.end('HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n');
+		return;
+	}
+	state.authorised++;
+	wss.handleUpgrade(req, socket, head, (ws) => {
+		state.ws.extensions = ws.extensions;
+		save();
+		ws.on('message', (data, binary) => {
+			state.ws.messages++;
+			const text = binary ? null : data.toString();
+			if (text === 'say-token') {
+				ws.send(`token=${token}`);
+				ws.send(Buffer.from(`bin:${token}`), { binary: true });
+			} else if (text === 'big') {
+				ws.send('y'.repeat(1 << 20));
+			} else {
+				ws.send(data, { binary });
+			}
+		});
+		ws.on('close', (code, reason) => {
+			state.ws.close = [code, reason.toString()];
+			save();
+		});
+	});
+});
 server.listen(0, '127.0.0.1', () => {
 	save();
 	console.log(server.address().port);
