@@ -43,6 +43,12 @@ bench-broker-stream: $(BIN)/bulkhead-broker
 	@BUILD=$(BUILD) sh bench/broker-stream.sh
 bench: bench-broker-stream
 .PHONY: bench-broker-stream
+# bench/broker-ws.sh: WebSocket echo round trips through the broker, with and without a
+# credential, beside the same server reached directly.
+bench-broker-ws: $(BIN)/bulkhead-broker
+	@BUILD=$(BUILD) sh bench/broker-ws.sh
+bench: bench-broker-ws
+.PHONY: bench-broker-ws
 # bench/broker-idle.sh: a shared broker's memory and threads with many idle guest connections
 # (bench/idle_conns.c holds them), and whether every session is still served meanwhile.
 $(BUILD)/bench/idle-conns: $(OBJ)/bench/idle_conns.o

@@ -161,8 +161,18 @@ struct ws_relay {
 	size_t early_n;
 	int tripped;	    /* a guest message carried a placeholder toward the wrong host */
 	int told_g, told_u; /* the side was told the other failed */
+	struct secbuf ubuf;  /* toward the upstream, written once per round (up_flush) */
 	const char *closed_by;
 };
+
+/* What wslay framed toward the upstream, in one write. */
+static int up_flush(struct ws_relay *r)
+{
+	int rc = r->ubuf.n ? proxy_io_up_write(r->c, r->ubuf.b, r->ubuf.n) : 0;
+
+	secbuf_wipe(&r->ubuf);
+	return rc;
+}
 
 /* Whether TLS on a side holds bytes it has read but not yet returned. */
 static int tls_pending(SSL *ssl)
@@ -209,7 +219,12 @@ static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
 	struct conn *c = s->r->c;
 
 	(void)flags;
-	if (s->guest ? proxy_io_client_write(c, data, len) : proxy_io_up_write(c, data, len)) {
+	if (!s->guest) { /* gathered: a frame's head and payload go out in one TLS record */
+		secbuf_add(&s->r->ubuf, data, len);
+		if (!s->r->ubuf.oom)
+			return (ssize_t)len;
+	}
+	if (!s->guest || proxy_io_client_write(c, data, len)) {
 		s->gone = 1;
 		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
 		return -1;
@@ -363,6 +378,8 @@ static int round_trip(struct ws_relay *r, int ms)
 		if (!sides[i]->gone && wslay_event_want_write(sides[i]->ctx) &&
 		    wslay_event_send(sides[i]->ctx))
 			sides[i]->gone = 1;
+	if (up_flush(r))
+		r->u.gone = 1;
 	if (proxy_io_client_flush(c))
 		r->g.gone = 1;
 	for (i = 0; i < 2; i++) {
@@ -444,6 +461,9 @@ int proxy_ws_relay(struct conn *c, const uint8_t *early, size_t early_n)
 		wslay_event_send(r.g.ctx);
 	if (!r.u.gone && wslay_event_want_write(r.u.ctx))
 		wslay_event_send(r.u.ctx);
+	if (!r.u.gone)
+		up_flush(&r);
+	secbuf_wipe(&r.ubuf);
 	proxy_io_client_flush(c);
 	c->ws_stats.closed_by = r.closed_by ? r.closed_by : "broker";
 	if (r.tripped)
