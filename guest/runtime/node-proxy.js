@@ -73,6 +73,20 @@ function install(proxy) {
 		}
 	}
 	https.globalAgent = new TunnelAgent({ keepAlive: true });
+	// A request that brings its own createConnection and no agent (ws, the WebSocket client,
+	// does: tls.connect straight to the host) would leave Node with no proxy at all, and a
+	// session has no other way out: it gets the tunnelling agent, which takes the place of
+	// that connector (Node uses an agent's createConnection when a request names one).
+	for (const name of ['request', 'get']) {
+		const orig = https[name];
+		https[name] = function (...args) {
+			for (const a of args)
+				if (a && typeof a === 'object' && !(a instanceof URL) &&
+				    typeof a.createConnection === 'function' && a.agent === undefined)
+					a.agent = https.globalAgent;
+			return orig.apply(this, args);
+		};
+	}
 
 	// fetch(): undici keeps its dispatcher under this symbol once loaded; a data: URL loads
 	// it without a connection, and an Agent of its own class with a tunnelling connector

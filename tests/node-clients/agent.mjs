@@ -5,7 +5,6 @@
 // GET stream). It holds no token: the broker injects one. Every message it receives it
 // acknowledges at once (tests/node-clients/upstream.mjs sends the next only then), and it
 // prints what it saw. Usage: node agent.mjs https://HOST:PORT
-import https from 'node:https';
 import OpenAI from 'openai';
 import WebSocket from 'ws';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -50,10 +49,9 @@ const notified = await client.callTool({ name: 'notify', arguments: {} });
 console.log(`mcp notify result=${JSON.stringify(notified.content[0].text)} logged=${JSON.stringify(logged)}`);
 await client.close();
 
-// WebSockets with ws, through the proxy agent bulkhead's runtime gives https (ws takes an agent,
-// as it does behind any proxy): echo, a large message each way, the token scrubbed, a close.
+// WebSockets with ws, unchanged: echo, a large message each way, the token scrubbed, a close.
 const wsOut = await new Promise((resolve, reject) => {
-	const sock = new WebSocket(`${base.replace('https:', 'wss:')}/ws`, { agent: https.globalAgent });
+	const sock = new WebSocket(`${base.replace('https:', 'wss:')}/ws`);
 	const got = [];
 	const big = 'z'.repeat(3 << 20);
 	sock.on('error', reject);
