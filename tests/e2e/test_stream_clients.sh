@@ -7,7 +7,8 @@
 # stream), against the SDK's own server on the host (tests/node-clients/), and ws holds a
 # WebSocket to the same server; in a Python
 # session requests reads an NDJSON answer line by line. The upstream sends each message only
-# once the guest has acknowledged the one before (through the broker): every message must
+# once the guest has acknowledged the one before (through the broker), and python3-websockets
+# holds a WebSocket from a third session. Every message must
 # arrive as produced, the token injected upstream, echoed in every message and scrubbed, and
 # found nowhere in the guest (output, what it wrote, its RAM).
 . "$(dirname "$0")/lib.sh"
@@ -34,7 +35,8 @@ export BULKHEAD_RUNDIR="$TMP/run"
 SECRET='tok-STREAM-5f2a9c01e7-clients'
 
 if ! PY=$(sh tests/tools/test_image.sh py python3,python3-requests,python3-pip) ||
-	! NODE=$(sh tests/tools/test_image.sh node nodejs); then
+	! NODE=$(sh tests/tools/test_image.sh node nodejs) ||
+	! PYWS=$(sh tests/tools/test_image.sh pyws python3,python3-websockets); then
 	not_ok "the test images are built (bulkhead image build)"
 	plan_done
 	exit 1
@@ -138,6 +140,20 @@ else
 		"$(tail -n 5 "$TMP/err")" "$(cat "$TMP/state.json")"
 fi
 no_secret "Python session" "$TMP/py.ram"
+# --- Python: python3-websockets through the proxy ------------------------------------------------
+rm -rf "$TMP/work"
+mkdir "$TMP/work"
+cp "$CLIENTS/agent_ws.py" "$TMP/work/"
+run_capture run --image "$PYWS" --work "$TMP/work" --ram-file "$TMP/pyws.ram" --engine qemu \
+	$BROKER -- python3 agent_ws.py "wss://localhost:$PORT/ws"
+if [ "$rc" = 0 ] && grep -qxF "pyws got=['py-echo', 'hex:00fe', 'token=[bulkhead:redacted]', 'hex:$BINTOK', 'text:2097152', 'text:1048576'] close=4003" "$TMP/out" &&
+	[ "$(state 'j["ws"]["close"]')" = "[4003, 'python done']" ]; then
+	ok "python3-websockets: echo, binary, the token scrubbed in text and binary, large messages, a close"
+else
+	not_ok "python3-websockets through the broker" "rc=$rc" "$(head -c 600 "$TMP/out")" \
+		"$(tail -n 5 "$TMP/err")" "$(cat "$TMP/state.json")"
+fi
+no_secret "Python WebSocket session" "$TMP/pyws.ram"
 check_eq "the upstream refused nothing: every request carried the injected token" 0 \
 	"$(state 'j["refused"]')"
 
