@@ -23,8 +23,10 @@
 #include "broker/audit.h"
 #include "lib/mono_ms.h"
 
-#define WS_GUID		  "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-#define WS_CLOSE_GRACE_MS 5000 /* a close's answer, once one side has begun closing */
+#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+#define WS_CLOSE_GRACE_MS                                                                          \
+	5000 /* a close's answer, once one side has begun closing (or                              \
+	      * --io-timeout, if that is shorter) */
 
 /* Whether the comma-separated list V (N bytes) holds TOKEN, in any case. */
 static int has_token(const char *v, size_t n, const char *token)
@@ -152,6 +154,12 @@ struct ws_side {
 	int guest;   /* the guest's side: the broker is its server */
 	int gone;    /* its transport ended or failed */
 	int pending; /* bytes are known to be waiting (poll said so) */
+	/* A close for this side that waits for its queued messages to go out first (wslay sends
+	 * control frames ahead of messages, and nothing after a close). */
+	int close_due;
+	uint16_t close_code;
+	uint8_t close_why[123];
+	size_t close_n;
 };
 
 struct ws_relay {
@@ -161,9 +169,21 @@ struct ws_relay {
 	size_t early_n;
 	int tripped;	    /* a guest message carried a placeholder toward the wrong host */
 	int told_g, told_u; /* the side was told the other failed */
-	struct secbuf ubuf;  /* toward the upstream, written once per round (up_flush) */
+	struct secbuf ubuf; /* toward the upstream, written once per round (up_flush) */
 	const char *closed_by;
 };
+
+static void close_when_drained(struct ws_side *s);
+
+/* What is queued for S goes out, then a close that waited for it. */
+static void side_send(struct ws_side *s)
+{
+	for (int k = 0; k < 2 && !s->gone; k++) {
+		if (wslay_event_want_write(s->ctx) && wslay_event_send(s->ctx))
+			s->gone = 1;
+		close_when_drained(s);
+	}
+}
 
 /* What wslay framed toward the upstream, in one write. */
 static int up_flush(struct ws_relay *r)
@@ -248,11 +268,33 @@ static int put_secbuf(void *arg, const uint8_t *b, size_t n)
 	return ((struct secbuf *)arg)->oom ? -ENOMEM : 0;
 }
 
+/* S is told to close with CODE and WHY once what is queued for it has gone (the first close
+ * asked for wins). */
+static void side_close(struct ws_side *s, uint16_t code, const uint8_t *why, size_t n)
+{
+	if (s->close_due || s->gone)
+		return;
+	s->close_due = 1;
+	s->close_code = code;
+	s->close_n = code && n <= sizeof(s->close_why) ? n : 0;
+	if (s->close_n)
+		memcpy(s->close_why, why, s->close_n);
+}
+
+/* A close that was due goes into wslay's queue once the messages before it have gone. */
+static void close_when_drained(struct ws_side *s)
+{
+	if (s->close_due == 1 && !s->gone && !wslay_event_get_queued_msg_count(s->ctx)) {
+		s->close_due = 2;
+		wslay_event_queue_close(s->ctx, s->close_code, s->close_why, s->close_n);
+	}
+}
+
 /* Both sides are told to close with CODE (a broker's own reason, no secret in it). */
 static void close_both(struct ws_relay *r, uint16_t code, const char *why)
 {
-	wslay_event_queue_close(r->g.ctx, code, (const uint8_t *)why, strlen(why));
-	wslay_event_queue_close(r->u.ctx, code, (const uint8_t *)why, strlen(why));
+	side_close(&r->g, code, (const uint8_t *)why, strlen(why));
+	side_close(&r->u, code, (const uint8_t *)why, strlen(why));
 }
 
 /* What a message from one side becomes toward the other: from the upstream scrubbed whole,
@@ -316,8 +358,7 @@ static void ws_message(wslay_event_context_ptr ctx, const struct wslay_event_on_
 			out.n = 0;
 		if (s->guest && r->c->err_status)
 			r->tripped = 1;
-		wslay_event_queue_close(peer->ctx, a->status_code, (const uint8_t *)out.b,
-					a->status_code ? out.n : 0);
+		side_close(peer, a->status_code, (const uint8_t *)out.b, out.n);
 	}
 	secbuf_wipe(&out);
 }
@@ -358,10 +399,11 @@ static int side_done(const struct ws_side *s)
 		(wslay_event_get_close_received(s->ctx) || !wslay_event_get_read_enabled(s->ctx)));
 }
 
+/* A side is closing once it reads no more (a close received, queued or sent, a failure). */
 static int side_closing(const struct ws_side *s)
 {
-	return s->gone || wslay_event_get_close_sent(s->ctx) ||
-	       wslay_event_get_close_received(s->ctx);
+	return s->gone || s->close_due || !wslay_event_get_read_enabled(s->ctx) ||
+	       wslay_event_get_close_sent(s->ctx) || wslay_event_get_close_received(s->ctx);
 }
 
 /* One round: what is queued goes out; then at most MS of waiting for either side's bytes,
@@ -375,9 +417,7 @@ static int round_trip(struct ws_relay *r, int ms)
 	int ready[2], i, n, got = 0;
 
 	for (i = 0; i < 2; i++)
-		if (!sides[i]->gone && wslay_event_want_write(sides[i]->ctx) &&
-		    wslay_event_send(sides[i]->ctx))
-			sides[i]->gone = 1;
+		side_send(sides[i]);
 	if (up_flush(r))
 		r->u.gone = 1;
 	if (proxy_io_client_flush(c))
@@ -412,6 +452,9 @@ int proxy_ws_relay(struct conn *c, const uint8_t *early, size_t early_n)
 {
 	struct ws_relay r = { .c = c, .early = early, .early_n = early_n };
 	int64_t closing_since = 0;
+	int grace = c->cfg->io_timeout_ms < WS_CLOSE_GRACE_MS
+			    ? (c->cfg->io_timeout_ms > 0 ? c->cfg->io_timeout_ms : 0)
+			    : WS_CLOSE_GRACE_MS;
 
 	if (side_init(&r, &r.g, 1) || side_init(&r, &r.u, 0)) {
 		if (r.g.ctx)
@@ -429,22 +472,21 @@ int proxy_ws_relay(struct conn *c, const uint8_t *early, size_t early_n)
 			r.told_u = 1;
 			if (!r.closed_by)
 				r.closed_by = r.g.gone ? "guest" : "broker";
-			wslay_event_queue_close(r.u.ctx, WSLAY_CODE_GOING_AWAY, NULL, 0);
+			side_close(&r.u, WSLAY_CODE_GOING_AWAY, NULL, 0);
 		}
 		if (side_failed(&r.u) && !r.told_g) {
 			r.told_g = 1;
 			if (!r.closed_by)
 				r.closed_by = r.u.gone ? "upstream" : "broker";
-			wslay_event_queue_close(r.g.ctx, WSLAY_CODE_INTERNAL_SERVER_ERROR,
-						(const uint8_t *)"the upstream's connection failed",
-						32);
+			side_close(&r.g, WSLAY_CODE_INTERNAL_SERVER_ERROR,
+				   (const uint8_t *)"the upstream's connection failed", 32);
 		}
 		if (!closing_since && (side_closing(&r.g) || side_closing(&r.u)))
 			closing_since = now;
 		if (closing_since) {
-			if (now - closing_since >= WS_CLOSE_GRACE_MS)
+			if (now - closing_since >= grace)
 				break;
-			quiet_ms = (int)(WS_CLOSE_GRACE_MS - (now - closing_since));
+			quiet_ms = (int)(grace - (now - closing_since));
 		}
 		int got = round_trip(&r, quiet_ms);
 
@@ -457,10 +499,8 @@ int proxy_ws_relay(struct conn *c, const uint8_t *early, size_t early_n)
 		}
 	}
 	/* What is still queued (a last close) goes out before the connections end. */
-	if (!r.g.gone && wslay_event_want_write(r.g.ctx))
-		wslay_event_send(r.g.ctx);
-	if (!r.u.gone && wslay_event_want_write(r.u.ctx))
-		wslay_event_send(r.u.ctx);
+	side_send(&r.g);
+	side_send(&r.u);
 	if (!r.u.gone)
 		up_flush(&r);
 	secbuf_wipe(&r.ubuf);

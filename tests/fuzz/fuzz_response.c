@@ -3,7 +3,8 @@
  * hostile upstream answers, through the real proxy_response_relay(): http_parser, header filtering,
  * Content-Encoding decoding, the scrubber and the chunk framing toward the guest.
  *
- * Input: a flags byte (HEAD request, HTTP/1.0 guest, a credential injected), a seed for where the
+ * Input: a flags byte (HEAD request, HTTP/1.0 guest, a credential injected, a WebSocket: the
+ * upstream's bytes follow a valid 101 and are frames, relayed by proxy_ws_relay()), a seed for where the
  * upstream's writes break, then the upstream's bytes. They arrive over a SOCK_SEQPACKET pair, one
  * write per read, so the broker sees the same read boundaries every time. Each input runs twice:
  * with secret A loaded and with secret B (same length). Checks: ASan and UBSan on every path; a
@@ -32,6 +33,11 @@
 
 #define SECRET_A "fuzz-secret-7f3a9c"
 #define SECRET_B "zqxw-vkjy-8e2b1d4f"
+/* The 101 a WebSocket input's frames follow: RFC 6455's sample key and its accept. */
+#define WS_KEY	  "dGhlIHNhbXBsZSBub25jZQ=="
+#define WS_101                                                                          \
+	"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" \
+	"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
 
 struct buf {
 	uint8_t *b;
@@ -106,6 +112,8 @@ static int relay(const uint8_t *data, size_t size, uint8_t flags, uint32_t seed,
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	struct up u = { .data = data, .size = size, .seed = seed };
+	int ws = (flags >> 3) & 1;
+	struct buf framed = { 0 };
 	struct guest g = { 0 };
 	int usv[2], gsv[2], rc;
 	pthread_t ut, gt;
@@ -117,8 +125,16 @@ static int relay(const uint8_t *data, size_t size, uint8_t flags, uint32_t seed,
 	c->cfg = &cfg;
 	c->fd = gsv[0];
 	c->up_fd = usv[0];
-	c->is_head = flags & 1;
-	c->client_10 = (flags >> 1) & 1;
+	c->is_head = !ws && (flags & 1);
+	c->client_10 = !ws && ((flags >> 1) & 1);
+	if (ws) {
+		c->ws = 1;
+		memcpy(c->ws_key, WS_KEY, sizeof(WS_KEY));
+		put(&framed, WS_101, sizeof(WS_101) - 1);
+		put(&framed, data, size);
+		u.data = framed.b;
+		u.size = framed.n;
+	}
 	c->n_inj_names = (flags >> 2) & 1; /* a credential went with the request */
 	snprintf(c->host, sizeof(c->host), "fuzz.test");
 	scrub_init(&c->scrub);
@@ -130,6 +146,9 @@ static int relay(const uint8_t *data, size_t size, uint8_t flags, uint32_t seed,
 	if (pthread_create(&ut, NULL, upstream, &u) || pthread_create(&gt, NULL, guest, &g))
 		abort();
 	rc = proxy_response_relay(c);
+	if (!rc && c->ws_open)
+		proxy_ws_relay(c, c->ws_early, c->ws_early_n);
+	free(c->ws_early);
 	proxy_io_client_flush(c);
 	shutdown(c->fd, SHUT_WR);
 	close(c->up_fd); /* an upstream still writing gets EPIPE */
@@ -141,6 +160,7 @@ static int relay(const uint8_t *data, size_t size, uint8_t flags, uint32_t seed,
 	*matched = c->scrub.replaced || c->scrub.n_ranges;
 	scrub_free(&c->scrub);
 	free(c);
+	free(framed.b);
 	*out = g.out;
 	return rc;
 }
@@ -325,8 +345,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	seed = (uint32_t)data[1] * 2654435761u;
 	ra = relay(data + 2, size - 2, flags, seed, SECRET_A, &wa, &ma);
 	rb = relay(data + 2, size - 2, flags, seed, SECRET_B, &wb, &mb);
-	/* A relay that succeeded sent exactly one response the guest can parse. */
-	if ((!body_of(&wa, &ca, flags & 1) && !ra) || (!body_of(&wb, &cb, flags & 1) && !rb)) {
+	/* A relay that succeeded sent exactly one response the guest can parse (a WebSocket's
+	 * frames follow its head: the wire is checked whole below). */
+	if (!(flags & 8) &&
+	    ((!body_of(&wa, &ca, flags & 1) && !ra) || (!body_of(&wb, &cb, flags & 1) && !rb))) {
 		fprintf(stderr, "fuzz_response: a relayed response is not well framed\n");
 		abort();
 	}
