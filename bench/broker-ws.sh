@@ -38,19 +38,7 @@ bench_pki
 pids="$pids $!"
 wait_for -s "$tmp/up.port" || fail "the echo server did not start: $(cat "$tmp/up.err")"
 PORT=$(cat "$tmp/up.port")
-cat > "$tmp/rules.json" << RULES
-{ "secrets": [ { "name": "TOK", "inject": { "header": "X-Api-Key", "value": "{}" },
-    "destinations": [ { "scheme": "https", "host": "localhost", "port": $PORT,
-                        "path_prefix": "/cred/", "allow_addresses": ["127.0.0.1"] } ] } ],
-  "allow": [ { "scheme": "https", "host": "localhost", "port": $PORT, "path_prefix": "/open/",
-               "allow_addresses": ["127.0.0.1"] } ] }
-RULES
-printf '{"TOK": "sk-bench-0123456789abcdefghijklmnop"}\n' > "$tmp/secrets.json"
-chmod 600 "$tmp/secrets.json"
-"$BROKER" --listen "$tmp/b.sock" --rules "$tmp/rules.json" --secrets-file "$tmp/secrets.json" \
-	--ca-file "$tmp/ca.pem" --quiet 2> "$tmp/broker.err" &
-pids="$pids $!"
-wait_for -S "$tmp/b.sock" || fail "the broker did not start: $(cat "$tmp/broker.err")"
+bench_broker_two_paths "$PORT"
 
 r=0
 while [ $r -lt "$ROUNDS" ]; do
@@ -66,19 +54,8 @@ for f in direct plain cred; do
 	[ "$(wc -l < "$tmp/$f")" -eq $((ROUNDS * N)) ] ||
 		fail "$f: $(wc -l < "$tmp/$f") round trips of $((ROUNDS * N))"
 done
-ms() { awk -v u="$1" 'BEGIN { printf "%.3f", u / 1000 }'; }
 echo "WebSocket echo round trip (64 bytes out, 100 back): $ROUNDS rounds x $N"
-printf '  %-34s %9s %9s\n' "" "p50 ms" "p99 ms"
-for f in direct plain cred; do
-	case $f in
-	direct) what="direct (TLS to the server)" ;;
-	plain) what="broker, no credential" ;;
-	cred) what="broker, token injected + scrubbed" ;;
-	esac
-	eval "p50_$f=$(median "$tmp/$f")"
-	eval "p99_$f=$(percentile 99 "$tmp/$f")"
-	eval "printf '  %-34s %9s %9s\n' \"\$what\" \"\$(ms \$p50_$f)\" \"\$(ms \$p99_$f)\""
-done
+bench_three_rows 3
 awk -v c="$p50_cred" -v p="$p50_plain" -v d="$p50_direct" 'BEGIN {
 	printf "  credential at p50: %.2fx the no-credential path (goal: within 1.2x), %.2fx direct\n",
 		c / p, c / d }'

@@ -63,3 +63,38 @@ bench_upstream() {
 	wait_for -s "$tmp/echo.port" || fail "https-echo did not start: $(cat "$tmp/echo.err")"
 	PORT=$(cat "$tmp/echo.port")
 }
+# A broker for the upstream on localhost:PORT with two paths, as the streaming benches compare
+# them: /open/ allowed with no credential, /cred/ with a token injected (X-Api-Key). Its
+# socket: $tmp/b.sock.
+bench_broker_two_paths() {
+	cat > "$tmp/rules.json" << RULES
+{ "secrets": [ { "name": "TOK", "inject": { "header": "X-Api-Key", "value": "{}" },
+    "destinations": [ { "scheme": "https", "host": "localhost", "port": $1,
+                        "path_prefix": "/cred/", "allow_addresses": ["127.0.0.1"] } ] } ],
+  "allow": [ { "scheme": "https", "host": "localhost", "port": $1, "path_prefix": "/open/",
+               "allow_addresses": ["127.0.0.1"] } ] }
+RULES
+	printf '{"TOK": "sk-bench-0123456789abcdefghijklmnop"}\n' > "$tmp/secrets.json"
+	chmod 600 "$tmp/secrets.json"
+	"$BROKER" --listen "$tmp/b.sock" --rules "$tmp/rules.json" \
+		--secrets-file "$tmp/secrets.json" --ca-file "$tmp/ca.pem" --quiet 2> "$tmp/broker.err" &
+	pids="$pids $!"
+	wait_for -S "$tmp/b.sock" || fail "the broker did not start: $(cat "$tmp/broker.err")"
+}
+# P50 and P99 of the files direct, plain and cred under $tmp, one row each (values in us,
+# shown in ms with DIGITS decimals); sets p50_direct, p50_plain, p50_cred.
+bench_three_rows() {
+	printf '  %-34s %9s %9s\n' "" "p50 ms" "p99 ms"
+	for f in direct plain cred; do
+		case $f in
+		direct) what="direct (TLS to the upstream)" ;;
+		plain) what="broker, no credential" ;;
+		cred) what="broker, token injected + scrubbed" ;;
+		esac
+		eval "p50_$f=$(median "$tmp/$f")"
+		eval "_p99=$(percentile 99 "$tmp/$f")"
+		eval "_p50=\$p50_$f"
+		awk -v w="$what" -v a="$_p50" -v b="$_p99" -v d="$1" \
+			'BEGIN { printf "  %-34s %9.*f %9.*f\n", w, d, a / 1000, d, b / 1000 }'
+	done
+}
