@@ -65,7 +65,7 @@ bench_upstream() {
 }
 # A broker for the upstream on localhost:PORT with two paths, as the streaming benches compare
 # them: /open/ allowed with no credential, /cred/ with a token injected (X-Api-Key). Its
-# socket: $tmp/b.sock.
+# socket: $tmp/b.sock, its pid: $broker_pid.
 bench_broker_two_paths() {
 	cat > "$tmp/rules.json" << RULES
 { "secrets": [ { "name": "TOK", "inject": { "header": "X-Api-Key", "value": "{}" },
@@ -78,6 +78,7 @@ RULES
 	chmod 600 "$tmp/secrets.json"
 	"$BROKER" --listen "$tmp/b.sock" --rules "$tmp/rules.json" \
 		--secrets-file "$tmp/secrets.json" --ca-file "$tmp/ca.pem" --quiet 2> "$tmp/broker.err" &
+	broker_pid=$!
 	pids="$pids $!"
 	wait_for -S "$tmp/b.sock" || fail "the broker did not start: $(cat "$tmp/broker.err")"
 }

@@ -7,6 +7,8 @@
 #   client --url WSS-URL --ca PEM [--broker SOCK] [--n N]
 #          N round trips of a 64-byte message, directly or through the broker's CONNECT
 #          (then trusting the broker's session CA); one round trip's microseconds a line.
+#   hold   --url WSS-URL --broker SOCK --n N
+#          opens N WebSockets through the broker, says "open" and holds them until stdin ends.
 import asyncio
 import socket
 import ssl
@@ -80,12 +82,28 @@ async def client(a):
     await ws.close()
 
 
+async def hold(a):
+    u = urllib.parse.urlsplit(a["url"])
+    ctx = ssl.create_default_context(cadata=session_ca(a["broker"]))
+    held = []
+    for _ in range(int(a["n"])):
+        ws = await websockets.connect(a["url"], sock=tunnel(a["broker"], u.netloc.encode()),
+                                      ssl=ctx, server_hostname=u.hostname, compression=None)
+        await ws.send("m")
+        await ws.recv()
+        held.append(ws)
+    print("open", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    for ws in held:
+        await ws.close()
+
+
 def main():
     cmd, args, a, i = sys.argv[1], sys.argv[2:], {}, 0
     while i < len(args):
         a[args[i].lstrip("-")] = args[i + 1]
         i += 2
-    asyncio.run(serve(a) if cmd == "serve" else client(a))
+    asyncio.run({"serve": serve, "client": client, "hold": hold}[cmd](a))
 
 
 if __name__ == "__main__":
