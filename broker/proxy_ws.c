@@ -102,6 +102,37 @@ int proxy_ws_request(struct conn *c, const http_parser *p)
 	return 0;
 }
 
+/* The 101's Sec-WebSocket-Protocol, if any, is one subprotocol the guest offered (RFC 6455
+ * 4.1: a client fails the connection otherwise; not every client checks). */
+static int protocol_offered(const struct conn *c)
+{
+	size_t i, at = one_field(&c->resp, "sec-websocket-protocol"), n;
+	const char *v;
+
+	if (at == SIZE_MAX)
+		return 1;
+	if (at == SIZE_MAX - 1)
+		return 0;
+	v = proxy_head_val(&c->resp, at);
+	n = c->resp.h[at].val_len;
+	while (n && (*v == ' ' || *v == '\t')) {
+		v++;
+		n--;
+	}
+	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	if (!n || n > 64 || memchr(v, ',', n))
+		return 0;
+	char want[65];
+	memcpy(want, v, n);
+	want[n] = '\0';
+	for (i = 0; i < c->req.n; i++)
+		if (proxy_head_is(&c->req, i, "sec-websocket-protocol") &&
+		    has_token(proxy_head_val(&c->req, i), c->req.h[i].val_len, want))
+			return 1;
+	return 0;
+}
+
 int proxy_ws_accept_ok(struct conn *c)
 {
 	size_t up = one_field(&c->resp, "upgrade"),
@@ -139,6 +170,12 @@ int proxy_ws_accept_ok(struct conn *c)
 		proxy_fail(c, 502,
 			   "upstream %s answered the WebSocket handshake wrongly (RFC 6455 "
 			   "4.2.2: Upgrade, Connection, Sec-WebSocket-Accept)",
+			   c->host);
+		return -1;
+	}
+	if (!protocol_offered(c)) {
+		proxy_fail(c, 502,
+			   "upstream %s chose a WebSocket subprotocol the client did not offer",
 			   c->host);
 		return -1;
 	}

@@ -81,9 +81,12 @@ session_ca "$D/b.sock"
 ok "a WebSocket server (python3-websockets, TLS) and a broker with a token for it"
 
 # ws NAME SOCK SCRIPT [PATH]: the client's JSON in $D/NAME.json.
-ws() {
-	timeout 60 "$PY" "$PEER" client --broker "$2" --port "$PORT" --ca "$2.ca.pem" \
-		--script "$3" --path "${4:-/$1}" > "$D/$1.json" 2> "$D/$1.err"
+ws() { # NAME SOCK SCRIPT [PATH [CLIENT-OPTION...]]
+	_wn=$1 _s=$2 _sc=$3 _p=${4:-/$1}
+	shift 3
+	[ $# -gt 0 ] && shift
+	timeout 60 "$PY" "$PEER" client --broker "$_s" --port "$PORT" --ca "$_s.ca.pem" \
+		--script "$_sc" --path "$_p" "$@" > "$D/$_wn.json" 2> "$D/$_wn.err"
 }
 # j NAME EXPR: a Python expression over the JSON FILE's j.
 j() {
@@ -164,6 +167,17 @@ if [ "$(j "$D/ext.json" 'j.get("handshake_status")')" = 502 ] &&
 	ok "an upstream's unoffered extension in its 101 is refused (502)"
 else
 	not_ok "unoffered extension" "$(head -c 400 "$D/ext.json" "$D/ext.err")" "$(grep /ext "$D/b.log")"
+fi
+# A subprotocol: the one offered and chosen passes; one the client never offered is refused
+# (the client itself checks, but not every client does).
+ws proto "$D/b.sock" server-close /proto --proto chat.v1
+ws badproto "$D/b.sock" main /badproto
+if [ "$(j "$D/proto.json" 'j["subprotocol"]')" = chat.v1 ] &&
+	[ "$(j "$D/badproto.json" 'j.get("handshake_status")')" = 502 ] &&
+	grep -q 'chose a WebSocket subprotocol the client did not offer' "$D/b.log"; then
+	ok "a subprotocol offered and chosen passes; one never offered is refused (502)"
+else
+	not_ok "subprotocols" "$(head -c 300 "$D/proto.json" "$D/badproto.json")"
 fi
 printf 'GET https://localhost:%s/x HTTP/1.1\r\nHost: localhost:%s\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n' \
 	"$PORT" "$PORT" | "$CLIENT" raw "$D/b.sock" > "$D/h2c.out" 2>&1

@@ -54,8 +54,12 @@ async def handler(ws, path):
 
 
 def odd_headers(path, headers):
-    """/ext: the 101 names an extension no one offered."""
-    return {"Sec-WebSocket-Extensions": "permessage-deflate"} if path.startswith("/ext") else {}
+    """/ext: the 101 names an extension no one offered; /badproto a subprotocol."""
+    if path.startswith("/ext"):
+        return {"Sec-WebSocket-Extensions": "permessage-deflate"}
+    if path.startswith("/badproto"):
+        return {"Sec-WebSocket-Protocol": "not-offered"}
+    return {}
 
 
 async def serve(a):
@@ -63,7 +67,8 @@ async def serve(a):
     ctx.load_cert_chain(a["cert"], a["key"])
     handler.ctl = a["ctl"]
     async with websockets.serve(handler, "127.0.0.1", 0, ssl=ctx,
-                                extra_headers=odd_headers, max_size=None) as srv:
+                                extra_headers=odd_headers, subprotocols=["chat.v1"],
+                                max_size=None) as srv:
         print(srv.sockets[0].getsockname()[1], flush=True)
         await asyncio.Future()
 
@@ -94,7 +99,8 @@ async def client(a):
     try:
         ws = await websockets.connect(uri, sock=tunnel(a), ssl=ctx,
                                       server_hostname="localhost", max_size=None,
-                                      open_timeout=10, close_timeout=5)
+                                      open_timeout=10, close_timeout=5,
+                                      subprotocols=[a["proto"]] if "proto" in a else None)
     except websockets.exceptions.InvalidStatusCode as e:
         print(json.dumps({"handshake_status": e.status_code}))
         return 0
@@ -102,6 +108,7 @@ async def client(a):
         print(json.dumps({"handshake_error": repr(e)}))
         return 0
     out["extensions"] = [e.name for e in ws.extensions]
+    out["subprotocol"] = ws.subprotocol
     out["greeting"] = await asyncio.wait_for(ws.recv(), 10)
     if script == "main":
         await ws.send("ping-text")
