@@ -138,6 +138,13 @@ if [ "$(j "$srv" 'j["close_code"]')" = 4001 ] &&
 else
 	not_ok "client close" "$(head -c 600 "$D/main.json" "$srv")"
 fi
+ws burst "$D/b.sock" burst
+if [ "$(j "$D/ctl/burst.json" 'j["messages"]')" = "['b0', 'b1', 'b2', 'b3', 'b4']" ] &&
+	[ "$(j "$D/ctl/burst.json" 'j["close_code"]')" = 4005 ]; then
+	ok "five messages and a close sent at once all reach the server, then the close (4005)"
+else
+	not_ok "messages right before a close" "$(head -c 400 "$D/ctl/burst.json" "$D/burst.err")" "$(grep /burst "$D/b.log")"
+fi
 ws srvclose "$D/b.sock" server-close
 if [ "$(j "$D/srvclose.json" 'j["close_code"]')" = 4002 ] &&
 	[ "$(j "$D/srvclose.json" 'j["close_reason"]')" = "" ] &&

@@ -45,7 +45,10 @@ async def handler(ws, path):
             elif key and m == key:
                 await ws.send("placeholder-ok")
             else:
-                await ws.send(m)
+                try:  # the client may have closed already: what it sent is still read
+                    await ws.send(m)
+                except websockets.exceptions.ConnectionClosed:
+                    pass
     except websockets.exceptions.ConnectionClosed:
         pass
     seen["close_code"], seen["close_reason"] = ws.close_code, ws.close_reason
@@ -135,6 +138,10 @@ async def client(a):
         await asyncio.wait_for(pong, 5)
         out["pong"] = True
         await ws.close(4001, "client bye")
+    elif script == "burst":  # messages and the close in one go: none may be lost
+        for i in range(5):
+            await ws.send("b%d" % i)
+        await ws.close(4005, "burst done")
     elif script == "server-close":
         await ws.send("close-me")
         try:
