@@ -58,7 +58,7 @@ struct conn {
 	/* The current request. */
 	int is_head, chunked_in, client_10, expect_continue, resp_started, resp_done;
 	int has_body, in_head;
-	int resp_headed; /* the final response's head has been read (proxy_response.c) */
+	int resp_headed;     /* the final response's head has been read (proxy_response.c) */
 	const char *rp_read; /* the upstream's bytes now being parsed ... */
 	char rp_read_last;   /* ... and the last byte of the read before them */
 	char method[16], host[RULES_HOST_MAX + 1], log_path[200], rule[320];
@@ -224,9 +224,10 @@ int proxy_decode_finish(struct conn *c);
 int proxy_decode_defer(struct conn *c, const void *b, size_t n);
 int proxy_decode_release(struct conn *c);
 void proxy_decode_free(struct conn *c);
-/* proxy_ws.c: a WebSocket — the guest's handshake checked (at the end of head_framing: 0, or
- * -1 with the refusal recorded), the upstream's 101 checked (0, or -1 with 502), then the
- * messages relayed until both sides closed (EARLY: bytes read with the 101). */
+/* proxy_ws_handshake.c: a WebSocket's handshake — the guest's checked (at the end of
+ * head_framing: 0, or -1 with the refusal recorded), the upstream's 101 (0, or -1 with 502).
+ * proxy_ws.c: then its messages relayed until both sides closed (EARLY: bytes read with the
+ * 101). */
 int proxy_ws_request(struct conn *c, const http_parser *p);
 int proxy_ws_accept_ok(struct conn *c);
 int proxy_ws_relay(struct conn *c, const uint8_t *early, size_t early_n);
