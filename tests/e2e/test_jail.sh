@@ -110,6 +110,13 @@ else
 	fi
 	for p in "$v" "$q"; do
 		name=$(cat /proc/$p/comm)
+		# QEMU installs its seccomp filter (-sandbox) itself, early in its start: a VM
+		# process found just after its exec may not have it yet. Up to 3 s for it.
+		_w=0
+		while [ "$(st "$p" Seccomp)" != 2 ] && [ $_w -lt 60 ] && [ -d /proc/$p ]; do
+			sleep 0.05
+			_w=$((_w + 1))
+		done
 		if [ "$(st "$p" Seccomp)" = 2 ] && [ "$(st "$p" NoNewPrivs)" = 1 ] &&
 			[ "$(st "$p" CapEff)$(st "$p" CapPrm)$(st "$p" CapBnd)" = "$(printf '%048d' 0)" ] &&
 			ns_differs "$p" net && ns_differs "$p" ipc && ns_differs "$p" pid &&
