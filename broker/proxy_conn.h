@@ -59,6 +59,7 @@ struct conn {
 	int is_head, chunked_in, client_10, expect_continue, resp_started, resp_done;
 	int has_body, in_head;
 	int resp_headed;     /* the final response's head has been read (proxy_response.c) */
+	size_t trailers_from; /* resp's fields from this one on are its trailers */
 	const char *rp_read; /* the upstream's bytes now being parsed ... */
 	char rp_read_last;   /* ... and the last byte of the read before them */
 	char method[16], host[RULES_HOST_MAX + 1], log_path[200], rule[320];

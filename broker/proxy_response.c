@@ -284,6 +284,7 @@ static int rp_headers(http_parser *p)
 		     c->close_after ? "Connection: close\r\n" : "");
 	if (obuf_put(c, (const uint8_t *)line, (size_t)l))
 		return -1;
+	c->trailers_from = c->resp.n; /* fields parsed after this are the body's trailers */
 	/* The head goes out raw (it is not a chunk). */
 	if (out_write(c, c->obuf, c->olen))
 		return -1;
@@ -328,6 +329,32 @@ static int rp_body(http_parser *p, const char *at, size_t len)
 	return obuf_chunk(c) ? -1 : 0;
 }
 
+/* The last chunk and the trailer fields after it (gRPC's status travels there), scrubbed like
+ * the head's; the ones that frame or route a message are never trailers (RFC 9110 6.5.1). */
+static int last_chunk(struct conn *c)
+{
+	static const char *const never[] = { "connection",	  "keep-alive", "transfer-encoding",
+					     "content-length",	  "host",	"content-encoding",
+					     "proxy-connection", "trailer",	"upgrade",
+					     "te",		  NULL };
+	size_t i, j;
+
+	if (proxy_head_done(&c->resp) || !head_ok(&c->resp) || out_write(c, "0\r\n", 3))
+		return -1; /* a malformed trailer cuts the answer: its head has gone out */
+	c->in_head = 1; /* the fields go out raw, not as a chunk */
+	for (i = c->trailers_from; i < c->resp.n; i++) {
+		for (j = 0; never[j] && !proxy_head_is(&c->resp, i, never[j]); j++)
+			;
+		if (!never[j] && put_field(c, i))
+			return -1;
+	}
+	if (obuf_put(c, (const uint8_t *)"\r\n", 2) || out_write(c, c->obuf, c->olen))
+		return -1;
+	c->olen = 0;
+	c->in_head = 0;
+	return 0;
+}
+
 static int rp_complete(http_parser *p)
 {
 	struct conn *c = CONN(p);
@@ -338,7 +365,7 @@ static int rp_complete(http_parser *p)
 		return -1;
 	if (scrub_flush(&c->scrub, obuf_put, c) || obuf_chunk(c))
 		return -1;
-	if (!resp_no_body(c, p->status_code) && !c->client_10 && out_write(c, "0\r\n\r\n", 5))
+	if (!resp_no_body(c, p->status_code) && !c->client_10 && last_chunk(c))
 		return -1;
 	if (c->dec) {
 		c->resp_started = 1;

@@ -1,0 +1,87 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# tests/e2e/test_broker_trailers.sh: a chunked answer's trailer fields through the real broker
+# (gRPC's status travels there): relayed after the last chunk, scrubbed like head fields (a
+# trailer echoing the injected token reaches the guest replaced), framing fields never
+# relayed as trailers; and an application/grpc body released message by message.
+. "$(dirname "$0")/lib.sh"
+
+BROKER=$BIN/bulkhead-broker
+CLIENT=$BUILD/tests/proxy-client
+require "trailer suite" "$BROKER" "$CLIENT" python3
+D=$TMP
+SECRET='tr41ler-t0ken-0123456789abcdef'
+
+python3 - > "$D/up.port" 2> "$D/up.err" << 'PY' &
+import http.server, socketserver
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def do_GET(self):
+        key = self.headers.get("X-Key", "")
+        grpc = self.path.startswith("/grpc")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/grpc" if grpc else "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Trailer", "Grpc-Status, X-Echo")
+        self.end_headers()
+        body = b"\x00\x00\x00\x00\x02hi" if grpc else b"hello"
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(body), body))
+        self.wfile.write(b"0\r\nGrpc-Status: 0\r\nX-Echo: key=" + key.encode() +
+                         b"\r\nContent-Length: 99\r\n\r\n")
+socketserver.ThreadingTCPServer.allow_reuse_address = True
+s = socketserver.ThreadingTCPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+pids="$pids $!"
+UP=$(wait_port "$D/up.port")
+cat > "$D/rules.json" << RULES
+{ "secrets": [
+    { "name": "KEY", "inject": { "header": "X-Key", "value": "{}" },
+      "destinations": [ { "scheme": "http", "host": "127.0.0.1", "port": $UP,
+                          "path_prefix": "/", "allow_addresses": ["127.0.0.1"] } ] } ] }
+RULES
+printf '{"KEY": "%s"}\n' "$SECRET" > "$D/secrets.json"
+chmod 600 "$D/secrets.json"
+SOCK=$D/b.sock
+"$BROKER" --listen "$SOCK" --rules "$D/rules.json" --secrets-file "$D/secrets.json" \
+	2> "$D/broker.log" &
+pids="$pids $!"
+i=0
+while [ ! -S "$SOCK" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+if [ -z "$UP" ] || [ ! -S "$SOCK" ]; then
+	not_ok "upstream and broker start" "$(cat "$D/up.err" "$D/broker.log" 2> /dev/null)"
+	plan_done
+	exit 1
+fi
+
+ask() { # PATH: the raw answer in $D/out
+	printf 'GET http://127.0.0.1:%s%s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nConnection: close\r\n\r\n' \
+		"$UP" "$1" "$UP" | "$CLIENT" raw "$SOCK" | tr -d '\r' > "$D/out"
+}
+ask /plain
+if sed -n '/^0$/,$p' "$D/out" | grep -qx 'Grpc-Status: 0'; then
+	ok "a trailer field reaches the guest after the last chunk"
+else
+	not_ok "a trailer field reaches the guest after the last chunk" "$(cat "$D/out")"
+fi
+if grep -q 'X-Echo: key=' "$D/out" && ! grep -q "$SECRET" "$D/out"; then
+	ok "a trailer echoing the injected token is scrubbed"
+else
+	not_ok "a trailer echoing the injected token is scrubbed" "$(cat "$D/out")"
+fi
+if ! sed -n '/^0$/,$p' "$D/out" | grep -qi '^content-length'; then
+	ok "a framing field is never relayed as a trailer"
+else
+	not_ok "a framing field is never relayed as a trailer" "$(cat "$D/out")"
+fi
+ask /grpc
+if grep -q 'messages=1 ' "$D/broker.log" && grep -qx 'Grpc-Status: 0' "$D/out"; then
+	ok "an application/grpc body is released message by message, its status after it"
+else
+	not_ok "an application/grpc body is released message by message, its status after it" \
+		"$(cat "$D/out" "$D/broker.log")"
+fi
+plan_done
