@@ -215,17 +215,32 @@ static int put_field(struct conn *c, size_t i)
 	return rc ? -1 : 0;
 }
 
+/* Fields the broker never relays: hop-by-hop and framing ones (Content-Encoding too: what is
+ * relayed is never encoded, proxy_decode_plan), and as a trailer also those that route a
+ * message (RFC 9110 6.5.1). */
+static int dropped(const struct conn *c, size_t i, int trailer)
+{
+	static const char *const head[] = { "connection",	 "keep-alive",	 "transfer-encoding",
+					    "content-length",	 "proxy-connection", "proxy-authenticate",
+					    "trailer",		 "upgrade",	     "content-encoding",
+					    NULL };
+	static const char *const more[] = { "host", "te", NULL };
+	size_t j;
+
+	for (j = 0; head[j]; j++)
+		if (proxy_head_is(&c->resp, i, head[j]))
+			return 1;
+	for (j = 0; trailer && more[j]; j++)
+		if (proxy_head_is(&c->resp, i, more[j]))
+			return 1;
+	return 0;
+}
+
 static int rp_headers(http_parser *p)
 {
-	/* Content-Encoding: what is relayed is never encoded (proxy_decode_plan). */
-	static const char *const drop[] = { "connection",	 "keep-alive",
-					    "transfer-encoding", "content-length",
-					    "proxy-connection",	 "proxy-authenticate",
-					    "trailer",		 "upgrade",
-					    "content-encoding",	 NULL };
 	struct conn *c = CONN(p);
 	char line[320];
-	size_t i, j;
+	size_t i;
 	int l;
 
 	if (proxy_head_done(&c->resp))
@@ -264,14 +279,9 @@ static int rp_headers(http_parser *p)
 	    scrub_feed(&c->scrub, (const uint8_t *)c->resp.arena, c->resp.url_len, obuf_put, c) ||
 	    scrub_flush(&c->scrub, obuf_put, c) || obuf_put(c, (const uint8_t *)"\r\n", 2))
 		return -1;
-	for (i = 0; i < c->resp.n; i++) {
-		for (j = 0; drop[j] && !proxy_head_is(&c->resp, i, drop[j]); j++)
-			;
-		if (drop[j])
-			continue;
-		if (put_field(c, i))
+	for (i = 0; i < c->resp.n; i++)
+		if (!dropped(c, i, 0) && put_field(c, i))
 			return -1;
-	}
 	if (c->client_10)
 		c->close_after = 1;
 	if (c->ws_open)
@@ -330,24 +340,17 @@ static int rp_body(http_parser *p, const char *at, size_t len)
 }
 
 /* The last chunk and the trailer fields after it (gRPC's status travels there), scrubbed like
- * the head's; the ones that frame or route a message are never trailers (RFC 9110 6.5.1). */
+ * the head's, less the ones dropped(). */
 static int last_chunk(struct conn *c)
 {
-	static const char *const never[] = { "connection",	  "keep-alive", "transfer-encoding",
-					     "content-length",	  "host",	"content-encoding",
-					     "proxy-connection", "trailer",	"upgrade",
-					     "te",		  NULL };
-	size_t i, j;
+	size_t i;
 
 	if (proxy_head_done(&c->resp) || !head_ok(&c->resp) || out_write(c, "0\r\n", 3))
 		return -1; /* a malformed trailer cuts the answer: its head has gone out */
 	c->in_head = 1; /* the fields go out raw, not as a chunk */
-	for (i = c->trailers_from; i < c->resp.n; i++) {
-		for (j = 0; never[j] && !proxy_head_is(&c->resp, i, never[j]); j++)
-			;
-		if (!never[j] && put_field(c, i))
+	for (i = c->trailers_from; i < c->resp.n; i++)
+		if (!dropped(c, i, 1) && put_field(c, i))
 			return -1;
-	}
 	if (obuf_put(c, (const uint8_t *)"\r\n", 2) || out_write(c, c->obuf, c->olen))
 		return -1;
 	c->olen = 0;
