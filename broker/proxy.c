@@ -19,8 +19,6 @@
 
 #include <openssl/crypto.h>
 
-#include "broker/mitm_ca.h"
-
 _Static_assert(REQCHECK_URL_MAX == PROXY_MAX_URL, "reqcheck and the arena agree on URLs");
 _Static_assert(REQCHECK_LINE_MAX > PROXY_MAX_HEAD, "a line as large as a head reaches the arena");
 #include "broker/upstream_tls.h"
@@ -125,104 +123,10 @@ static int rq_body(http_parser *p, const char *at, size_t len)
 	return proxy_body_feed(c, at, len, 0);
 }
 
-/* The session CA's certificate (public): how bulkhead-init learns what to trust. */
-static int serve_ca(struct conn *c)
-{
-	const char *pem = mitm_ca_pem(c->cfg->mitm);
-	char head[200];
-	int l = snprintf(head, sizeof(head),
-			 "HTTP/1.1 200 OK\r\nContent-Type: application/x-pem-file\r\n"
-			 "Content-Length: %zu\r\n\r\n",
-			 strlen(pem));
-
-	if (proxy_io_client_write(c, head, (size_t)l) ||
-	    (!c->is_head && proxy_io_client_write(c, pem, strlen(pem))))
-		return -1;
-	proxy_audit_log(c, 200);
-	c->served++;
-	return 0;
-}
-
-static int request_complete(http_parser *p)
-{
-	struct conn *c = CONN(p);
-	int rc;
-
-	if (c->connect_ok)
-		return 0; /* the tunnel starts once the parser has stopped (proxy_serve) */
-	/* The parser ends the message where reqcheck says the body ends, or they disagree. */
-	if (c->rc.state != RC_DONE) {
-		proxy_fail(c, 400, "the request ended where its framing says it does not");
-		return -1;
-	}
-	reqcheck_next(&c->rc);
-	if (c->serve_ca) {
-		if (!c->cfg->mitm) {
-			proxy_fail(c, 404, "this broker has no session CA");
-			return -1;
-		}
-		if (!http_should_keep_alive(p))
-			c->close_after = 1; /* stops the parser; not an error */
-		return serve_ca(c) || c->close_after ? -1 : 0;
-	}
-	if (c->err_status || (c->up_fd < 0 && !c->hold))
-		return -1;
-	if (c->hold) {
-		/* Decided now: approved (or no longer covered) goes on, like any request. */
-		if (proxy_hold_decide(c))
-			return -1;
-		if (c->up_fd < 0 || c->up_dest != c->dest) {
-			proxy_io_up_close(c);
-			if (proxy_io_up_open(c))
-				return -1;
-		}
-	}
-	if (proxy_body_finish(c))
-		return -1;
-	if (!http_should_keep_alive(p))
-		c->close_after = 1;
-	rc = proxy_response_relay(c);
-	if (rc == -EAGAIN && (!c->has_body || c->body_mode == BODY_BUFFER)) {
-		/* The upstream closed the idle connection we reused; one fresh attempt (a held
-		 * body can be sent again; a streamed one is gone). */
-		proxy_io_up_close(c);
-		if (proxy_io_up_open(c) ||
-		    (c->body_mode == BODY_BUFFER
-			     ? proxy_body_send_held(c)
-			     : proxy_io_up_write(c, c->up_head, c->up_head_len)))
-			return -1;
-		rc = proxy_response_relay(c);
-	}
-	if (rc) {
-		if (rc == -EAGAIN && !c->resp_started)
-			proxy_fail(c, 502, "upstream %s closed the connection", c->host);
-		proxy_io_up_close(c);
-		if (!c->resp_started)
-			return -1;
-		c->close_after = 1;
-		proxy_audit_log(c, c->rp.status_code);
-		return -1;
-	}
-	if (c->ws_open) {
-		/* The connection is the WebSocket's now, to its end: one record for all of it. */
-		proxy_ws_relay(c, c->ws_early, c->ws_early_n);
-		proxy_io_up_close(c);
-		proxy_audit_log(c, 101);
-		c->served++;
-		c->close_after = 1;
-		return -1;
-	}
-	if (!c->up_keep)
-		proxy_io_up_close(c);
-	proxy_audit_log(c, (int)c->rp.status_code);
-	c->served++;
-	return c->close_after ? -1 : 0;
-}
-
 /* The request's end: a held one gives its memory and budget back as soon as it is over. */
 static int rq_complete(http_parser *p)
 {
-	int rc = request_complete(p);
+	int rc = proxy_request_complete(p);
 
 	proxy_hold_end(CONN(p));
 	return rc;

@@ -169,6 +169,9 @@ enum { BODY_NONE, BODY_STREAM, BODY_CHUNKED, BODY_BUFFER };
  * proxy.h) before any response byte went out; the first one set wins. */
 void proxy_fail(struct conn *c, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* proxy_complete.c: the request has arrived whole (http_parser's on_message_complete): it is
+ * answered and recorded. -1 stops the parser (an error, or the connection's end). */
+int proxy_request_complete(http_parser *p);
 /* proxy_request.c: the request's head, phase by phase (http_parser's on_headers_complete). */
 int proxy_request_headers(http_parser *p);
 /* proxy_head.c: a message head collected from the parser's callbacks. */
