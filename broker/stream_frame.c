@@ -18,14 +18,7 @@ static const struct {
 	{ "application/x-jsonlines", STREAM_FRAME_LINES },
 	{ "application/jsonlines", STREAM_FRAME_LINES },
 	{ "application/json-seq", STREAM_FRAME_LINES },
-	{ "application/grpc", STREAM_FRAME_GRPC },
 };
-
-/* gRPC's media types: application/grpc and application/grpc+FORMAT (grpc-http2 protocol). */
-static int is_grpc(const char *t, size_t len)
-{
-	return len > 17 && !strncasecmp(t, "application/grpc+", 17);
-}
 
 enum stream_framing stream_frame_kind(const char *ctype, size_t n)
 {
@@ -42,15 +35,12 @@ enum stream_framing stream_frame_kind(const char *ctype, size_t n)
 	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (strlen(types[i].type) == len && !strncasecmp(types[i].type, ctype, len))
 			return types[i].kind;
-	return is_grpc(ctype, len) ? STREAM_FRAME_GRPC : STREAM_FRAME_NONE;
+	return STREAM_FRAME_NONE;
 }
 
 const char *stream_frame_name(enum stream_framing k)
 {
-	return k == STREAM_FRAME_SSE	 ? "sse"
-	       : k == STREAM_FRAME_LINES ? "lines"
-	       : k == STREAM_FRAME_GRPC	 ? "grpc"
-					 : "none";
+	return k == STREAM_FRAME_SSE ? "sse" : k == STREAM_FRAME_LINES ? "lines" : "none";
 }
 
 void stream_frame_init(struct stream_frame *f, enum stream_framing kind)
@@ -106,37 +96,6 @@ static size_t scan_sse(struct stream_frame *f, const uint8_t *b, size_t n, int *
 	return n;
 }
 
-/* gRPC (grpc-http2 protocol, "Length-Prefixed-Message"): a flag byte and a 4-byte big-endian
- * length, then that many bytes; a message ends after its last byte (an empty one after its
- * prefix). The length is the upstream's: it bounds nothing here, the scrubber's lag does. */
-static size_t scan_grpc(struct stream_frame *f, const uint8_t *b, size_t n, int *end)
-{
-	size_t i = 0, k;
-
-	while (i < n) {
-		if (f->prefix_got < 5) {
-			if (f->prefix_got++ > 0)
-				f->left = f->left << 8 | b[i];
-			i++;
-			if (f->prefix_got == 5 && !f->left) {
-				f->prefix_got = 0;
-				*end = 1;
-				return i;
-			}
-			continue;
-		}
-		k = n - i < f->left ? n - i : f->left;
-		i += k;
-		f->left -= (uint32_t)k;
-		if (!f->left) {
-			f->prefix_got = 0;
-			*end = 1;
-			return i;
-		}
-	}
-	return n;
-}
-
 size_t stream_frame_scan(struct stream_frame *f, const uint8_t *b, size_t n, int *end)
 {
 	const uint8_t *lf;
@@ -145,8 +104,6 @@ size_t stream_frame_scan(struct stream_frame *f, const uint8_t *b, size_t n, int
 	switch (f->kind) {
 	case STREAM_FRAME_SSE:
 		return scan_sse(f, b, n, end);
-	case STREAM_FRAME_GRPC:
-		return scan_grpc(f, b, n, end);
 	case STREAM_FRAME_LINES:
 		lf = memchr(b, '\n', n);
 		if (!lf)

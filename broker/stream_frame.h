@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* broker/stream_frame.h: where a streamed response's messages end (an SSE event, an NDJSON
- * line, a gRPC message), found from the bytes alone, so that the scrubber can release each
- * message whole as soon as it is complete. See docs/THREAT-MODEL.md "Streamed responses". */
+ * line), found from the bytes alone, so that the scrubber can release each message whole as
+ * soon as it is complete. See docs/THREAT-MODEL.md "Streamed responses". */
 #ifndef BULKHEAD_BROKER_STREAM_FRAME_H
 #define BULKHEAD_BROKER_STREAM_FRAME_H
 
@@ -12,7 +12,6 @@ enum stream_framing {
 	STREAM_FRAME_NONE,  /* no messages: the body is one message (the fixed lag applies) */
 	STREAM_FRAME_SSE,   /* text/event-stream: an event ends at an empty line */
 	STREAM_FRAME_LINES, /* NDJSON, JSON Lines, JSON text sequences: a record ends at LF */
-	STREAM_FRAME_GRPC,  /* application/grpc: a length-prefixed message ends after its length */
 };
 
 struct stream_frame {
@@ -20,8 +19,6 @@ struct stream_frame {
 	uint8_t line_start; /* the last byte ended a line (or nothing came yet) */
 	uint8_t cr;	    /* the last byte was a CR */
 	uint8_t cr_empty;   /* ... that ended an empty line, earlier in the same read */
-	uint8_t prefix_got; /* gRPC: bytes of the message's 5-byte prefix read */
-	uint32_t left;	    /* ... its length, then what remains of it */
 };
 
 /* The framing of a response with this Content-Type value (N bytes, not NUL-terminated):

@@ -28,10 +28,6 @@ static void test_kind(void **state)
 		{ "application/x-ndjson", STREAM_FRAME_LINES },
 		{ "application/jsonl", STREAM_FRAME_LINES },
 		{ "application/json-seq", STREAM_FRAME_LINES },
-		{ "application/grpc", STREAM_FRAME_GRPC },
-		{ "application/grpc+proto", STREAM_FRAME_GRPC },
-		{ "application/grpc-web", STREAM_FRAME_NONE },
-		{ "application/grpc+", STREAM_FRAME_NONE },
 		{ "text/event-streams", STREAM_FRAME_NONE },
 		{ "text/event", STREAM_FRAME_NONE },
 		{ "application/json", STREAM_FRAME_NONE },
@@ -139,38 +135,6 @@ static void test_lines(void **state)
 	(void)state;
 	check_ends(STREAM_FRAME_LINES, "{\"a\":1}\n{\"b\":2}\r\n\n{", w, 3);
 	check_ends(STREAM_FRAME_NONE, "a\n\nb\n\n", NULL, 0);
-}
-
-/* gRPC's length-prefixed messages end after their length, whatever the reads: whole, or a byte
- * at a time; an empty message ends at its prefix; a length's high bytes count. */
-static void test_grpc(void **state)
-{
-	static const uint8_t in[] = { 0, 0, 0, 0, 3, 'a', 'b', 'c', 0, 0, 0, 0, 0,
-				      1, 0, 0, 1, 0, 'x' };
-	const size_t want[] = { 8, 13 };
-	struct stream_frame f;
-	size_t at, n, took;
-	int end, step;
-
-	(void)state;
-	for (step = 0; step < 2; step++) {
-		stream_frame_init(&f, STREAM_FRAME_GRPC);
-		for (at = 0, n = 0; at < sizeof(in); at += took) {
-			size_t len = step ? 1 : sizeof(in) - at;
-
-			took = stream_frame_scan(&f, in + at, len, &end);
-			assert_true(took > 0 && took <= len);
-			if (end) {
-				assert_true(n < 2);
-				assert_int_equal(at + took, want[n++]);
-			}
-		}
-		assert_int_equal(n, 2);
-		/* the third message wants 256 bytes and has 1 */
-		assert_int_equal(f.prefix_got, 5);
-		assert_int_equal(f.left, 255);
-	}
-	assert_string_equal(stream_frame_name(STREAM_FRAME_GRPC), "grpc");
 }
 
 /* --- with the scrubber ------------------------------------------------------------------- */
@@ -309,7 +273,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kind),	  cmocka_unit_test(test_sse),
-		cmocka_unit_test(test_lines),	  cmocka_unit_test(test_grpc),	  cmocka_unit_test(test_released_whole),
+		cmocka_unit_test(test_lines),	  cmocka_unit_test(test_released_whole),
 		cmocka_unit_test(test_no_oracle), cmocka_unit_test(test_secret_with_line_end),
 	};
 
