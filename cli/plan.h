@@ -55,6 +55,7 @@ struct session_request {
 	bool tty;		    /* -t: a pseudo-terminal in the guest */
 	bool detached;		    /* `start`: no main command */
 	bool json;		    /* `start --json`: the session as JSON once it is ready */
+	const char *log_path;	    /* `start --log FILE`: its stderr once it is ready */
 	char **argv;		    /* the main command, NULL-terminated; NULL: detached, or the
 				     * image's own (plan.argv) */
 	char *env[RUN_MAX_ENV + 1]; /* -e KEY=VALUE, NULL-terminated */

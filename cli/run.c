@@ -112,6 +112,16 @@ int cmd_start(int argc, char **argv)
 	req.lifeline_fd = env_fd("BULKHEAD_LIFELINE_FD");
 	if (notify_fd > 2) /* our stderr is the daemon's log of us: it says how we end */
 		req.ready_stderr_fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	else if (req.log_path) {
+		int fd = open(req.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY,
+			      0600);
+		if (fd < 0) {
+			fprintf(stderr, "bulkhead start: --log %s: %s\n", req.log_path,
+				strerror(errno));
+			return EXIT_BULKHEAD;
+		}
+		req.ready_stderr_fd = fd > 2 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	}
 	/* Everything is decided before the supervisor detaches: a refusal is said here. */
 	static struct session_plan plan;
 	char err[512];

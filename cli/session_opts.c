@@ -73,6 +73,9 @@ static const char start_what[] =
 
 /* start's own options, first in its --help. */
 static const char start_only[] =
+	"  --log FILE              once the session is ready, its own messages (how it ended:\n"
+	"                          a guest that crashed, a timeout, a stop) are appended to\n"
+	"                          FILE (made 0600; default: nowhere)\n"
 	"  --json                  once the session is ready, print it as one JSON object with\n"
 	"                          the API's field names (docs/API.md, \"Sessions\"): id, state\n"
 	"                          (\"running\"), pooled (false), image (or null), work (an\n"
@@ -129,6 +132,7 @@ enum {
 	OPT_DISK,
 	OPT_KEEP_CHANGES,
 	OPT_JSON,
+	OPT_LOG,
 };
 
 static const struct option longopts[] = {
@@ -155,6 +159,7 @@ static const struct option longopts[] = {
 	{ "disk", required_argument, NULL, OPT_DISK },
 	{ "keep-changes", required_argument, NULL, OPT_KEEP_CHANGES },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "log", required_argument, NULL, OPT_LOG },
 	{ "env", required_argument, NULL, 'e' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "interactive", no_argument, NULL, 'i' },
@@ -296,6 +301,12 @@ int session_opts_parse(int argc, char **argv, bool detached, struct session_requ
 				return bad("--json is for 'bulkhead start' (run's output is the "
 					   "command's own)");
 			o->json = true;
+			break;
+		case OPT_LOG:
+			if (!detached)
+				return bad("--log is for 'bulkhead start' (run's messages are on "
+					   "its stderr)");
+			o->log_path = optarg;
 			break;
 		case 'v':
 			o->verbose = true;

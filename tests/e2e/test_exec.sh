@@ -97,23 +97,42 @@ run_capture run -it -- true
 check_eq "-it without a terminal on stdin: 125" 125 "$rc"
 
 # --- a session with many execs ----------------------------------------------------
-id=$("$BULKHEAD" start 2> "$TMP/err")
-rc=$?
-if [ "$rc" != 0 ] || [ -z "$id" ]; then
+# --log keeps what the detached session says of its own end (tested at its stop below).
+start_session() {
+	: > "$TMP/session.log"
+	id=$("$BULKHEAD" start --log "$TMP/session.log" 2> "$TMP/err")
+	rc=$?
+	[ "$rc" = 0 ] && [ -n "$id" ]
+}
+many_execs() { # sets bad: how many of 1,000 execs came back with the wrong code
+	bad=0
+	i=0
+	while [ $i -lt 1000 ]; do
+		code=$((i % 256))
+		"$BULKHEAD" exec "$id" -- sh -c "exit $code" < /dev/null 2> "$TMP/exec-err"
+		got=$?
+		if [ "$got" != "$code" ]; then
+			bad=$((bad + 1))
+			[ $bad -lt 5 ] && echo "# exec $i: want $code got $got: $(head -c 300 "$TMP/exec-err")"
+		fi
+		i=$((i + 1))
+	done
+}
+if ! start_session; then
 	not_ok "bulkhead start prints a session id" "rc=$rc" "$(cat "$TMP/err")"
 	plan_done; exit 0
 fi
 ok "bulkhead start prints a session id"
-
-bad=0
-i=0
-while [ $i -lt 1000 ]; do
-	code=$((i % 256))
-	"$BULKHEAD" exec "$id" -- sh -c "exit $code" < /dev/null
-	got=$?
-	[ "$got" = "$code" ] || { bad=$((bad + 1)); [ $bad -lt 5 ] && echo "# exec $i: want $code got $got"; }
-	i=$((i + 1))
-done
+many_execs
+# As for -it above: inside L1 only, a session whose guest QEMU's emulated SVM shut down (the
+# log says bulkhead-vmm's status 101) is said here and tried once more on a fresh session.
+if [ "$bad" != 0 ] && [ "${BULKHEAD_L1:-}" = 1 ] &&
+	grep -q "bulkhead-vmm failed (status 101)" "$TMP/session.log"; then
+	echo "# L1: the session's guest shut down (bulkhead-vmm status 101); trying once more"
+	"$BULKHEAD" stop "$id" 2> /dev/null
+	start_session && many_execs
+fi
+[ "$bad" = 0 ] || echo "# the session's log: $(head -c 600 "$TMP/session.log")"
 check_eq "1,000 sequential execs in one session, every exit code 0..255 right" 0 "$bad"
 
 "$BULKHEAD" exec "$id" -- sh -c 'kill -TERM $$'
@@ -146,6 +165,9 @@ fi
 
 "$BULKHEAD" stop "$id"
 check_eq "bulkhead stop ends the session" 0 "$?"
+grep -q "Terminated; the VM was stopped" "$TMP/session.log" &&
+	ok "start --log: the session's log says how it ended" ||
+	not_ok "start --log: the session's log says how it ended" "$(head -c 400 "$TMP/session.log")"
 check_eq "nothing is left of the session" "" "$(ls -A "$BULKHEAD_RUNDIR")"
 "$BULKHEAD" exec "$id" -- true 2> "$TMP/err"
 rc=$?
