@@ -62,6 +62,20 @@ static int add_ext(X509 *x, X509 *issuer, int nid, const char *value)
 }
 
 /* A certificate skeleton: v3, random positive 127-bit serial, validity, subject CN, key. */
+/* ALPN: HTTP/2 when the guest offers it (broker/h2_front.c serves it), else HTTP/1.1; a guest
+ * that offers neither goes on without ALPN, in HTTP/1.1. */
+static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+		       const unsigned char *in, unsigned int inlen, void *arg)
+{
+	static const unsigned char ours[] = "\x02h2\x08http/1.1";
+
+	(void)ssl, (void)arg;
+	if (SSL_select_next_proto((unsigned char **)out, outlen, ours, sizeof(ours) - 1, in,
+				  inlen) != OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_NOACK;
+	return SSL_TLSEXT_ERR_OK;
+}
+
 static X509 *cert_new(const char *cn, EVP_PKEY *key, long lifetime_s)
 {
 	unsigned char serial[16];
@@ -196,6 +210,7 @@ static SSL_CTX *leaf_mint(struct mitm_ca *ca, const char *host, int is_ip, char 
 	SSL_CTX_set_options(ctx,
 			    SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_NO_TICKET);
 	SSL_CTX_set_read_ahead(ctx, 1);
+	SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
 out:
 	X509_free(x);
 	return ctx;

@@ -21,6 +21,7 @@
 
 _Static_assert(REQCHECK_URL_MAX == PROXY_MAX_URL, "reqcheck and the arena agree on URLs");
 _Static_assert(REQCHECK_LINE_MAX > PROXY_MAX_HEAD, "a line as large as a head reaches the arena");
+#include "broker/h2_front.h"
 #include "broker/upstream_tls.h"
 #include "lib/agent_proto.h"
 
@@ -211,6 +212,10 @@ static int serve_bytes(struct conn *c, const char *buf, ssize_t n)
 		if (c->connect_ok && !c->err_status && HTTP_PARSER_ERRNO(&c->rq) == HPE_OK) {
 			if (proxy_tunnel_start(c, off != (size_t)n))
 				break;
+			if (proxy_tunnel_h2(c)) {
+				h2_front_serve(c);
+				return -1; /* it served the connection to its end */
+			}
 			http_parser_init(&c->rq, HTTP_REQUEST);
 			c->rq.data = c;
 			reqcheck_init(&c->rc);

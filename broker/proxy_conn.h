@@ -58,10 +58,10 @@ struct conn {
 	/* The current request. */
 	int is_head, chunked_in, client_10, expect_continue, resp_started, resp_done;
 	int has_body, in_head;
-	int resp_headed;     /* the final response's head has been read (proxy_response.c) */
+	int resp_headed;      /* the final response's head has been read (proxy_response.c) */
 	size_t trailers_from; /* resp's fields from this one on are its trailers */
-	const char *rp_read; /* the upstream's bytes now being parsed ... */
-	char rp_read_last;   /* ... and the last byte of the read before them */
+	const char *rp_read;  /* the upstream's bytes now being parsed ... */
+	char rp_read_last;    /* ... and the last byte of the read before them */
 	char method[16], host[RULES_HOST_MAX + 1], log_path[200], rule[320];
 	const struct rules_dest *dest;
 	struct timespec t0;
@@ -86,6 +86,7 @@ struct conn {
 	unsigned long served;
 	/* A CONNECT tunnel: the guest's TLS ends here, with a leaf minted for tun_host. */
 	SSL *cl_ssl;
+	int in_tunnel; /* requests are for tun_host: in cl_ssl, or one HTTP/2 stream (h2_front.c) */
 	char tun_host[RULES_HOST_MAX + 1];
 	int tun_port;
 	int connect_ok; /* the current request is a CONNECT the rules allow */
@@ -216,6 +217,10 @@ void proxy_target_log(struct conn *c, const char *scheme, int port, const char *
 /* proxy_tunnel.c: CONNECT, and the TLS that follows it. */
 int proxy_tunnel_connect(struct conn *c);
 int proxy_tunnel_start(struct conn *c, int early_bytes);
+/* 1 when the guest's TLS in the tunnel chose HTTP/2 (ALPN "h2"): h2_front.c serves it. */
+int proxy_tunnel_h2(const struct conn *c);
+/* C serves one HTTP/2 stream's request for HOST:PORT as if it came inside a tunnel there. */
+void proxy_tunnel_stream(struct conn *c, const char *host, int port);
 /* proxy_audit.c: one audit record and log line per request, exactly one. */
 void proxy_audit_log(struct conn *c, int status);
 void proxy_audit_due(struct conn *c);

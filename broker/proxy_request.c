@@ -198,7 +198,7 @@ static int request_target(struct conn *c, struct request_plan *r)
 	}
 	r->https_url = !strcmp(r->scheme, "https");
 	c->port = r->port >= 0 ? r->port : r->https_url ? 443 : 80;
-	if (r->host_hdr == SIZE_MAX && c->cl_ssl) {
+	if (r->host_hdr == SIZE_MAX && c->in_tunnel) {
 		proxy_fail(c, 400, "a request in a tunnel needs a Host header");
 		return -1;
 	}
@@ -207,7 +207,7 @@ static int request_target(struct conn *c, struct request_plan *r)
 		/* Host must name the target's authority: a mismatch is a confused or lying
 		 * client (in a tunnel: the CONNECT's host, which the TLS name also matched). */
 		proxy_fail(c, 400, "the Host header does not match the %s",
-			   c->cl_ssl ? "CONNECT host" : "URL");
+			   c->in_tunnel ? "CONNECT host" : "URL");
 		return -1;
 	}
 	return request_canon(c, r);

@@ -72,7 +72,7 @@ int proxy_target(struct conn *c, const char *url, char scheme[8], int *port,
 			: u.field_set & (1 << UF_QUERY) ? (size_t)u.field_data[UF_QUERY].off - 1
 							: c->req.url_len;
 	c->have_target = 1;
-	if (c->cl_ssl) {
+	if (c->in_tunnel) {
 		if (u.field_set & ((1 << UF_SCHEMA) | (1 << UF_HOST))) {
 			proxy_fail(c, 400, "requests in a tunnel use origin form (/path)");
 			return -1;

@@ -22,7 +22,7 @@ int proxy_tunnel_connect(struct conn *c)
 	snprintf(c->rule, sizeof(c->rule), "connect");
 	/* Nothing may follow a CONNECT until its tunnel starts. */
 	reqcheck_no_more(&c->rc);
-	if (c->cl_ssl) {
+	if (c->in_tunnel) {
 		proxy_fail(c, 400, "CONNECT inside a tunnel");
 		return -1;
 	}
@@ -158,6 +158,24 @@ int proxy_tunnel_start(struct conn *c, int early_bytes)
 		c->decision = NULL; /* refused as inconsistent, not by a rule */
 		return -1;
 	}
+	c->in_tunnel = 1;
 	proxy_audit_log(c, 200);
 	return 0;
+}
+
+int proxy_tunnel_h2(const struct conn *c)
+{
+	const unsigned char *p = NULL;
+	unsigned n = 0;
+
+	if (c->cl_ssl)
+		SSL_get0_alpn_selected(c->cl_ssl, &p, &n);
+	return n == 2 && !memcmp(p, "h2", 2);
+}
+
+void proxy_tunnel_stream(struct conn *c, const char *host, int port)
+{
+	snprintf(c->tun_host, sizeof(c->tun_host), "%s", host);
+	c->tun_port = port;
+	c->in_tunnel = 1;
 }

@@ -3,7 +3,7 @@
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-UNIT_LIBS := -lcmocka -lz -lhttp_parser -lwslay -lssl -lcrypto -ljansson -lseccomp -luring -lmount
+UNIT_LIBS := -lcmocka -lz -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -ljansson -lseccomp -luring -lmount
 $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CLI_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(VMM_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(UNIT_LIBS)
@@ -29,7 +29,7 @@ FUZZ_DEPS_fuzz_vu_front := vmm/virtio/vu_front.c vmm/virtio/vhost_user_dev.c vmm
                            vmm/bus.c vmm/gmem.c vmm/vm.c vmm/x86/vm_arch.c lib/vhost_user.c
 FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/control.c broker/session.c broker/loop%.c,$(BROKER_SRCS)) \
                              lib/json_where.c lib/json_strict.c lib/errbuf.c lib/io.c
-FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lwslay -lssl -lcrypto -ljansson -lpthread
+FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -ljansson -lpthread
 # The loaders of the two policy layers: the global policy and a session's scope.
 FUZZ_DEPS_fuzz_policy := broker/policy.c broker/policy_load.c broker/hostname.c broker/reqpath.c \
                          lib/json_where.c lib/json_strict.c
@@ -70,7 +70,7 @@ test: test-programs $(FUZZ_BINS)
 # are sanitized builds already and run in `make test`.
 SAN_BUILD  ?= build-san
 SAN_SUITES ?= unit/ e2e/test_broker_proxy e2e/test_broker_harden e2e/test_broker_session e2e/test_broker_scale \
-              e2e/test_broker_resume e2e/test_approvals e2e/test_policy \
+              e2e/test_broker_resume e2e/test_broker_h2 e2e/test_approvals e2e/test_policy \
               e2e/test_broker_strict e2e/test_broker_audit e2e/test_scrub_oracle e2e/test_scrub_forms \
               e2e/test_vault e2e/test_vsock e2e/test_vhost_user e2e/test_serve
 test-san:

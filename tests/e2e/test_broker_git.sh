@@ -69,7 +69,7 @@ SCOPE
 mkdir "$TMP/work"
 cat > "$TMP/work/job.sh" << JOB
 set -x
-curl -sS https://localhost:$APORT/v1/items; echo "curl=\$?"
+curl -sS -w '\nhttp=%{http_version}\n' https://localhost:$APORT/v1/items; echo "curl=\$?"
 git clone https://localhost:$GPORT/repo.git; echo "clone=\$?"
 cd repo && cat README
 echo 'from the guest' > guest.txt && git add guest.txt &&
@@ -83,6 +83,8 @@ check_eq "the session's command exits 0" 0 "$rc"
 if grep -qx 'curl=0' "$TMP/out" && grep -q '^GET /v1/items' "$TMP/out" &&
 	grep -qx "Authorization: Bearer $API_TOKEN" "$TMP/api.log"; then
 	ok "curl https:// in the guest: through the broker's CONNECT, the API sees the injected token"
+	# The guest's curl offers h2 in the tunnel's TLS: the broker's HTTP/2 front served it.
+	check_eq "the guest's curl spoke HTTP/2 to the broker" "http=2" "$(grep -a '^http=' "$TMP/out")"
 else
 	not_ok "curl through CONNECT" "$(head -c 800 "$TMP/out")" "$(tail -c 800 "$TMP/err")"
 fi
