@@ -162,6 +162,18 @@ static int credential_host(const struct conn *c)
 	return 0;
 }
 
+/* gRPC messages compressed (grpc-encoding other than identity, gRPC's own per-message
+ * compression, inside the body): the scrubber would read only the compressed bytes. */
+static int grpc_compressed(const struct conn *c)
+{
+	for (size_t i = 0; i < c->resp.n; i++)
+		if (proxy_head_is(&c->resp, i, "grpc-encoding") &&
+		    (c->resp.h[i].val_len != 8 ||
+		     strncasecmp(proxy_head_val(&c->resp, i), "identity", 8)))
+			return 1;
+	return 0;
+}
+
 /* A part of a representation (206, or a Content-Range on any status): a secret split across
  * two ranges would reach the guest in pieces the scrubber never sees together. */
 static int partial(const struct conn *c, unsigned status)
@@ -216,15 +228,16 @@ static int put_field(struct conn *c, size_t i)
 }
 
 /* Fields the broker never relays: hop-by-hop and framing ones (Content-Encoding too: what is
- * relayed is never encoded, proxy_decode_plan), and as a trailer also those that route a
- * message (RFC 9110 6.5.1). */
+ * relayed is never encoded, proxy_decode_plan), and as a trailer also those that route or
+ * frame a message (RFC 9110 6.5.1), Content-Range and grpc-encoding among them: after the
+ * body, they could only tell the guest's client to read what it has in another way. */
 static int dropped(const struct conn *c, size_t i, int trailer)
 {
 	static const char *const head[] = { "connection",	 "keep-alive",	 "transfer-encoding",
 					    "content-length",	 "proxy-connection", "proxy-authenticate",
 					    "trailer",		 "upgrade",	     "content-encoding",
 					    NULL };
-	static const char *const more[] = { "host", "te", NULL };
+	static const char *const more[] = { "host", "te", "content-range", "grpc-encoding", NULL };
 	size_t j;
 
 	for (j = 0; head[j]; j++)
@@ -262,6 +275,13 @@ static int rp_headers(http_parser *p)
 			"that receives credentials: ranges are refused there, the scrubber cannot "
 			"see across them",
 			c->host);
+		return -1;
+	}
+	if (grpc_compressed(c) && credential_host(c)) {
+		proxy_fail(c, 502,
+			   "upstream %s sent compressed gRPC messages (grpc-encoding) from a host "
+			   "that receives credentials: the scrubber cannot read them",
+			   c->host);
 		return -1;
 	}
 	if (proxy_decode_plan(c, !resp_no_body(c, p->status_code)) < 0)

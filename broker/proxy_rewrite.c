@@ -287,6 +287,9 @@ static int head_fields(struct conn *c, const struct rules_req *q, const struct r
 		if (n_inj &&
 		    (proxy_head_is(&c->req, i, "range") || proxy_head_is(&c->req, i, "if-range")))
 			continue;
+		/* Nor compressed gRPC messages: without the guest's list a server sends none. */
+		if (n_inj && proxy_head_is(&c->req, i, "grpc-accept-encoding"))
+			continue;
 		secbuf_add(o, c->req.arena + c->req.h[i].name_off, c->req.h[i].name_len);
 		secbuf_str(o, ": ");
 		if (proxy_rewrite_placeholders(c, q, proxy_head_val(&c->req, i),

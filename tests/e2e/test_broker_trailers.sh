@@ -3,8 +3,9 @@
 # tests/e2e/test_broker_trailers.sh: a chunked answer's trailer fields through the real broker
 # (gRPC's status travels there): relayed after the last chunk, scrubbed like head fields (a
 # trailer echoing the injected token reaches the guest replaced), framing fields never
-# relayed as trailers; and a gRPC length that ends a message inside the token releases no
-# part of it.
+# relayed as trailers (Content-Range neither); a gRPC length that ends a message inside the
+# token releases no part of it; and no compressed gRPC messages: the guest's offer of them
+# never reaches a credential host, and one that sends them anyway is refused.
 . "$(dirname "$0")/lib.sh"
 
 BROKER=$BIN/bulkhead-broker
@@ -24,6 +25,10 @@ class H(http.server.BaseHTTPRequestHandler):
         grpc = self.path.startswith("/grpc")
         self.send_response(200)
         self.send_header("Content-Type", "application/grpc" if grpc else "text/plain")
+        # /grpcgz: gRPC's own compression, as a server that was offered it would answer.
+        if self.path == "/grpcgz":
+            self.send_header("Grpc-Encoding", "gzip")
+        self.send_header("X-Offered", self.headers.get("Grpc-Accept-Encoding", "none"))
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Trailer", "Grpc-Status, X-Echo")
         self.end_headers()
@@ -33,7 +38,7 @@ class H(http.server.BaseHTTPRequestHandler):
                 else b"\x00\x00\x00\x00\x02hi" if grpc else b"hello")
         self.wfile.write(b"%x\r\n%s\r\n" % (len(body), body))
         self.wfile.write(b"0\r\nGrpc-Status: 0\r\nX-Echo: key=" + key.encode() +
-                         b"\r\nContent-Length: 99\r\n\r\n")
+                         b"\r\nContent-Length: 99\r\nContent-Range: bytes 0-1/99\r\n\r\n")
 socketserver.ThreadingTCPServer.allow_reuse_address = True
 s = socketserver.ThreadingTCPServer(("127.0.0.1", 0), H)
 print(s.server_address[1], flush=True)
@@ -57,13 +62,27 @@ i=0
 while [ ! -S "$SOCK" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 if [ -z "$UP" ] || [ ! -S "$SOCK" ]; then
 	not_ok "upstream and broker start" "$(cat "$D/up.err" "$D/broker.log" 2> /dev/null)"
-	plan_done
+	# gRPC's per-message compression would hide an echo from the scrubber: the guest's offer is
+# not passed to a credential host, and compressed messages from one are refused.
+ask /grpc 'Grpc-Accept-Encoding: gzip'
+if grep -qx 'Grpc-Status: 0' "$D/out" && grep -qx 'X-Offered: none' "$D/out"; then
+	ok "the guest's grpc-accept-encoding does not reach a credential host"
+else
+	not_ok "the guest's grpc-accept-encoding does not reach a credential host" "$(cat "$D/out")"
+fi
+ask /grpcgz
+if head -n 1 "$D/out" | grep -q '^HTTP/1.1 502' && grep -q 'compressed gRPC' "$D/out"; then
+	ok "compressed gRPC messages from a credential host: 502"
+else
+	not_ok "compressed gRPC messages from a credential host: 502" "$(head -c 400 "$D/out")"
+fi
+plan_done
 	exit 1
 fi
 
-ask() { # PATH: the raw answer in $D/out
-	printf 'GET http://127.0.0.1:%s%s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nConnection: close\r\n\r\n' \
-		"$UP" "$1" "$UP" | "$CLIENT" raw "$SOCK" | tr -d '\r' > "$D/out"
+ask() { # PATH [FIELD]: the raw answer in $D/out
+	printf 'GET http://127.0.0.1:%s%s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n%sConnection: close\r\n\r\n' \
+		"$UP" "$1" "$UP" "${2:+$2\r\n}" | "$CLIENT" raw "$SOCK" | tr -d '\r' > "$D/out"
 }
 ask /plain
 if sed -n '/^0$/,$p' "$D/out" | grep -qx 'Grpc-Status: 0'; then
@@ -78,8 +97,9 @@ else
 fi
 # Strict only where trailers are relayed at all: a broker that dropped them all would pass.
 if sed -n '/^0$/,$p' "$D/out" | grep -qx 'Grpc-Status: 0' &&
-	! sed -n '/^0$/,$p' "$D/out" | grep -qi '^content-length'; then
-	ok "a framing field is never relayed as a trailer"
+	! sed -n '/^0$/,$p' "$D/out" | grep -qi '^content-length' &&
+	! sed -n '/^0$/,$p' "$D/out" | grep -qi '^content-range'; then
+	ok "a framing field (Content-Length, Content-Range) is never relayed as a trailer"
 else
 	not_ok "a framing field is never relayed as a trailer" "$(cat "$D/out")"
 fi
@@ -90,5 +110,19 @@ if grep -qx 'Grpc-Status: 0' "$D/out" && ! grep -q "$(printf %.10s "$SECRET")" "
 	ok "a gRPC message end inside the token releases no part of it"
 else
 	not_ok "a gRPC message end inside the token releases no part of it" "$(cat "$D/out")"
+fi
+# gRPC's per-message compression would hide an echo from the scrubber: the guest's offer is
+# not passed to a credential host, and compressed messages from one are refused.
+ask /grpc 'Grpc-Accept-Encoding: gzip'
+if grep -qx 'Grpc-Status: 0' "$D/out" && grep -qx 'X-Offered: none' "$D/out"; then
+	ok "the guest's grpc-accept-encoding does not reach a credential host"
+else
+	not_ok "the guest's grpc-accept-encoding does not reach a credential host" "$(cat "$D/out")"
+fi
+ask /grpcgz
+if head -n 1 "$D/out" | grep -q '^HTTP/1.1 502' && grep -q 'compressed gRPC' "$D/out"; then
+	ok "compressed gRPC messages from a credential host: 502"
+else
+	not_ok "compressed gRPC messages from a credential host: 502" "$(head -c 400 "$D/out")"
 fi
 plan_done
