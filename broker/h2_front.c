@@ -246,6 +246,7 @@ static int on_stream_close(nghttp2_session *ss, int32_t id, uint32_t err, void *
 	struct h2_stream *s = *pp;
 	*pp = s->next;
 	f->nstreams--;
+	f->last_active = mono_ms(); /* the idle clock starts when the last stream ends */
 	if (s->unconsumed)
 		nghttp2_session_consume_connection(ss, s->unconsumed);
 	if (s->fd >= 0)

@@ -7,52 +7,10 @@
  * refused here as well. */
 #include "broker/h2_stream.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-static int buf_add(struct h2_buf *b, const void *p, size_t n)
-{
-	if (!n)
-		return 0;
-	if (b->len + n > b->max)
-		return -1;
-	if (b->off && b->len + n > b->cap) { /* take back what was taken from the front */
-		memmove(b->p, b->p + b->off, b->len - b->off);
-		b->len -= b->off;
-		b->off = 0;
-	}
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 1024;
-		char *q;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		if (cap > b->max)
-			cap = b->max;
-		q = realloc(b->p, cap);
-		if (!q)
-			return -1;
-		b->p = q;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	return 0;
-}
-
-static int buf_str(struct h2_buf *b, const char *s)
-{
-	return buf_add(b, s, strlen(s));
-}
-
-static void buf_free(struct h2_buf *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof(*b));
-}
 
 struct h2_stream *h2_stream_new(int32_t id)
 {
@@ -72,13 +30,13 @@ void h2_stream_free(struct h2_stream *s)
 {
 	if (!s)
 		return;
-	buf_free(&s->fields);
-	buf_free(&s->cookie);
-	buf_free(&s->path);
-	buf_free(&s->authority);
-	buf_free(&s->host);
-	buf_free(&s->rq);
-	buf_free(&s->out);
+	h2_buf_free(&s->fields);
+	h2_buf_free(&s->cookie);
+	h2_buf_free(&s->path);
+	h2_buf_free(&s->authority);
+	h2_buf_free(&s->host);
+	h2_buf_free(&s->rq);
+	h2_buf_free(&s->out);
 	free(s);
 }
 
@@ -122,21 +80,22 @@ int h2_stream_field(struct h2_stream *s, const uint8_t *name, size_t nlen, const
 			return 0;
 		}
 		if (is(name, nlen, ":path"))
-			return unsafe(val, vlen, IN_WORD) ? -1 : buf_add(&s->path, val, vlen);
+			return unsafe(val, vlen, IN_WORD) ? -1 : h2_buf_add(&s->path, val, vlen);
 		if (is(name, nlen, ":authority"))
-			return unsafe(val, vlen, IN_WORD) ? -1 : buf_add(&s->authority, val, vlen);
+			return unsafe(val, vlen, IN_WORD) ? -1
+							  : h2_buf_add(&s->authority, val, vlen);
 		return -1; /* :protocol, or one nghttp2 would not pass */
 	}
 	if (unsafe(name, nlen, IN_NAME))
 		return -1;
 	if (is(name, nlen, "host"))
-		return s->host.len ? -1 : buf_add(&s->host, val, vlen);
+		return s->host.len ? -1 : h2_buf_add(&s->host, val, vlen);
 	if (is(name, nlen, "cookie"))
-		return (s->cookie.len ? buf_str(&s->cookie, "; ") : 0) ||
-		       buf_add(&s->cookie, val, vlen);
+		return (s->cookie.len ? h2_buf_str(&s->cookie, "; ") : 0) ||
+		       h2_buf_add(&s->cookie, val, vlen);
 	s->has_cl |= is(name, nlen, "content-length");
-	return buf_add(&s->fields, name, nlen) || buf_str(&s->fields, ": ") ||
-	       buf_add(&s->fields, val, vlen) || buf_str(&s->fields, "\r\n");
+	return h2_buf_add(&s->fields, name, nlen) || h2_buf_str(&s->fields, ": ") ||
+	       h2_buf_add(&s->fields, val, vlen) || h2_buf_str(&s->fields, "\r\n");
 }
 
 static int same(const struct h2_buf *a, const struct h2_buf *b)
@@ -173,22 +132,22 @@ int h2_stream_head(struct h2_stream *s, int end_stream, const char *tun_host, in
 	}
 	s->rq_chunked = !end_stream && !s->has_cl;
 	snprintf(line, sizeof(line), " HTTP/1.1\r\nHost: ");
-	if (buf_str(&s->rq, s->method) || buf_str(&s->rq, " ") ||
-	    buf_add(&s->rq, s->path.p, s->path.len) || buf_str(&s->rq, line) ||
-	    buf_add(&s->rq, host->p, host->len) || buf_str(&s->rq, "\r\n") ||
-	    (s->fields.len && buf_add(&s->rq, s->fields.p, s->fields.len)) ||
+	if (h2_buf_str(&s->rq, s->method) || h2_buf_str(&s->rq, " ") ||
+	    h2_buf_add(&s->rq, s->path.p, s->path.len) || h2_buf_str(&s->rq, line) ||
+	    h2_buf_add(&s->rq, host->p, host->len) || h2_buf_str(&s->rq, "\r\n") ||
+	    (s->fields.len && h2_buf_add(&s->rq, s->fields.p, s->fields.len)) ||
 	    (s->cookie.len &&
-	     (buf_str(&s->rq, "Cookie: ") || buf_add(&s->rq, s->cookie.p, s->cookie.len) ||
-	      buf_str(&s->rq, "\r\n"))) ||
-	    (s->rq_chunked && buf_str(&s->rq, "Transfer-Encoding: chunked\r\n")) ||
-	    buf_str(&s->rq, "Connection: close\r\n\r\n")) {
+	     (h2_buf_str(&s->rq, "Cookie: ") || h2_buf_add(&s->rq, s->cookie.p, s->cookie.len) ||
+	      h2_buf_str(&s->rq, "\r\n"))) ||
+	    (s->rq_chunked && h2_buf_str(&s->rq, "Transfer-Encoding: chunked\r\n")) ||
+	    h2_buf_str(&s->rq, "Connection: close\r\n\r\n")) {
 		snprintf(why, whylen, "the request's fields are too large");
 		return 431;
 	}
 	s->rq_ended = end_stream;
 	s->dispatched = 1;
-	buf_free(&s->fields);
-	buf_free(&s->cookie);
+	h2_buf_free(&s->fields);
+	h2_buf_free(&s->cookie);
 	return 0;
 }
 
@@ -200,10 +159,10 @@ int h2_stream_body(struct h2_stream *s, const uint8_t *data, size_t len)
 		return 0;
 	if (s->rq_chunked) {
 		snprintf(size, sizeof(size), "%zx\r\n", len);
-		if (buf_str(&s->rq, size))
+		if (h2_buf_str(&s->rq, size))
 			return -1;
 	}
-	if (buf_add(&s->rq, data, len) || (s->rq_chunked && buf_str(&s->rq, "\r\n")))
+	if (h2_buf_add(&s->rq, data, len) || (s->rq_chunked && h2_buf_str(&s->rq, "\r\n")))
 		return -1;
 	s->unconsumed += len;
 	return 0;
@@ -215,40 +174,10 @@ int h2_stream_body_end(struct h2_stream *s)
 		return 0;
 	s->rq_ended = 1;
 	/* Trailers from the guest are never forwarded (as in HTTP/1.1: docs/THREAT-MODEL.md). */
-	return s->rq_chunked ? buf_str(&s->rq, "0\r\n\r\n") : 0;
+	return s->rq_chunked ? h2_buf_str(&s->rq, "0\r\n\r\n") : 0;
 }
 
 /* --- the answer ---------------------------------------------------------------------- */
-
-/* Fields HTTP/2 has no place for (RFC 9113 8.2.2), as the HTTP/1.1 answer may carry them. */
-static int dropped(const char *name, size_t len)
-{
-	static const char *const hop[] = { "connection",	"keep-alive", "proxy-connection",
-					   "transfer-encoding", "upgrade",    "te" };
-
-	for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
-		if (len == strlen(hop[i]) && !strncasecmp(name, hop[i], len))
-			return 1;
-	return 0;
-}
-
-/* The fields FROM..TO as nghttp2 name/value pairs, names in lower case; returns how many. */
-static size_t fields_nv(struct h2_stream *s, size_t from, size_t to, nghttp2_nv *nv)
-{
-	size_t n = 0;
-
-	for (size_t i = from; i < to; i++) {
-		char *name = s->hd + s->f[i].name_off;
-
-		if (dropped(name, s->f[i].name_len))
-			continue;
-		for (size_t k = 0; k < s->f[i].name_len; k++)
-			name[k] = (char)tolower((unsigned char)name[k]);
-		nv[n++] = (nghttp2_nv){ (uint8_t *)name, (uint8_t *)s->hd + s->f[i].val_off,
-					s->f[i].name_len, s->f[i].val_len, NGHTTP2_NV_FLAG_NONE };
-	}
-	return n;
-}
 
 struct answer_ctx {
 	struct h2_stream *s;
@@ -259,25 +188,18 @@ static ssize_t data_read(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t l
 			 nghttp2_data_source *src, void *user)
 {
 	struct h2_stream *s = src->ptr;
-	size_t n = s->out.len - s->out.off;
+	size_t n = h2_buf_take(&s->out, buf, len);
 	nghttp2_nv nv[H2_FIELDS_MAX];
 	size_t nt;
 
 	(void)user;
-	if (n > len)
-		n = len;
-	if (n)
-		memcpy(buf, s->out.p + s->out.off, n);
-	s->out.off += n;
-	if (s->out.off == s->out.len)
-		s->out.off = s->out.len = 0;
 	if (!n && !s->done) {
 		s->deferred = 1;
 		return NGHTTP2_ERR_DEFERRED;
 	}
 	if (s->done && !s->out.len) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
-		nt = fields_nv(s, s->trailers_from, s->nf, nv);
+		nt = h2_fields_nv(&s->ans, s->trailers_from, s->ans.n, nv);
 		if (nt && !nghttp2_submit_trailer(ss, id, nv, nt))
 			*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
 	}
@@ -292,45 +214,14 @@ static void wake(struct answer_ctx *a)
 	}
 }
 
-static int field_part(http_parser *p, const char *at, size_t len, int value)
-{
-	struct answer_ctx *a = p->data;
-	struct h2_stream *s = a->s;
-
-	if (s->hd_used + len > sizeof(s->hd))
-		return -1;
-	if (value != s->in_value || !s->nf) {
-		if (!value) {
-			if (s->nf == H2_FIELDS_MAX)
-				return -1;
-			s->f[s->nf].name_off = s->hd_used;
-			s->f[s->nf].name_len = 0;
-			s->f[s->nf].val_len = 0;
-			s->nf++;
-		} else {
-			s->f[s->nf - 1].val_off = s->hd_used;
-		}
-		s->in_value = value;
-	}
-	memcpy(s->hd + s->hd_used, at, len);
-	s->hd_used += len;
-	if (value)
-		s->f[s->nf - 1].val_len += len;
-	else
-		s->f[s->nf - 1].name_len += len;
-	return 0;
-}
-
 static int on_field(http_parser *p, const char *at, size_t len)
 {
-	return field_part(p, at, len, 0);
+	return h2_fields_part(&((struct answer_ctx *)p->data)->s->ans, at, len, 0);
 }
 
 static int on_value(http_parser *p, const char *at, size_t len)
 {
-	struct answer_ctx *a = p->data;
-
-	return a->s->nf ? field_part(p, at, len, 1) : -1;
+	return h2_fields_part(&((struct answer_ctx *)p->data)->s->ans, at, len, 1);
 }
 
 static int on_headers(http_parser *p)
@@ -348,18 +239,18 @@ static int on_headers(http_parser *p)
 	snprintf(status, sizeof(status), "%d", st);
 	nv[0] = (nghttp2_nv){ (uint8_t *)":status", (uint8_t *)status, 7, strlen(status),
 			      NGHTTP2_NV_FLAG_NONE };
-	size_t n = 1 + fields_nv(s, 0, s->nf, nv + 1);
+	size_t n = 1 + h2_fields_nv(&s->ans, 0, s->ans.n, nv + 1);
 	if (st < 200) { /* 100 Continue, 103 Early Hints: a head before the answer's */
 		if (nghttp2_submit_headers(a->ss, NGHTTP2_FLAG_NONE, s->id, NULL, nv, n, NULL))
 			return -1;
-		s->nf = s->hd_used = 0;
+		h2_fields_reset(&s->ans);
 		return 0;
 	}
 	no_body = s->is_head || st == 204 || st == 304;
 	if (nghttp2_submit_response(a->ss, s->id, nv, n, no_body ? NULL : &prd))
 		return -1;
 	s->headed = 1;
-	s->trailers_from = s->nf;
+	s->trailers_from = s->ans.n;
 	return s->is_head ? 1 : 0;
 }
 
@@ -367,7 +258,7 @@ static int on_body(http_parser *p, const char *at, size_t len)
 {
 	struct answer_ctx *a = p->data;
 
-	if (buf_add(&a->s->out, at, len))
+	if (h2_buf_add(&a->s->out, at, len))
 		return -1;
 	wake(a);
 	return 0;

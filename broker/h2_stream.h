@@ -11,17 +11,10 @@
 #include <http_parser.h>
 #include <nghttp2/nghttp2.h>
 
-#include "broker/proxy.h"
+#include "broker/h2_fields.h"
 
-#define H2_MAX_STREAMS 32		       /* open at once: each has a thread (SETTINGS) */
-#define H2_HEAD_MAX    (PROXY_MAX_HEAD + 512)  /* a request's or answer's fields, as text */
-#define H2_FIELDS_MAX  (2 * PROXY_MAX_HEADERS) /* an answer's fields and trailers */
-#define H2_OUT_MAX     (64 * 1024)	       /* answer bytes read ahead of the guest's window */
-
-struct h2_buf {
-	char *p;
-	size_t len, off, cap, max; /* off: what has been taken from the front */
-};
+#define H2_MAX_STREAMS 32	   /* open at once: each has a thread (SETTINGS) */
+#define H2_OUT_MAX     (64 * 1024) /* answer bytes read ahead of the guest's window */
 
 struct h2_stream {
 	int32_t id;
@@ -41,13 +34,9 @@ struct h2_stream {
 	/* The answer, from the thread. */
 	http_parser rp;
 	int rp_ready;
-	char hd[H2_HEAD_MAX];
-	size_t hd_used;
-	struct {
-		size_t name_off, name_len, val_off, val_len;
-	} f[H2_FIELDS_MAX];
-	size_t nf, trailers_from;
-	int in_value, headed, done, deferred, broken;
+	struct h2_fields ans; /* its fields, then its trailers */
+	size_t trailers_from;
+	int headed, done, deferred, broken;
 	struct h2_buf out; /* body bytes for DATA frames */
 	struct h2_stream *next;
 };

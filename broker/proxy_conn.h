@@ -19,6 +19,7 @@
 
 #include "broker/audit.h"
 #include "broker/decide.h"
+#include "broker/h2_up.h"
 #include "broker/proxy.h"
 #include "broker/reqcheck.h"
 #include "broker/rules.h"
@@ -71,6 +72,8 @@ struct conn {
 	/* The upstream connection, reused while it stays on the same destination. */
 	int up_fd;
 	SSL *up_ssl;
+	struct h2_up *up_h2; /* the upstream chose HTTP/2 (h2_up.c): up_ssl carries its frames */
+	int up_offer_h2;     /* offer it HTTP/2: this request came over HTTP/2 (h2_front.c) */
 	const struct rules_dest *up_dest;
 	int up_reused, up_keep;
 	struct secret_slot *secrets;
@@ -79,7 +82,8 @@ struct conn {
 	 * (SSE, NDJSON); STREAM_FRAME_NONE: the fixed lag alone (proxy_response.c). */
 	struct stream_frame frame;
 	unsigned long messages; /* message ends released, for the audit record */
-	uint8_t wbuf[32768];	/* toward the guest, not yet sent (proxy_io_client_write) */
+	int resp_long; /* a stream of messages (framed, or gRPC's): --stream-idle-timeout applies */
+	uint8_t wbuf[32768]; /* toward the guest, not yet sent (proxy_io_client_write) */
 	size_t wlen;
 	uint8_t obuf[16384 + 64];
 	size_t olen;
@@ -191,6 +195,9 @@ void proxy_io_rcv_timeout(struct conn *c, int ms);
 ssize_t proxy_io_client_read(struct conn *c, void *b, size_t n);
 int proxy_io_up_open(struct conn *c);
 int proxy_io_up_write(struct conn *c, const void *b, size_t n);
+/* Bytes, 0 at the end, -1 on failure, or PROXY_IO_AGAIN: what arrived was none of the answer
+ * (an HTTP/2 upstream's control frames); wait again. */
+#define PROXY_IO_AGAIN H2_UP_AGAIN
 ssize_t proxy_io_up_read(struct conn *c, void *b, size_t n);
 /* Flushes what waits for the guest, then waits at most MS for the upstream to have bytes, and
  * gives up at once when the guest's side hangs up (its close, a session's end, the loop taking

@@ -55,6 +55,15 @@ static ssize_t side_read(int fd, SSL *ssl, void *b, size_t n)
 
 int proxy_io_up_write(struct conn *c, const void *b, size_t n)
 {
+	if (c->up_h2) {
+		if (h2_up_write(c->up_h2, b, n)) {
+			proxy_fail(c, 502, "upstream %s over HTTP/2: %s", c->host,
+				   h2_up_error(c->up_h2));
+			return -EIO;
+		}
+		c->bytes_up += n;
+		return 0;
+	}
 	return side_send(c->up_fd, c->up_ssl, b, n, &c->bytes_up);
 }
 
@@ -89,7 +98,9 @@ ssize_t proxy_io_client_read(struct conn *c, void *b, size_t n)
 
 ssize_t proxy_io_up_read(struct conn *c, void *b, size_t n)
 {
-	return proxy_io_client_flush(c) ? -1 : side_read(c->up_fd, c->up_ssl, b, n);
+	if (proxy_io_client_flush(c))
+		return -1;
+	return c->up_h2 ? h2_up_read(c->up_h2, b, n) : side_read(c->up_fd, c->up_ssl, b, n);
 }
 
 int proxy_io_up_wait(struct conn *c, int ms)
@@ -100,7 +111,7 @@ int proxy_io_up_wait(struct conn *c, int ms)
 	if (proxy_io_client_flush(c))
 		return -1;
 	/* Records OpenSSL has read but not yet returned are not on the socket any more. */
-	if (c->up_ssl && SSL_has_pending(c->up_ssl))
+	if ((c->up_ssl && SSL_has_pending(c->up_ssl)) || (c->up_h2 && h2_up_ready(c->up_h2)))
 		return 1;
 	for (;;) {
 		int64_t left = until - mono_ms();
@@ -122,6 +133,8 @@ int proxy_io_up_wait(struct conn *c, int ms)
 
 void proxy_io_up_close(struct conn *c)
 {
+	h2_up_free(c->up_h2);
+	c->up_h2 = NULL;
 	tlsup_close(c->up_ssl);
 	if (c->up_fd >= 0)
 		close(c->up_fd);
@@ -172,9 +185,15 @@ int proxy_io_up_open(struct conn *c)
 	proxy_io_timeouts(c->up_fd, c->cfg->io_timeout_ms);
 	if (c->dest->scheme == RULES_HTTPS) {
 		c->up_ssl = tlsup_connect(c->cfg->tls, c->cfg->resume, c->up_fd, c->dest->host,
-					  c->dest->port, why, sizeof(why));
+					  c->dest->port, c->up_offer_h2, why, sizeof(why));
 		if (!c->up_ssl) {
 			proxy_fail(c, 502, "%s", why);
+			proxy_io_up_close(c);
+			return -1;
+		}
+		if (c->up_offer_h2 && tlsup_is_h2(c->up_ssl) &&
+		    !(c->up_h2 = h2_up_new(c->up_ssl))) {
+			proxy_fail(c, 502, "out of memory for HTTP/2 toward %s", c->dest->host);
 			proxy_io_up_close(c);
 			return -1;
 		}

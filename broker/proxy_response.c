@@ -206,6 +206,21 @@ static enum stream_framing body_framing(const struct conn *c)
 	return STREAM_FRAME_NONE;
 }
 
+/* A gRPC answer (application/grpc, +proto, +json, ...): its stream of messages may be silent
+ * between them as long as a streamed answer's. */
+static int grpc_answer(const struct conn *c)
+{
+	for (size_t i = 0; i < c->resp.n; i++)
+		if (proxy_head_is(&c->resp, i, "content-type")) {
+			const char *v = proxy_head_val(&c->resp, i);
+			size_t n = c->resp.h[i].val_len;
+
+			return n >= 16 && !strncasecmp(v, "application/grpc", 16) &&
+			       (n == 16 || v[16] == '+' || v[16] == ';');
+		}
+	return 0;
+}
+
 /* One header field of the response, scrubbed. A field whose name holds a secret is dropped:
  * a replacement there would not be a header name. */
 static int put_field(struct conn *c, size_t i)
@@ -233,10 +248,11 @@ static int put_field(struct conn *c, size_t i)
  * body, they could only tell the guest's client to read what it has in another way. */
 static int dropped(const struct conn *c, size_t i, int trailer)
 {
-	static const char *const head[] = { "connection",	 "keep-alive",	 "transfer-encoding",
-					    "content-length",	 "proxy-connection", "proxy-authenticate",
-					    "trailer",		 "upgrade",	     "content-encoding",
-					    NULL };
+	static const char *const head[] = { "connection",	 "keep-alive",
+					    "transfer-encoding", "content-length",
+					    "proxy-connection",	 "proxy-authenticate",
+					    "trailer",		 "upgrade",
+					    "content-encoding",	 NULL };
 	static const char *const more[] = { "host", "te", "content-range", "grpc-encoding", NULL };
 	size_t j;
 
@@ -287,6 +303,7 @@ static int rp_headers(http_parser *p)
 	if (proxy_decode_plan(c, !resp_no_body(c, p->status_code)) < 0)
 		return -1;
 	stream_frame_init(&c->frame, body_framing(c));
+	c->resp_long = c->frame.kind != STREAM_FRAME_NONE || grpc_answer(c);
 	c->messages = 0;
 	/* A decoded response starts only when it is complete (nothing has gone out yet). */
 	c->resp_started = !c->dec;
@@ -305,13 +322,14 @@ static int rp_headers(http_parser *p)
 	if (c->client_10)
 		c->close_after = 1;
 	if (c->ws_open)
-		l = snprintf(line, sizeof(line), "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+		l = snprintf(line, sizeof(line),
+			     "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
 	else
 		l = snprintf(line, sizeof(line), "%s%s\r\n",
-		     resp_no_body(c, p->status_code) || c->client_10
-			     ? ""
-			     : "Transfer-Encoding: chunked\r\n",
-		     c->close_after ? "Connection: close\r\n" : "");
+			     resp_no_body(c, p->status_code) || c->client_10
+				     ? ""
+				     : "Transfer-Encoding: chunked\r\n",
+			     c->close_after ? "Connection: close\r\n" : "");
 	if (obuf_put(c, (const uint8_t *)line, (size_t)l))
 		return -1;
 	c->trailers_from = c->resp.n; /* fields parsed after this are the body's trailers */
@@ -367,7 +385,7 @@ static int last_chunk(struct conn *c)
 
 	if (proxy_head_done(&c->resp) || !head_ok(&c->resp) || out_write(c, "0\r\n", 3))
 		return -1; /* a malformed trailer cuts the answer: its head has gone out */
-	c->in_head = 1; /* the fields go out raw, not as a chunk */
+	c->in_head = 1;	   /* the fields go out raw, not as a chunk */
 	for (i = c->trailers_from; i < c->resp.n; i++)
 		if (!dropped(c, i, 1) && put_field(c, i))
 			return -1;
@@ -427,12 +445,12 @@ static int relay(struct conn *c)
 	c->up_keep = 0;
 	c->resp_headed = 0;
 	stream_frame_init(&c->frame, STREAM_FRAME_NONE); /* the last answer's framing is over */
+	c->resp_long = 0;
 	while (!c->resp_done) {
 		/* Between a streamed answer's messages the upstream may be silent far longer than
 		 * --io-timeout (an MCP server's GET stream); the guest's hang-up ends the wait. */
-		int ms = c->frame.kind != STREAM_FRAME_NONE && c->cfg->stream_idle_ms > 0
-				 ? c->cfg->stream_idle_ms
-				 : c->cfg->io_timeout_ms;
+		int ms = c->resp_long && c->cfg->stream_idle_ms > 0 ? c->cfg->stream_idle_ms
+								    : c->cfg->io_timeout_ms;
 		int64_t left = head_until ? head_until - mono_ms() : INT64_MAX;
 		int w;
 		ssize_t n;
@@ -449,6 +467,8 @@ static int relay(struct conn *c)
 			ms = (int)left;
 		w = ms > 0 ? proxy_io_up_wait(c, ms) : 1;
 		n = w > 0 ? proxy_io_up_read(c, buf, sizeof(buf)) : -1;
+		if (n == PROXY_IO_AGAIN)
+			continue;
 		if (w < 0 && !c->outcome)
 			c->outcome = AUDIT_OUTCOME_GUEST_CLOSED;
 		if (w == 0 && by_deadline)

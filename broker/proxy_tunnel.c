@@ -178,4 +178,5 @@ void proxy_tunnel_stream(struct conn *c, const char *host, int port)
 	snprintf(c->tun_host, sizeof(c->tun_host), "%s", host);
 	c->tun_port = port;
 	c->in_tunnel = 1;
+	c->up_offer_h2 = 1;
 }

@@ -42,7 +42,7 @@ SSL_CTX *tlsup_ctx_new(const char *ca_file, char *why, size_t whylen)
 }
 
 SSL *tlsup_connect(SSL_CTX *ctx, struct tls_resume *resume, int fd, const char *host, unsigned port,
-		   char *why, size_t whylen)
+		   int offer_h2, char *why, size_t whylen)
 {
 	SSL *ssl = SSL_new(ctx);
 	unsigned char ip[16];
@@ -62,6 +62,10 @@ SSL *tlsup_connect(SSL_CTX *ctx, struct tls_resume *resume, int fd, const char *
 		X509_VERIFY_PARAM_set_hostflags(SSL_get0_param(ssl),
 						X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
 	}
+	/* HTTP/2 first when the guest's request came that way (an upstream that speaks only it,
+	 * a gRPC server, is reached then); HTTP/1.1 always. */
+	if (offer_h2 && SSL_set_alpn_protos(ssl, (const unsigned char *)"\x02h2\x08http/1.1", 12))
+		goto fail_plain;
 	/* Set after the identity: a resumed session was verified for this very one. */
 	if (tls_resume_attach(resume, ssl, host, port) < 0)
 		goto fail_plain;
@@ -93,4 +97,13 @@ void tlsup_close(SSL *ssl)
 		return;
 	SSL_shutdown(ssl);
 	SSL_free(ssl);
+}
+
+int tlsup_is_h2(SSL *ssl)
+{
+	const unsigned char *p = NULL;
+	unsigned n = 0;
+
+	SSL_get0_alpn_selected(ssl, &p, &n);
+	return n == 2 && !memcmp(p, "h2", 2);
 }

@@ -14,9 +14,12 @@
 SSL_CTX *tlsup_ctx_new(const char *ca_file, char *why, size_t whylen);
 /* Handshakes over FD (blocking, bounded by the socket's timeouts) with HOST as SNI (names only)
  * and as the identity the certificate must carry, resuming a session RESUME keeps for HOST and
- * PORT when it has one (RESUME may be NULL). Returns NULL with one line in why. */
+ * PORT when it has one (RESUME may be NULL); OFFER_H2: ALPN offers "h2" before "http/1.1".
+ * Returns NULL with one line in why. */
 SSL *tlsup_connect(SSL_CTX *ctx, struct tls_resume *resume, int fd, const char *host, unsigned port,
-		   char *why, size_t whylen);
+		   int offer_h2, char *why, size_t whylen);
+/* 1 when the handshake chose HTTP/2. */
+int tlsup_is_h2(SSL *ssl);
 void tlsup_close(SSL *ssl);
 
 #endif
