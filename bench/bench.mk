@@ -76,3 +76,9 @@ bench-oci: all
 bench-serve: all
 	@BUILD=$(BUILD) RUNS=15 sh bench/serve-latency.sh
 .PHONY: bench-serve
+# bench/broker-grpc.sh: gRPC unary round trips through the broker (HTTP/2 on both sides),
+# with and without a credential, beside the same server reached directly.
+bench-broker-grpc: $(BIN)/bulkhead-broker $(BUILD)/tests/proxy-client
+	@BUILD=$(BUILD) sh bench/broker-grpc.sh
+bench: bench-broker-grpc
+.PHONY: bench-broker-grpc

@@ -10,6 +10,7 @@
 #include <linux/vm_sockets.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -105,6 +106,9 @@ int proxy_shim_start(void)
 		int c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
+		/* What the broker answers is written as it arrives: small writes must not wait on
+		 * the client's delayed ACK (Nagle), as a gRPC call's frames would. */
+		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if (fork() == 0) {
 			close(l);
 			serve(c);

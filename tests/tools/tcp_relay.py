@@ -25,6 +25,7 @@ def pipe(src, dst):
 
 
 def carry(conn, path):
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as the guest's own relay
     up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         up.connect(path)
