@@ -164,11 +164,28 @@ static int on_header(nghttp2_session *ss, const nghttp2_frame *fr, const uint8_t
 	return 0;
 }
 
+/* The record of a stream no thread serves (its thread writes its own). */
+static void record(struct front *f, struct h2_stream *s, int status, const char *why,
+		   const char *outcome)
+{
+	char path[160];
+	size_t n = s->path.len < sizeof(path) - 1 ? s->path.len : sizeof(path) - 1;
+
+	if (s->recorded)
+		return;
+	s->recorded = 1;
+	if (n)
+		memcpy(path, s->path.p, n);
+	path[n] = 0;
+	proxy_tunnel_stream_record(f->c, s->method, path, status, why, outcome);
+}
+
 static void refuse(struct front *f, struct h2_stream *s, int status, const char *why)
 {
 	s->dispatched = 0;
 	if (h2_stream_refuse(s, f->ss, status, why))
 		nghttp2_submit_rst_stream(f->ss, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
+	record(f, s, status, why, NULL);
 }
 
 static void head_done(struct front *f, struct h2_stream *s, int end_stream)
@@ -196,6 +213,8 @@ static void start_streams(struct front *f)
 			s->to_start = 0;
 			if (stream_start(f, s))
 				refuse(f, s, 503, "no thread for another stream");
+			else
+				s->threaded = 1;
 		}
 }
 
@@ -249,6 +268,12 @@ static int on_stream_close(nghttp2_session *ss, int32_t id, uint32_t err, void *
 	f->last_active = mono_ms(); /* the idle clock starts when the last stream ends */
 	if (s->unconsumed)
 		nghttp2_session_consume_connection(ss, s->unconsumed);
+	/* A stream that ended before a thread served it: the guest's reset, or nghttp2's for a
+	 * head that breaks HTTP/2's rules (RFC 9113 8.2). */
+	if (!s->threaded && (err == NGHTTP2_NO_ERROR || err == NGHTTP2_CANCEL))
+		record(f, s, 0, "", AUDIT_OUTCOME_GUEST_CLOSED);
+	else if (!s->threaded)
+		record(f, s, 400, nghttp2_http2_strerror(err), NULL);
 	if (s->fd >= 0)
 		close(s->fd); /* its thread sees the hang-up and ends the request */
 	nghttp2_session_set_stream_user_data(ss, id, NULL);

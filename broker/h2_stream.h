@@ -30,7 +30,9 @@ struct h2_stream {
 	struct h2_buf rq;   /* bytes for the thread, not yet written */
 	size_t unconsumed;  /* DATA bytes queued in rq and not yet given back to the window */
 	int rq_chunked, rq_ended, dispatched, to_start;
-	int bad; /* a field was past the bound or unsafe: the request is refused */
+	int bad;      /* a field was past the bound or unsafe: the request is refused */
+	int threaded; /* a thread serves it (and records it) */
+	int recorded; /* ... or its record is written */
 	/* The answer, from the thread. */
 	http_parser rp;
 	int rp_ready;

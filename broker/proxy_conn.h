@@ -228,6 +228,10 @@ int proxy_tunnel_start(struct conn *c, int early_bytes);
 int proxy_tunnel_h2(const struct conn *c);
 /* C serves one HTTP/2 stream's request for HOST:PORT as if it came inside a tunnel there. */
 void proxy_tunnel_stream(struct conn *c, const char *host, int port);
+/* The record of an HTTP/2 stream in the tunnel TUN that no thread served: refused by the
+ * front with STATUS and WHY (outcome NULL), or ended by the guest first (STATUS 0, OUTCOME). */
+void proxy_tunnel_stream_record(const struct conn *tun, const char *method, const char *path,
+				int status, const char *why, const char *outcome);
 /* proxy_audit.c: one audit record and log line per request, exactly one. */
 void proxy_audit_log(struct conn *c, int status);
 void proxy_audit_due(struct conn *c);

@@ -180,3 +180,28 @@ void proxy_tunnel_stream(struct conn *c, const char *host, int port)
 	c->in_tunnel = 1;
 	c->up_offer_h2 = 1;
 }
+
+void proxy_tunnel_stream_record(const struct conn *tun, const char *method, const char *path,
+				int status, const char *why, const char *outcome)
+{
+	struct conn *c = proxy_conn_new(tun->cfg, -1, tun->id);
+
+	if (!c)
+		return;
+	proxy_tunnel_stream(c, tun->tun_host, tun->tun_port);
+	snprintf(c->method, sizeof(c->method), "%s", method && *method ? method : "-");
+	snprintf(c->host, sizeof(c->host), "%s", tun->tun_host);
+	c->port = tun->tun_port;
+	/* A long path is cut in the log line only: the record keeps what fits here as well. */
+	if (snprintf(c->log_path, sizeof(c->log_path), "https://%s:%d%s", tun->tun_host,
+		     tun->tun_port, path ? path : "") >= (int)sizeof(c->log_path))
+		c->log_path[sizeof(c->log_path) - 1] = 0;
+	snprintf(c->rule, sizeof(c->rule), "h2-stream");
+	if (status >= 400) {
+		c->err_status = status;
+		snprintf(c->err_msg, sizeof(c->err_msg), "%s", why);
+	}
+	c->outcome = outcome;
+	proxy_audit_log(c, status);
+	proxy_conn_free(c);
+}

@@ -124,7 +124,14 @@ else
 fi
 big=$(head -c 24000 /dev/zero | tr '\0' a)
 check_eq "fields past the bound: 431" 431 \
-	"$(h2 -o /dev/null -w '%{http_code}' -H "X-Big: $big" "$U/echo" 2>&1)"
+	"$(h2 -o /dev/null -w '%{http_code}' -H "X-Big: $big" "$U/echo?big" 2>&1)"
+# Refused by the HTTP/2 front itself, before any thread: each has its record too.
+if grep -q '"path":"/echo?big".*"rule":"h2-stream".*"status":431.*"outcome":"refused"' \
+	"$D/audit"; then
+	ok "a stream the HTTP/2 front refuses (431) has its record"
+else
+	not_ok "streams the HTTP/2 front refuses are recorded" "$(grep h2-stream "$D/audit" | head -c 600)"
+fi
 
 # --- hostile frames -----------------------------------------------------------------------
 sleep 1
@@ -158,6 +165,15 @@ expect get "after all that, a plain GET on a new connection is answered" "header
 i=0
 while [ "$(threads)" -gt "$base" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 check_eq "the broker's threads are back to what they were" "$base" "$(threads)"
+# A stream reset by nghttp2 for a broken head (the CR LF, the upper-case name) is refused and
+# recorded; streams the guest reset before a thread took them are recorded guest_closed.
+if grep -q '"rule":"h2-stream".*"status":400.*"outcome":"refused"' "$D/audit" &&
+	[ "$(grep -c '"path":"/slow".*"rule":"h2-stream".*"outcome":"guest_closed"' "$D/audit")" -ge 100 ]; then
+	ok "reset streams are recorded: refused heads, and Rapid Reset's streams as guest_closed"
+else
+	not_ok "reset streams are recorded" \
+		"$(grep -c 'h2-stream.*guest_closed' "$D/audit") guest_closed records"
+fi
 
 # A client gone mid-answer: its stream's thread ends, and its record says so.
 h2 --max-time 1 "$U/slow" > /dev/null 2>&1
