@@ -28,8 +28,7 @@
 #include "broker/proxy_conn.h"
 #include "lib/mono_ms.h"
 
-#define SEND_MAX     (64 * 1024) /* frames toward the guest not yet written */
-#define STREAM_STACK (256 << 10)
+#define SEND_MAX (64 * 1024) /* frames toward the guest not yet written */
 
 struct front {
 	struct conn *c;
@@ -40,74 +39,8 @@ struct front {
 	size_t slen;
 	int guest_gone;
 	int64_t last_active;
-	/* Stream threads still running: the connection's state outlives them all. */
-	pthread_mutex_t lock;
-	pthread_cond_t idle;
-	unsigned live;
+	struct h2_threads threads; /* the streams' threads: the tunnel outlives them all */
 };
-
-struct stream_thread {
-	struct front *f;
-	int fd;
-};
-
-static void *stream_main(void *arg)
-{
-	struct stream_thread *t = arg;
-	struct front *f = t->f;
-	struct conn *c = proxy_conn_new(f->c->cfg, t->fd, f->c->id);
-
-	if (c) {
-		proxy_tunnel_stream(c, f->c->tun_host, f->c->tun_port);
-		proxy_conn_serve(c, -1, NULL, NULL);
-		proxy_conn_free(c);
-	}
-	close(t->fd);
-	free(t);
-	pthread_mutex_lock(&f->lock);
-	if (!--f->live)
-		pthread_cond_signal(&f->idle);
-	pthread_mutex_unlock(&f->lock);
-	return NULL;
-}
-
-/* The stream's request goes to a thread of its own; -1 when none can be had. */
-static int stream_start(struct front *f, struct h2_stream *s)
-{
-	struct stream_thread *t = malloc(sizeof(*t));
-	pthread_attr_t attr;
-	pthread_t th;
-	int sv[2], rc;
-
-	if (!t)
-		return -1;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
-		free(t);
-		return -1;
-	}
-	fcntl(sv[0], F_SETFL, O_NONBLOCK);
-	t->f = f;
-	t->fd = sv[1];
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, STREAM_STACK);
-	pthread_mutex_lock(&f->lock);
-	f->live++;
-	pthread_mutex_unlock(&f->lock);
-	rc = pthread_create(&th, &attr, stream_main, t);
-	pthread_attr_destroy(&attr);
-	if (rc) {
-		pthread_mutex_lock(&f->lock);
-		f->live--;
-		pthread_mutex_unlock(&f->lock);
-		close(sv[0]);
-		close(sv[1]);
-		free(t);
-		return -1;
-	}
-	s->fd = sv[0];
-	return 0;
-}
 
 /* --- nghttp2's callbacks --------------------------------------------------------------- */
 
@@ -211,7 +144,7 @@ static void start_streams(struct front *f)
 	for (struct h2_stream *s = f->streams; s; s = s->next)
 		if (s->to_start) {
 			s->to_start = 0;
-			if (stream_start(f, s))
+			if ((s->fd = h2_thread_start(&f->threads, f->c)) < 0)
 				refuse(f, s, 503, "no thread for another stream");
 			else
 				s->threaded = 1;
@@ -492,8 +425,7 @@ void h2_front_serve(struct conn *c)
 		return;
 	f->c = c;
 	f->last_active = mono_ms();
-	pthread_mutex_init(&f->lock, NULL);
-	pthread_cond_init(&f->idle, NULL);
+	h2_threads_init(&f->threads);
 	/* The head deadline of an HTTP/1.1 tunnel's reads does not apply: this loop keeps its
 	 * own, per stream. */
 	BIO_set_callback_ex(SSL_get_rbio(c->cl_ssl), NULL);
@@ -513,12 +445,7 @@ void h2_front_serve(struct conn *c)
 	}
 	if (f->ss)
 		nghttp2_session_del(f->ss);
-	pthread_mutex_lock(&f->lock);
-	while (f->live)
-		pthread_cond_wait(&f->idle, &f->lock);
-	pthread_mutex_unlock(&f->lock);
-	pthread_mutex_destroy(&f->lock);
-	pthread_cond_destroy(&f->idle);
+	h2_threads_wait(&f->threads);
 	c->close_after = 1;
 	free(f);
 }

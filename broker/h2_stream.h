@@ -8,10 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pthread.h>
+
 #include <http_parser.h>
 #include <nghttp2/nghttp2.h>
 
 #include "broker/h2_fields.h"
+
+struct conn;
 
 #define H2_MAX_STREAMS 32	   /* open at once: each has a thread (SETTINGS) */
 #define H2_OUT_MAX     (64 * 1024) /* answer bytes read ahead of the guest's window */
@@ -42,6 +46,19 @@ struct h2_stream {
 	struct h2_buf out; /* body bytes for DATA frames */
 	struct h2_stream *next;
 };
+
+/* h2_threads.c: each stream's request is served on a thread of its own (proxy_conn_serve, as
+ * in a tunnel to TUN's host) through a socket pair. */
+struct h2_threads {
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	unsigned live;
+};
+void h2_threads_init(struct h2_threads *t);
+/* Our end of the new thread's socket pair (non-blocking), or -1 when none can be had. */
+int h2_thread_start(struct h2_threads *t, const struct conn *tun);
+/* Waits until every thread started has ended. */
+void h2_threads_wait(struct h2_threads *t);
 
 /* h2_stream.c */
 struct h2_stream *h2_stream_new(int32_t id);
