@@ -127,7 +127,9 @@ static void head_done(struct front *f, struct h2_stream *s, int end_stream)
 	int status;
 
 	if (s->bad) {
-		refuse(f, s, 431, "the request's fields are too large, or hold a CR, LF or NUL");
+		refuse(f, s, 431,
+		       "the request's fields are too large, repeat a pseudo-field, or hold bytes "
+		       "HTTP/1.1 cannot carry");
 		return;
 	}
 	status = h2_stream_head(s, end_stream, f->c->tun_host, f->c->tun_port, why, sizeof(why));

@@ -41,14 +41,29 @@ void h2_stream_free(struct h2_stream *s)
 }
 
 enum { IN_VALUE, IN_WORD, IN_NAME };
+enum {
+	SEEN_METHOD = 1,
+	SEEN_SCHEME = 2,
+	SEEN_PATH = 4,
+	SEEN_AUTHORITY = 8,
+	SEEN_HOST = 16,
+	SEEN_REGULAR = 32,
+};
 
-/* Bytes that would end a field, a word or a line in HTTP/1.1 text: in a value, CR, LF and
- * NUL; in a word of the request line (method, target) or the authority, any control byte,
- * space or non-ASCII byte as well; in a field name, also a colon. */
+/* Bytes that would end or change a field, a word or a line in HTTP/1.1 text: in a value,
+ * control bytes but HTAB (CR, LF and NUL among them) and white space at either end; in a word
+ * of the request line (method, target) or the authority, any space or non-ASCII byte as well;
+ * in a field name, also a colon, and no name is empty. */
 static int unsafe(const uint8_t *p, size_t n, int where)
 {
+	if (where == IN_NAME && !n)
+		return 1;
+	/* A value has no white space at either end (RFC 9113 8.2.1): HTTP/1.1 would drop it. */
+	if (where == IN_VALUE && n &&
+	    (p[0] == ' ' || p[0] == '\t' || p[n - 1] == ' ' || p[n - 1] == '\t'))
+		return 1;
 	for (size_t i = 0; i < n; i++)
-		if (p[i] == '\r' || p[i] == '\n' || p[i] == 0 ||
+		if ((p[i] < ' ' && p[i] != '\t') || p[i] == 0x7f ||
 		    (where != IN_VALUE && (p[i] <= ' ' || p[i] >= 0x7f)) ||
 		    (where == IN_NAME && p[i] == ':'))
 			return 1;
@@ -60,6 +75,15 @@ static int is(const uint8_t *name, size_t nlen, const char *lit)
 	return nlen == strlen(lit) && !memcmp(name, lit, nlen);
 }
 
+/* Once each (RFC 9113 8.3), and before every regular field. */
+static int pseudo_once(struct h2_stream *s, unsigned bit)
+{
+	if ((s->seen & bit) || (s->seen & SEEN_REGULAR))
+		return -1;
+	s->seen |= bit;
+	return 0;
+}
+
 int h2_stream_field(struct h2_stream *s, const uint8_t *name, size_t nlen, const uint8_t *val,
 		    size_t vlen)
 {
@@ -68,7 +92,8 @@ int h2_stream_field(struct h2_stream *s, const uint8_t *name, size_t nlen, const
 		return -1;
 	if (nlen && name[0] == ':') {
 		if (is(name, nlen, ":method")) {
-			if (vlen >= sizeof(s->method) || unsafe(val, vlen, IN_NAME))
+			if (pseudo_once(s, SEEN_METHOD) || vlen >= sizeof(s->method) ||
+			    unsafe(val, vlen, IN_NAME))
 				return -1;
 			memcpy(s->method, val, vlen);
 			s->method[vlen] = 0;
@@ -77,21 +102,27 @@ int h2_stream_field(struct h2_stream *s, const uint8_t *name, size_t nlen, const
 		}
 		if (is(name, nlen, ":scheme")) {
 			s->scheme_ok = vlen == 5 && !memcmp(val, "https", 5);
-			return 0;
+			return pseudo_once(s, SEEN_SCHEME);
 		}
 		if (is(name, nlen, ":path"))
-			return unsafe(val, vlen, IN_WORD) ? -1 : h2_buf_add(&s->path, val, vlen);
+			return pseudo_once(s, SEEN_PATH) || unsafe(val, vlen, IN_WORD) ||
+			       h2_buf_add(&s->path, val, vlen);
 		if (is(name, nlen, ":authority"))
-			return unsafe(val, vlen, IN_WORD) ? -1
-							  : h2_buf_add(&s->authority, val, vlen);
+			return pseudo_once(s, SEEN_AUTHORITY) || unsafe(val, vlen, IN_WORD) ||
+			       h2_buf_add(&s->authority, val, vlen);
 		return -1; /* :protocol, or one nghttp2 would not pass */
 	}
+	s->seen |= SEEN_REGULAR;
 	if (unsafe(name, nlen, IN_NAME))
 		return -1;
-	if (is(name, nlen, "host"))
-		return s->host.len ? -1 : h2_buf_add(&s->host, val, vlen);
+	if (is(name, nlen, "host")) {
+		if (s->seen & SEEN_HOST || unsafe(val, vlen, IN_WORD))
+			return -1;
+		s->seen |= SEEN_HOST;
+		return h2_buf_add(&s->host, val, vlen);
+	}
 	if (is(name, nlen, "cookie"))
-		return (s->cookie.len ? h2_buf_str(&s->cookie, "; ") : 0) ||
+		return (s->cookie.len && vlen ? h2_buf_str(&s->cookie, "; ") : 0) ||
 		       h2_buf_add(&s->cookie, val, vlen);
 	s->has_cl |= is(name, nlen, "content-length");
 	return h2_buf_add(&s->fields, name, nlen) || h2_buf_str(&s->fields, ": ") ||

@@ -31,6 +31,7 @@ struct h2_stream {
 	struct h2_buf cookie; /* every cookie field, joined by "; " (RFC 9113 8.2.3) */
 	struct h2_buf path, authority, host;
 	size_t field_bytes; /* names and values received, for the bound */
+	unsigned seen;	    /* SEEN_* (h2_stream.c): which pseudo-fields, and any other */
 	struct h2_buf rq;   /* bytes for the thread, not yet written */
 	size_t unconsumed;  /* DATA bytes queued in rq and not yet given back to the window */
 	int rq_chunked, rq_ended, dispatched, to_start;

@@ -19,6 +19,11 @@ struct stream_frame {
 	uint8_t line_start; /* the last byte ended a line (or nothing came yet) */
 	uint8_t cr;	    /* the last byte was a CR */
 	uint8_t cr_empty;   /* ... that ended an empty line, earlier in the same read */
+	/* The last byte that is not white space could end a character of a covered form that
+	 * goes on past a line end (base64 wrapped, a CSS escape ended by LF, escapes of base64
+	 * characters): no message ends at a line end after it. esc: where a braced escape
+	 * (\u{..}, \N{..}) stands. */
+	uint8_t form_tail, esc;
 };
 
 /* The framing of a response with this Content-Type value (N bytes, not NUL-terminated):

@@ -43,6 +43,9 @@ FUZZ_DEPS_fuzz_oci_bundle := oci/bundle.c
 FUZZ_LIBS_fuzz_oci_bundle := -ljansson
 FUZZ_DEPS_fuzz_response := $(FUZZ_DEPS_fuzz_proxy_head)
 FUZZ_LIBS_fuzz_response := $(FUZZ_LIBS_fuzz_proxy_head)
+# The HTTP/1.1 text an HTTP/2 stream's request becomes (broker/h2_stream.c).
+FUZZ_DEPS_fuzz_h2_stream := broker/h2_stream.c broker/h2_fields.c broker/proxy_error.c
+FUZZ_LIBS_fuzz_h2_stream := -lhttp_parser -lnghttp2
 
 # Secondary expansion picks the target's own list.
 .SECONDEXPANSION:

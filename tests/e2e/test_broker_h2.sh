@@ -95,6 +95,20 @@ fi
 check_eq "server-sent events stream down" "event 0 event 1 event 2 event 3 event 4 " \
 	"$(h2 -N "$U/sse?n=5" | sed -n 's/^data: //p' | tr '\n' ' ')"
 
+# A red-team finding (HTTP/1.1 as well): base64 wrapped with a LF, in NDJSON, where each LF
+# ended a message, let the guest place the wrap inside the key and read both halves. Every
+# place the wrap can fall, both versions: no half of the key decodes from what comes back.
+leak=
+for v in 2 1.1; do
+	pad=30
+	while [ $pad -le 62 ]; do
+		h2 "--http$v" "$U/b64?pad=$pad" 2> /dev/null | tr -d '\n' | base64 -d 2> /dev/null |
+			grep -q "$(printf %.12s "$SECRET")" && leak="$leak $v/$pad"
+		pad=$((pad + 1))
+	done
+done
+check_eq "base64 wrapped across the key in NDJSON: no part of it decodes (h2 and 1.1)" "" "$leak"
+
 # --- many streams on one connection --------------------------------------------------------
 before=$(echo_records)
 conns=$(grep -c 'CONNECT https://localhost' "$D/broker.log")

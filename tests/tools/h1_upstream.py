@@ -8,8 +8,11 @@
 #   /sha         the SHA-256 and length of the request body (Content-Length or chunked)
 #   /trailers    a chunked body, then trailers Grpc-Status: 0 and X-Echo: the key
 #   /sse?n=N     N server-sent events, 50 ms apart
+#   /b64?pad=N   as application/x-ndjson, the base64 of N "x" and the key, wrapped at 76
+#                columns as MIME does (the guest picks where the wrap falls in the key)
 #   /slow        200 after 3 s
 #   anything else 404
+import base64
 import hashlib
 import http.server
 import json
@@ -82,6 +85,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.flush()
                 time.sleep(0.05)
             self.wfile.write(b"0\r\n\r\n")
+        elif url.path == "/b64":
+            pad = int(urllib.parse.parse_qs(url.query).get("pad", ["0"])[0])
+            b = base64.b64encode(b"x" * pad + key.encode()).decode()
+            wrapped = "\n".join(b[i:i + 76] for i in range(0, len(b), 76)) + "\n"
+            self.send(200, wrapped.encode(), "application/x-ndjson")
         elif url.path == "/slow":
             time.sleep(3)
             self.send(200, b"slow\n", "text/plain")

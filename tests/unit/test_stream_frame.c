@@ -95,36 +95,65 @@ static void test_sse(void **state)
 {
 	(void)state;
 	{ /* LF; a comment line is a line like any other */
-		const size_t w[] = { 9, 27, 41 };
-		check_ends(STREAM_FRAME_SSE, "data: a\n\nevent: x\ndata: b\n\n: keep-alive\n\n", w,
+		const size_t w[] = { 9, 27, 42 };
+		check_ends(STREAM_FRAME_SSE, "data: #\n\nevent: x\ndata: !\n\n: keep-alive.\n\n", w,
 			   3);
 	}
 	{ /* CRLF: the event ends after the LF of the empty line */
 		const size_t w[] = { 11, 22 };
-		check_ends(STREAM_FRAME_SSE, "data: a\r\n\r\ndata: b\r\n\r\n", w, 2);
+		check_ends(STREAM_FRAME_SSE, "data: #\r\n\r\ndata: !\r\n\r\n", w, 2);
 	}
 	{ /* a lone CR: the event ends at it, also at the stream's last byte (nothing waits
 	   * for a byte that may never come) */
 		const size_t w[] = { 9, 18 };
-		check_ends(STREAM_FRAME_SSE, "data: a\r\rdata: b\r\r", w, 2);
+		check_ends(STREAM_FRAME_SSE, "data: #\r\rdata: !\r\r", w, 2);
 	}
 	{ /* the CRLF of an empty line split across reads: its LF is no second empty line */
 		struct stream_frame f;
 		int end;
 
 		stream_frame_init(&f, STREAM_FRAME_SSE);
-		assert_int_equal(stream_frame_scan(&f, (const uint8_t *)"data: a\r\n\r", 10, &end),
+		assert_int_equal(stream_frame_scan(&f, (const uint8_t *)"data: #\r\n\r", 10, &end),
 				 10);
 		assert_true(end);
-		assert_int_equal(stream_frame_scan(&f, (const uint8_t *)"\ndata: b\n", 9, &end), 9);
+		assert_int_equal(stream_frame_scan(&f, (const uint8_t *)"\ndata: !\n", 9, &end), 9);
 		assert_false(end);
 	}
 	{ /* mixed, and an empty line at the very start */
 		const size_t w[] = { 1, 11, 21 };
-		check_ends(STREAM_FRAME_SSE, "\ndata: a\n\r\ndata: b\r\n\ndata: c\n", w, 3);
+		check_ends(STREAM_FRAME_SSE, "\ndata: #\n\r\ndata: !\r\n\ndata: ?\n", w, 3);
 	}
 	{ /* one line break is no event end */
 		check_ends(STREAM_FRAME_SSE, "data: a\ndata: b\r\ndata: c\rdata: d", NULL, 0);
+	}
+}
+
+/* No message ends at a line end that may be inside a covered form of a secret: after a
+ * character that can end one of base64's characters (wrapped base64, escapes of its
+ * characters) or a CSS escape's digits. A red-team round recovered a key from an NDJSON
+ * answer whose base64 wrapped at a line end the guest had placed. */
+static void test_form_line_ends(void **state)
+{
+	(void)state;
+	{ /* base64 wrapped at 76 columns, as MIME and PEM do, inside a record */
+		const size_t w[] = { 26 };
+		check_ends(STREAM_FRAME_LINES, "{\"b\":\"eHRvay1B\nQUFBLXMz\"}\n", w, 1);
+	}
+	{ /* CSS escapes, each ended by a LF; an HTML reference; a braced escape */
+		const size_t w[] = { 17 };
+		check_ends(STREAM_FRAME_LINES, "\\74\n\\6f\n&#107;\n}\n", w, 1);
+		const size_t w2[] = { 9, 11 };
+		check_ends(STREAM_FRAME_LINES, "\\u{41}\n}\n]\n", w2, 2);
+	}
+	{ /* a JSON object's brace is no escape's: records end there */
+		const size_t w[] = { 8, 17 };
+		check_ends(STREAM_FRAME_LINES, "{\"a\":1}\n{\"u\":{}}\n", w, 2);
+	}
+	{ /* SSE: an empty line after such a character is no event end, nor after a CRLF */
+		const size_t w[] = { 21 };
+		check_ends(STREAM_FRAME_SSE, "data: abc\n\ndata: {}\n\n", w, 1);
+		const size_t w2[] = { 26 };
+		check_ends(STREAM_FRAME_SSE, "data: QUFB\r\n\r\ndata: []\r\n\r\n", w2, 1);
 	}
 }
 
@@ -214,9 +243,9 @@ static void test_released_whole(void **state)
 static void test_no_oracle(void **state)
 {
 	static const char *const guesses[][2] = {
-		{ "sk-Str3amT0ken-0123", "sk-Str3amT0ken-012#" },
-		{ "c2stU3RyM2FtVDBrZW4t", "c2stU3RyM2FtVDBrZW4#" },
-		{ "sk-Str3amT0ken-0123456789abcde", "sk-Str3amT0ken-0123456789abcd#" },
+		{ "sk-Str3amT0ken-0123", "sk-Str3amT0ken-0124" },
+		{ "c2stU3RyM2FtVDBrZW4t", "c2stU3RyM2FtVDBrZW4u" },
+		{ "sk-Str3amT0ken-0123456789abcde", "sk-Str3amT0ken-0123456789abcdX" },
 	};
 	size_t g, cut;
 
@@ -240,10 +269,12 @@ static void test_no_oracle(void **state)
 			relay(&sa, &fa, a + cut, strlen(a) - cut, &oa);
 			relay(&sb, &fb, b + cut, strlen(b) - cut, &ob);
 			assert_int_equal(oa.n, ob.n);
-			relay(&sa, &fa, "\n\n", 2, &oa);
-			relay(&sb, &fb, "\n\n", 2, &ob);
-			assert_int_equal(oa.n, strlen(a) + 2);
-			assert_int_equal(ob.n, strlen(b) + 2);
+			/* A guess ends in a character of base64's alphabet: the event ends at the
+			 * next empty line after one that is not. */
+			relay(&sa, &fa, "]\n\n", 3, &oa);
+			relay(&sb, &fb, "]\n\n", 3, &ob);
+			assert_int_equal(oa.n, strlen(a) + 3);
+			assert_int_equal(ob.n, strlen(b) + 3);
 			scrub_free(&sa);
 			scrub_free(&sb);
 		}
@@ -272,9 +303,13 @@ static void test_secret_with_line_end(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kind),	  cmocka_unit_test(test_sse),
-		cmocka_unit_test(test_lines),	  cmocka_unit_test(test_released_whole),
-		cmocka_unit_test(test_no_oracle), cmocka_unit_test(test_secret_with_line_end),
+		cmocka_unit_test(test_kind),
+		cmocka_unit_test(test_sse),
+		cmocka_unit_test(test_lines),
+		cmocka_unit_test(test_form_line_ends),
+		cmocka_unit_test(test_released_whole),
+		cmocka_unit_test(test_no_oracle),
+		cmocka_unit_test(test_secret_with_line_end),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
