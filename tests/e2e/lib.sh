@@ -117,3 +117,28 @@ broker_register() {
 	pids="$pids $holder"
 	i=0; while [ ! -s "$5/$2.reg" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 }
+
+# relayed_broker DIR [BROKER-OPTION...]: bulkhead-broker on DIR/b.sock with DIR's rules.json,
+# secrets.json, ca.pem (upstream CA) and audit log, its pid in $bpid; a TCP relay to it for
+# clients that take only a proxy URL (tests/tools/tcp_relay.py), its port in $RELAY; and its
+# session CA in DIR/session-ca.pem, as bulkhead-init fetches it. Status 1 when one is missing.
+relayed_broker() {
+	_d=$1
+	shift
+	"$BIN/bulkhead-broker" --listen "$_d/b.sock" --rules "$_d/rules.json" \
+		--secrets-file "$_d/secrets.json" --ca-file "$_d/ca.pem" --audit "$_d/audit" "$@" \
+		2> "$_d/broker.log" &
+	bpid=$!
+	pids="$pids $bpid"
+	_i=0
+	while [ ! -S "$_d/b.sock" ] && [ $_i -lt 100 ]; do sleep 0.05; _i=$((_i + 1)); done
+	python3 "$(dirname "$0")/../tools/tcp_relay.py" "$_d/b.sock" > "$_d/relay.port" \
+		2> "$_d/relay.err" &
+	pids="$pids $!"
+	RELAY=$(wait_port "$_d/relay.port")
+	printf 'GET /.well-known/bulkhead/ca.pem HTTP/1.1\r\nConnection: close\r\n\r\n' |
+		"$BUILD/tests/proxy-client" raw "$_d/b.sock" |
+		sed -n '/^-----BEGIN CERTIFICATE-----/,/^-----END CERTIFICATE-----/p' \
+			> "$_d/session-ca.pem"
+	[ -n "$RELAY" ] && [ -s "$_d/session-ca.pem" ]
+}

@@ -61,20 +61,7 @@ cat > "$D/rules.json" << RULES
 RULES
 printf '{"TOK": "%s"}\n' "$SECRET" > "$D/secrets.json"
 chmod 600 "$D/secrets.json"
-"$BROKER" --listen "$D/b.sock" --rules "$D/rules.json" --secrets-file "$D/secrets.json" \
-	--ca-file "$D/ca.pem" --audit "$D/audit" --io-timeout 2 --stream-idle-timeout 30 \
-	2> "$D/broker.log" &
-bpid=$!
-pids="$pids $bpid"
-i=0
-while [ ! -S "$D/b.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-python3 "$TOOLS/tcp_relay.py" "$D/b.sock" > "$D/relay.port" 2> "$D/relay.err" &
-pids="$pids $!"
-RELAY=$(wait_port "$D/relay.port")
-printf 'GET /.well-known/bulkhead/ca.pem HTTP/1.1\r\nConnection: close\r\n\r\n' |
-	"$CLIENT" raw "$D/b.sock" |
-	sed -n '/^-----BEGIN CERTIFICATE-----/,/^-----END CERTIFICATE-----/p' > "$D/session-ca.pem"
-if [ -z "$GPORT" ] || [ -z "$RELAY" ] || [ ! -s "$D/session-ca.pem" ]; then
+if [ -z "$GPORT" ] || ! relayed_broker "$D" --io-timeout 2 --stream-idle-timeout 30; then
 	not_ok "gRPC server, broker and relay start" \
 		"$(cat "$D/grpc.err" "$D/broker.log" "$D/relay.err")"
 	plan_done

@@ -43,19 +43,7 @@ cat > "$D/rules.json" << RULES
 RULES
 printf '{"TOK": "%s"}\n' "$SECRET" > "$D/secrets.json"
 chmod 600 "$D/secrets.json"
-"$BROKER" --listen "$D/b.sock" --rules "$D/rules.json" --secrets-file "$D/secrets.json" \
-	--ca-file "$D/ca.pem" --audit "$D/audit" --head-timeout 2 2> "$D/broker.log" &
-bpid=$!
-pids="$pids $bpid"
-i=0
-while [ ! -S "$D/b.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-python3 "$TOOLS/tcp_relay.py" "$D/b.sock" > "$D/relay.port" 2> "$D/relay.err" &
-pids="$pids $!"
-RELAY=$(wait_port "$D/relay.port")
-printf 'GET /.well-known/bulkhead/ca.pem HTTP/1.1\r\nConnection: close\r\n\r\n' |
-	"$CLIENT" raw "$D/b.sock" |
-	sed -n '/^-----BEGIN CERTIFICATE-----/,/^-----END CERTIFICATE-----/p' > "$D/session-ca.pem"
-if [ -z "$PORT" ] || [ -z "$RELAY" ] || [ ! -s "$D/session-ca.pem" ]; then
+if [ -z "$PORT" ] || ! relayed_broker "$D" --head-timeout 2; then
 	not_ok "upstream, broker and relay start" "$(cat "$D/up.err" "$D/broker.log" "$D/relay.err")"
 	plan_done
 	exit 1
