@@ -87,7 +87,7 @@ fi
 # --- a live session, from outside ----------------------------------------------------------
 marker=jailmarker$$
 mkdir "$TMP/work"
-"$BULKHEAD" run --work "$TMP/work" -e "GUEST_ONLY=$marker" -- sleep 4 > /dev/null 2>&1 &
+"$BULKHEAD" run --work "$TMP/work" -e "GUEST_ONLY=$marker" -- sleep 4 > /dev/null 2> "$TMP/live.err" &
 rpid=$!
 q=$(vm_pid)
 v=$(pgrep -f "bulkhead-vsock --listen-fd 3 --guest-cid [0-9]* --uds-path $BULKHEAD_RUNDIR")
@@ -182,7 +182,20 @@ fi
 wait $r2
 export BULKHEAD_RUNDIR="$TMP/run"
 wait $rpid
-check_eq "the session still runs its command with everything jailed" 0 "$?"
+rc=$?
+# Inside L1 only, QEMU's emulated AMD SVM has now and then shut a nested guest down (status
+# 101, a triple fault; see test_exec.sh): said as a skip with the session's own words. Any
+# other end fails, its stderr shown.
+if [ "$rc" = 125 ] && [ "${BULKHEAD_L1:-}" = 1 ] &&
+	grep -q "bulkhead-vmm failed (status 101)" "$TMP/live.err"; then
+	skip "the session still runs its command with everything jailed" \
+		"L1: the guest shut down under QEMU's emulated SVM: $(head -c 200 "$TMP/live.err")"
+elif [ "$rc" = 0 ]; then
+	ok "the session still runs its command with everything jailed"
+else
+	not_ok "the session still runs its command with everything jailed" "rc=$rc" \
+		"$(head -c 600 "$TMP/live.err")"
+fi
 
 # --- --jail-uid ----------------------------------------------------------------------------
 "$BULKHEAD" run --jail-uid 4242:4343 -- sleep 3 > /dev/null 2> "$TMP/j1.err" &
