@@ -195,6 +195,14 @@ void proxy_io_rcv_timeout(struct conn *c, int ms);
 ssize_t proxy_io_client_read(struct conn *c, void *b, size_t n);
 int proxy_io_up_open(struct conn *c);
 int proxy_io_up_write(struct conn *c, const void *b, size_t n);
+/* proxy_answer.c: an answer's head (c->resp) judged before it is relayed. */
+int proxy_answer_head_ok(const struct head *h);
+int proxy_answer_credential_host(const struct conn *c);
+int proxy_answer_grpc_compressed(const struct conn *c);
+int proxy_answer_partial(const struct conn *c, unsigned status);
+enum stream_framing proxy_answer_framing(const struct conn *c);
+int proxy_answer_grpc(const struct conn *c);
+
 /* Bytes, 0 at the end, -1 on failure, or PROXY_IO_AGAIN: what arrived was none of the answer
  * (an HTTP/2 upstream's control frames); wait again. */
 #define PROXY_IO_AGAIN H2_UP_AGAIN

@@ -112,113 +112,10 @@ static int resp_no_body(const struct conn *c, unsigned status)
 	return c->is_head || status < 200 || status == 204 || status == 304;
 }
 
-/* http_parser lets through heads no client should be handed (a name with a space, a control
- * byte in a value, a lone CR): what is relayed must be token names, and values and status
- * text of visible characters, spaces and tabs. */
-static int text_ok(const char *t, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (((unsigned char)t[i] < 0x20 && t[i] != '\t') || t[i] == 0x7f)
-			return 0;
-	return 1;
-}
-
-static int head_ok(const struct head *h)
-{
-	size_t i, k;
-
-	if (!text_ok(h->arena, h->url_len))
-		return 0;
-	for (i = 0; i < h->n; i++) {
-		const char *name = h->arena + h->h[i].name_off;
-
-		if (!h->h[i].name_len || !text_ok(proxy_head_val(h, i), h->h[i].val_len))
-			return 0;
-		for (k = 0; k < h->h[i].name_len; k++)
-			if (!isalnum((unsigned char)name[k]) &&
-			    !(name[k] && strchr("!#$%&'*+-.^_`|~", name[k])))
-				return 0;
-	}
-	return 1;
-}
-
-/* Whether the current request went to a host that receives a credential: one was injected
- * into it, or a secret's destination names its host and port (another path or method of the
- * same host may have stored what it received there). */
-static int credential_host(const struct conn *c)
-{
-	const struct rules *r = c->cfg ? c->cfg->rules : NULL;
-	size_t i, j;
-
-	if (c->n_inj_names)
-		return 1;
-	for (i = 0; r && i < r->n_secrets; i++)
-		for (j = 0; j < r->secrets[i].n_dests; j++)
-			if (!strcasecmp(r->secrets[i].dests[j].host, c->host) &&
-			    (int)r->secrets[i].dests[j].port == c->port)
-				return 1;
-	return 0;
-}
-
-/* gRPC messages compressed (grpc-encoding other than identity, gRPC's own per-message
- * compression, inside the body): the scrubber would read only the compressed bytes. */
-static int grpc_compressed(const struct conn *c)
-{
-	for (size_t i = 0; i < c->resp.n; i++)
-		if (proxy_head_is(&c->resp, i, "grpc-encoding") &&
-		    (c->resp.h[i].val_len != 8 ||
-		     strncasecmp(proxy_head_val(&c->resp, i), "identity", 8)))
-			return 1;
-	return 0;
-}
-
-/* A part of a representation (206, or a Content-Range on any status): a secret split across
- * two ranges would reach the guest in pieces the scrubber never sees together. */
-static int partial(const struct conn *c, unsigned status)
-{
-	size_t i;
-
-	for (i = 0; i < c->resp.n; i++)
-		if (proxy_head_is(&c->resp, i, "content-range"))
-			return 1;
-	return status == 206;
-}
-
 static int put_secbuf(void *arg, const uint8_t *b, size_t n)
 {
 	secbuf_add(arg, b, n);
 	return ((struct secbuf *)arg)->oom ? -ENOMEM : 0;
-}
-
-/* How the body's messages end. Only a body relayed as it arrives is framed (a decoded one
- * goes out whole at its end), and only when no secret holds a byte that ends a message. */
-static enum stream_framing body_framing(const struct conn *c)
-{
-	size_t i;
-
-	if (c->dec || !scrub_frames_ok(&c->scrub))
-		return STREAM_FRAME_NONE;
-	for (i = 0; i < c->resp.n; i++)
-		if (proxy_head_is(&c->resp, i, "content-type"))
-			return stream_frame_kind(proxy_head_val(&c->resp, i), c->resp.h[i].val_len);
-	return STREAM_FRAME_NONE;
-}
-
-/* A gRPC answer (application/grpc, +proto, +json, ...): its stream of messages may be silent
- * between them as long as a streamed answer's. */
-static int grpc_answer(const struct conn *c)
-{
-	for (size_t i = 0; i < c->resp.n; i++)
-		if (proxy_head_is(&c->resp, i, "content-type")) {
-			const char *v = proxy_head_val(&c->resp, i);
-			size_t n = c->resp.h[i].val_len;
-
-			return n >= 16 && !strncasecmp(v, "application/grpc", 16) &&
-			       (n == 16 || v[16] == '+' || v[16] == ';');
-		}
-	return 0;
 }
 
 /* One header field of the response, scrubbed. A field whose name holds a secret is dropped:
@@ -280,11 +177,11 @@ static int rp_headers(http_parser *p)
 	} else if (p->status_code < 200) { /* interim responses are not forwarded */
 		return 0;
 	}
-	if (!head_ok(&c->resp)) {
+	if (!proxy_answer_head_ok(&c->resp)) {
 		proxy_fail(c, 502, "upstream %s sent a malformed response head", c->host);
 		return -1;
 	}
-	if (partial(c, p->status_code) && credential_host(c)) {
+	if (proxy_answer_partial(c, p->status_code) && proxy_answer_credential_host(c)) {
 		proxy_fail(
 			c, 502,
 			"upstream %s sent a partial response (206 or Content-Range) from a host "
@@ -293,7 +190,7 @@ static int rp_headers(http_parser *p)
 			c->host);
 		return -1;
 	}
-	if (grpc_compressed(c) && credential_host(c)) {
+	if (proxy_answer_grpc_compressed(c) && proxy_answer_credential_host(c)) {
 		proxy_fail(c, 502,
 			   "upstream %s sent compressed gRPC messages (grpc-encoding) from a host "
 			   "that receives credentials: the scrubber cannot read them",
@@ -302,8 +199,8 @@ static int rp_headers(http_parser *p)
 	}
 	if (proxy_decode_plan(c, !resp_no_body(c, p->status_code)) < 0)
 		return -1;
-	stream_frame_init(&c->frame, body_framing(c));
-	c->resp_long = c->frame.kind != STREAM_FRAME_NONE || grpc_answer(c);
+	stream_frame_init(&c->frame, proxy_answer_framing(c));
+	c->resp_long = c->frame.kind != STREAM_FRAME_NONE || proxy_answer_grpc(c);
 	c->messages = 0;
 	/* A decoded response starts only when it is complete (nothing has gone out yet). */
 	c->resp_started = !c->dec;
@@ -383,7 +280,8 @@ static int last_chunk(struct conn *c)
 {
 	size_t i;
 
-	if (proxy_head_done(&c->resp) || !head_ok(&c->resp) || out_write(c, "0\r\n", 3))
+	if (proxy_head_done(&c->resp) || !proxy_answer_head_ok(&c->resp) ||
+	    out_write(c, "0\r\n", 3))
 		return -1; /* a malformed trailer cuts the answer: its head has gone out */
 	c->in_head = 1;	   /* the fields go out raw, not as a chunk */
 	for (i = c->trailers_from; i < c->resp.n; i++)
