@@ -54,6 +54,20 @@ size_t h2_buf_take(struct h2_buf *b, void *out, size_t n)
 	return k;
 }
 
+ssize_t h2_buf_provide(struct h2_buf *b, int done, int *deferred, uint8_t *out, size_t len,
+		       uint32_t *flags)
+{
+	size_t n = h2_buf_take(b, out, len);
+
+	if (!n && !done) {
+		*deferred = 1;
+		return NGHTTP2_ERR_DEFERRED;
+	}
+	if (done && !h2_buf_left(b))
+		*flags |= NGHTTP2_DATA_FLAG_EOF;
+	return (ssize_t)n;
+}
+
 void h2_buf_free(struct h2_buf *b)
 {
 	free(b->p);

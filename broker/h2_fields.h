@@ -7,6 +7,8 @@
 #define BULKHEAD_BROKER_H2_FIELDS_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include <nghttp2/nghttp2.h>
 
@@ -30,6 +32,11 @@ static inline size_t h2_buf_left(const struct h2_buf *b)
 	return b->len - b->off;
 }
 void h2_buf_free(struct h2_buf *b);
+/* A data provider's step over B: up to LEN bytes into OUT; NGHTTP2_ERR_DEFERRED (and
+ * *DEFERRED set) when B is empty and DONE is not; NGHTTP2_DATA_FLAG_EOF in *FLAGS once B is
+ * empty and DONE. */
+ssize_t h2_buf_provide(struct h2_buf *b, int done, int *deferred, uint8_t *out, size_t len,
+		       uint32_t *flags);
 
 struct h2_fields {
 	char a[H2_HEAD_MAX];

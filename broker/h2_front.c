@@ -132,7 +132,7 @@ static void head_done(struct front *f, struct h2_stream *s, int end_stream)
 		       "HTTP/1.1 cannot carry");
 		return;
 	}
-	status = h2_stream_head(s, end_stream, f->c->tun_host, f->c->tun_port, why, sizeof(why));
+	status = h2_stream_head(s, end_stream, why, sizeof(why));
 	if (status) {
 		refuse(f, s, status, why);
 		return;

@@ -134,13 +134,11 @@ static int same(const struct h2_buf *a, const struct h2_buf *b)
 	return a->len == b->len && !strncasecmp(a->p, b->p, a->len);
 }
 
-int h2_stream_head(struct h2_stream *s, int end_stream, const char *tun_host, int tun_port,
-		   char *why, size_t whylen)
+int h2_stream_head(struct h2_stream *s, int end_stream, char *why, size_t whylen)
 {
 	const struct h2_buf *host = s->authority.len ? &s->authority : &s->host;
 	char line[64];
 
-	(void)tun_host, (void)tun_port; /* the stream's thread checks Host against them */
 	if (!strcmp(s->method, "CONNECT")) {
 		snprintf(why, whylen, "CONNECT inside a tunnel");
 		return 400;
@@ -219,22 +217,17 @@ static ssize_t data_read(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t l
 			 nghttp2_data_source *src, void *user)
 {
 	struct h2_stream *s = src->ptr;
-	size_t n = h2_buf_take(&s->out, buf, len);
+	ssize_t n = h2_buf_provide(&s->out, s->done, &s->deferred, buf, len, flags);
 	nghttp2_nv nv[H2_FIELDS_MAX];
 	size_t nt;
 
 	(void)user;
-	if (!n && !s->done) {
-		s->deferred = 1;
-		return NGHTTP2_ERR_DEFERRED;
-	}
-	if (s->done && !s->out.len) {
-		*flags |= NGHTTP2_DATA_FLAG_EOF;
+	if (*flags & NGHTTP2_DATA_FLAG_EOF) {
 		nt = h2_fields_nv(&s->ans, s->trailers_from, s->ans.n, nv);
 		if (nt && !nghttp2_submit_trailer(ss, id, nv, nt))
 			*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
 	}
-	return (ssize_t)n;
+	return n;
 }
 
 static void wake(struct answer_ctx *a)

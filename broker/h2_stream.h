@@ -26,7 +26,7 @@ struct h2_stream {
 	int64_t t0;
 	/* The request, as HTTP/1.1 toward the thread. */
 	char method[16];
-	int is_head, scheme_ok, has_cl, has_te;
+	int is_head, scheme_ok, has_cl;
 	struct h2_buf fields; /* "name: value\r\n" of the regular fields */
 	struct h2_buf cookie; /* every cookie field, joined by "; " (RFC 9113 8.2.3) */
 	struct h2_buf path, authority, host;
@@ -69,9 +69,9 @@ void h2_stream_free(struct h2_stream *s);
 int h2_stream_field(struct h2_stream *s, const uint8_t *name, size_t nlen, const uint8_t *val,
 		    size_t vlen);
 /* The request's head is whole (END_STREAM: it has no body): its HTTP/1.1 head in s->rq.
- * 0, or an HTTP status to answer with (WHY says why). */
-int h2_stream_head(struct h2_stream *s, int end_stream, const char *tun_host, int tun_port,
-		   char *why, size_t whylen);
+ * 0, or an HTTP status to answer with (WHY says why). Host is checked against the CONNECT
+ * host by the stream's thread, as in any tunnel. */
+int h2_stream_head(struct h2_stream *s, int end_stream, char *why, size_t whylen);
 /* DATA bytes of the request, and its end. */
 int h2_stream_body(struct h2_stream *s, const uint8_t *data, size_t len);
 int h2_stream_body_end(struct h2_stream *s);

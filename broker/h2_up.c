@@ -57,16 +57,9 @@ static ssize_t body_read(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t l
 			 nghttp2_data_source *src, void *user)
 {
 	struct h2_up *u = src->ptr;
-	size_t n = h2_buf_take(&u->body, buf, len);
 
 	(void)ss, (void)id, (void)user;
-	if (!n && !u->body_done) {
-		u->deferred = 1;
-		return NGHTTP2_ERR_DEFERRED;
-	}
-	if (u->body_done && !h2_buf_left(&u->body))
-		*flags |= NGHTTP2_DATA_FLAG_EOF;
-	return (ssize_t)n;
+	return h2_buf_provide(&u->body, u->body_done, &u->deferred, buf, len, flags);
 }
 
 static void body_wake(struct h2_up *u)
