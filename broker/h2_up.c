@@ -265,8 +265,28 @@ static int on_stream_close(nghttp2_session *ss, int32_t id, uint32_t err, void *
 
 /* --- I/O ----------------------------------------------------------------------------------- */
 
+static int write_all(struct h2_up *u, const uint8_t *d, size_t n)
+{
+	while (n) {
+		int w = SSL_write(u->ssl, d, (int)n);
+
+		if (w <= 0) {
+			ERR_clear_error();
+			return fail(u, "the upstream closed its HTTP/2 connection");
+		}
+		d += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* What nghttp2 has to send, gathered into TLS records of up to 16 KiB: it hands frames over
+ * one by one, and a record each would be a packet each (TCP_NODELAY is set upstream). */
 static int flush(struct h2_up *u)
 {
+	uint8_t rec[16384];
+	size_t have = 0;
+
 	for (;;) {
 		const uint8_t *d;
 		ssize_t n = nghttp2_session_mem_send(u->ss, &d);
@@ -274,17 +294,19 @@ static int flush(struct h2_up *u)
 		if (n < 0)
 			return fail(u, "HTTP/2 toward the upstream failed: %s",
 				    nghttp2_strerror((int)n));
+		if (have && (!n || have + (size_t)n > sizeof(rec))) {
+			if (write_all(u, rec, have))
+				return -1;
+			have = 0;
+		}
 		if (!n)
 			return 0;
-		while (n > 0) {
-			int w = SSL_write(u->ssl, d, (int)n);
-
-			if (w <= 0) {
-				ERR_clear_error();
-				return fail(u, "the upstream closed its HTTP/2 connection");
-			}
-			d += w;
-			n -= w;
+		if ((size_t)n > sizeof(rec)) {
+			if (write_all(u, d, (size_t)n))
+				return -1;
+		} else {
+			memcpy(rec + have, d, (size_t)n);
+			have += (size_t)n;
 		}
 	}
 }
