@@ -7,7 +7,7 @@
 # answer scrubbed). Prints p50 and p99 of each and the ratios (the goal: the broker within
 # 1 ms of direct at p50). Measured, never asserted.
 # Then what open HTTP/2 streams cost the broker: HOLD server streams held open on one
-# connection (each holds a thread: the data path is not event-driven yet), the broker's RSS
+# connection (each holds a thread: an HTTP/2 stream is served on a thread of its own), the broker's RSS
 # and threads before and after.
 # Usage: ROUNDS=5 N=200 HOLD=30 bench/broker-grpc.sh
 set -eu
@@ -24,14 +24,7 @@ fail() {
 	exit 1
 }
 [ -x "$BROKER" ] || fail "$BROKER is not built (make all)"
-PY=
-for p in /usr/bin/python3 python3; do
-	if "$p" -c 'import grpc' 2> /dev/null; then
-		PY=$p
-		break
-	fi
-done
-[ -n "$PY" ] || fail "python3-grpcio is missing (apt-get install python3-grpcio)"
+debian_python grpc || fail "python3-grpcio is missing (apt-get install python3-grpcio)"
 for v in "$ROUNDS" "$N" "$HOLD"; do
 	case $v in '' | *[!0-9]* | 0) fail "ROUNDS, N and HOLD are positive numbers" ;; esac
 done

@@ -3,6 +3,7 @@
 # now_us: the time in microseconds (date's %6N truncates, as dividing %N by 1000 would;
 # one process fewer per call, which matters next to a reference of a millisecond or two).
 now_us() { date +%s%6N; }
+. "$(dirname "$0")/../tests/e2e/debian_python.sh"
 # median [FILE]: the median of the numbers in FILE (or stdin), one per line; the mean of the
 # middle two when their count is even. %.15g, not awk's default %.6g: microsecond and
 # nanosecond values keep every digit. Nothing and status 1 when there are no numbers.

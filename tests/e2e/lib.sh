@@ -12,6 +12,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/bulkhead-e2e.XXXXXX")
 pids=""
 trap 'for p in $pids; do kill "$p" 2> /dev/null; done; rm -rf "$TMP"' EXIT
 _n=0
+. "$(dirname "$0")/../e2e/debian_python.sh"
 
 ok() { _n=$((_n + 1)); echo "ok $_n - $1"; }
 # not_ok NAME [DETAIL...]: details are printed as TAP comments.

@@ -18,14 +18,7 @@ BROKER=$BIN/bulkhead-broker
 CLIENT=$BUILD/tests/proxy-client
 TOOLS=$(dirname "$0")/../tools
 require "gRPC suite" "$BROKER" "$CLIENT" openssl curl
-PY=
-for p in /usr/bin/python3 python3; do
-	if "$p" -c 'import grpc' 2> /dev/null; then
-		PY=$p
-		break
-	fi
-done
-if [ -z "$PY" ]; then
+if ! debian_python grpc; then
 	skip "gRPC suite" "python3-grpcio is not installed (make deps)"
 	plan_done
 	exit 0

@@ -14,15 +14,7 @@ BROKER=$BIN/bulkhead-broker
 CLIENT=$BUILD/tests/proxy-client
 PEER=$(dirname "$0")/../tools/ws_peer.py
 require "WebSocket suite" "$BROKER" "$CLIENT" python3 openssl
-# Debian's python3 (another one first on PATH may not have Debian's modules).
-PY=
-for p in python3 /usr/bin/python3; do
-	if "$p" -c 'import websockets' 2> /dev/null; then
-		PY=$p
-		break
-	fi
-done
-if [ -z "$PY" ]; then
+if ! debian_python websockets; then
 	skip "WebSocket suite" "python3-websockets is not installed (make deps)"
 	plan_done
 	exit 0
