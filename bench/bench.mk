@@ -43,6 +43,11 @@ bench-broker-stream: $(BIN)/bulkhead-broker
 	@BUILD=$(BUILD) sh bench/broker-stream.sh
 bench: bench-broker-stream
 .PHONY: bench-broker-stream
+# bench/broker-streams.sh: threads and RSS per open stream, 2,000 streams across 100 sessions.
+bench-broker-streams: $(BIN)/bulkhead-broker test-programs
+	@BUILD=$(BUILD) sh bench/broker-streams.sh
+bench: bench-broker-streams
+.PHONY: bench-broker-streams
 # bench/broker-ws.sh: WebSocket echo round trips through the broker, with and without a
 # credential, beside the same server reached directly.
 bench-broker-ws: $(BIN)/bulkhead-broker

@@ -6,9 +6,9 @@
 # in the handshake and echoed in every message (so every message is scrubbed: docs/
 # THREAT-MODEL.md "WebSockets"). Prints p50 and p99 of each and the credential's ratio to the
 # no-credential path (the goal: within 1.2x). Measured, never asserted.
-# Then what an open WebSocket costs the broker: HOLD of them opened and held (each holds a
-# worker thread for its life: the data path is not event-driven yet), the broker's RSS and
-# threads before and after.
+# Then what an open WebSocket costs the broker: HOLD of them opened and held (quiet, each waits
+# without a thread: docs/THREAT-MODEL.md "Long-lived streams"), the broker's RSS and threads
+# before and after (bench/broker-streams.sh does this for 2,000 streams across 100 sessions).
 # Usage: ROUNDS=5 N=200 HOLD=48 bench/broker-ws.sh
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -23,14 +23,7 @@ fail() {
 	exit 1
 }
 [ -x "$BROKER" ] || fail "$BROKER is not built (make all)"
-PY=
-for p in python3 /usr/bin/python3; do
-	if "$p" -c 'import websockets' 2> /dev/null; then
-		PY=$p
-		break
-	fi
-done
-[ -n "$PY" ] || fail "python3-websockets is missing (apt-get install python3-websockets)"
+debian_python websockets || fail "python3-websockets is missing (apt-get install python3-websockets)"
 for v in "$ROUNDS" "$N" "$HOLD"; do
 	case $v in '' | *[!0-9]* | 0) fail "ROUNDS, N and HOLD are positive numbers" ;; esac
 done

@@ -21,6 +21,9 @@ struct loop_backend {
 	int (*accept)(struct loop_backend *b, int lfd, uint64_t tag);
 	/* FD readable, hung up or failed. */
 	int (*readable)(struct loop_backend *b, int fd, uint64_t tag);
+	/* FD hung up or failed: bytes to read do not end this wait (io_uring also ends it at the
+	 * peer's half close, POLLRDHUP, which the caller tells apart by the events). */
+	int (*hangup)(struct loop_backend *b, int fd, uint64_t tag);
 	/* Ends the request TAG on FD early: its event comes with -ECANCELED, or with what it
 	 * got if that came first. */
 	int (*cancel)(struct loop_backend *b, int fd, uint64_t tag);

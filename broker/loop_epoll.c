@@ -29,9 +29,11 @@ struct ep {
 	size_t ndone, capdone;
 };
 
-static int arm(struct ep *e, int fd, uint64_t tag, int listener)
+/* EPOLLHUP and EPOLLERR end every wait; IN: readable bytes (and a half close) too. */
+static int arm(struct ep *e, int fd, uint64_t tag, int listener, int in)
 {
-	struct epoll_event ee = { .events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.fd = fd };
+	struct epoll_event ee = { .events = (in ? EPOLLIN | EPOLLRDHUP : 0) | EPOLLONESHOT,
+				  .data.fd = fd };
 
 	if (fd < 0)
 		return -EBADF;
@@ -54,12 +56,17 @@ static int arm(struct ep *e, int fd, uint64_t tag, int listener)
 
 static int e_accept(struct loop_backend *b, int lfd, uint64_t tag)
 {
-	return arm((struct ep *)b, lfd, tag, 1);
+	return arm((struct ep *)b, lfd, tag, 1, 1);
 }
 
 static int e_readable(struct loop_backend *b, int fd, uint64_t tag)
 {
-	return arm((struct ep *)b, fd, tag, 0);
+	return arm((struct ep *)b, fd, tag, 0, 1);
+}
+
+static int e_hangup(struct loop_backend *b, int fd, uint64_t tag)
+{
+	return arm((struct ep *)b, fd, tag, 0, 0);
 }
 
 static int e_cancel(struct loop_backend *b, int fd, uint64_t tag)
@@ -113,7 +120,7 @@ static int e_wait(struct loop_backend *b, struct loop_ev *ev, int max, int timeo
 		if (ev[n].res < 0)
 			ev[n].res = -errno;
 		if (ev[n].res == -EAGAIN || ev[n].res == -EINTR) {
-			arm(e, fd, r->tag, 1); /* another took it: wait on */
+			arm(e, fd, r->tag, 1, 1); /* another took it: wait on */
 			continue;
 		}
 		n++;
@@ -147,7 +154,8 @@ int loop_epoll_new(struct loop_backend **out, char *why, size_t whylen)
 		free(e);
 		return rc;
 	}
-	e->b = (struct loop_backend){ "epoll", e_accept, e_readable, e_cancel, e_wait, e_free };
+	e->b = (struct loop_backend){ "epoll",	e_accept, e_readable, e_hangup,
+				      e_cancel, e_wait,	  e_free };
 	*out = &e->b;
 	return 0;
 }

@@ -46,15 +46,25 @@ static int u_accept(struct loop_backend *b, int lfd, uint64_t tag)
 	return 0;
 }
 
-static int u_readable(struct loop_backend *b, int fd, uint64_t tag)
+static int poll_for(struct loop_backend *b, int fd, uint64_t tag, unsigned events)
 {
 	struct io_uring_sqe *sqe = sqe_get((struct uring *)b);
 
 	if (!sqe)
 		return -EBUSY;
-	io_uring_prep_poll_add(sqe, fd, POLLIN | POLLRDHUP);
+	io_uring_prep_poll_add(sqe, fd, events);
 	io_uring_sqe_set_data64(sqe, tag);
 	return 0;
+}
+
+static int u_readable(struct loop_backend *b, int fd, uint64_t tag)
+{
+	return poll_for(b, fd, tag, POLLIN | POLLRDHUP);
+}
+
+static int u_hangup(struct loop_backend *b, int fd, uint64_t tag)
+{
+	return poll_for(b, fd, tag, POLLHUP | POLLERR);
 }
 
 static int u_cancel(struct loop_backend *b, int fd, uint64_t tag)
@@ -140,7 +150,8 @@ int loop_uring_new(struct loop_backend **out, char *why, size_t whylen)
 		free(u);
 		return rc;
 	}
-	u->b = (struct loop_backend){ "io_uring", u_accept, u_readable, u_cancel, u_wait, u_free };
+	u->b = (struct loop_backend){ "io_uring", u_accept, u_readable, u_hangup,
+				      u_cancel,	  u_wait,   u_free };
 	*out = &u->b;
 	return 0;
 }

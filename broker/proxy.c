@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -158,9 +159,30 @@ static void send_error(struct conn *c)
 		proxy_io_client_write(c, buf, (size_t)l);
 }
 
+static int request_over(struct conn *c, int at_end);
+
+/* A relay parked inside the parser's callback (c->stream): what the guest sent after its
+ * request (B, N) is kept for when the relay ends. 1: parked; -1: out of memory, the
+ * connection ends (its record is written). */
+static int park_rest(struct conn *c, const char *b, size_t n)
+{
+	free(c->rest);
+	c->rest = NULL;
+	c->rest_n = 0;
+	if (n && !(c->rest = malloc(n))) {
+		proxy_complete_abandon(c, AUDIT_OUTCOME_CUT);
+		return -1;
+	}
+	if (n)
+		memcpy(c->rest, b, n);
+	c->rest_n = n;
+	return 1;
+}
+
 /* Feeds what one read returned (N bytes, 0 at the end of the stream, -1 on failure) through
  * reqcheck and the parser, stretch by stretch. Returns 0 to read on, -1 to end the
- * connection (with the error answered and recorded when it can still be). */
+ * connection (with the error answered and recorded when it can still be), 1 when the answer's
+ * relay parked (c->stream). */
 static int serve_bytes(struct conn *c, const char *buf, ssize_t n)
 {
 	size_t off = 0;
@@ -208,6 +230,8 @@ static int serve_bytes(struct conn *c, const char *buf, ssize_t n)
 		if (c->err_status)
 			break;
 		done = http_parser_execute(&c->rq, &rq_settings, buf + off, (size_t)k);
+		if (c->stream)
+			return park_rest(c, buf + off + done, (size_t)n - off - done);
 		off += (size_t)k;
 		if (c->connect_ok && !c->err_status && HTTP_PARSER_ERRNO(&c->rq) == HPE_OK) {
 			if (proxy_tunnel_start(c, off != (size_t)n))
@@ -228,11 +252,44 @@ static int serve_bytes(struct conn *c, const char *buf, ssize_t n)
 			break;
 		}
 	} while (off < (size_t)n);
+	return request_over(c, n == 0);
+}
+
+/* After a request: its refusal answered and recorded when no answer began. 0 to read on,
+ * -1 to end the connection (AT_END: the guest's stream has ended). */
+static int request_over(struct conn *c, int at_end)
+{
 	if (c->err_status && !c->resp_started) {
 		send_error(c);
 		proxy_audit_log(c, c->err_status);
 	}
-	return c->err_status || c->close_after || n == 0 ? -1 : 0;
+	return c->err_status || c->close_after || at_end ? -1 : 0;
+}
+
+/* A parked relay served again: it runs on, and once it ends what the guest sent after its
+ * request is served. As serve_bytes returns. */
+static int stream_resume(struct conn *c)
+{
+	char buf[sizeof(c->carry)];
+	int rc = proxy_complete_resume(c);
+	size_t n = c->rest_n;
+
+	if (c->stream)
+		return 1;
+	if (request_over(c, 0) || rc)
+		return -1;
+	/* The parser stopped at the request's end (a callback's -1): the next one starts anew. */
+	http_parser_init(&c->rq, HTTP_REQUEST);
+	c->rq.data = c;
+	if (!n)
+		return 0;
+	if (n > sizeof(buf))
+		n = sizeof(buf); /* a read's worth at most: it came from one */
+	memcpy(buf, c->rest, n);
+	free(c->rest);
+	c->rest = NULL;
+	c->rest_n = 0;
+	return serve_bytes(c, buf, (ssize_t)n);
 }
 
 /* A request's whole head must arrive within head_timeout_ms, however it trickles in: the
@@ -295,14 +352,22 @@ static int at_boundary(const struct conn *c)
 }
 
 /* Reads and serves until the connection ends (0), or until it has stayed silent LINGER_MS at a
- * boundary between requests (1; LINGER_MS < 0: never), or YIELD asks for its turn there (2). */
+ * boundary between requests (1; LINGER_MS < 0: never), or YIELD asks for its turn there (2),
+ * or an answer's relay went quiet (3: c->stream). */
 static int serve_loop(struct conn *c, int linger_ms, const _Atomic unsigned *yield)
 {
 	char buf[16384];
 	unsigned long served = c->served;
 
+	if (c->stream) {
+		int r = stream_resume(c);
+
+		if (r)
+			return r > 0 ? 3 : 0;
+	}
 	for (;;) {
 		ssize_t n;
+		int sb;
 
 		if (linger_ms >= 0 && at_boundary(c)) {
 			struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
@@ -327,15 +392,27 @@ static int serve_loop(struct conn *c, int linger_ms, const _Atomic unsigned *yie
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && c->head_clock &&
 		    c->cfg->head_timeout_ms > 0)
 			continue; /* the deadline's own timeout: answered above */
-		if (serve_bytes(c, buf, n))
-			return 0;
+		if ((sb = serve_bytes(c, buf, n)))
+			return sb > 0 ? 3 : 0;
 		head_track(c);
 	}
 }
 
+/* A connection's state is about 128 KiB, mostly buffers a connection seldom fills (heads,
+ * bodies, answers waiting for the guest). It is mapped on its own: pages it never touches take
+ * no memory (a thousand parked streams cost what they hold, not what they could), and unmapped
+ * at its end, what it held goes back to the kernel, which gives no one its bytes again. */
+static struct conn *conn_map(void)
+{
+	void *p = mmap(NULL, sizeof(struct conn), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
 struct conn *proxy_conn_new(const struct proxy_config *cfg, int fd, unsigned long conn_id)
 {
-	struct conn *c = calloc(1, sizeof(*c));
+	struct conn *c = conn_map();
 
 	if (!c)
 		return NULL;
@@ -347,7 +424,7 @@ struct conn *proxy_conn_new(const struct proxy_config *cfg, int fd, unsigned lon
 	c->secrets = calloc(cfg->rules->n_secrets + 1, sizeof(*c->secrets));
 	if (!c->secrets) {
 		scrub_free(&c->scrub);
-		free(c);
+		munmap(c, sizeof(*c));
 		return NULL;
 	}
 	proxy_io_timeouts(fd, cfg->io_timeout_ms);
@@ -365,9 +442,18 @@ int proxy_conn_serve(struct conn *c, int linger_ms, const _Atomic unsigned *yiel
 	int r;
 
 	c->cut = cut;
+	c->linger_ms = linger_ms;
 	r = serve_loop(c, linger_ms, yield);
 	c->cut = NULL;
 
+	if (r == 3) {
+		/* Quiet between a stream's messages: TLS gives its buffers back while it waits. */
+		if (c->cl_ssl)
+			SSL_set_mode(c->cl_ssl, SSL_MODE_RELEASE_BUFFERS);
+		if (c->up_ssl)
+			SSL_set_mode(c->up_ssl, SSL_MODE_RELEASE_BUFFERS);
+		return PROXY_STREAM;
+	}
 	if (r) {
 		/* Idle: the upstream connection is not kept for a guest that went quiet (one that
 		 * only gave its turn keeps it). */
@@ -381,6 +467,22 @@ int proxy_conn_serve(struct conn *c, int linger_ms, const _Atomic unsigned *yiel
 	return PROXY_DONE;
 }
 
+int proxy_conn_stream(const struct conn *c, int *up_fd, int *guest_reads, int64_t *due_ms)
+{
+	if (!c || !c->stream)
+		return 0;
+	*up_fd = c->up_fd;
+	*guest_reads = c->stream == STREAM_WS;
+	*due_ms = c->stream_due_ms;
+	return 1;
+}
+
+void proxy_conn_stream_end(struct conn *c, const char *outcome)
+{
+	if (c && c->stream)
+		proxy_complete_abandon(c, outcome);
+}
+
 int proxy_conn_stateless(const struct conn *c)
 {
 	return !c->cl_ssl && c->up_fd < 0;
@@ -390,8 +492,11 @@ void proxy_conn_free(struct conn *c)
 {
 	if (!c)
 		return;
+	proxy_conn_stream_end(c, AUDIT_OUTCOME_CUT);
+	proxy_ws_free(c, AUDIT_OUTCOME_CUT);
 	proxy_io_up_close(c);
 	tlsup_close(c->cl_ssl);
+	free(c->rest);
 	free(c->up_head);
 	free(c->ws_early);
 	proxy_rewrite_wipe(c);
@@ -400,8 +505,7 @@ void proxy_conn_free(struct conn *c)
 	proxy_body_budget_end(c);
 	proxy_audit_release(c);
 	scrub_free(&c->scrub);
-	OPENSSL_cleanse(c, sizeof(*c));
-	free(c);
+	munmap(c, sizeof(*c));
 }
 
 unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long conn_id)

@@ -72,9 +72,17 @@ struct proxy_cut {
 	char why[240];
 	_Atomic int set;
 };
-enum { PROXY_DONE, PROXY_IDLE };
+enum { PROXY_DONE, PROXY_IDLE, PROXY_STREAM };
 int proxy_conn_serve(struct conn *c, int linger_ms, const _Atomic unsigned *yield,
 		     const struct proxy_cut *cut);
+/* PROXY_STREAM: an answer (a stream of events, say) or a WebSocket was relayed until both its
+ * sides stayed quiet LINGER_MS; it waits without a thread until the upstream socket *UP_FD is
+ * readable, or the guest's socket is (*GUEST_READS: a WebSocket's) or hangs up (otherwise), or
+ * *DUE_MS passes (monotonic ms, 0: never): then proxy_conn_serve() runs it on. Returns 1 and
+ * those for such a connection, else 0. */
+int proxy_conn_stream(const struct conn *c, int *up_fd, int *guest_reads, int64_t *due_ms);
+/* Ends a parked stream (a session's end, an eviction): its one audit record, with OUTCOME. */
+void proxy_conn_stream_end(struct conn *c, const char *outcome);
 /* 1 when an idle connection carries nothing a fresh proxy_conn_new() would not (no TLS of a
  * CONNECT tunnel ends in it, no upstream connection is kept): it may be freed while it
  * waits, and made anew. */

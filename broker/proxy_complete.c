@@ -2,7 +2,8 @@
 /* broker/proxy_complete.c: what happens when a request has arrived whole — the session CA's
  * certificate served, a held request decided, the body finished, the answer relayed (once
  * more on a reused connection the upstream had closed), a WebSocket carried to its end, and
- * the record written. proxy.c calls it from http_parser's on_message_complete. */
+ * the record written. proxy.c calls it from http_parser's on_message_complete; a relay that
+ * went quiet parks (c->stream) and is carried on later by proxy_complete_resume. */
 #include "broker/proxy_conn.h"
 
 #include <errno.h>
@@ -24,9 +25,53 @@ static int serve_ca(struct conn *c)
 	if (proxy_io_client_write(c, head, (size_t)l) ||
 	    (!c->is_head && proxy_io_client_write(c, pem, strlen(pem))))
 		return -1;
+	c->resp_done = 1; /* answered whole: its record says so */
 	proxy_audit_log(c, 200);
 	c->served++;
 	return 0;
+}
+
+/* The WebSocket relayed on (c->ws_open): parked again, or carried to its end and recorded. */
+static int websocket(struct conn *c)
+{
+	if (proxy_ws_relay(c) == PROXY_RELAY_PARKED) {
+		c->stream = STREAM_WS;
+		return -1;
+	}
+	proxy_io_up_close(c);
+	proxy_audit_log(c, 101);
+	c->served++;
+	c->close_after = 1;
+	return -1;
+}
+
+/* What follows the answer's relay (RC, proxy_response_relay): a parked relay waits, a failed
+ * one ends the connection, a WebSocket is carried on; the record is written. -1 stops the
+ * parser, as proxy_request_complete. */
+static int answered(struct conn *c, int rc)
+{
+	if (rc == PROXY_RELAY_PARKED) {
+		c->stream = STREAM_ANSWER;
+		return -1;
+	}
+	if (rc) {
+		if (rc == -EAGAIN && !c->resp_started)
+			proxy_fail(c, 502, "upstream %s closed the connection", c->host);
+		proxy_io_up_close(c);
+		if (!c->resp_started)
+			return -1;
+		c->close_after = 1;
+		proxy_audit_log(c, c->rp.status_code);
+		return -1;
+	}
+	/* The connection is a WebSocket's now, to its end: one record for all of it. */
+	if (c->ws_open)
+		return websocket(c);
+	if (!c->up_keep)
+		proxy_io_up_close(c);
+	proxy_audit_log(c, (int)c->rp.status_code);
+	c->served++;
+	return c->close_after ? -1 : 0;
 }
 
 int proxy_request_complete(http_parser *p)
@@ -79,28 +124,31 @@ int proxy_request_complete(http_parser *p)
 			return -1;
 		rc = proxy_response_relay(c);
 	}
-	if (rc) {
-		if (rc == -EAGAIN && !c->resp_started)
-			proxy_fail(c, 502, "upstream %s closed the connection", c->host);
-		proxy_io_up_close(c);
-		if (!c->resp_started)
-			return -1;
-		c->close_after = 1;
-		proxy_audit_log(c, c->rp.status_code);
-		return -1;
-	}
-	if (c->ws_open) {
-		/* The connection is the WebSocket's now, to its end: one record for all of it. */
-		proxy_ws_relay(c, c->ws_early, c->ws_early_n);
+	return answered(c, rc);
+}
+
+int proxy_complete_resume(struct conn *c)
+{
+	int s = c->stream;
+
+	c->stream = STREAM_NONE;
+	return s == STREAM_WS ? websocket(c) : answered(c, proxy_response_resume(c));
+}
+
+void proxy_complete_abandon(struct conn *c, const char *outcome)
+{
+	int s = c->stream;
+
+	c->stream = STREAM_NONE;
+	if (s == STREAM_WS) {
+		proxy_ws_free(c, outcome);
 		proxy_io_up_close(c);
 		proxy_audit_log(c, 101);
-		c->served++;
-		c->close_after = 1;
-		return -1;
-	}
-	if (!c->up_keep)
+	} else if (s == STREAM_ANSWER) {
+		proxy_decode_free(c);
 		proxy_io_up_close(c);
-	proxy_audit_log(c, (int)c->rp.status_code);
-	c->served++;
-	return c->close_after ? -1 : 0;
+		if (!c->outcome)
+			c->outcome = outcome;
+		proxy_audit_log(c, (int)c->rp.status_code);
+	}
 }

@@ -149,7 +149,25 @@ struct conn {
 	uint8_t *ws_early; /* the upstream's bytes read with its 101: its first frames */
 	size_t ws_early_n;
 	struct audit_ws ws_stats;
+	struct ws_relay *wsr; /* its relay's state, kept while it waits without a thread */
+
+	/* A relay waiting without a thread (proxy.h PROXY_STREAM): which one (STREAM_*), and when
+	 * it must run again at the latest (monotonic ms; 0: no bound). */
+	int stream;
+	int64_t stream_due_ms;
+	int linger_ms; /* the worker's (proxy_conn_serve): a relay silent this long parks; <0 never
+			*/
+	/* The answer being relayed (proxy_response.c): its upstream's last bytes, when its head
+	 * must be whole (0: none begun), whether any byte came. */
+	int64_t up_last_ms, rp_head_until;
+	int rp_got;
+	char *rest; /* the guest's bytes read after the request a parked relay answers */
+	size_t rest_n;
 };
+
+enum { STREAM_NONE, STREAM_ANSWER, STREAM_WS };
+/* A relay that went quiet for the worker's linger returns this: it waits without a thread. */
+#define PROXY_RELAY_PARKED 1
 
 enum {
 	PH_HEADER,
@@ -177,6 +195,11 @@ void proxy_fail(struct conn *c, int status, const char *fmt, ...)
 /* proxy_complete.c: the request has arrived whole (http_parser's on_message_complete): it is
  * answered and recorded. -1 stops the parser (an error, or the connection's end). */
 int proxy_request_complete(http_parser *p);
+/* A parked relay (c->stream) run on: as proxy_request_complete after it, -1 or 0, with
+ * c->stream set again when it parked again. */
+int proxy_complete_resume(struct conn *c);
+/* A parked relay ended by the loop (a session's end, an eviction): recorded with OUTCOME. */
+void proxy_complete_abandon(struct conn *c, const char *outcome);
 /* proxy_request.c: the request's head, phase by phase (http_parser's on_headers_complete). */
 int proxy_request_headers(http_parser *p);
 /* proxy_head.c: a message head collected from the parser's callbacks. */
@@ -221,8 +244,10 @@ int proxy_rewrite_placeholders(struct conn *c, const struct rules_req *q, const 
 int proxy_rewrite_path_ok(const char *p, size_t len);
 int proxy_rewrite_head(struct conn *c, const struct rules_req *q, const char *query, size_t qlen,
 		       const struct rules_secret **inj, size_t n_inj, struct secbuf *o);
-/* proxy_response.c: the upstream's answer, relayed and scrubbed. */
+/* proxy_response.c: the upstream's answer, relayed and scrubbed: 0, -EAGAIN (a reused
+ * connection the upstream had closed), -EIO, or PROXY_RELAY_PARKED (resumed by ..._resume). */
 int proxy_response_relay(struct conn *c);
+int proxy_response_resume(struct conn *c);
 /* proxy_target.c: where a request goes, as the guest named it. */
 int proxy_target(struct conn *c, const char *url, char scheme[8], int *port,
 		 char path[PROXY_MAX_URL + 1], const char **query, size_t *qlen);
@@ -254,11 +279,13 @@ int proxy_decode_release(struct conn *c);
 void proxy_decode_free(struct conn *c);
 /* proxy_ws_handshake.c: a WebSocket's handshake — the guest's checked (at the end of
  * head_framing: 0, or -1 with the refusal recorded), the upstream's 101 (0, or -1 with 502).
- * proxy_ws.c: then its messages relayed until both sides closed (EARLY: bytes read with the
- * 101). */
+ * proxy_ws.c: then its messages relayed until both sides closed (c->ws_early: the bytes read
+ * with the 101); 0 at its end, or PROXY_RELAY_PARKED: quiet, resumed by calling it again. */
 int proxy_ws_request(struct conn *c, const http_parser *p);
 int proxy_ws_accept_ok(struct conn *c);
-int proxy_ws_relay(struct conn *c, const uint8_t *early, size_t early_n);
+int proxy_ws_relay(struct conn *c);
+/* Its relay state freed, with OUTCOME when none was set (a parked WebSocket the loop ends). */
+void proxy_ws_free(struct conn *c, const char *outcome);
 /* proxy_body.c: the request's body on its way upstream. */
 void proxy_body_plan(struct conn *c, size_t n_inj);
 int proxy_body_feed(struct conn *c, const char *at, size_t len, int final);

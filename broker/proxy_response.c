@@ -327,12 +327,9 @@ static const http_parser_settings rp_settings = {
 	.on_message_complete = rp_complete,
 };
 
-static int relay(struct conn *c)
+/* A new answer: parsed from its first byte. */
+static void relay_begin(struct conn *c)
 {
-	char buf[16384];
-	int got = 0;
-	int64_t head_until = 0; /* when the response head must be whole (0: none begun) */
-
 	/* A close without TLS close_notify (as many servers end a body framed by the close) is
 	 * the end of the stream, not a failure: the parser then ends a close-framed body, whose
 	 * held tail is flushed, and still refuses a body cut short of its length or last chunk. */
@@ -344,27 +341,61 @@ static int relay(struct conn *c)
 	c->resp_headed = 0;
 	stream_frame_init(&c->frame, STREAM_FRAME_NONE); /* the last answer's framing is over */
 	c->resp_long = 0;
+	c->rp_got = 0;
+	c->rp_head_until = 0;
+	c->up_last_ms = mono_ms();
+}
+
+/* How long the upstream may stay silent now, in ms from its last bytes (-1: no bound).
+ * Between a streamed answer's messages that may be far longer than --io-timeout (an MCP
+ * server's GET stream); the guest's hang-up ends the wait. */
+static int quiet_bound(const struct conn *c)
+{
+	int ms = c->resp_long && c->cfg->stream_idle_ms > 0 ? c->cfg->stream_idle_ms
+							    : c->cfg->io_timeout_ms;
+
+	return ms > 0 ? ms : -1;
+}
+
+/* Relays until the answer is complete (0), fails (-EAGAIN, -EIO), or, once it has begun, has
+ * been silent for the worker's linger (PROXY_RELAY_PARKED: c->stream_due_ms is when its
+ * deadline passes; the loop waits on both sides without a thread and calls relay() again). */
+static int relay(struct conn *c)
+{
+	char buf[16384];
+
 	while (!c->resp_done) {
-		/* Between a streamed answer's messages the upstream may be silent far longer than
-		 * --io-timeout (an MCP server's GET stream); the guest's hang-up ends the wait. */
-		int ms = c->resp_long && c->cfg->stream_idle_ms > 0 ? c->cfg->stream_idle_ms
-								    : c->cfg->io_timeout_ms;
-		int64_t left = head_until ? head_until - mono_ms() : INT64_MAX;
-		int w;
+		int64_t now = mono_ms(), left = INT64_MAX, head_left, ms;
+		int bound = quiet_bound(c), by_deadline, w;
 		ssize_t n;
 		size_t done;
 
-		if (left <= 0) {
+		if (bound >= 0)
+			left = c->up_last_ms + bound - now;
+		head_left = c->rp_head_until ? c->rp_head_until - now : INT64_MAX;
+		if (head_left <= 0) {
 			proxy_fail(c, 504, "upstream %s did not send its answer's head within %d s",
 				   c->host, c->cfg->head_timeout_ms / 1000);
 			return -EIO;
 		}
-		int by_deadline = left < ms;
-
-		if (by_deadline)
-			ms = (int)left;
-		w = ms > 0 ? proxy_io_up_wait(c, ms) : 1;
+		by_deadline = head_left < left;
+		ms = by_deadline ? head_left : left;
+		if (c->rp_got && c->linger_ms >= 0 && ms > c->linger_ms) {
+			/* Begun: a silence past the linger is waited out without a thread. */
+			w = proxy_io_up_wait(c, c->linger_ms);
+			if (w == 0) {
+				c->stream_due_ms = ms == INT64_MAX ? 0 : now + ms;
+				return PROXY_RELAY_PARKED;
+			}
+		} else if (ms == INT64_MAX) {
+			w = 1; /* no bound: the read waits */
+		} else {
+			w = ms > 0 ? proxy_io_up_wait(c, (int)(ms > INT32_MAX ? INT32_MAX : ms))
+				   : 0;
+		}
 		n = w > 0 ? proxy_io_up_read(c, buf, sizeof(buf)) : -1;
+		if (n != -1)
+			c->up_last_ms = mono_ms();
 		if (n == PROXY_IO_AGAIN)
 			continue;
 		if (w < 0 && !c->outcome)
@@ -372,8 +403,8 @@ static int relay(struct conn *c)
 		if (w == 0 && by_deadline)
 			continue; /* the head's deadline, answered above */
 
-		if (n < 0 || (n == 0 && !got)) {
-			if (!got && c->up_reused)
+		if (n < 0 || (n == 0 && !c->rp_got)) {
+			if (!c->rp_got && c->up_reused)
 				return -EAGAIN;
 			if (!c->resp_started)
 				proxy_fail(
@@ -384,17 +415,17 @@ static int relay(struct conn *c)
 					c->host);
 			return -EIO;
 		}
-		got = 1;
+		c->rp_got = 1;
 		/* A head, however it trickles in (interim heads too), has --head-timeout from its
 		 * first byte: --io-timeout alone bounds only silence. */
-		if (!c->resp_headed && !head_until && c->cfg->head_timeout_ms > 0)
-			head_until = mono_ms() + c->cfg->head_timeout_ms;
+		if (!c->resp_headed && !c->rp_head_until && c->cfg->head_timeout_ms > 0)
+			c->rp_head_until = mono_ms() + c->cfg->head_timeout_ms;
 		c->rp_read = buf;
 		done = http_parser_execute(&c->rp, &rp_settings, buf, (size_t)n);
 		if (n > 0)
 			c->rp_read_last = buf[n - 1];
 		if (c->resp_headed)
-			head_until = 0;
+			c->rp_head_until = 0;
 		if (c->resp_done) {
 			if (done != (size_t)n)
 				c->up_keep =
@@ -419,12 +450,18 @@ static int relay(struct conn *c)
 	return 0;
 }
 
-/* Relays one response. Returns 0, -EAGAIN when a reused upstream connection closed before
- * answering (the caller may resend), or -EIO. */
+/* Relays one response (proxy_conn.h). */
 int proxy_response_relay(struct conn *c)
+{
+	relay_begin(c);
+	return proxy_response_resume(c);
+}
+
+int proxy_response_resume(struct conn *c)
 {
 	int rc = relay(c);
 
-	proxy_decode_free(c);
+	if (rc != PROXY_RELAY_PARKED)
+		proxy_decode_free(c);
 	return rc;
 }

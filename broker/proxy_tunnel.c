@@ -107,6 +107,9 @@ int proxy_tunnel_start(struct conn *c, int early_bytes)
 		proxy_fail(c, 502, "cannot set up TLS toward the guest");
 		return -1;
 	}
+	/* Its record buffers go back whenever they are empty: a tunnel that waits (a stream
+	 * between events, an idle keep-alive) holds none. */
+	SSL_set_mode(c->cl_ssl, SSL_MODE_RELEASE_BUFFERS);
 	BIO_set_callback_ex(SSL_get_rbio(c->cl_ssl), tls_read_deadline);
 	BIO_set_callback_arg(SSL_get_rbio(c->cl_ssl), (char *)c);
 	/* The 200 goes out in clear: the guest's TLS starts after it. */

@@ -46,6 +46,8 @@ struct ws_relay {
 	int told_g, told_u; /* the side was told the other failed */
 	struct secbuf ubuf; /* toward the upstream, written once per round (up_flush) */
 	const char *closed_by;
+	int64_t quiet_since;   /* the last round that moved bytes */
+	int64_t closing_since; /* a side began to close (0: none has) */
 };
 
 static void close_when_drained(struct ws_side *s);
@@ -322,74 +324,122 @@ static int round_trip(struct ws_relay *r, int ms)
 	return got;
 }
 
-/* The whole WebSocket, after the 101 went to the guest; EARLY: the upstream's first bytes. */
-int proxy_ws_relay(struct conn *c, const uint8_t *early, size_t early_n)
+/* The relay's state, made once the 101 went to the guest. */
+static struct ws_relay *relay_new(struct conn *c)
 {
-	struct ws_relay r = { .c = c, .early = early, .early_n = early_n };
-	int64_t closing_since = 0;
+	struct ws_relay *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	*r = (struct ws_relay){
+		.c = c, .early = c->ws_early, .early_n = c->ws_early_n, .quiet_since = mono_ms()
+	};
+	if (side_init(r, &r->g, 1) || side_init(r, &r->u, 0)) {
+		if (r->g.ctx)
+			wslay_event_context_free(r->g.ctx);
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* The relay's end: its outcome and who closed it for the record, its state freed. What is
+ * still queued (a last close) goes out first when FLUSH is set. */
+static void relay_end(struct conn *c, int flush, const char *outcome)
+{
+	struct ws_relay *r = c->wsr;
+
+	if (flush) {
+		side_send(&r->g);
+		side_send(&r->u);
+		if (!r->u.gone)
+			up_flush(r);
+		proxy_io_client_flush(c);
+	}
+	secbuf_wipe(&r->ubuf);
+	c->ws_stats.closed_by = r->closed_by ? r->closed_by : "broker";
+	if (r->tripped)
+		c->ws_stats.closed_by = "tripwire";
+	if (!c->outcome)
+		c->outcome = outcome ? outcome
+			     : side_done(&r->g) && side_done(&r->u) && !r->g.gone && !r->u.gone
+				     ? AUDIT_OUTCOME_ANSWERED
+			     : r->g.gone ? AUDIT_OUTCOME_GUEST_CLOSED
+					 : AUDIT_OUTCOME_CUT;
+	wslay_event_context_free(r->g.ctx);
+	wslay_event_context_free(r->u.ctx);
+	free(r);
+	c->wsr = NULL;
+	c->up_keep = 0;
+}
+
+void proxy_ws_free(struct conn *c, const char *outcome)
+{
+	if (c->wsr)
+		relay_end(c, 0, outcome);
+}
+
+/* The WebSocket, after the 101 went to the guest, until both sides closed (0), or until it has
+ * been quiet both ways for the worker's linger (PROXY_RELAY_PARKED: the loop waits on both
+ * sides without a thread, and calls this again). */
+int proxy_ws_relay(struct conn *c)
+{
+	struct ws_relay *r = c->wsr;
 	int grace = c->cfg->io_timeout_ms < WS_CLOSE_GRACE_MS
 			    ? (c->cfg->io_timeout_ms > 0 ? c->cfg->io_timeout_ms : 0)
 			    : WS_CLOSE_GRACE_MS;
+	int bound = c->cfg->stream_idle_ms > 0 ? c->cfg->stream_idle_ms : 1000;
 
-	if (side_init(&r, &r.g, 1) || side_init(&r, &r.u, 0)) {
-		if (r.g.ctx)
-			wslay_event_context_free(r.g.ctx);
+	if (!r && !(r = c->wsr = relay_new(c))) {
 		c->outcome = AUDIT_OUTCOME_CUT;
-		return -1;
+		return 0;
 	}
-	while (!(side_done(&r.g) && side_done(&r.u))) {
-		int quiet_ms = c->cfg->stream_idle_ms > 0 ? c->cfg->stream_idle_ms : 1000;
+	while (!(side_done(&r->g) && side_done(&r->u))) {
 		int64_t now = mono_ms();
+		int64_t quiet_ms = r->quiet_since + bound - now;
+		int park;
 
 		/* One side failed without a close: the other is told, with the code that says
 		 * so (a close already queued there stays; wslay queues one close per side). */
-		if (side_failed(&r.g) && !r.told_u) {
-			r.told_u = 1;
-			if (!r.closed_by)
-				r.closed_by = r.g.gone ? "guest" : "broker";
-			side_close(&r.u, WSLAY_CODE_GOING_AWAY, NULL, 0);
+		if (side_failed(&r->g) && !r->told_u) {
+			r->told_u = 1;
+			if (!r->closed_by)
+				r->closed_by = r->g.gone ? "guest" : "broker";
+			side_close(&r->u, WSLAY_CODE_GOING_AWAY, NULL, 0);
 		}
-		if (side_failed(&r.u) && !r.told_g) {
-			r.told_g = 1;
-			if (!r.closed_by)
-				r.closed_by = r.u.gone ? "upstream" : "broker";
-			side_close(&r.g, WSLAY_CODE_INTERNAL_SERVER_ERROR,
+		if (side_failed(&r->u) && !r->told_g) {
+			r->told_g = 1;
+			if (!r->closed_by)
+				r->closed_by = r->u.gone ? "upstream" : "broker";
+			side_close(&r->g, WSLAY_CODE_INTERNAL_SERVER_ERROR,
 				   (const uint8_t *)"the upstream's connection failed", 32);
 		}
-		if (!closing_since && (side_closing(&r.g) || side_closing(&r.u)))
-			closing_since = now;
-		if (closing_since) {
-			if (now - closing_since >= grace)
+		if (!r->closing_since && (side_closing(&r->g) || side_closing(&r->u)))
+			r->closing_since = now;
+		if (r->closing_since) {
+			if (now - r->closing_since >= grace)
 				break;
-			quiet_ms = (int)(grace - (now - closing_since));
+			quiet_ms = grace - (now - r->closing_since);
 		}
-		int got = round_trip(&r, quiet_ms);
+		if (quiet_ms < 0)
+			quiet_ms = 0;
+		/* Quiet past the linger, and not closing: waited out without a thread. */
+		park = !r->closing_since && c->linger_ms >= 0 && quiet_ms > c->linger_ms;
+		int got = round_trip(r, park ? c->linger_ms : (int)quiet_ms);
 
 		if (got < 0)
 			break;
-		if (!got && !closing_since) { /* silent both ways past the stream's bound */
-			r.closed_by = "broker";
+		if (got) {
+			r->quiet_since = mono_ms();
+		} else if (park) {
+			c->stream_due_ms = now + quiet_ms;
+			return PROXY_RELAY_PARKED;
+		} else if (!r->closing_since) { /* silent both ways past the stream's bound */
+			r->closed_by = "broker";
 			c->outcome = AUDIT_OUTCOME_IDLE;
-			close_both(&r, WSLAY_CODE_GOING_AWAY, "idle");
+			close_both(r, WSLAY_CODE_GOING_AWAY, "idle");
 		}
 	}
-	/* What is still queued (a last close) goes out before the connections end. */
-	side_send(&r.g);
-	side_send(&r.u);
-	if (!r.u.gone)
-		up_flush(&r);
-	secbuf_wipe(&r.ubuf);
-	proxy_io_client_flush(c);
-	c->ws_stats.closed_by = r.closed_by ? r.closed_by : "broker";
-	if (r.tripped)
-		c->ws_stats.closed_by = "tripwire";
-	if (!c->outcome)
-		c->outcome = side_done(&r.g) && side_done(&r.u) && !r.g.gone && !r.u.gone
-				     ? AUDIT_OUTCOME_ANSWERED
-			     : r.g.gone ? AUDIT_OUTCOME_GUEST_CLOSED
-					: AUDIT_OUTCOME_CUT;
-	wslay_event_context_free(r.g.ctx);
-	wslay_event_context_free(r.u.ctx);
-	c->up_keep = 0;
+	relay_end(c, 1, NULL);
 	return 0;
 }

@@ -51,6 +51,7 @@ SSL *tlsup_connect(SSL_CTX *ctx, struct tls_resume *resume, int fd, const char *
 
 	if (!ssl || SSL_set_fd(ssl, fd) != 1)
 		goto fail_plain;
+	SSL_set_mode(ssl, SSL_MODE_RELEASE_BUFFERS); /* none held while it waits */
 	if (is_ip) {
 		/* An address is checked against the certificate's IP entries; SNI carries names
 		 * only (RFC 6066). */

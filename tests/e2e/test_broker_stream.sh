@@ -7,7 +7,8 @@
 # next is sent, scrubbed (docs/THREAT-MODEL.md "Streamed responses"). Plain requests and
 # CONNECT tunnels; a body with no message framing keeps the fixed lag; a secret holding a line
 # end turns framing off; a stream may be silent up to --stream-idle-timeout, and a guest's
-# hang-up ends the wait at once.
+# hang-up ends the wait at once; a stream that parks between events (docs/THREAT-MODEL.md
+# "Long-lived streams") serves the request pipelined behind it once it ends.
 . "$(dirname "$0")/lib.sh"
 
 BROKER=$BIN/bulkhead-broker
@@ -118,6 +119,21 @@ sed -n '/^-----BEGIN CERTIFICATE-----/,/^-----END CERTIFICATE-----/p' "$D/sessio
 	> "$D/session-ca.pem"
 stream tun "$D/b.sock" "/sse?n=4&echo=1" --tunnel --ca "$D/session-ca.pem"
 check_stream tun "SSE inside a CONNECT tunnel" 4
+
+# A stream that parks between its events (0.3 s apart, past the worker's linger), with a
+# second request pipelined behind it and the guest's sending side shut at once (proxy-client
+# raw): the events arrive scrubbed, then the second request's answer once the stream ended.
+printf 'GET https://localhost:%s/sse?n=3&pause=0.3&echo=1&id=pipe HTTP/1.1\r\nHost: localhost:%s\r\n\r\nGET /.well-known/bulkhead/ca.pem HTTP/1.1\r\nConnection: close\r\n\r\n' \
+	"$PORT" "$PORT" | timeout 20 "$CLIENT" raw "$D/b.sock" > "$D/pipe.out" 2> "$D/pipe.err"
+events=$(grep -c '^data: {"k": [123], .*\[bulkhead:redacted\]' "$D/pipe.out")
+order=$(grep -n 'word3\|BEGIN CERTIFICATE' "$D/pipe.out" | cut -d: -f1 | tr '\n' ' ')
+if [ "$events" = 3 ] && ! grep -qF "$SECRET" "$D/pipe.out" &&
+	[ "$(echo $order | awk '{ print ($1 < $2) }')" = 1 ]; then
+	ok "a parked stream with a request pipelined behind it and the guest's side half closed: 3 events scrubbed, then the second answer"
+else
+	not_ok "pipelined after a parked stream" "events: $events, lines: $order" \
+		"$(head -c 1200 "$D/pipe.out")" "$(tail -n 3 "$D/b.log")"
+fi
 
 # A body without message framing is one message: its tail waits at the fixed lag (until more
 # bytes or the end), so the first line is still held when the upstream gives up waiting.

@@ -4,7 +4,8 @@
  * Content-Encoding decoding, the scrubber and the chunk framing toward the guest.
  *
  * Input: a flags byte (HEAD request, HTTP/1.0 guest, a credential injected, a WebSocket: the
- * upstream's bytes follow a valid 101 and are frames, relayed by proxy_ws_relay()), a seed for where the
+ * upstream's bytes follow a valid 101 and are frames, relayed by proxy_ws_relay(); the relay
+ * parked whenever the upstream is quiet and resumed, as the connection loop does), a seed for where the
  * upstream's writes break, then the upstream's bytes. They arrive over a SOCK_SEQPACKET pair, one
  * write per read, so the broker sees the same read boundaries every time. Each input runs twice:
  * with secret A loaded and with secret B (same length). Checks: ASan and UBSan on every path; a
@@ -20,6 +21,7 @@
 #include "broker/proxy_conn.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -104,6 +106,15 @@ static void *guest(void *arg)
 	return NULL;
 }
 
+/* Waits up to 5 s for A (or B, when not -1) to be readable or hung up: where the loop wakes a
+ * parked relay. */
+static void wait_readable(int a, int b)
+{
+	struct pollfd p[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
+
+	(void)poll(p, b < 0 ? 1 : 2, 5000);
+}
+
 /* One relay of DATA with SECRET loaded; the guest's bytes in OUT, and in *MATCHED whether the
  * scrubber found a complete match (released or still held when the relay stopped). Returns
  * what proxy_response_relay() returned. */
@@ -145,9 +156,18 @@ static int relay(const uint8_t *data, size_t size, uint8_t flags, uint32_t seed,
 	g.fd = gsv[1];
 	if (pthread_create(&ut, NULL, upstream, &u) || pthread_create(&gt, NULL, guest, &g))
 		abort();
+	/* With flag 16 the relay parks whenever the upstream is quiet (a linger of 0) and is
+	 * resumed once it has bytes, as the connection loop does: what the guest gets must not
+	 * change. */
+	c->linger_ms = (flags & 16) ? 0 : -1;
 	rc = proxy_response_relay(c);
+	while (rc == PROXY_RELAY_PARKED) {
+		wait_readable(c->up_fd, -1);
+		rc = proxy_response_resume(c);
+	}
 	if (!rc && c->ws_open)
-		proxy_ws_relay(c, c->ws_early, c->ws_early_n);
+		while (proxy_ws_relay(c) == PROXY_RELAY_PARKED)
+			wait_readable(c->up_fd, c->fd);
 	free(c->ws_early);
 	proxy_io_client_flush(c);
 	shutdown(c->fd, SHUT_WR);
@@ -369,6 +389,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			"between secret A (%zu bytes) and secret B (%zu bytes)\n",
 			wa.n, wb.n);
 		abort();
+	}
+	/* A relay that parked at every quiet read and was resumed gives the guest exactly the
+	 * bytes of one that never parked: parking changes who waits, never what is sent. */
+	if (flags & 16) {
+		struct buf wn = { 0 };
+		int mn;
+
+		relay(data + 2, size - 2, flags & ~16, seed, SECRET_A, &wn, &mn);
+		if (wn.n != wa.n || (wn.n && memcmp(wn.b, wa.b, wn.n))) {
+			fprintf(stderr,
+				"fuzz_response: parked and resumed, the guest got %zu bytes; "
+				"never parked, %zu\n",
+				wa.n, wn.n);
+			abort();
+		}
+		free(wn.b);
 	}
 	free(wa.b);
 	free(wb.b);
