@@ -104,10 +104,14 @@ start_session() {
 	rc=$?
 	[ "$rc" = 0 ] && [ -n "$id" ]
 }
-many_execs() { # sets bad: how many of 1,000 execs came back with the wrong code
+# How many execs: 1,000 here; inside L1 (an exec there takes about 0.4 s of emulated SVM) 256,
+# one per exit code, which is what the kvm engine has to get right there.
+execs=${EXECS:-1000}
+[ "${BULKHEAD_L1:-}" = 1 ] && execs=${EXECS:-256}
+many_execs() { # sets bad: how many of $execs execs came back with the wrong code
 	bad=0
 	i=0
-	while [ $i -lt 1000 ]; do
+	while [ $i -lt "$execs" ]; do
 		code=$((i % 256))
 		"$BULKHEAD" exec "$id" -- sh -c "exit $code" < /dev/null 2> "$TMP/exec-err"
 		got=$?
@@ -133,7 +137,7 @@ if [ "$bad" != 0 ] && [ "${BULKHEAD_L1:-}" = 1 ] &&
 	start_session && many_execs
 fi
 [ "$bad" = 0 ] || echo "# the session's log: $(head -c 600 "$TMP/session.log")"
-check_eq "1,000 sequential execs in one session, every exit code 0..255 right" 0 "$bad"
+check_eq "$execs sequential execs in one session, every exit code 0..255 right" 0 "$bad"
 
 "$BULKHEAD" exec "$id" -- sh -c 'kill -TERM $$'
 check_eq "exec: death by SIGTERM is 143" 143 "$?"
