@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # Per-request approval, host only: a shared broker (bulkhead broker) with a global policy that
 # holds writes to one API and pushes to main; sessions registered as `bulkhead run --broker`
 # registers them; `bulkhead approvals` deciding. Approve -> the request completes; deny -> 403

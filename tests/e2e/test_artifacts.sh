@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # The guest artefacts `make` produces: kernel images of the right kind, a config
 # that kept what the fragment asked for, an initramfs holding init and busybox.
 . "$(dirname "$0")/lib.sh"

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_broker_audit.sh: every request that reached the broker has exactly one audit
 # record, whatever ended it — an answer, a refusal, the upstream failing, the guest resetting
 # its connection, going silent or closing it mid-body after the head (with its credential)

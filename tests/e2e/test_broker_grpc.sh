@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_broker_grpc.sh: HTTP/2 on both sides of the broker (broker/h2_front.c toward
 # the guest, broker/h2_up.c toward the upstream). Debian's python3-grpcio at both ends
 # (tests/tools/grpc_peer.py: the client through the broker's CONNECT with the session CA as its

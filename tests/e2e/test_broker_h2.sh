@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_broker_h2.sh: HTTP/2 from the guest (broker/h2_front.c) through the real
 # broker, with Debian's curl (its HTTP/2 is nghttp2's) as the client and an HTTPS/1.1 upstream
 # (tests/tools/h1_upstream.py). curl reaches the broker's session socket through a TCP relay,

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # The broker's lock-down (broker/harden.c): once loaded it can start no process or program,
 # seen from inside (its --harden-selftest hook forks, and dies by SIGSYS) and from outside (a
 # live broker's seccomp filter, no_new_privs, no core dumps). The broker suites

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_broker_limits.sh: what one session can take from a shared broker, measured on
 # real shared brokers (bulkhead-broker --control) with sessions registered as `bulkhead run
 # --broker` registers them, in front of https-echo.

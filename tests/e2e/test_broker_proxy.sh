@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_broker_proxy.sh: bulkhead-broker as a forward proxy, host only. A test CA
 # (openssl) signs a local HTTPS echo upstream on 127.0.0.1; requests go in on the broker's
 # Unix socket as a guest's would, and every byte coming back is searched for the secret.

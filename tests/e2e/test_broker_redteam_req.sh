@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_broker_redteam_req.sh: the request target is judged and forwarded in one
 # canonical spelling. A real broker with a global policy that holds writes under /w/ and git
 # pushes to main for approval (TTL 1 s, nobody approves), in front of https-echo, which logs

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_broker_resume.sh: the broker resumes upstream TLS sessions (broker/tls_resume.c)
 # and trusts nothing by them. A shared broker with two sessions, in front of https-echo, whose
 # /tls answers whether the connection's handshake was resumed; every request on a connection

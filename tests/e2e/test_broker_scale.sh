@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_broker_scale.sh: the shared broker's connection loop (broker/loop.c) against
 # real sessions registered over its control socket, in front of https-echo; each case under
 # both backends, io_uring and epoll, where this host has io_uring.

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # End to end (QEMU engine here): one shared broker (`bulkhead broker`) serving sessions that
 # register over its control socket. Each session is known by the socket its guest's
 # connections arrive on, gets only its own scope, and is revoked when it ends — however it

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_broker_stream.sh: streamed answers through the real broker, host only. A
 # lockstep upstream (tests/tools/stream_lockstep.py, real TLS) sends message k+1 of an SSE or
 # NDJSON stream only once the client holds message k, from the secret's own destination with

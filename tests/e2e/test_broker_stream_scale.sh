@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_broker_stream_scale.sh: long-lived streams hold no thread. A shared broker
 # with SESSIONS sessions registered over its control socket, in front of an HTTPS upstream
 # that holds Server-Sent Events streams and WebSockets open (tests/tools/stream_scale.py, with

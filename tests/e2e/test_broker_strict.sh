@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_broker_strict.sh: request smuggling and lenient parsing through a real broker
 # to real upstreams that record every request they receive: https-echo (TLS, http_parser 2.9
 # non-strict, as lenient as the broker's own parser) and Python's http.server (plain HTTP,

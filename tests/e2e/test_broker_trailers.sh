@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_broker_trailers.sh: a chunked answer's trailer fields through the real broker
 # (gRPC's status travels there): relayed after the last chunk, scrubbed like head fields (a
 # trailer echoing the injected token reaches the guest replaced), framing fields never

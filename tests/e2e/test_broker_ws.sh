@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_broker_ws.sh: WebSockets through the real broker, host only, with Debian's
 # python3-websockets at both ends (tests/tools/ws_peer.py) over real TLS: the client through
 # CONNECT and the session CA, the server a secret's destination that gets the token in the

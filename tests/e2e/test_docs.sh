@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # The documents stay true to the tree, and the licence is stated: every file or folder path and every function the
 # architecture, the threat model and the READMEs name in `backticks` exists. A path counts
 # when it has a folder and an extension or ends in /; a function when written name() .

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # Host only (no VM): the git-https-server test tool is a real git smart-HTTP server behind TLS —
 # the host's git clones and pushes through it (protocol v2, gzip and chunked request bodies
 # included), and it refuses a missing or wrong Authorization, logging which without the value.

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # The kernel cache (kernel-config/build.sh) stays bounded: publishing keeps the three most
 # recently used builds and only the current source version's tree. Run on a copy of this
 # build's cache entry with older entries beside it; nothing is compiled.

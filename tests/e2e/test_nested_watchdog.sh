@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # The watchdog of tests/nested/ (l1-run.sh, watchdog.sh), here on the host: a step that hangs
 # is stopped after its budget with a report of its processes (state, kernel stack, last output)
 # and counted as a failure, the steps after it still run, and a step that ends in time is

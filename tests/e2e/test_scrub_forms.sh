@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_scrub_forms.sh: the response scrubber's edges through the real broker, host
 # only, against a TLS echo upstream (tests/tools/https_echo.c, echo_reflect.c): the secret's
 # destination echoes it in the escape forms of many languages (backslash-escaped punctuation,

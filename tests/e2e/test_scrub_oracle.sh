@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # tests/e2e/test_scrub_oracle.sh: the response scrubber through the real broker, host only.
 # A guest (tests/tools/scrub_probe.c) sends guesses for an allow-listed echo upstream to
 # repeat and watches everything it can (status, chunk sizes, bytes before the upstream's

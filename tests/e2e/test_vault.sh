@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # End to end (host only, no VM): `bulkhead vault` round trip with values only on stdin and never
 # in any output, kill -9 at random points of `vault put` never costs the previous vault, a
 # tampered vault is refused and left unchanged, loose key files are refused; `audit verify`.
