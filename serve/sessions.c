@@ -546,11 +546,12 @@ int serve_delete(const char *id, const struct serve_peer *peer, json_t **out)
 	unlink_session(s);
 	*out = serve_session_json(s);
 	serve_event("session.deleted", s, NULL);
-	bool free_now = s->refs == 0;
+	/* Ours until its files are gone: a request still holding it (one whose answer was sent
+	 * but not yet released) lets go meanwhile, and whichever lets go last frees it. */
+	s->refs++;
 	pthread_mutex_unlock(&serve.lock);
 	serve_session_cleanup(s);
-	if (free_now)
-		serve_session_free(s);
+	serve_session_put(s);
 	return 0;
 }
 
