@@ -164,7 +164,7 @@ static int load(const struct broker_cmdline *o, struct broker_common *common, st
 	static struct policy policy;
 	static struct secret_source src = { file_secret_get, NULL };
 	static struct secret_source vsrc = { vault_secret_get, NULL };
-	static struct hold_budget hold_total, buf_total;
+	static struct hold_budget hold_total, buf_total, h2_total;
 	char err[512];
 
 	raise_nofile();
@@ -223,6 +223,8 @@ static int load(const struct broker_cmdline *o, struct broker_common *common, st
 	common->hold_total = &hold_total;
 	hold_budget_init(&buf_total, o->buf_total_bytes, SIZE_MAX);
 	common->buf_total = &buf_total;
+	hold_budget_init(&h2_total, SIZE_MAX, H2_STREAMS_TOTAL);
+	common->h2_total = &h2_total;
 	common->buf_session_bytes = o->buf_session_bytes;
 	common->audit_quota = o->audit_quota;
 	common->hold_session_bytes = o->hold_session_bytes;

@@ -146,10 +146,21 @@ static void start_streams(struct front *f)
 	for (struct h2_stream *s = f->streams; s; s = s->next)
 		if (s->to_start) {
 			s->to_start = 0;
-			if ((s->fd = h2_thread_start(&f->threads, f->c)) < 0)
-				refuse(f, s, 503, "no thread for another stream");
-			else
+			const char *over;
+			char why[160];
+
+			if ((s->fd = h2_thread_start(&f->threads, f->c, &over)) >= 0) {
 				s->threaded = 1;
+				continue;
+			}
+			if (over)
+				snprintf(why, sizeof(why),
+					 "too many HTTP/2 streams at once: the %s's limit is %d",
+					 over, !strcmp(over, "session") ? H2_STREAMS_SESSION
+									: H2_STREAMS_TOTAL);
+			else
+				snprintf(why, sizeof(why), "no thread for another stream");
+			refuse(f, s, 503, why);
 		}
 }
 

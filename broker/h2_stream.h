@@ -56,8 +56,10 @@ struct h2_threads {
 	unsigned live;
 };
 void h2_threads_init(struct h2_threads *t);
-/* Our end of the new thread's socket pair (non-blocking), or -1 when none can be had. */
-int h2_thread_start(struct h2_threads *t, const struct conn *tun);
+/* Our end of the new thread's socket pair (non-blocking), or -1 when none can be had: *OVER
+ * then names the budget of streams at once that is spent ("session", "broker"; hold_budget.h
+ * H2_STREAMS_*), or is NULL (out of threads or memory). */
+int h2_thread_start(struct h2_threads *t, const struct conn *tun, const char **over);
 /* Waits until every thread started has ended. */
 void h2_threads_wait(struct h2_threads *t);
 

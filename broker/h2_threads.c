@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "broker/hold_budget.h"
 #include "broker/proxy_conn.h"
 
 #define STREAM_STACK (256 << 10) /* as the connection loop's workers */
@@ -34,6 +35,7 @@ static void *stream_main(void *arg)
 		proxy_conn_free(c);
 	}
 	close(st->fd);
+	hold_budget_give(st->cfg->h2_session, st->cfg->h2_total, 0, 1);
 	free(st);
 	pthread_mutex_lock(&t->lock);
 	if (!--t->live)
@@ -49,16 +51,22 @@ void h2_threads_init(struct h2_threads *t)
 	t->live = 0;
 }
 
-int h2_thread_start(struct h2_threads *t, const struct conn *tun)
+int h2_thread_start(struct h2_threads *t, const struct conn *tun, const char **over)
 {
-	struct stream_thread *st = malloc(sizeof(*st));
+	struct stream_thread *st;
 	pthread_attr_t attr;
 	pthread_t th;
 	int sv[2], rc;
 
-	if (!st)
+	*over = NULL;
+	if (hold_budget_take(tun->cfg->h2_session, tun->cfg->h2_total, 0, 1, over))
 		return -1;
+	if (!(st = malloc(sizeof(*st)))) {
+		hold_budget_give(tun->cfg->h2_session, tun->cfg->h2_total, 0, 1);
+		return -1;
+	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		hold_budget_give(tun->cfg->h2_session, tun->cfg->h2_total, 0, 1);
 		free(st);
 		return -1;
 	}
@@ -82,6 +90,7 @@ int h2_thread_start(struct h2_threads *t, const struct conn *tun)
 		close(sv[0]);
 		close(sv[1]);
 		free(st);
+		hold_budget_give(tun->cfg->h2_session, tun->cfg->h2_total, 0, 1);
 		return -1;
 	}
 	return sv[0];

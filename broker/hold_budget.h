@@ -15,6 +15,10 @@
 #define HOLD_BUDGET_SESSION_REQS  64
 #define HOLD_BUDGET_TOTAL_BYTES	  ((size_t)256 << 20)
 #define HOLD_BUDGET_TOTAL_REQS	  1024
+/* HTTP/2 streams served at once (each holds a thread while open: h2_threads.c): a session's
+ * and the broker's. Past either, a new stream is answered 503 and recorded. */
+#define H2_STREAMS_SESSION 128
+#define H2_STREAMS_TOTAL   1024
 
 struct hold_budget {
 	pthread_mutex_t lock;

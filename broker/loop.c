@@ -88,8 +88,13 @@ static void session_end(struct loop_session *ls)
 			loop_close_parked(c, 0, NULL, NULL, NULL);
 		else if (c->state == C_WAITING)
 			loop_destroy(c);
-		else if (c->state == C_ACTIVE)
-			shutdown(c->fd, SHUT_RDWR); /* its worker returns soon */
+		else if (c->state == C_ACTIVE) {
+			/* Its worker returns soon; a request in progress is recorded cut. */
+			snprintf(c->cut.why, sizeof(c->cut.why), "the session ended");
+			c->cut.outcome = AUDIT_OUTCOME_CUT;
+			c->cut.set = 1;
+			shutdown(c->fd, SHUT_RDWR);
+		}
 		else if (c->state == C_STREAM || c->state == C_WAKING)
 			loop_stream_close(c, 0, AUDIT_OUTCOME_CUT, NULL, NULL);
 	}
@@ -141,6 +146,13 @@ static void drain_inbox(struct loop *l)
 			if (c->msg == M_STREAM)
 				c->end_outcome =
 					c->evicted ? AUDIT_OUTCOME_EVICTED : AUDIT_OUTCOME_CUT;
+			/* Taken between requests (no record of the proxy's): the loop's record
+			 * (its host line was said at the eviction). */
+			if (c->evicted && !c->cut.recorded && c->msg != M_STREAM) {
+				ls->cl.note(ls->cl.arg, 503, AUDIT_OUTCOME_EVICTED,
+					    "limit:fair_share");
+				ls->note_ms = mono_ms();
+			}
 			loop_destroy_last(c);
 		}
 	}
@@ -202,9 +214,11 @@ void *loop_main(void *arg)
 	struct loop *l = arg;
 	struct loop_ev ev[128];
 
+	int wait_ms = SWEEP_MS;
+
 	l->b->readable(l->b, l->efd, (uint64_t)(uintptr_t)&l->wake_kind);
 	for (;;) {
-		int n = l->b->wait(l->b, ev, 128, SWEEP_MS);
+		int n = l->b->wait(l->b, ev, 128, wait_ms);
 		int64_t t;
 
 		if (n < 0) {
@@ -230,6 +244,7 @@ void *loop_main(void *arg)
 		}
 		pthread_mutex_lock(&l->wq_lock);
 		loop_staff(l); /* paced: it may not have started one when work was queued */
+		wait_ms = loop_staff_pending(l) ? LOOP_WORKER_PACE_MS : SWEEP_MS;
 		pthread_mutex_unlock(&l->wq_lock);
 		t = mono_ms();
 		if (t - l->swept_ms >= SWEEP_MS) {

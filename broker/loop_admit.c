@@ -60,7 +60,9 @@ static int evict(struct loop *l, struct loop_session *needy, unsigned fair)
 					      : "busy",
 		 worst->count, fair);
 	if (victim->state == C_STREAM) {
-		loop_stream_close(victim, 503, AUDIT_OUTCOME_EVICTED, "limit:fair_share", why);
+		/* Its own record says evicted: one record, no loop note beside it. */
+		loop_say(worst, why);
+		loop_stream_close(victim, 0, AUDIT_OUTCOME_EVICTED, "limit:fair_share", why);
 	} else if (victim->state == C_PARKED) {
 		loop_close_parked(victim, 503, AUDIT_OUTCOME_EVICTED, "limit:fair_share", why);
 	} else if (victim->state == C_WAITING) {
@@ -69,15 +71,18 @@ static int evict(struct loop *l, struct loop_session *needy, unsigned fair)
 		loop_destroy(victim);
 	} else {
 		/* Its worker owns the stream: the socket's reading side is shut under it, and the
-		 * worker answers 503 why at the end of stream it reads, unless an answer began (the
-		 * proxy records the request). A worker that has not let go within a second (a
-		 * guest that does not read, a slow upstream) has the socket shut both ways. */
-		loop_note(worst, 503, AUDIT_OUTCOME_EVICTED, "limit:fair_share", why);
+		 * worker answers 503 why at the end of stream it reads, unless an answer began. A
+		 * request in progress gets its one record from the proxy (outcome evicted); the
+		 * loop notes the eviction only when none was (between requests: drain_inbox). A
+		 * worker that has not let go within a second (a guest that does not read, a slow
+		 * upstream) has the socket shut both ways. */
+		loop_say(worst, why);
 		loop_uncount(victim);
 		victim->evicted = 1;
 		victim->since_ms = mono_ms();
 		snprintf(victim->cut.why, sizeof(victim->cut.why), "%s", why);
-		victim->cut.set = 1; /* after why: an atomic store publishes it */
+		victim->cut.outcome = AUDIT_OUTCOME_EVICTED;
+		victim->cut.set = 1; /* after why and outcome: an atomic store publishes them */
 		shutdown(victim->fd, SHUT_RD);
 	}
 	return 1;

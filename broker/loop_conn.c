@@ -29,15 +29,20 @@ void loop_answer(int fd, int status, const char *why)
 		(void)send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-/* Recorded in the session's audit log, and said on the host at most once a second per
- * session (with how many were not said since). */
+/* Recorded in the session's audit log, and said on the host (loop_say). */
 void loop_note(struct loop_session *ls, int status, const char *outcome, const char *rule,
 	       const char *why)
 {
+	ls->cl.note(ls->cl.arg, status, outcome, rule);
+	ls->note_ms = mono_ms();
+	loop_say(ls, why);
+}
+
+/* Said on the host at most once a second per session (with how many were not said since). */
+void loop_say(struct loop_session *ls, const char *why)
+{
 	int64_t t = mono_ms();
 
-	ls->cl.note(ls->cl.arg, status, outcome, rule);
-	ls->note_ms = t;
 	if (t - ls->log_ms < 1000) {
 		ls->log_quiet++;
 		return;

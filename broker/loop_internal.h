@@ -95,10 +95,11 @@ struct loop {
 /* loop_conn.c: connections and sessions at their simplest. */
 /* The loop's answer to a connection it will not serve, sent without waiting. */
 void loop_answer(int fd, int status, const char *why);
-/* One audit record for a connection the loop refused or closed, and a host line (at most one a
- * second per session). */
+/* One audit record for a connection the loop refused or closed, and a host line (loop_say). */
 void loop_note(struct loop_session *ls, int status, const char *outcome, const char *rule,
 	       const char *why);
+/* The host line alone: at most one a second per session, with how many were not said since. */
+void loop_say(struct loop_session *ls, const char *why);
 void loop_uncount(struct lconn *c);
 /* C's socket closed and its state freed (a stream's record written) ... */
 void loop_destroy(struct lconn *c);
@@ -120,8 +121,13 @@ void loop_post_session(struct loop_session *ls, int listen, int end);
 /* loop_workers.c: the pool and the turns. */
 /* C goes to a worker (C_ACTIVE). */
 void loop_activate(struct lconn *c);
-/* Under wq_lock: starts a worker when queued connections need one (paced). 1 when started. */
+/* Under wq_lock: starts a worker when queued connections need one (paced: beyond the first
+ * few, one every LOOP_WORKER_PACE_MS). 1 when started. */
+#define LOOP_WORKER_PACE_MS 2
 int loop_staff(struct loop *l);
+/* Under wq_lock: queued connections still want a worker (the loop looks again in
+ * LOOP_WORKER_PACE_MS, not at its next sweep). */
+int loop_staff_pending(const struct loop *l);
 /* A worker hands C back with its word (M_*). */
 void loop_post_conn(struct lconn *c, int msg);
 /* C has bytes: a worker serves it, or it waits its session's turn. */

@@ -16,17 +16,21 @@
 #define WORKER_IDLE_S  30 /* a worker with nothing to do for this long ends ... */
 #define WORKER_SPARE_S 1  /* ... or this long, beyond the first WORKER_KEEP (a burst's) */
 #define WORKER_KEEP    8
-#define WORKER_PACE_MS 2
 #define WORKER_STACK   (256 << 10)
 
 static void *worker_main(void *arg);
 
 /* Under wq_lock: a worker is started when more connections are queued than workers are idle,
  * and fewer workers run than connections are served. Beyond the first WORKER_KEEP, at most one
- * starts every WORKER_PACE_MS (the loop looks again each time round): a burst that wakes a
- * thousand streams at once, each a moment's work, is served by the workers it has, while
- * requests that keep their workers waiting (on a slow upstream) still get new ones. 1 when one
- * started. */
+ * starts every LOOP_WORKER_PACE_MS (the loop looks again that soon: loop_staff_pending): a
+ * burst that wakes a thousand streams at once, each a moment's work, is served by the workers
+ * it has, while requests that keep their workers waiting (on a slow upstream, a trickled head)
+ * still get new ones within milliseconds. 1 when one started. */
+int loop_staff_pending(const struct loop *l)
+{
+	return l->wq_len > l->idle_workers && l->workers < l->active_total;
+}
+
 int loop_staff(struct loop *l)
 {
 	pthread_attr_t attr;
@@ -34,10 +38,10 @@ int loop_staff(struct loop *l)
 	int64_t now;
 	int started = 0;
 
-	if (l->wq_len <= l->idle_workers || l->workers >= l->active_total)
+	if (!loop_staff_pending(l))
 		return 0;
 	now = mono_ms();
-	if (l->workers >= WORKER_KEEP && now - l->started_ms < WORKER_PACE_MS)
+	if (l->workers >= WORKER_KEEP && now - l->started_ms < LOOP_WORKER_PACE_MS)
 		return 0;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

@@ -437,7 +437,7 @@ struct conn *proxy_conn_new(const struct proxy_config *cfg, int fd, unsigned lon
 }
 
 int proxy_conn_serve(struct conn *c, int linger_ms, const _Atomic unsigned *yield,
-		     const struct proxy_cut *cut)
+		     struct proxy_cut *cut)
 {
 	int r;
 

@@ -51,6 +51,9 @@ struct proxy_config {
 	/* What bodies buffered whole may take (a request's re-measured body, a decoded answer):
 	 * this session's and the broker's (bytes only). */
 	struct hold_budget *buf_session, *buf_total;
+	/* HTTP/2 streams served at once, each on a thread of its own (h2_threads.c): this
+	 * session's (H2_STREAMS_SESSION) and the broker's (H2_STREAMS_TOTAL); counts only. */
+	struct hold_budget *h2_session, *h2_total;
 	int head_timeout_ms; /* a request's whole head must arrive within this */
 	int stream_idle_ms;  /* a streamed answer's upstream may be silent this long (else io) */
 };
@@ -70,11 +73,13 @@ struct conn *proxy_conn_new(const struct proxy_config *cfg, int fd, unsigned lon
  * has begun. */
 struct proxy_cut {
 	char why[240];
+	const char *outcome; /* the record's outcome then (AUDIT_OUTCOME_EVICTED, _CUT) */
 	_Atomic int set;
+	_Atomic int recorded; /* the worker wrote the request's record with that outcome */
 };
 enum { PROXY_DONE, PROXY_IDLE, PROXY_STREAM };
 int proxy_conn_serve(struct conn *c, int linger_ms, const _Atomic unsigned *yield,
-		     const struct proxy_cut *cut);
+		     struct proxy_cut *cut);
 /* PROXY_STREAM: an answer (a stream of events, say) or a WebSocket was relayed until both its
  * sides stayed quiet LINGER_MS; it waits without a thread until the upstream socket *UP_FD is
  * readable, or the guest's socket is (*GUEST_READS: a WebSocket's) or hangs up (otherwise), or

@@ -125,6 +125,12 @@ void proxy_audit_log(struct conn *c, int status)
 	char ws[120] = "";
 
 	c->audit_due = 0;
+	/* Taken away by the loop (another session's need, its own session's end): that is how
+	 * it ended, whatever the guest's side then showed; and the loop need not record it. */
+	if (c->cut && c->cut->set) {
+		c->outcome = c->cut->outcome ? c->cut->outcome : AUDIT_OUTCOME_EVICTED;
+		c->cut->recorded = 1;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	ms = (double)(t1.tv_sec - c->t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - c->t0.tv_nsec) / 1e6;
 	audit_request(c, status, (uint64_t)(ms * 1000));

@@ -54,7 +54,7 @@ struct conn {
 	/* Why the current request failed, before any response byte went out. */
 	int err_status;
 	char err_msg[320];
-	const struct proxy_cut *cut; /* the loop's, while a worker serves it (proxy.h) */
+	struct proxy_cut *cut; /* the loop's, while a worker serves it (proxy.h) */
 	int close_after;
 	/* The current request. */
 	int is_head, chunked_in, client_10, expect_continue, resp_started, resp_done;

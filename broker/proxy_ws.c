@@ -358,6 +358,8 @@ static void relay_end(struct conn *c, int flush, const char *outcome)
 	}
 	secbuf_wipe(&r->ubuf);
 	c->ws_stats.closed_by = r->closed_by ? r->closed_by : "broker";
+	if (c->cut && c->cut->set) /* the loop took it: its hang-up was the broker's doing */
+		c->ws_stats.closed_by = "broker";
 	if (r->tripped)
 		c->ws_stats.closed_by = "tripwire";
 	if (!c->outcome)
@@ -421,7 +423,11 @@ int proxy_ws_relay(struct conn *c)
 				break;
 			quiet_ms = grace - (now - r->closing_since);
 		}
-		if (quiet_ms < 0)
+		/* The guest hung up: the upstream gets its close and is not waited for, since no one
+		 * is left to hear its answer (the record is written at once). */
+		if (r->g.gone && (r->u.gone || wslay_event_get_close_sent(r->u.ctx)))
+			break;
+		if (quiet_ms < 0 || r->g.gone)
 			quiet_ms = 0;
 		/* Quiet past the linger, and not closing: waited out without a thread. */
 		park = !r->closing_since && c->linger_ms >= 0 && quiet_ms > c->linger_ms;

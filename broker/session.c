@@ -33,6 +33,7 @@ struct broker_session {
 	unsigned refs;		 /* the session itself, and the loop until it lets go */
 	struct hold_budget hold; /* what this session's held requests take */
 	struct hold_budget buf;	 /* what its bodies buffered whole take */
+	struct hold_budget h2;	 /* its HTTP/2 streams served at once (a thread each) */
 	/* The loop's records this second, and those it left out (loop_note). */
 	time_t note_sec;
 	unsigned note_n, note_dropped;
@@ -77,6 +78,7 @@ static void session_free(struct broker_session *s)
 	rules_free(&s->rules);
 	hold_budget_destroy(&s->hold);
 	hold_budget_destroy(&s->buf);
+	hold_budget_destroy(&s->h2);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->audit_lock);
 	free(s);
@@ -186,6 +188,7 @@ struct broker_session *broker_session_start(const struct broker_common *common, 
 	pthread_mutex_init(&s->audit_lock, NULL);
 	hold_budget_init(&s->hold, common->hold_session_bytes, common->hold_session_reqs);
 	hold_budget_init(&s->buf, common->buf_session_bytes, SIZE_MAX);
+	hold_budget_init(&s->h2, SIZE_MAX, H2_STREAMS_SESSION);
 	if (audit_path && audit_open(audit_path, &s->audit, err, errlen) < 0)
 		goto fail;
 	if (s->audit)
@@ -206,6 +209,8 @@ struct broker_session *broker_session_start(const struct broker_common *common, 
 		.hold_total = common->hold_total,
 		.buf_session = &s->buf,
 		.buf_total = common->buf_total,
+		.h2_session = &s->h2,
+		.h2_total = common->h2_total,
 		.head_timeout_ms = common->head_timeout_ms,
 		.stream_idle_ms = common->stream_idle_ms,
 	};

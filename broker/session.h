@@ -31,6 +31,7 @@ struct broker_common {
 	struct hold_budget *hold_total;		      /* what all sessions may hold */
 	size_t hold_session_bytes, hold_session_reqs; /* what each may */
 	struct hold_budget *buf_total; /* what bodies buffered whole may take, all sessions */
+	struct hold_budget *h2_total;  /* HTTP/2 streams served at once, all sessions */
 	size_t buf_session_bytes;      /* ... and each */
 	unsigned long long audit_quota; /* the most a session's audit log may grow to */
 	int head_timeout_ms;			      /* a request head's deadline */

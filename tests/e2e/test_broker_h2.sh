@@ -190,6 +190,27 @@ if grep -q '"path":"/slow".*"outcome":"guest_' "$D/audit"; then
 else
 	not_ok "a client that leaves mid-request" "$(grep '/slow' "$D/audit" | tail -c 400)"
 fi
+# Streams at once, each on a thread: a session's are bounded (128), past the 32 a connection
+# allows. Five connections of 32 held streams: 128 served, 32 answered 503 and recorded.
+i=0 # the stream left mid-answer above holds its thread until its upstream answers
+while [ "$(threads)" -gt "$base" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+refused_before=$(grep -c '"rule":"h2-stream".*"status":503' "$D/audit")
+held=
+for k in 1 2 3 4 5; do
+	timeout 60 python3 "$TOOLS/h2_raw.py" --broker "$D/b.sock" --port "$PORT" \
+		--ca "$D/session-ca.pem" --case slow32 --limit 12 > "$D/slow32.$k" 2>&1 &
+	held="$held $!"
+done
+for p in $held; do wait "$p"; done
+heads=$(cat "$D"/slow32.* | awk '/^streams/ { s += $2 } END { print s + 0 }')
+over=$(($(grep -c '"rule":"h2-stream".*"status":503' "$D/audit") - refused_before))
+if [ "$heads" = 160 ] && [ "$over" = 32 ] &&
+	[ "$(grep -c '"path":"/slow".*"status":200' "$D/audit")" -ge 128 ]; then
+	ok "160 HTTP/2 streams held at once by one session: 128 served, 32 refused 503 and recorded"
+else
+	not_ok "HTTP/2 streams at once are bounded per session" "heads $heads, refused $over" \
+		"$(cat "$D"/slow32.*)"
+fi
 kill -0 "$bpid" 2> /dev/null && ok "the broker is still up" ||
 	not_ok "the broker is up" "$(tail -n 5 "$D/broker.log")"
 plan_done

@@ -199,4 +199,43 @@ else
 fi
 echo quit >&3
 exec 3>&-
+
+# A parked stream taken for another session when the broker is full: one record, its own
+# (200, evicted), and no second one for the same eviction (a red-team round found a loop note
+# "- 503 evicted" beside it, for an answer the guest never got).
+E=$D/evict
+mkdir -m 700 "$E" "$E/audit"
+"$BROKER" --control "$E/ctl.sock" --secrets-file "$D/secrets.json" --ca-file "$D/ca.pem" \
+	--audit-dir "$E/audit" --stream-idle-timeout 600 --max-conns-total 8 $loop_opt \
+	2> "$E/broker.log" &
+pids="$pids $!"
+i=0; while [ ! -S "$E/ctl.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+broker_register "$E/ctl.sock" ea "$D/scope.json" "$E/ea.sock" "$E"
+broker_register "$E/ctl.sock" eb "$D/scope.json" "$E/eb.sock" "$E"
+mkfifo "$E/cmd"
+"$PY" "$TOOL" hold --host localhost --sse-port "$SSE_PORT" --ws-port "$WS_PORT" \
+	--sse 8 --ws 0 "$E/ea.sock" < "$E/cmd" > "$E/hold.out" 2> "$E/hold.err" &
+pids="$pids $!"
+exec 4> "$E/cmd"
+echo open >&4
+i=0; while [ ! -s "$E/hold.out" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 1 # quiet: parked
+printf 'GET /.well-known/bulkhead/ca.pem HTTP/1.1\r\nConnection: close\r\n\r\n' |
+	timeout 10 "$CLIENT" raw "$E/eb.sock" > "$E/eb.out" 2>&1
+i=0
+while ! grep -q '"outcome":"evicted"' "$E/audit/ea.log" 2> /dev/null && [ $i -lt 50 ]; do
+	sleep 0.1; i=$((i + 1))
+done
+sleep 0.5
+recs=$(grep -c '"outcome":"evicted"' "$E/audit/ea.log" 2> /dev/null)
+stream=$(grep -c '"method":"GET".*"status":200.*"outcome":"evicted"' "$E/audit/ea.log" 2> /dev/null)
+if [ "$(head -n 1 "$E/eb.out" | tr -d '\r')" = "HTTP/1.1 200 OK" ] && [ "$recs" = 1 ] &&
+	[ "$stream" = 1 ]; then
+	ok "a parked stream taken for another session: one record, its own (200, evicted)"
+else
+	not_ok "a parked stream taken for another session: one record" "evicted records: $recs, the stream's: $stream" \
+		"$(head -n 1 "$E/eb.out")" "$(grep evicted "$E/audit/ea.log" 2> /dev/null | head -n 3)"
+fi
+echo quit >&4
+exec 4>&-
 plan_done

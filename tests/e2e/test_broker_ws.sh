@@ -243,4 +243,21 @@ else
 	not_ok "the idle broker starts" "$(cat "$D/idle.log")"
 fi
 
+# A guest's hang-up ends its WebSocket at once, even when the upstream answers nothing (a
+# red-team round saw the worker, the upstream's connection and the record wait for the 5 s
+# close grace). The upstream is busy 8 s after "hold-close": this runs last.
+t0=$(date +%s%N)
+ws hangup "$D/b.sock" hangup
+i=0
+while ! grep -q '"path":"/hangup".*"outcome":"guest_closed"' "$D/b.audit" && [ $i -lt 100 ]; do
+	sleep 0.05; i=$((i + 1))
+done
+ms=$((($(date +%s%N) - t0) / 1000000))
+if [ "$(j "$D/hangup.json" 'j["aborted"]')" = True ] && [ $i -lt 100 ] && [ $ms -lt 3000 ]; then
+	ok "a guest's hang-up ends its WebSocket at once, the upstream's close not waited for (recorded in $ms ms)"
+else
+	not_ok "a guest's hang-up ends its WebSocket at once" "$ms ms" "$(head -c 300 "$D/hangup.json" "$D/hangup.err")" \
+		"$(grep /hangup "$D/b.audit")"
+fi
+
 plan_done

@@ -110,6 +110,7 @@ def main():
     ctx.load_cert_chain(args["--cert"], args["--key"])
     socketserver.ThreadingTCPServer.allow_reuse_address = True
     socketserver.ThreadingTCPServer.daemon_threads = True
+    socketserver.ThreadingTCPServer.request_queue_size = 256  # many streams at once
     srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler, bind_and_activate=True)
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     print(srv.server_address[1], flush=True)

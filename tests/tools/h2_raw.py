@@ -14,6 +14,8 @@
 #   crlf-value      a request field whose value holds CR LF (HPACK carries any byte)
 #   upper-name      a request field with an upper-case name
 #   get             one plain GET /echo: "headers" when it is answered
+#   slow32          32 streams of GET /slow (answered after 3 s) at once: prints how many
+#                   streams got a HEADERS frame within --limit seconds ("streams N")
 import socket
 import ssl
 import struct
@@ -103,6 +105,28 @@ def read_outcome(t, limit_s):
         return "headers" if seen_headers else "closed"
 
 
+def count_headers(t, limit_s):
+    """The streams that got a HEADERS frame within LIMIT_S seconds."""
+    t.settimeout(0.5)
+    buf, streams, end = b"", set(), time.monotonic() + limit_s
+    while time.monotonic() < end:
+        while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[:3], "big"):
+            n = int.from_bytes(buf[:3], "big")
+            if buf[3] == HEADERS:
+                streams.add(int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF)
+            buf = buf[9 + n:]
+        try:
+            b = t.recv(65536)
+        except (socket.timeout, TimeoutError):
+            continue
+        except (ConnectionResetError, ssl.SSLError, BrokenPipeError):
+            break
+        if not b:
+            break
+        buf += b
+    return len(streams)
+
+
 def send(t, data):
     try:
         t.sendall(data)
@@ -145,6 +169,11 @@ def main():
                               request(port, extra=[(b"X-Upper", b"1")])))
     elif case == "get":
         send(t, hello + frame(HEADERS, END_HEADERS | END_STREAM, 1, request(port)))
+    elif case == "slow32":
+        send(t, hello + b"".join(frame(HEADERS, END_HEADERS | END_STREAM, 2 * i + 1,
+                                       request(port, b"/slow")) for i in range(32)))
+        print("streams %d" % count_headers(t, limit), "%.1f" % (time.monotonic() - t0))
+        return
     else:
         raise SystemExit("unknown case " + case)
     print(read_outcome(t, limit), "%.1f" % (time.monotonic() - t0))

@@ -9,7 +9,8 @@
 # The server greets each connection ("hello"), echoes what it gets (text as text, bytes as
 # bytes), and on "say-token" sends the X-Api-Key it received (text and binary), on "big" a
 # 1 MiB message in 64 KiB fragments, on "close-me" closes with 4002 and a reason naming the
-# token; a message equal to that key is answered "placeholder-ok". What it saw (extensions,
+# token, on "hold-close" stops answering anything (a close included) for 8 s; a message
+# equal to that key is answered "placeholder-ok". What it saw (extensions,
 # messages, the close code it got) goes to DIR/<path>.json when the connection ends. /ext
 # answers the handshake with an extension no one offered. The client goes through the
 # broker's CONNECT and TLS with the session CA, runs a script and prints JSON.
@@ -21,6 +22,7 @@ import os
 import socket
 import ssl
 import sys
+import time
 
 import websockets
 import websockets.exceptions
@@ -42,6 +44,8 @@ async def handler(ws, path):
                 await ws.send(("x" * 65536) for _ in range(16))
             elif m == "close-me":
                 await ws.close(4002, "bye " + key)
+            elif m == "hold-close":  # busy for 8 s: no close is answered meanwhile
+                time.sleep(8)
             elif key and m == key:
                 await ws.send("placeholder-ok")
             else:
@@ -149,6 +153,13 @@ async def client(a):
                 await asyncio.wait_for(ws.recv(), 10)
         except websockets.exceptions.ConnectionClosed:
             pass
+    elif script == "hangup":  # the guest's transport goes, with no close frame
+        await ws.send("hold-close")
+        await asyncio.sleep(0.5)
+        ws.transport.abort()
+        out["aborted"] = True
+        print(json.dumps(out))
+        return 0
     elif script == "tripwire":
         await ws.send("BULKHEAD_SECRET_OTHER")
         try:
