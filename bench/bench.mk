@@ -4,6 +4,7 @@ BENCH_RUNS ?= 20
 bench: all
 	@BUILD=$(BUILD) RUNS=$(BENCH_RUNS) sh bench/session-start.sh
 	@BUILD=$(BUILD) sh bench/share-io.sh
+	@BUILD=$(BUILD) sh bench/share-scan.sh
 	@BUILD=$(BUILD) sh bench/exec-latency.sh
 	@BUILD=$(BUILD) RUNS=$(BENCH_RUNS) sh bench/jail-overhead.sh
 bench: $(BUILD)/bench/jail-step

@@ -13,13 +13,22 @@
  *       { "host": "api.github.com", "methods": ["POST", "DELETE"], "path_prefix": "/repos/" },
  *       { "host": "git.example.com", "git_ref": "refs/heads/main" } ],
  *     "approval_ttl_seconds": 300,
- *     "forbid_no_jail": true
+ *     "forbid_no_jail": true,
+ *     "share_secrets": "hide",
+ *     "share_secrets_allow": false,
+ *     "share_secret_patterns": ["*.tfstate", "*.kdbx"]
  *   }
  *
  * Host patterns are exact names or "*.suffix"; secret patterns are fnmatch(3) globs. An
  * approval rule without "methods" covers every method but the read-only ones (GET, HEAD,
  * OPTIONS, and git's fetch: POST .../git-upload-pack). With "git_ref" it covers git pushes
- * (POST .../git-receive-pack) that update a ref matching that glob. */
+ * (POST .../git-receive-pack) that update a ref matching that glob.
+ *
+ * Credential files in a work share (cli/share_scan.h): "share_secrets" decides for every
+ * session what is done with those found ("refuse" the session, or "hide" them and go on;
+ * without it each session chooses, refusing by default); "share_secrets_allow": false refuses
+ * a session's own exceptions; "share_secret_patterns" are more names (fnmatch globs, a path
+ * from the share's top when one holds a '/') that count as credential files. */
 #ifndef BULKHEAD_BROKER_POLICY_H
 #define BULKHEAD_BROKER_POLICY_H
 
@@ -53,6 +62,10 @@ struct policy {
 	size_t n_approvals;
 	unsigned approval_ttl_seconds; /* default 300 */
 	int forbid_no_jail;	       /* `bulkhead run --no-jail` is refused */
+	int share_secrets;	       /* 0: each session's choice, 1: refuse, 2: hide */
+	int share_secrets_no_allow;    /* a session's share_secrets_allow is refused */
+	char **share_secret_patterns;
+	size_t n_share_secret_patterns;
 };
 
 #define POLICY_DEFAULT_PATH	    "/etc/bulkhead/policy.json"

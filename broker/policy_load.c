@@ -276,6 +276,33 @@ static int load_limits(struct policy *p, json_t *root, struct where *w)
 	return 0;
 }
 
+static int pattern_ok(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* share_secrets, share_secrets_allow, share_secret_patterns. */
+static int load_share(struct policy *p, json_t *root, struct where *w)
+{
+	json_t *o = json_object_get(root, "share_secrets");
+
+	if (o && (!json_is_string(o) || (strcmp(json_string_value(o), "refuse") &&
+					  strcmp(json_string_value(o), "hide"))))
+		return bad(w, "share_secrets", "must be \"refuse\" or \"hide\"");
+	if (o)
+		p->share_secrets = strcmp(json_string_value(o), "refuse") ? 2 : 1;
+	o = json_object_get(root, "share_secrets_allow");
+	if (o && !json_is_boolean(o))
+		return bad(w, "share_secrets_allow", "must be true or false");
+	p->share_secrets_no_allow = o && json_is_false(o);
+	return str_array(root, "share_secret_patterns", &p->share_secret_patterns,
+			 &p->n_share_secret_patterns, pattern_ok,
+			 "globs of file names or paths, without control characters", w);
+}
+
 /* approval_ttl_seconds and require_approval. */
 static int load_approvals(struct policy *p, json_t *root, struct where *w)
 {
@@ -308,13 +335,14 @@ static int load(struct policy *p, json_t *root, struct where *w)
 	static const char *const keys[] = {
 		"deny_hosts",		"deny_cidrs",	  "deny_secrets",
 		"deny_share_paths",	"limits",	  "require_approval",
-		"approval_ttl_seconds", "forbid_no_jail", NULL
+		"approval_ttl_seconds", "forbid_no_jail", "share_secrets",
+		"share_secrets_allow",	"share_secret_patterns", NULL
 	};
 
 	if (!json_is_object(root))
 		return bad(w, "", "the policy must be a JSON object");
 	if (only_keys(root, keys, "", w) || load_denials(p, root, w) || load_limits(p, root, w) ||
-	    load_approvals(p, root, w))
+	    load_approvals(p, root, w) || load_share(p, root, w))
 		return -1;
 	return 0;
 }
@@ -390,6 +418,7 @@ void policy_free(struct policy *p)
 	free_strs(p->deny_hosts, p->n_deny_hosts);
 	free_strs(p->deny_secrets, p->n_deny_secrets);
 	free_strs(p->deny_share_paths, p->n_deny_share_paths);
+	free_strs(p->share_secret_patterns, p->n_share_secret_patterns);
 	free(p->deny_cidrs);
 	for (i = 0; p->approvals && i < p->n_approvals; i++) {
 		free(p->approvals[i].host);

@@ -346,6 +346,12 @@ void rules_free(struct rules *r)
 		free_dest(&r->allow[j]);
 	free(r->allow);
 	free(r->work);
+	for (j = 0; j < r->n_work_paths; j++)
+		free(r->work_paths[j].path);
+	free(r->work_paths);
+	for (j = 0; j < r->n_work_allow; j++)
+		free(r->work_allow[j]);
+	free(r->work_allow);
 	memset(r, 0, sizeof(*r));
 }
 

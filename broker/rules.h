@@ -49,6 +49,17 @@ struct rules {
 	/* What else the scope grants, applied by the launcher (rules_grant.c). */
 	char *work; /* "work": {"path", "read_only"}: the session's share; NULL: none */
 	int work_read_only;
+	/* "work": {"paths": {"src": "rw", "config": "ro", ...}}: rules inside the share
+	 * (cli/share_rules.h), the mode 0 rw, 1 ro, 2 hidden; "share_secrets": "refuse" or
+	 * "hide" (0: not said, 1, 2); "share_secrets_allow": paths shared as they are. */
+	struct rules_work_path {
+		char *path;
+		int mode;
+	} *work_paths;
+	size_t n_work_paths;
+	int work_secrets;
+	char **work_allow;
+	size_t n_work_allow;
 	long long expires_at; /* "expires_at" (UTC) in Unix seconds; 0: no expiry */
 };
 

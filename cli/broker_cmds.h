@@ -15,6 +15,8 @@ int cmd_broker(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 /* `bulkhead policy check|explain` (cli/policy_cmd.c). */
 int cmd_policy(int argc, char **argv);
+/* cli/policy_share.c: `bulkhead policy share`, what a session sharing a directory would get. */
+int policy_share(int argc, char **argv);
 /* `bulkhead approvals list|show|approve|deny` (cli/approvals_cmd.c). */
 int cmd_approvals(int argc, char **argv);
 

@@ -330,9 +330,10 @@ static int resolve(const struct session_request *req, struct session_plan *p, ch
 		snprintf(err, errlen, "internal error: kernel command line too long");
 		return -1;
 	}
-	if (plan_guest_names(p, err, errlen) < 0 || host_files_outside(p, err, errlen) < 0)
+	if (plan_guest_names(p, err, errlen) < 0 || host_files_outside(p, err, errlen) < 0 ||
+	    plan_image(p, err, errlen) < 0)
 		return -1;
-	return plan_image(p, err, errlen);
+	return plan_share(p, err, errlen);
 }
 
 int plan_resolve(const struct session_request *req, struct session_plan *p, char *err,

@@ -15,6 +15,7 @@
 #include "cli/exit_codes.h"
 #include "cli/share_fs.h"
 #include "cli/share_image.h"
+#include "cli/share_plan.h"
 #include "image/image.h"
 #include "lib/boot_args.h"
 
@@ -46,6 +47,13 @@ struct session_request {
 	const char *jail_uid;	    /* --jail-uid UID[:GID]; NULL: a free one */
 	unsigned mem_limit_mib;	    /* --mem-limit; 0: guest RAM + CGROUP_OVERHEAD_MIB */
 	const char *work;	    /* --work DIR[:ro|:rw], NULL for none */
+	/* Inside the work share (cli/share_plan.h): --work-rule PATH:MODE, --share-secrets
+	 * refuse|hide (NULL: not said), --share-allow PATH. */
+	const char *work_rules[SHARE_RULES_MAX];
+	size_t nwork_rules;
+	const char *share_secrets;
+	const char *share_allow[SHARE_RULES_MAX];
+	size_t nshare_allow;
 	const char *image;	    /* --image NAME, NULL: the initramfs alone */
 	const char *keep_changes;   /* --keep-changes DIR */
 	unsigned disk_mib;	    /* --disk; 0: SHARE_IMAGE_DISK_MIB */
@@ -122,6 +130,12 @@ struct session_plan {
 	 * scope_text points here), and where the file really was when it was read. */
 	char *scope_text;
 	char scope_real[PATH_MAX];
+	/* What the guest may do where in its shares, and the credential files found in them
+	 * (plan_share.c): the layers' asks (plan_scope.c, plan_policy.c), then each share's rules
+	 * and scan. share.rules and binds[i].rules point here. */
+	struct share_layers share_layers;
+	struct share_rules share_rules, bind_rules[SESSION_BINDS_MAX];
+	struct share_scan share_scan, bind_scan[SESSION_BINDS_MAX];
 };
 
 /* Resolves req into p. Returns 0, or -1 with one line in err (nothing was started). */
@@ -135,6 +149,9 @@ int plan_scope(struct session_plan *p, const struct rules *scope, char *err, siz
 /* plan_policy.c: the global policy over the plan: its share, limits, scope and lifetime.
  * 0 or -1 with err. */
 int plan_policy(struct session_plan *p, const struct rules *scope, char *err, size_t errlen);
+/* plan_share.c: the shares' rules and credential scans, last (the scan reads the share).
+ * 0 or -1 with err. */
+int plan_share(struct session_plan *p, char *err, size_t errlen);
 /* plan_image.c: --image: the image, its command, environment and user, and the kernel
  * parameter that tells init. 0 or -1 with err. */
 int plan_image(struct session_plan *p, char *err, size_t errlen);

@@ -84,4 +84,12 @@ void plan_release(struct session_plan *p)
 	free(p->scope_text);
 	p->scope_text = NULL;
 	p->req.broker.scope_text = NULL;
+	share_layers_free(&p->share_layers);
+	share_rules_free(&p->share_rules);
+	share_scan_free(&p->share_scan);
+	for (size_t i = 0; i < SESSION_BINDS_MAX; i++) {
+		share_rules_free(&p->bind_rules[i]);
+		share_scan_free(&p->bind_scan[i]);
+	}
+	p->share.rules = NULL;
 }

@@ -87,7 +87,8 @@ int plan_policy(struct session_plan *p, const struct rules *scope, char *err, si
 			 p->share.dir, hit);
 		goto out;
 	}
-	if (check_limits(p, &pol, err, errlen) < 0)
+	if (check_limits(p, &pol, err, errlen) < 0 ||
+	    share_layers_policy(&p->share_layers, &pol, err, errlen) < 0)
 		goto out;
 	if (r->broker.scope && policy_check_scope(&pol, scope, why, sizeof(why))) {
 		snprintf(err, errlen, "--scope %s: %s", r->broker.scope, why);

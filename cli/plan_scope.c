@@ -49,6 +49,8 @@ int plan_scope(struct session_plan *p, const struct rules *scope, char *err, siz
 {
 	if (scope->work && grant_work(p, scope, err, errlen) < 0)
 		return -1;
+	if (share_layers_scope(&p->share_layers, scope, err, errlen) < 0)
+		return -1;
 	if (scope->expires_at) {
 		time_t t = (time_t)scope->expires_at;
 		strftime(p->expiry, sizeof(p->expiry), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));

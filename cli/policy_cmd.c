@@ -28,6 +28,8 @@
 static const char policy_usage[] =
 	"usage: bulkhead policy check FILE...\n"
 	"       bulkhead policy explain [--policy FILE] --scope FILE [--json] METHOD URL\n"
+	"       bulkhead policy share [--policy FILE] [--scope FILE] [--work-rule PATH:MODE]...\n"
+	"           [--share-secrets refuse|hide] [--share-allow PATH]... [--json] DIR\n"
 	"\n"
 	"check: validates global policies and session scopes (told apart by their keys: a scope\n"
 	"has \"secrets\" or \"allow\"); prints 'FILE: ok (policy|scope)' or 'FILE: line L, column\n"
@@ -39,7 +41,13 @@ static const char policy_usage[] =
 	"deny, approval), layer, rule, why (a denial's reason, else null), inject (the secrets'\n"
 	"names, [] for none), git_push_held_by_ref_rule (true: a git push here is held for\n"
 	"approval when it updates a ref an approval rule names), scope_refused (why no session\n"
-	"starts with this scope under this policy, else null).\n";
+	"starts with this scope under this policy, else null).\n"
+	"share: what a session sharing DIR would get, nothing started: each rule inside the\n"
+	"share (PATH MODE, who asked), each credential file found (why, and its fate: refused,\n"
+	"hidden, cleaned or allowed), whether the scan looked at everything, and the decision\n"
+	"(start or refuse, why). Exit 0 when it would start, 1 when refused. --json: share,\n"
+	"rules [{path, mode, origin, missing}], found [{path, why, fate}], found_more, scan\n"
+	"{complete, stopped, entries, bytes_read, ms}, secrets, secrets_by, decision, why.\n";
 
 static char *slurp(const char *path, char *err, size_t errlen)
 {
@@ -294,6 +302,8 @@ int cmd_policy(int argc, char **argv)
 
 	if (argc >= 2 && !strcmp(argv[1], "explain"))
 		return explain(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "share"))
+		return policy_share(argc - 1, argv + 1);
 	if (argc >= 3 && !strcmp(argv[1], "check")) {
 		for (int i = 2; i < argc; i++)
 			bad |= check_one(argv[i]);

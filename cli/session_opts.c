@@ -28,6 +28,14 @@ static const char usage[] =
 	"                          fails (exit 125; default %d)\n"
 	"  --work DIR[:ro]         share DIR with the guest at /work (CMD starts there);\n"
 	"                          :ro makes it read-only, enforced on the host\n"
+	"  --work-rule PATH:MODE   inside the share, PATH (relative) is rw, ro or hidden;\n"
+	"                          the most specific rule wins, the share's mode is the\n"
+	"                          default; enforced on the host (repeatable)\n"
+	"  --share-secrets refuse|hide\n"
+	"                          credential files found in the share (.env, a token in\n"
+	"                          .git/config, keys, .npmrc, ...): refuse to start, naming\n"
+	"                          them (default), or hide them from the guest\n"
+	"  --share-allow PATH      share PATH as it is, credential or not (repeatable)\n"
 	"  --image NAME            run on image NAME ('bulkhead image ls') as the root: "
 	"read-only,\n"
 	"                          with a private write layer; its PATH, HOME, user and working\n"
@@ -133,6 +141,9 @@ enum {
 	OPT_KEEP_CHANGES,
 	OPT_JSON,
 	OPT_LOG,
+	OPT_WORK_RULE,
+	OPT_SHARE_SECRETS,
+	OPT_SHARE_ALLOW,
 };
 
 static const struct option longopts[] = {
@@ -160,6 +171,9 @@ static const struct option longopts[] = {
 	{ "keep-changes", required_argument, NULL, OPT_KEEP_CHANGES },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "log", required_argument, NULL, OPT_LOG },
+	{ "work-rule", required_argument, NULL, OPT_WORK_RULE },
+	{ "share-secrets", required_argument, NULL, OPT_SHARE_SECRETS },
+	{ "share-allow", required_argument, NULL, OPT_SHARE_ALLOW },
 	{ "env", required_argument, NULL, 'e' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "interactive", no_argument, NULL, 'i' },
@@ -242,6 +256,21 @@ static int value_option(int c, char *arg, struct session_request *o)
 		if (!*arg || strchr(arg, ','))
 			return bad("--ram-file '%s': expected a path without commas", arg);
 		o->ram_file = arg;
+		return -1;
+	case OPT_WORK_RULE:
+		if (o->nwork_rules == SHARE_RULES_MAX)
+			return bad("--work-rule: more than %d", SHARE_RULES_MAX);
+		o->work_rules[o->nwork_rules++] = arg;
+		return -1;
+	case OPT_SHARE_SECRETS:
+		if (strcmp(arg, "refuse") && strcmp(arg, "hide"))
+			return bad("--share-secrets '%s': expected refuse or hide", arg);
+		o->share_secrets = arg;
+		return -1;
+	case OPT_SHARE_ALLOW:
+		if (o->nshare_allow == SHARE_RULES_MAX)
+			return bad("--share-allow: more than %d", SHARE_RULES_MAX);
+		o->share_allow[o->nshare_allow++] = arg;
 		return -1;
 	case 'e':
 		if (!strchr(arg, '=') || arg[0] == '=')

@@ -10,6 +10,7 @@
  * pivot_root into the share, no network, own PID space), which the jail cannot do for it: its
  * root must be the share. */
 #include "cli/share_fs.h"
+#include "cli/share_rules.h"
 #include "jail/jail.h"
 #include "jail/proc.h"
 #include "lib/unix_listen.h"
@@ -176,6 +177,8 @@ int share_fs_start(struct share_fs *fs, const struct rundir *rd, const char *nam
 		snprintf(err, errlen, "run directory path too long for a socket");
 		return -1;
 	}
+	if (fs->rules && share_rules_make(fs->rules, fs->owner, fs->owner_gid, err, errlen) < 0)
+		return -1;
 	/* The share's owner is the namespace's root. */
 	const struct jail_userns owner = { .uid = fs->owner, .gid = fs->owner_gid };
 	const struct jail_mount share = {
@@ -190,6 +193,10 @@ int share_fs_start(struct share_fs *fs, const struct rundir *rd, const char *nam
 		.nmounts = 1,
 		.out_fd = diag_fd,
 		.diag_fd = diag_fd,
+		/* Read-only, read-write and hidden paths inside it, and all of it locked. */
+		.prepare = fs->rules && fs->rules->n ? share_rules_apply : NULL,
+		.prepare_arg = fs->rules,
+		.lock_mounts = true,
 		/* The guest may not leave set-user-ID programs on the host through the share. */
 		.seccomp = share_fs_forbid_setid,
 	};
@@ -213,4 +220,6 @@ void share_fs_stop(struct share_fs *fs)
 		unlink(fs->sock);
 		fs->sock[0] = '\0';
 	}
+	if (fs->rules)
+		share_rules_cleanup(fs->rules);
 }

@@ -23,6 +23,9 @@ struct share_fs {
 	ino_t ino;
 	uid_t owner; /* host uid the guest's root writes as */
 	gid_t owner_gid;
+	/* Its rules (cli/share_rules.h), resolved; NULL or none: the share's mode everywhere.
+	 * The plan's: share_fs_stop() removes what they made, never frees them. */
+	struct share_rules *rules;
 };
 
 /* "LABEL PATH: the path goes through a symbolic link; name the WHAT itself: REAL" into err;
@@ -55,7 +58,8 @@ pid_t share_fs_virtiofsd(const char *dir, const char *cache, const char *sock,
  * (EPERM) every mode with the set-user-ID or set-group-ID bit. 0 or -errno. */
 int share_fs_forbid_setid(void);
 
-/* Stops virtiofsd and everything it started; safe to call twice. */
+/* Stops virtiofsd and everything it started, then removes what the rules made (empty
+ * directories); safe to call twice. */
 void share_fs_stop(struct share_fs *fs);
 
 #endif

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <linux/sched.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -86,6 +87,20 @@ static _Noreturn void child(struct child_args *c)
 	}
 	if (!rc)
 		rc = jail_root_build(s, step, sizeof(step));
+	if (!rc && s->prepare)
+		rc = s->prepare(s->prepare_arg, step, sizeof(step));
+	/* The caller's mounts locked: a nested user namespace (mapping our root alone) with a
+	 * mount namespace of its own gets them MNT_LOCKED (the read-only ones
+	 * MNT_LOCK_READONLY), so the program, even taken over, can neither unmount a cover nor
+	 * remount a read-only path writable to reach what is under it. */
+	if (!rc && s->lock_mounts) {
+		/* Dumpable, or /proc/self's map files belong to the host's root, not to us: the
+		 * uid change into map_root's namespace made us undumpable. */
+		snprintf(step, sizeof(step), "a nested user namespace to lock its mounts");
+		rc = prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 || unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0
+			     ? -errno
+			     : jail_userns_map(0, 0, 0, 0, 0, 1, true);
+	}
 	if (!rc) {
 		snprintf(step, sizeof(step), "lock-down");
 		rc = jail_lock_down(s);
@@ -139,7 +154,7 @@ static pid_t spawn(char *const argv[], const struct jail_spec *s, int status_fd,
 	if (rc < 0)
 		return rc;
 	bool userns = c.uid != 0 || s->map_root;
-	bool mountns = s->empty_root || s->nmounts;
+	bool mountns = s->empty_root || s->nmounts || s->prepare || s->lock_mounts;
 	bool own_net = userns || s->ids->netns_fd < 0; /* a user namespace's own is not ours */
 	struct clone_args ca = {
 		.flags = CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (mountns ? CLONE_NEWNS : 0) |

@@ -75,6 +75,16 @@ struct jail_spec {
 	const int *fds;	  /* handed over as descriptors 3, 4, ... in this order */
 	size_t nfds;
 	int out_fd, diag_fd; /* its stdout and stderr; stdin is /dev/null */
+	/* After the mounts, before the lock-down: the caller's own changes to its mount namespace
+	 * (a share's rules: cli/share_rules.h), with ARG. Runs in the child: no allocation. 0, or
+	 * -errno with the failing step in STEP. */
+	int (*prepare)(const void *arg, char *step, size_t steplen);
+	const void *prepare_arg;
+	/* Then (map_root with one id only) the program runs in a nested user and mount namespace
+	 * (its root mapped to ours alone), where every mount made so far is locked: none can be
+	 * unmounted to show what it covers, nor a read-only one made writable, even by the
+	 * program taken over. */
+	bool lock_mounts;
 	/* Last, just before exec: an extra seccomp filter of the caller's. 0 or -errno. */
 	int (*seccomp)(void);
 };

@@ -86,6 +86,10 @@ int jail_spec_check(const struct jail_spec *s, char *err, size_t errlen)
 			 s->map_root->count);
 		return -EPERM;
 	}
+	if (s->lock_mounts && (!s->map_root || s->map_root->count > 1 || s->empty_root)) {
+		snprintf(err, errlen, "locked mounts need map_root of one id, without an empty root");
+		return -EINVAL;
+	}
 	if (s->nmounts > JAIL_MOUNTS_MAX || s->nlinks > JAIL_LINKS_MAX || s->nfds > JAIL_FDS_MAX) {
 		snprintf(err, errlen,
 			 "too many mounts (%zu of %d), links (%zu of %d) or descriptors "

@@ -325,6 +325,11 @@ static int parse_annotations(struct oci_bundle *b, json_t *a, char *err, size_t 
 			return bad(err, errlen, "annotation %s: an absolute path%s", keys[i],
 				   i == 0 ? " or inline JSON" : "");
 	}
+	json_t *v = json_object_get(a, "io.bulkhead.share-secrets");
+	if (v && (!json_is_string(v) || (strcmp(json_string_value(v), "refuse") &&
+					 strcmp(json_string_value(v), "hide"))))
+		return bad(err, errlen, "annotation io.bulkhead.share-secrets: refuse or hide");
+	b->share_secrets = json_string_value(v);
 	return 0;
 }
 

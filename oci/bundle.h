@@ -52,6 +52,7 @@ struct oci_bundle {
 	size_t nbinds;
 	/* Annotations for what OCI cannot say. */
 	const char *scope; /* io.bulkhead.scope: a file, or inline JSON (starts with '{') */
+	const char *share_secrets; /* io.bulkhead.share-secrets: refuse or hide */
 	const char *broker, *vault, *ca_file, *audit; /* io.bulkhead.broker, ... */
 	const char *notes[OCI_NOTES_MAX];	      /* "DEST: why it was left out" */
 	char note_buf[OCI_NOTES_MAX][PATH_MAX + 96];

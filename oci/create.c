@@ -122,6 +122,7 @@ static void request(const struct oci_globals *g, struct oci_bundle *b, struct im
 	r->broker.vault = b->vault ? b->vault : g->vault;
 	r->broker.ca_file = b->ca_file ? b->ca_file : g->ca_file;
 	r->broker.audit = b->audit;
+	r->share_secrets = b->share_secrets ? b->share_secrets : g->share_secrets;
 	for (size_t i = 0; i < b->nbinds; i++) {
 		r->binds[i].src = b->binds[i].src;
 		r->binds[i].dest = b->binds[i].dest;

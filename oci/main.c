@@ -108,11 +108,13 @@ int oci_features(const struct oci_globals *g, int argc, char **argv)
 
 static const char usage[] =
 	"usage: bulkhead-oci [--root DIR] [--log FILE] [--log-format text|json]\n"
-	"                    [--scope FILE] [--vault FILE] [--ca-file FILE] [--broker SOCK] "
-	"COMMAND ...\n"
+	"                    [--scope FILE] [--vault FILE] [--ca-file FILE] [--broker SOCK]\n"
+	"                    [--share-secrets refuse|hide] COMMAND ...\n"
 	"An OCI runtime: each container is a bulkhead microVM (docs/OCI.md). --scope, --vault,\n"
 	"--ca-file and --broker are the broker's defaults for containers whose annotations\n"
-	"(io.bulkhead.scope, .vault, .ca-file, .broker, .audit) say nothing.\n"
+	"(io.bulkhead.scope, .vault, .ca-file, .broker, .audit) say nothing. Credential files in\n"
+	"a bind mount's source (.env, keys, a token in .git/config) refuse the container unless\n"
+	"--share-secrets hide or the annotation io.bulkhead.share-secrets says hide.\n"
 	"  create [--bundle DIR] [--pid-file F] [--console-socket S] ID\n"
 	"  start ID | state ID | kill ID [SIGNAL] | delete [--force] ID\n"
 	"  exec [--process FILE] [--detach] [--pid-file F] [--console-socket S] ID [CMD...]\n"
@@ -165,6 +167,8 @@ static int globals(int argc, char **argv, struct oci_globals *g)
 			g->ca_file = val;
 		else if (strncmp(a, "--broker", klen) == 0 && klen == 8)
 			g->broker = val;
+		else if (strncmp(a, "--share-secrets", klen) == 0 && klen == 15)
+			g->share_secrets = val;
 		else {
 			bool ok = false;
 			for (size_t k = 0; ignored_values[k]; k++)

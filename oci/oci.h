@@ -29,6 +29,7 @@ struct oci_globals {
 	/* The broker for containers whose bundle says nothing (io.bulkhead.* annotations win):
 	 * an operator's defaults, e.g. dockerd's "runtimeArgs", since Docker sets no annotation. */
 	const char *scope, *vault, *ca_file, *broker;
+	const char *share_secrets; /* --share-secrets: for bind mounts' credential files */
 };
 
 /* An error for the caller: one line on stderr, and in --log (JSON lines when asked, as runc

@@ -115,9 +115,17 @@ struct serve_create {
 	unsigned mem_mib, cpus, mem_limit_mib;
 	double timeout_s;
 	json_t *env;
+	/* Inside the work directory (serve/share_args.c): borrowed from the body. */
+	json_t *work_rules, *share_allow;
+	const char *share_secrets;
 };
 /* Parses a create request's body into c (borrowing from body). 0, or -1 with why. */
 int serve_create_parse(json_t *body, struct serve_create *c, char *why, size_t whylen);
+/* share_args.c: "work_rules", "share_secrets", "share_secrets_allow" checked into c (0, or -1
+ * with why); as `bulkhead start` options (a NULL-terminated array, NULL out of memory). */
+int serve_share_parse(json_t *body, struct serve_create *c, char *why, size_t whylen);
+char **serve_share_args(const struct serve_create *c);
+void serve_share_args_free(char **a);
 /* Creates a session for peer; returns it held (serve_session_put after), or NULL with
  * *status and why. */
 struct serve_session *serve_create(const struct serve_create *c, const struct serve_peer *peer,

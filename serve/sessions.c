@@ -9,6 +9,7 @@
 #include "lib/json_strict.h"
 #include "lib/tree_remove.h"
 #include "serve/serve.h"
+#include "cli/share_rules.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +26,8 @@
 
 static const char *const create_keys[] = {
 	"image",   "work", "work_ro",	    "scope",	 "vault", "ca_file", "broker", "audit",
-	"mem_mib", "cpus", "mem_limit_mib", "timeout_s", "env",	  "pool",    NULL,
+	"mem_mib", "cpus", "mem_limit_mib", "timeout_s", "env",	  "pool",    "work_rules",
+	"share_secrets", "share_secrets_allow", NULL,
 };
 
 static int str_field(json_t *body, const char *key, const char **out, bool abs_path, char *why,
@@ -167,6 +169,8 @@ int serve_create_parse(json_t *body, struct serve_create *c, char *why, size_t w
 			return -1;
 		}
 	}
+	if (serve_share_parse(body, c, why, whylen) < 0)
+		return -1;
 	if (c->work && work_is_ours(c->work)) {
 		snprintf(why, whylen, "\"work\": %s holds or is inside the daemon's own files",
 			 c->work);
@@ -281,7 +285,7 @@ int serve_owned_work(char *buf, size_t len)
 
 /* The `bulkhead start` options for a create (c NULL: a pool guest). Numbers go to num. */
 static void start_args(const struct serve_create *c, const char *scope, const char *work_spec,
-		       char *args[], char num[3][16])
+		       char *const share[], char *args[], char num[3][16])
 {
 	size_t n = 0;
 	if (!c) {
@@ -305,6 +309,8 @@ static void start_args(const struct serve_create *c, const char *scope, const ch
 			snprintf(num[i], sizeof(num[i]), "%u", nvals[i]);
 			args[n++] = (char *)nflags[i], args[n++] = num[i];
 		}
+	for (size_t i = 0; share && share[i]; i++)
+		args[n++] = share[i];
 	args[n++] = "--work", args[n++] = (char *)work_spec;
 	args[n] = NULL;
 }
@@ -353,7 +359,7 @@ struct serve_session *serve_session_new(void)
  * ended, for the caller to clean up. */
 int serve_boot(struct serve_session *s, const struct serve_create *c, char *why, size_t whylen)
 {
-	char spec[PATH_MAX + 4], *args[32], num[3][16];
+	char spec[PATH_MAX + 4], *args[32 + 4 * SHARE_RULES_MAX], num[3][16], **share = NULL;
 	const char *scope = c ? c->scope_path : NULL;
 	if (c && c->work) {
 		snprintf(s->work, sizeof(s->work), "%s", c->work);
@@ -388,8 +394,14 @@ int serve_boot(struct serve_session *s, const struct serve_create *c, char *why,
 	} else {
 		snprintf(s->image, sizeof(s->image), "%s", serve.pool_image);
 	}
-	start_args(c, scope, spec, args, num);
-	if (serve_spawn(s, args, why, whylen) < 0)
+	if (c && !(share = serve_share_args(c))) {
+		snprintf(why, whylen, "out of memory");
+		return -1;
+	}
+	start_args(c, scope, spec, share, args, num);
+	int spawned = serve_spawn(s, args, why, whylen);
+	serve_share_args_free(share);
+	if (spawned < 0)
 		return -1;
 	if (s->broker && !strcmp(s->broker, "private")) {
 		if (c->audit)

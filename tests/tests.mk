@@ -28,7 +28,7 @@ FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c v
 FUZZ_DEPS_fuzz_vu_front := vmm/virtio/vu_front.c vmm/virtio/vhost_user_dev.c vmm/virtio/mmio.c \
                            vmm/bus.c vmm/gmem.c vmm/vm.c vmm/x86/vm_arch.c lib/vhost_user.c
 FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/control.c broker/session.c broker/loop%.c,$(BROKER_SRCS)) \
-                             lib/json_where.c lib/json_strict.c lib/errbuf.c lib/io.c
+                             lib/json_where.c lib/json_strict.c lib/errbuf.c lib/io.c lib/relpath.c
 FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -ljansson -lpthread
 # The loaders of the two policy layers: the global policy and a session's scope.
 FUZZ_DEPS_fuzz_policy := broker/policy.c broker/policy_load.c broker/hostname.c broker/reqpath.c \
@@ -36,7 +36,7 @@ FUZZ_DEPS_fuzz_policy := broker/policy.c broker/policy_load.c broker/hostname.c 
 FUZZ_LIBS_fuzz_policy := -ljansson
 FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/hostname.c broker/reqpath.c \
                         broker/policy.c broker/policy_load.c broker/decide.c lib/json_where.c \
-                        lib/json_strict.c lib/errbuf.c
+                        lib/json_strict.c lib/errbuf.c lib/relpath.c
 FUZZ_LIBS_fuzz_scope := -ljansson -lcrypto
 # bulkhead-oci's reader of a bundle's config.json.
 FUZZ_DEPS_fuzz_oci_bundle := oci/bundle.c
@@ -120,6 +120,11 @@ $(BUILD)/tests/git-https-server: $(OBJ)/tests/tools/git_https_server.o $(OBJ)/te
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lssl -lcrypto
 test-programs: $(BUILD)/tests/git-https-server
+# Locked mounts in a share's virtiofsd namespace, tried from the host (test_share_rules.sh).
+$(BUILD)/tests/mount-lock-check: $(OBJ)/tests/tools/mount_lock_check.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^
+test-programs: $(BUILD)/tests/mount-lock-check
 # The jail step as sessions use it, around any program (tests/e2e/test_jail.sh).
 $(BUILD)/tests/jail-probe: $(OBJ)/tests/tools/jail_probe.o $(JAIL_LIB)
 	@mkdir -p $(@D)

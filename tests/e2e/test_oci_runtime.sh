@@ -93,6 +93,35 @@ oci delete c1
 check_eq "delete of a stopped container exits 0" 0 "$?"
 check_eq "nothing of the container is left after delete" "" "$(leftovers c1)"
 
+# --- credential files in a bind mount's source: refused, or hidden by the annotation ----------
+mkdir -p "$TMP/creds" && echo "KEY=OCISECRET42x" > "$TMP/creds/.env" && echo plain-ok > "$TMP/creds/ok.txt"
+creds="c['mounts'].append({'destination': '/mnt', 'type': 'bind', 'source': '$TMP/creds', 'options': ['rbind', 'ro']})"
+bundle "$TMP/b10" '["sh", "-c", "cat /mnt/ok.txt; wc -c < /mnt/.env"]' "$creds"
+"$OCI" --root "$STATE" create --bundle "$TMP/b10" c10 > /dev/null 2> "$TMP/b10.err" < /dev/null
+rc=$?
+if [ $rc -ne 0 ] && grep -q 'holds credential files.*\.env (a \.env with values)' "$TMP/b10.err" &&
+	[ -z "$(leftovers c10)" ]; then
+	ok "a bind mount whose source holds a .env: create refuses, naming it"
+else
+	not_ok "a bind mount holding a .env is refused" "rc=$rc" "$(cat "$TMP/b10.err")"
+fi
+oci delete --force c10 > /dev/null 2>&1
+bundle "$TMP/b11" '["sh", "-c", "cat /mnt/ok.txt; wc -c < /mnt/.env"]' \
+	"$creds
+c['annotations'] = {'io.bulkhead.share-secrets': 'hide'}"
+$REAPER "$TMP/b11.status" -- "$OCI" --root "$STATE" create --bundle "$TMP/b11" c11 \
+	> "$TMP/b11.out" 2> "$TMP/b11.err" < /dev/null &
+wait_file "$TMP/b11.status.create"
+oci start c11
+wait_file "$TMP/b11.status"
+if [ "$(tr -d ' ' < "$TMP/b11.out" | tr '\n' ' ')" = "plain-ok 0 " ] &&
+	! grep -q OCISECRET42x "$TMP/b11.out" "$TMP/b11.err"; then
+	ok "io.bulkhead.share-secrets hide: the .env is an empty file in the container, the rest as it is"
+else
+	not_ok "io.bulkhead.share-secrets hide" "$(cat "$TMP/b11.out" "$TMP/b11.err")"
+fi
+oci delete c11 > /dev/null 2>&1
+
 # --- signals: kill passes TERM to the command; KILL ends the session -------------------------
 bundle "$TMP/b2" '["sh", "-c", "trap \"echo got-term; exit 7\" TERM; echo ready; while :; do sleep 0.1; done"]'
 $REAPER "$TMP/b2.status" -- "$OCI" --root "$STATE" create --bundle "$TMP/b2" c2 \
@@ -171,8 +200,9 @@ grep -q '^console: /dev/pts/' "$TMP/console.txt" && grep -q '^typed=hello$' "$TM
 oci delete c5
 # A terminal container whose guest cannot start: the reason is create's (the caller's), not
 # lost on a terminal nobody watches yet.
-bundle "$TMP/b9" '["true"]' 'c["process"]["terminal"] = True
-c["mounts"].append({"destination": "/no/such/dir", "type": "bind", "source": "/tmp", "options": ["rbind"]})'
+mkdir -p "$TMP/b9src"
+bundle "$TMP/b9" '["true"]' "c[\"process\"][\"terminal\"] = True
+c[\"mounts\"].append({\"destination\": \"/no/such/dir\", \"type\": \"bind\", \"source\": \"$TMP/b9src\", \"options\": [\"rbind\"]})"
 python3 tests/tools/oci_console.py "$TMP/console9.sock" '' > /dev/null 2>&1 &
 cpid=$!
 i=0; while [ ! -S "$TMP/console9.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done

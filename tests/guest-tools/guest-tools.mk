@@ -15,6 +15,12 @@ $(AGENT_ATTACK): tests/guest-tools/agent_attack.c lib/io.c | deps
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -I. -O2 -static -s -o $@ $^
 
+# One file-system call in the guest, for the share rules' tests (copied into a work share).
+SHARE_PROBE     := $(GUEST_TOOLS_DIR)/share-probe
+$(SHARE_PROBE): tests/guest-tools/share_probe.c | deps
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -I. -O2 -static -s -o $@ $^
+
 $(TEST_INITRAMFS): $(INITRAMFS_BASE) $(VSOCK_TOOL) $(LIBDIR)/gen_init_cpio
 	@mkdir -p $(@D)
 	printf 'dir /usr/local 0755 0 0\ndir /usr/local/bin 0755 0 0\nfile /usr/local/bin/vsock-tool %s 0755 0 0\n' \
@@ -35,5 +41,5 @@ $(SILENT_INITRAMFS): $(INITRAMFS_BASE) tests/guest-tools/silent-init.sh $(LIBDIR
 	@mv $@.tmp $@
 
 .PHONY: guest-tools
-guest-tools: $(VSOCK_TOOL) $(AGENT_ATTACK) $(TEST_INITRAMFS) $(SILENT_INITRAMFS)
+guest-tools: $(VSOCK_TOOL) $(AGENT_ATTACK) $(SHARE_PROBE) $(TEST_INITRAMFS) $(SILENT_INITRAMFS)
 test-programs: guest-tools

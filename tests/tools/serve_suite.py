@@ -450,6 +450,28 @@ def group_files():
     report("a read-only work directory takes no upload", st == 409
            and not os.path.exists(os.path.join(sys.argv[3], "x")), (st, js))
     call("DELETE", "/v1/sessions/" + ro["id"])
+    # A host work directory's credential files and rules, as `bulkhead run`'s options: a .env
+    # refuses the create (422, named); hidden, it is empty to the guest, and a read-only rule
+    # holds there.
+    env_file = os.path.join(sys.argv[3], ".env")
+    os.makedirs(os.path.join(sys.argv[3], "conf"), exist_ok=True)
+    with open(env_file, "w") as f:
+        f.write("KEY=SERVESECRET7x\n")
+    st, js, _, _ = call("POST", "/v1/sessions", {"work": sys.argv[3]})
+    report("a host work directory holding a .env: 422, naming it", st == 422
+           and ".env (a .env with values)" in js.get("error", ""), (st, js))
+    st, js, _, _ = call("POST", "/v1/sessions", {"work_rules": {"conf": "ro"}})
+    report("work_rules without a host work directory: 400", st == 400, (st, js))
+    st, js, _, _ = call("POST", "/v1/sessions", {"work": sys.argv[3], "work_rules": {"../x": "ro"}})
+    report("a work_rules path with ..: 400 naming it", st == 400
+           and "../x" in js.get("error", ""), (st, js))
+    h = create(work=sys.argv[3], share_secrets="hide", work_rules={"conf": "ro"})
+    out, _, _, _ = exec_frames(h["id"], ["sh", "-c", "wc -c < /work/.env; "
+                                         "touch /work/conf/x 2>/dev/null; echo touch=$?"])
+    report("share_secrets hide and work_rules: the .env empty, conf read-only",
+           out.split() == [b"0", b"touch=1"] and b"SERVESECRET" not in out, out)
+    call("DELETE", "/v1/sessions/" + h["id"])
+    os.remove(env_file)
     # A session deleted while requests for it are still in flight (a request's answer sent
     # but its hold on the session not yet let go): each of them answered, the daemon alive
     # (a sanitizer build of it says so if the session is used after it was freed).
@@ -476,7 +498,6 @@ def group_files():
     report("sessions deleted with requests in flight: every request answered 200 or 404",
            len(answered) == 4 * 6 * 15 and all(st in (200, 404) for st in answered),
            sorted(set(map(str, answered))))
-
 
 
 GROUPS = {"files": group_files, "basic": group_basic, "errors": group_errors, "cold": group_cold, "many": group_many,

@@ -1,0 +1,188 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# lane: host
+# tests/e2e/test_share_scan.sh: what a session sharing a directory would get, through
+# `bulkhead policy share` (nothing started; the same decision `run` makes: cli/share_plan.h).
+# A checkout with each kind of credential file is refused, every file named with why and a
+# tokenized remote with the git command that cleans it; hidden with --share-secrets hide;
+# allowed by name; the global policy forcing hide, refusing exceptions and adding patterns;
+# --work-rule narrowing the scope's rules but never widening them; hostile rule names
+# (newline, too long, not UTF-8, "..", absolute) and broken scope keys refused with a clear
+# error; a share of 200,000 files scanned within its bounds, saying where it stopped.
+. "$(dirname "$0")/lib.sh"
+
+require "policy share" "$BULKHEAD"
+D=$TMP/co
+mkdir -p "$D/.aws" "$D/.docker" "$D/deploy" "$D/.git" "$D/src" "$D/config"
+printf 'OPENAI_API_KEY=sk-live-ENVSECRET1\n' > "$D/.env"
+printf '//registry.npmjs.org/:_authToken=npm_NPMSECRET2\n' > "$D/.npmrc"
+printf '[pypi]\nusername = __token__\npassword = pypi-PYPISECRET3\n' > "$D/.pypirc"
+printf 'machine example.com login alice password NETRCSECRET4\n' > "$D/.netrc"
+printf 'https://alice:GITCREDSECRET5@github.com\n' > "$D/.git-credentials"
+printf '[default]\naws_secret_access_key = AWSSECRET6\n' > "$D/.aws/credentials"
+printf '{"auths": {"ghcr.io": {"auth": "RE9DS0VSU0VDUkVUNw=="}}}\n' > "$D/.docker/config.json"
+printf -- '-----BEGIN OPENSSH PRIVATE KEY-----\nKEYSECRET8\n-----END OPENSSH PRIVATE KEY-----\n' \
+	> "$D/deploy/id_ed25519"
+printf '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\nSASECRET9\\n-----END PRIVATE KEY-----\\n"}\n' \
+	> "$D/sa.json"
+printf '[core]\n\tbare = false\n[remote "origin"]\n\turl = https://x-access-token:GITTOKEN10@example.com/o/r.git\n' \
+	> "$D/.git/config"
+printf 'OPENAI_API_KEY=\n' > "$D/.env.example"
+printf 'print("hi")\n' > "$D/src/app.py"
+
+share() { "$BULKHEAD" policy share "$@" > "$TMP/out" 2> "$TMP/err"; rc=$?; }
+# field KEY: the JSON answer's top-level KEY.
+field() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print(json.dumps(v) if not isinstance(v, str) else v)' "$TMP/out" "$1"; }
+fates() { python3 -c 'import json,sys; print(" ".join(sorted(f["path"]+"="+f["fate"] for f in json.load(open(sys.argv[1]))["found"])))' "$TMP/out"; }
+
+all=".aws/credentials .docker/config.json .env .git-credentials .git/config .netrc .npmrc .pypirc deploy/id_ed25519 sa.json"
+share "$D"
+check_eq "a checkout with ten kinds of credential file: refused (exit 1)" 1 "$rc"
+missing=
+for f in $all; do grep -qF "$f (" "$TMP/out" || missing="$missing $f"; done
+check_eq "the refusal names each of them, with why" "" "$missing"
+if grep -qF 'git remote set-url origin https://example.com/o/r.git' "$TMP/out" &&
+	grep -q 'found:    .git/config: a git remote or header with a credential: refused' "$TMP/out"; then
+	ok "a tokenized remote is named with the command that cleans it"
+else
+	not_ok "a tokenized remote is named with the command that cleans it" "$(cat "$TMP/out")"
+fi
+if grep -q 'env.example\|src/app.py' "$TMP/out"; then
+	not_ok "look-alikes (.env.example) and ordinary files are not named" "$(cat "$TMP/out")"
+else
+	ok "look-alikes (.env.example) and ordinary files are not named"
+fi
+if grep -qE 'ENVSECRET|NPMSECRET|PYPISECRET|NETRCSECRET|GITCREDSECRET|AWSSECRET|KEYSECRET|SASECRET|GITTOKEN' "$TMP/out" "$TMP/err"; then
+	not_ok "no credential's value appears in what is said about it"
+else
+	ok "no credential's value appears in what is said about it"
+fi
+
+share --json --share-secrets hide "$D"
+check_eq "--share-secrets hide: the session would start" "0 start" "$rc $(field decision)"
+want=$(for f in $all; do [ "$f" = .git/config ] && echo "$f=cleaned" || echo "$f=hidden"; done | sort | tr '\n' ' ' | sed 's/ $//')
+check_eq "--share-secrets hide: each hidden, the git config cleaned" "$want" "$(fates)"
+share --json --share-secrets hide --share-allow deploy "$D"
+check_eq "--share-allow deploy: the key under it is shared as it is" "deploy/id_ed25519=allowed" \
+	"$(fates | tr ' ' '\n' | grep deploy)"
+
+# The global policy.
+printf '{"share_secrets": "hide", "share_secrets_allow": false, "share_secret_patterns": ["*.kdbx", "src/*.py"]}\n' \
+	> "$TMP/policy.json"
+"$BULKHEAD" policy check "$TMP/policy.json" > /dev/null 2>&1
+check_eq "policy check takes the share keys" 0 "$?"
+share --json --policy "$TMP/policy.json" --share-secrets refuse "$D"
+check_eq "the policy's hide beats the session's refuse" "0 start the global policy" \
+	"$rc $(field decision) $(field secrets_by)"
+check_eq "the policy's patterns count (src/*.py from the top)" "src/app.py=hidden" \
+	"$(fates | tr ' ' '\n' | grep app.py)"
+share --policy "$TMP/policy.json" --share-allow .env "$D"
+if [ "$rc" = 125 ] && grep -q 'share_secrets_allow: false' "$TMP/err"; then
+	ok "a session's exception is refused when the policy forbids them"
+else
+	not_ok "a session's exception is refused when the policy forbids them" "rc=$rc" "$(cat "$TMP/err")"
+fi
+printf '{"share_secrets": "maybe"}\n' > "$TMP/bad-policy.json"
+"$BULKHEAD" policy check "$TMP/bad-policy.json" > "$TMP/out" 2>&1
+if grep -q 'line 1, column .*share_secrets.*"refuse" or "hide"' "$TMP/out"; then
+	ok "a bad share_secrets in the policy: named with line and column"
+else
+	not_ok "a bad share_secrets in the policy" "$(cat "$TMP/out")"
+fi
+
+# Rules: the scope's and the session's.
+E=$TMP/plain
+mkdir -p "$E/src" "$E/config"
+printf '{"work": {"paths": {"src": "rw", "config": "ro", "secrets": "hidden"}, "share_secrets": "hide"}}\n' \
+	> "$TMP/scope.json"
+"$BULKHEAD" policy check "$TMP/scope.json" > /dev/null 2>&1
+check_eq "the README's scope (src rw, config ro, secrets hidden) passes policy check" 0 "$?"
+share --json --scope "$TMP/scope.json" --work-rule config/local:hidden "$E"
+rules=$(python3 -c 'import json,sys; print(" ".join(r["path"]+":"+r["mode"]+(":missing" if r["missing"] else "") for r in json.load(open(sys.argv[1]))["rules"]))' "$TMP/out")
+check_eq "the scope's rules and a narrower --work-rule, shallowest first; missing paths said" \
+	"config:ro secrets:hidden:missing src:rw config/local:hidden:missing" "$rules"
+share --scope "$TMP/scope.json" --work-rule config:rw "$E"
+if [ "$rc" = 125 ] && grep -q 'the scope makes config ro; a session may narrow its scope, never widen it' "$TMP/err"; then
+	ok "--work-rule may not widen the scope's rule"
+else
+	not_ok "--work-rule may not widen the scope's rule" "rc=$rc" "$(cat "$TMP/err")"
+fi
+share --scope "$TMP/scope.json" --work-rule config/x:rw "$E"
+check_eq "... nor a deeper path under it" 125 "$rc"
+ln -s /etc "$E/link"
+share --work-rule link/passwd:ro "$E"
+if [ "$rc" = 1 ] && grep -q 'symbolic link on its way' "$TMP/out"; then
+	ok "a rule through a symbolic link is refused"
+else
+	not_ok "a rule through a symbolic link is refused" "rc=$rc" "$(cat "$TMP/out" "$TMP/err")"
+fi
+echo x > "$E/config/a"
+ln "$E/config/a" "$E/src/a-link"
+share --work-rule config:ro "$E"
+if [ "$rc" = 1 ] && grep -q 'config/a has other names (hard links)' "$TMP/out"; then
+	ok "a read-only path with a file linked from outside the rule is refused"
+else
+	not_ok "a read-only path with a hard-linked file" "rc=$rc" "$(cat "$TMP/out" "$TMP/err")"
+fi
+rm "$E/src/a-link"
+
+# Hostile names in rules: a clear error each, as options and in a scope.
+long=$(printf 'a%.0s' $(seq 1 300))
+nl='a
+b'
+for spec in "$nl:ro" "$long:ro" "$(printf 'bad\377name'):ro" "../x:ro" "/etc:ro" "a//b:ro" "src:rwx" "a/./b:hidden"; do
+	share --work-rule "$spec" "$E"
+	if [ "$rc" = 125 ] && grep -q -e '--work-rule' "$TMP/err" && [ "$(wc -l < "$TMP/err")" -le 1 ]; then
+		:
+	else
+		not_ok "a hostile --work-rule: a one-line error" "spec: $(printf '%s' "$spec" | od -An -c | tr -s ' ' | tr -d '\n' | head -c 80)" "rc=$rc" "$(cat "$TMP/err")"
+		bad_rule=1
+	fi
+done
+[ -z "${bad_rule:-}" ] && ok "hostile --work-rule paths (newline, 300 bytes, not UTF-8, .., absolute, //, a bad mode, .): one-line errors"
+printf '{"work": {"paths": {"a\\nb": "ro"}}}\n' > "$TMP/s1.json"
+printf '{"work": {"paths": {"../up": "ro"}}}\n' > "$TMP/s2.json"
+printf '{"work": {"paths": {"src": "readonly"}}}\n' > "$TMP/s3.json"
+printf '{"work": {"share_secrets_allow": ["/abs"]}}\n' > "$TMP/s4.json"
+n=0
+for s in 1 2 3 4; do
+	"$BULKHEAD" policy check "$TMP/s$s.json" > "$TMP/out" 2>&1 && continue
+	grep -q 'work: ' "$TMP/out" && n=$((n + 1))
+done
+check_eq "scopes with a hostile path, a bad mode or an absolute allow: each refused, naming work" 4 "$n"
+
+# Hostile names in the share: found and said, quoted.
+H=$TMP/hostile
+mkdir -p "$H/$(printf 'dir\nwith\nnewlines')" "$H/$(printf 'bad\377')"
+printf 'A=1\n' > "$H/$(printf 'dir\nwith\nnewlines')/.env"
+printf 'A=1\n' > "$H/$(printf 'bad\377')/.env"
+share "$H"
+if [ "$rc" = 1 ] && grep -qF 'dir\x0awith\x0anewlines/.env' "$TMP/out" && grep -qF 'bad\xff/.env' "$TMP/out" &&
+	[ "$(grep -c '^found:' "$TMP/out")" = 2 ]; then
+	ok "credential files under hostile names: found, and named quoted on one line each"
+else
+	not_ok "credential files under hostile names" "rc=$rc" "$(cat "$TMP/out" "$TMP/err")"
+fi
+
+# 200,000 files: the scan stops at its bound and says so. In a tmpfs (/dev/shm): making them
+# costs seconds there and minutes on a slow disk.
+B=$(mktemp -d /dev/shm/bulkhead-scan.XXXXXX 2> /dev/null || mktemp -d "$TMP/big.XXXXXX")
+trap 'for p in $pids; do kill "$p" 2> /dev/null; done; rm -rf "$TMP" "$B"' EXIT
+i=0
+while [ $i -lt 200 ]; do
+	mkdir "$B/d$i"
+	(cd "$B/d$i" && seq -f 'f%g' 1 1000 | xargs touch)
+	i=$((i + 1))
+done
+t0=$(date +%s%N)
+share --json "$B"
+t1=$(date +%s%N)
+if [ "$rc" = 0 ] && [ "$(field scan | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["complete"], s["entries"] <= 100001, "stopped after 100000 entries" in (s["stopped"] or ""))')" = "False True True" ]; then
+	ok "200,000 files: the scan stops after its 100,000-entry bound and says so ($(( (t1 - t0) / 1000000 )) ms)"
+else
+	not_ok "200,000 files: the scan stays within its bounds" "rc=$rc" "$(head -c 600 "$TMP/out")"
+fi
+share "$B"
+grep -q '^scan:     stopped early: it stopped after 100000 entries, its bound' "$TMP/out"
+check_eq "... and the text says where it stopped" 0 "$?"
+plan_done
