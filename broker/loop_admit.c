@@ -82,6 +82,7 @@ static int evict(struct loop *l, struct loop_session *needy, unsigned fair)
 		victim->since_ms = mono_ms();
 		snprintf(victim->cut.why, sizeof(victim->cut.why), "%s", why);
 		victim->cut.outcome = AUDIT_OUTCOME_EVICTED;
+		victim->cut.rule = "limit:fair_share";
 		victim->cut.set = 1; /* after why and outcome: an atomic store publishes them */
 		shutdown(victim->fd, SHUT_RD);
 	}

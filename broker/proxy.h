@@ -74,6 +74,7 @@ struct conn *proxy_conn_new(const struct proxy_config *cfg, int fd, unsigned lon
 struct proxy_cut {
 	char why[240];
 	const char *outcome; /* the record's outcome then (AUDIT_OUTCOME_EVICTED, _CUT) */
+	const char *rule;    /* and its rule when no decision named one ("limit:fair_share") */
 	_Atomic int set;
 	_Atomic int recorded; /* the worker wrote the request's record with that outcome */
 };

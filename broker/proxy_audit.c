@@ -129,6 +129,8 @@ void proxy_audit_log(struct conn *c, int status)
 	 * it ended, whatever the guest's side then showed; and the loop need not record it. */
 	if (c->cut && c->cut->set) {
 		c->outcome = c->cut->outcome ? c->cut->outcome : AUDIT_OUTCOME_EVICTED;
+		if (!c->rule[0] && c->cut->rule)
+			snprintf(c->rule, sizeof(c->rule), "%s", c->cut->rule);
 		c->cut->recorded = 1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
