@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # bulkhead — top-level build. Non-recursive: each folder's *.mk adds its own targets.
 # `make` builds everything; `make demo` runs a real session; `make test` runs all tests.
-# Every target first makes sure the Debian packages in ci/packages.txt are installed.
+# Compiling first makes sure the packages ci/packages.txt tags `build` are installed
+# (`make build-deps`); `make deps`, `demo` and `test` install the rest too.
 
 BUILD   ?= build
 BIN     := $(BUILD)/bin
@@ -31,14 +32,17 @@ LDFLAGS += -fsanitize=$(SAN)
 STATIC  :=
 endif
 
-.PHONY: all deps demo test clean bench format
+.PHONY: all deps build-deps demo test clean bench format
 .DEFAULT_GOAL := all
 
 deps:
 	@sh ci/deps.sh
 
+build-deps:
+	@sh ci/deps.sh build
+
 # Objects: build/obj/<path>.o from <path>.c, for host programs.
-$(OBJ)/%.o: %.c | deps
+$(OBJ)/%.o: %.c | build-deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -52,6 +56,7 @@ include tests/guests/guests.mk
 include broker/broker.mk
 include jail/jail.mk
 include image/image.mk
+include session/session.mk
 include cli/cli.mk
 include oci/oci.mk
 include serve/serve.mk
@@ -61,7 +66,7 @@ include bench/bench.mk
 all: $(ALL_TARGETS)
 
 # A real session: the guest's output, then its exit code (3) as bulkhead's own.
-demo: all
+demo: all | deps
 	@echo '$$ bulkhead run -- sh -c '\''echo hello from $$(uname -n); uname -r; exit 3'\'''
 	@$(BIN)/bulkhead run -- sh -c 'echo hello from $$(uname -n); uname -r; exit 3'; \
 	  rc=$$?; echo "(exit code $$rc)"; [ $$rc -eq 3 ]

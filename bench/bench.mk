@@ -9,7 +9,7 @@ bench: all
 	@BUILD=$(BUILD) RUNS=$(BENCH_RUNS) sh bench/jail-overhead.sh
 bench: $(BUILD)/bench/jail-step
 # The jail step alone (bench/jail_step.c), which bench/jail-overhead.sh runs first.
-$(BUILD)/bench/jail-step: $(OBJ)/bench/jail_step.o $(JAIL_LIB)
+$(BUILD)/bench/jail-step: $(OBJ)/bench/jail_step.o $(JAIL_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^
 bench-jail: all $(BUILD)/bench/jail-step

@@ -4,7 +4,7 @@
 # create/stat/delete run, inside the guest on /work/data (virtio-fs) and, as the
 # reference, the same busybox commands on the host directory in the same run; and in
 # the guest again with rules in the share (data rw under a read-only share, a path
-# read-only and one hidden: each a mount in virtiofsd's namespace, cli/share_rules.h),
+# read-only and one hidden: each a mount in virtiofsd's namespace, session/share_rules.h),
 # against the guest without them (the goal: within 5 %).
 # Prints medians over RUNS and the ratios. Usage: RUNS=3 bench/share-io.sh
 set -eu

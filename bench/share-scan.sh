@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # bench/share-scan.sh: what the credential scan of a work share costs before a session starts
-# (cli/share_scan.c), against share size, beside a whole `bulkhead run -- true` in the same
+# (session/share_scan.c), against share size, beside a whole `bulkhead run -- true` in the same
 # run. For each size (files spread over directories of 1,000, one .env among them), the scan
 # alone (`bulkhead policy share DIR`) with the page cache warm and, as root, cold (caches
 # dropped first), and `bulkhead run --work DIR --share-secrets hide -- true` against

@@ -3,6 +3,8 @@
  * request waits on its own condition variable with a deadline. */
 #include "broker/approvals.h"
 
+#include "lib/mono.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -86,12 +88,7 @@ static struct timespec next_look(const struct timespec *deadline)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	t.tv_nsec += APPROVAL_POLL_MS * 1000000L;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
-	}
+	t = mono_deadline(APPROVAL_POLL_MS);
 	if (t.tv_sec > deadline->tv_sec ||
 	    (t.tv_sec == deadline->tv_sec && t.tv_nsec > deadline->tv_nsec))
 		return *deadline;
@@ -126,8 +123,7 @@ enum approval_outcome approvals_wait(struct approvals *a, const struct approval_
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&p->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += (time_t)ttl_s;
+	deadline = mono_deadline((int64_t)ttl_s * 1000);
 
 	pthread_mutex_lock(&a->lock);
 	p->next = a->head;

@@ -12,7 +12,7 @@
 
 #include <nghttp2/nghttp2.h>
 
-#include "broker/proxy.h"
+#include "broker/proxy_limits.h"
 
 #define H2_HEAD_MAX   (PROXY_MAX_HEAD + 512)  /* a message's fields, as text */
 #define H2_FIELDS_MAX (2 * PROXY_MAX_HEADERS) /* a message's fields and trailers */

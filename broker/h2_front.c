@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* broker/h2_front.c: HTTP/2 from the guest (h2_front.h), on libnghttp2's server session. The
+/* broker/h2_front.c: HTTP/2 from the guest (proxy_internal.h's h2_front_serve), on libnghttp2's server session. The
  * guest's TLS is read and written here without blocking; each stream's request goes to a
  * thread of its own (proxy_conn_serve, as in an HTTP/1.1 tunnel) through a socket pair, and
  * its answer comes back the same way (h2_stream.c).
@@ -10,7 +10,6 @@
  * SETTINGS, CONTINUATION frames, resets and control frames that need answers (the
  * "Rapid Reset", "CONTINUATION flood" and ping floods); a head must be whole within the head
  * timeout, and a connection with no streams may be silent for the idle timeout. */
-#include "broker/h2_front.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +24,8 @@
 #include <openssl/err.h>
 
 #include "broker/h2_stream.h"
-#include "broker/proxy_conn.h"
-#include "lib/mono_ms.h"
+#include "broker/proxy_internal.h"
+#include "lib/mono.h"
 
 #define SEND_MAX (64 * 1024) /* frames toward the guest not yet written */
 

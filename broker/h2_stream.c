@@ -7,6 +7,8 @@
  * refused here as well. */
 #include "broker/h2_stream.h"
 
+#include "broker/proxy.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "broker/hold_budget.h"
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 
 #define STREAM_STACK (256 << 10) /* as the connection loop's workers */
 

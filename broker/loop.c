@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "broker/audit.h"
-#include "lib/mono_ms.h"
+#include "lib/mono.h"
 
 #define SWEEP_MS 250 /* how often idle deadlines are looked at */
 

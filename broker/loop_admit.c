@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "broker/audit.h"
-#include "lib/mono_ms.h"
+#include "lib/mono.h"
 
 int loop_admit(unsigned mine, unsigned total, unsigned max_total, unsigned max_session,
 	       unsigned sessions, unsigned *fair)

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "broker/audit.h"
-#include "lib/mono_ms.h"
+#include "lib/mono.h"
 
 /* --- answers and notes ------------------------------------------------------------------- */
 

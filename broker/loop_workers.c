@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "lib/mono_ms.h"
+#include "lib/mono.h"
 
 #define WORKER_IDLE_S  30 /* a worker with nothing to do for this long ends ... */
 #define WORKER_SPARE_S 1  /* ... or this long, beyond the first WORKER_KEEP (a burst's) */
@@ -112,8 +112,8 @@ static void *worker_main(void *arg)
 			struct timespec until;
 			int rc;
 
-			clock_gettime(CLOCK_MONOTONIC, &until);
-			until.tv_sec += l->workers > WORKER_KEEP ? WORKER_SPARE_S : WORKER_IDLE_S;
+			until = mono_deadline(
+				1000 * (l->workers > WORKER_KEEP ? WORKER_SPARE_S : WORKER_IDLE_S));
 			l->idle_workers++;
 			rc = pthread_cond_timedwait(&l->wq_cond, &l->wq_lock, &until);
 			l->idle_workers--;

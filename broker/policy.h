@@ -24,7 +24,7 @@
  * OPTIONS, and git's fetch: POST .../git-upload-pack). With "git_ref" it covers git pushes
  * (POST .../git-receive-pack) that update a ref matching that glob.
  *
- * Credential files in a work share (cli/share_scan.h): "share_secrets" decides for every
+ * Credential files in a work share (session/share_scan.h): "share_secrets" decides for every
  * session what is done with those found ("refuse" the session, or "hide" them and go on;
  * without it each session chooses, refusing by default); "share_secrets_allow": false refuses
  * a session's own exceptions; "share_secret_patterns" are more names (fnmatch globs, a path

@@ -3,7 +3,9 @@
  * decided against the rules at the end of its head, rewritten (proxy_rewrite.c) and streamed
  * to the upstream; the response comes back through proxy_response.c. CONNECT tunnels end here
  * too (proxy_tunnel.c), with a leaf from the session CA. */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
+
+#include "lib/mono.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,7 +24,6 @@
 
 _Static_assert(REQCHECK_URL_MAX == PROXY_MAX_URL, "reqcheck and the arena agree on URLs");
 _Static_assert(REQCHECK_LINE_MAX > PROXY_MAX_HEAD, "a line as large as a head reaches the arena");
-#include "broker/h2_front.h"
 #include "broker/upstream_tls.h"
 #include "lib/agent_proto.h"
 
@@ -95,7 +96,7 @@ static void request_reset(struct conn *c)
 	c->bytes_up = c->bytes_down = 0;
 	c->method[0] = c->host[0] = c->rule[0] = 0;
 	snprintf(c->log_path, sizeof(c->log_path), "-");
-	clock_gettime(CLOCK_MONOTONIC, &c->t0);
+	c->t0_ns = mono_ns();
 }
 
 static int rq_begin(http_parser *p)
@@ -303,16 +304,13 @@ static int head_arriving(const struct conn *c)
 /* Before a read: the receive timeout that keeps the head's deadline. 1 when it has passed. */
 static int head_deadline(struct conn *c)
 {
-	struct timespec now;
-	long left;
+	int64_t left;
 
 	if (!c->head_clock || c->cfg->head_timeout_ms <= 0) {
 		proxy_io_rcv_timeout(c, c->cfg->io_timeout_ms);
 		return 0;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	left = c->cfg->head_timeout_ms - ((now.tv_sec - c->head_t0.tv_sec) * 1000 +
-					  (now.tv_nsec - c->head_t0.tv_nsec) / 1000000);
+	left = c->cfg->head_timeout_ms - (mono_ms() - c->head_t0_ms);
 	if (left <= 0)
 		return 1;
 	proxy_io_rcv_timeout(c, left < c->cfg->io_timeout_ms ? (int)left : c->cfg->io_timeout_ms);
@@ -325,7 +323,7 @@ static void head_track(struct conn *c)
 	if (!head_arriving(c))
 		c->head_clock = 0;
 	else if (!c->head_clock) {
-		clock_gettime(CLOCK_MONOTONIC, &c->head_t0);
+		c->head_t0_ms = mono_ms();
 		c->head_clock = 1;
 	}
 }
@@ -429,7 +427,7 @@ struct conn *proxy_conn_new(const struct proxy_config *cfg, int fd, unsigned lon
 	}
 	proxy_io_timeouts(fd, cfg->io_timeout_ms);
 	c->rcv_ms = cfg->io_timeout_ms;
-	clock_gettime(CLOCK_MONOTONIC, &c->t0); /* for a connection that fails before a request */
+	c->t0_ns = mono_ns(); /* for a connection that fails before a request */
 	http_parser_init(&c->rq, HTTP_REQUEST);
 	c->rq.data = c;
 	reqcheck_init(&c->rc);

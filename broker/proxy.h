@@ -14,6 +14,7 @@
 #include "broker/approvals.h"
 #include "broker/mitm_ca.h"
 #include "broker/policy.h"
+#include "broker/proxy_limits.h"
 #include "broker/rules.h"
 
 #include <pthread.h>
@@ -24,11 +25,6 @@ struct secret_source {
 	int (*get)(void *arg, const char *name, uint8_t **val, size_t *len);
 	void *arg;
 };
-
-/* Bounds on what a guest may send; anything beyond is answered with 400. */
-#define PROXY_MAX_HEAD	  16384 /* URL + header names and values of one request */
-#define PROXY_MAX_HEADERS 64
-#define PROXY_MAX_URL	  8192
 
 struct proxy_config {
 	const struct rules *rules;
@@ -58,7 +54,7 @@ struct proxy_config {
 	int stream_idle_ms;  /* a streamed answer's upstream may be silent this long (else io) */
 };
 
-/* One guest connection's state, kept between the requests it sends (proxy_conn.h). */
+/* One guest connection's state, kept between the requests it sends (proxy_internal.h). */
 struct conn;
 
 /* The connection FD's state (FD stays the caller's: proxy_conn_free does not close it), or

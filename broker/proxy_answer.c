@@ -3,7 +3,7 @@
  * it (proxy_response.c): whether it may be handed to a client at all, whether it is a part
  * or compressed gRPC that the scrubber could not see whole, how its messages end, whether
  * it is gRPC's stream. */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 
 #include <ctype.h>
 #include <string.h>

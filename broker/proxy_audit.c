@@ -4,7 +4,9 @@
  * refusal, or the guest going away after the head (with its credential) went upstream. A
  * request is due a record from its first byte (rq_begin); proxy_audit_log() writes it and clears
  * that, and the connection's end writes any record still due. */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
+
+#include "lib/mono.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -62,12 +64,11 @@ static const char *outcome(const struct conn *c, int status)
 void proxy_audit_failed(const char *session, int rc)
 {
 	static _Atomic long last;
-	struct timespec t;
+	int64_t now_s = mono_ms() / 1000;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	if (t.tv_sec == last)
+	if (now_s == last)
 		return;
-	last = t.tv_sec;
+	last = now_s;
 	fprintf(stderr,
 		"bulkhead-broker: session %s: audit log write failed: %s (requests are "
 		"refused until it can be written)\n",
@@ -120,7 +121,6 @@ static void audit_request(struct conn *c, int status, uint64_t duration_us)
 
 void proxy_audit_log(struct conn *c, int status)
 {
-	struct timespec t1;
 	double ms;
 	char ws[120] = "";
 
@@ -133,8 +133,7 @@ void proxy_audit_log(struct conn *c, int status)
 			snprintf(c->rule, sizeof(c->rule), "%s", c->cut->rule);
 		c->cut->recorded = 1;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ms = (double)(t1.tv_sec - c->t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - c->t0.tv_nsec) / 1e6;
+	ms = (double)(mono_ns() - c->t0_ns) / 1e6;
 	audit_request(c, status, (uint64_t)(ms * 1000));
 	proxy_audit_release(c); /* its room is used now */
 	if (!c->cfg->log)

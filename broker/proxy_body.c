@@ -9,7 +9,7 @@
  * length; a longer one toward a destination that has secrets goes chunked; chunked stays
  * chunked; a body toward a destination without secrets streams as it came (a placeholder
  * there can only trip, so its length never changes). */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * more on a reused connection the upstream had closed), a WebSocket carried to its end, and
  * the record written. proxy.c calls it from http_parser's on_message_complete; a relay that
  * went quiet parks (c->stream) and is carried on later by proxy_complete_resume. */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 
 #include <errno.h>
 #include <stdio.h>

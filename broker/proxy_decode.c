@@ -3,7 +3,7 @@
  * asks upstreams for identity; an answer compressed anyway with gzip or deflate is decoded
  * (bounded), scrubbed and relayed whole without Content-Encoding; any other content coding,
  * stacked codings, or a transfer coding other than chunked end in a 502. */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * bad records it here, once (the first reason wins: later ones are consequences); proxy.c
  * sends it as the one answer the guest gets, before the connection closes. The connection
  * loop's own refusals take the same form (proxy_error_text). */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>

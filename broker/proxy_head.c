@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy_head.c: one message head, request's or response's, collected from http_parser's
- * callbacks into a bounded arena (struct head, proxy_conn.h), and looked up by field name. */
-#include "broker/proxy_conn.h"
+ * callbacks into a bounded arena (struct head, proxy_internal.h), and looked up by field name. */
+#include "broker/proxy_internal.h"
 
 #include <string.h>
 #include <strings.h>

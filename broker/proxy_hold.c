@@ -4,7 +4,7 @@
  * connection, until a person has said yes (broker/approvals.c). A git push rule needs the
  * refs the push updates, which its body holds: such a request is held until its body is in,
  * then decided again with them. */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 
 #include <poll.h>
 #include <stdio.h>

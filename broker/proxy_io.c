@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy_io.c: the proxy's bytes — both sides' reads and writes (plain or TLS) and the
  * upstream connection. */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
+
+#include "broker/h2_up.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -9,9 +11,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+_Static_assert(PROXY_IO_AGAIN == H2_UP_AGAIN, "an HTTP/2 upstream's again is passed on as it is");
+
 #include "broker/dest.h"
 #include "broker/upstream_tls.h"
-#include "lib/mono_ms.h"
+#include "lib/mono.h"
 
 /* Sends all of B on one side of the connection (its socket FD, or its TLS when SSL is set),
  * adding what went out to *SENT when given. */

@@ -3,7 +3,7 @@
  * it goes, the decision, the placeholder tripwire, the head the upstream gets, then holding it
  * for a person or sending it. One function per phase; proxy_request_headers runs them in
  * order and stops at the first refusal (the reason is in the connection, proxy_fail). */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
 /* broker/proxy_response.c: relays the upstream's answer — parsed by http_parser, hop-by-hop
  * headers dropped, re-framed as chunked, every secret form scrubbed out of head and body.
  * A compressed body is decoded first and goes out whole at its end (proxy_decode.c). */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 #include "broker/audit.h"
 
 #include <ctype.h>
@@ -17,7 +17,7 @@
 
 #include <openssl/crypto.h>
 
-#include "lib/mono_ms.h"
+#include "lib/mono.h"
 
 /* --- response --------------------------------------------------------------------------- */
 
@@ -450,7 +450,7 @@ static int relay(struct conn *c)
 	return 0;
 }
 
-/* Relays one response (proxy_conn.h). */
+/* Relays one response (proxy_internal.h). */
 int proxy_response_relay(struct conn *c)
 {
 	relay_begin(c);

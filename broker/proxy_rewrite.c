@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* broker/proxy_rewrite.c: what goes upstream — secrets loaded once per connection, the
  * placeholder tripwire and replacement, path checks, and the rewritten request head. */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 
 #include <ctype.h>
 #include <errno.h>

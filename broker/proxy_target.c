@@ -2,7 +2,7 @@
 /* broker/proxy_target.c: where a guest's request goes — the URL's scheme, host, port and path,
  * the CONNECT authority and the Host header — with every host name in its canonical spelling
  * (hostname.h) before anything compares it. */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 
 #include <ctype.h>
 #include <stdio.h>

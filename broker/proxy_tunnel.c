@@ -2,7 +2,7 @@
 /* broker/proxy_tunnel.c: CONNECT — decided on its host and port before any request inside
  * is known; then the guest's TLS ends at the broker, with a leaf from the session CA for the
  * CONNECT host, and the requests inside are served like any other (proxy.c). */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 
 #include "broker/hostname.h"
 #include "broker/mitm_ca.h"
-#include "lib/mono_ms.h"
+#include "lib/mono.h"
 
 /* CONNECT host:port — allowed when an https rule names that host and port; the request
  * lines inside the tunnel are then decided one by one like any other. */

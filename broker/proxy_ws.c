@@ -6,7 +6,7 @@
  * secret's destinations and tripped toward any other. Pings are answered on each side by
  * wslay; close codes pass through, a close waiting for the messages before it; one audit
  * record per WebSocket (docs/THREAT-MODEL.md "WebSockets"). */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -18,7 +18,7 @@
 #include <wslay/wslay.h>
 
 #include "broker/audit.h"
-#include "lib/mono_ms.h"
+#include "lib/mono.h"
 
 /* A close's answer, once one side has begun closing (or --io-timeout, if that is shorter). */
 #define WS_CLOSE_GRACE_MS 5000

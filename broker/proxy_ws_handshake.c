@@ -5,7 +5,7 @@
  * upstream's 101: Upgrade, Connection, the key's Sec-WebSocket-Accept, no extension (none is
  * offered: permessage-deflate would hide messages from the scrubber) and no subprotocol the
  * guest did not offer. What follows the 101 is proxy_ws.c's. */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -50,7 +50,7 @@ struct rules {
 	char *work; /* "work": {"path", "read_only"}: the session's share; NULL: none */
 	int work_read_only;
 	/* "work": {"paths": {"src": "rw", "config": "ro", ...}}: rules inside the share
-	 * (cli/share_rules.h), the mode 0 rw, 1 ro, 2 hidden; "share_secrets": "refuse" or
+	 * (session/share_rules.h), the mode 0 rw, 1 ro, 2 hidden; "share_secrets": "refuse" or
 	 * "hide" (0: not said, 1, 2); "share_secrets_allow": paths shared as they are. */
 	struct rules_work_path {
 		char *path;

@@ -1,10 +1,21 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# `make deps`: installs the Debian packages in ci/packages.txt that are missing.
+# `make deps` (every package in ci/packages.txt) and `make build-deps` (`sh ci/deps.sh build`:
+# only those tagged build, what compiling needs): installs the missing ones.
 # Idempotent and quiet when everything is present (one dpkg-query, no apt-get).
 set -eu
 list=$(dirname "$0")/packages.txt
-pkgs=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$list" | awk '{print $1}')
+want=${1:-all}
+case $want in
+all | build) ;;
+*)
+	echo "deps: usage: deps.sh [build]" >&2
+	exit 2
+	;;
+esac
+pkgs=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$list" |
+	awk -v want="$want" '$2 != "build" && $2 != "run" { print "deps: ci/packages.txt: a line without a build or run tag: " $0 > "/dev/stderr"; exit 1 }
+		want == "all" || $2 == want { print $1 }')
 
 missing=
 for p in $pkgs; do

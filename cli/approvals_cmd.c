@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cli/approvals_cmd.c: `bulkhead approvals list|show ID|approve ID|deny ID [--reason R]` —
- * asks every broker on this host (cli/approvals.c).
+ * asks every broker on this host (session/approvals.c).
  * Host only: no vsock port leads to these sockets, and the brokers check who connects. */
-#include "cli/approvals.h"
+#include "session/approvals.h"
 #include "cli/broker_cmds.h"
-#include "cli/exit_codes.h"
+#include "session/exit_codes.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -4,10 +4,12 @@
  * byte) and kernel (first byte to "Run /init as init process"), plus bulkhead-vmm's own
  * boot-timer line when init gets to write it (lib/boot_timer_abi.h). */
 #include "cli/bench.h"
-#include "cli/paths.h"
-#include "cli/engine.h"
-#include "cli/exit_codes.h"
-#include "cli/kvm_probe.h"
+
+#include "lib/mono.h"
+#include "session/paths.h"
+#include "session/engine.h"
+#include "session/exit_codes.h"
+#include "session/kvm_probe.h"
 #include "lib/boot_args.h"
 #include "lib/boot_timer_abi.h"
 
@@ -48,9 +50,7 @@ static const char bench_usage[] =
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return mono_ns();
 }
 
 static int cmp_u64(const void *a, const void *b)

@@ -3,10 +3,10 @@
  * runs bulkhead-broker with a control socket in bulkhead's run directory and the per-session
  * audit logs where private brokers put them; every other option is bulkhead-broker's own. */
 #include "cli/broker_cmds.h"
-#include "cli/broker_dev.h"
-#include "cli/paths.h"
-#include "cli/rundir.h"
-#include "cli/exit_codes.h"
+#include "session/broker_dev.h"
+#include "session/paths.h"
+#include "session/rundir.h"
+#include "session/exit_codes.h"
 
 #include <stdbool.h>
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-# cli/: the `bulkhead` command. Its pieces build into one library (everything but main.c)
-# that the command and the unit tests link.
+# cli/: the `bulkhead` command — its subcommands, over the session engine (session/). Its
+# pieces build into one library (everything but main.c) that the command and the unit tests
+# link.
 CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
 CLI_LIB  := $(OBJ)/libcli.a
 CLI_BIN  := $(BIN)/bulkhead
@@ -10,7 +11,7 @@ $(CLI_LIB): $(CLI_SRCS:%.c=$(OBJ)/%.o)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(CLI_BIN): $(OBJ)/cli/main.o $(CLI_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
+$(CLI_BIN): $(OBJ)/cli/main.o $(CLI_LIB) $(SESSION_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lz -lcrypto -ljansson -lhttp_parser -lseccomp -luring -lmount
 

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cli/doctor.c: `bulkhead doctor` — what this host can run (cli/kvm_probe.c), QEMU,
+/* cli/doctor.c: `bulkhead doctor` — what this host can run (session/kvm_probe.c), QEMU,
  * virtiofsd and the guest kernel, whether the jail works (doctor_jail.c), and which engine
  * `auto` picks. Each part finds its facts as JSON and says them as text lines read from that
  * same object, so `doctor` and `doctor --json` cannot disagree. */
 #include "cli/doctor.h"
 #include "broker/loop.h"
 
-#include "cli/engine.h"
-#include "cli/kvm_probe.h"
-#include "cli/paths.h"
+#include "session/engine.h"
+#include "session/kvm_probe.h"
+#include "session/paths.h"
 
 #include <limits.h>
 #include <linux/kvm.h>

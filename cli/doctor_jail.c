@@ -7,7 +7,7 @@
 #include "cli/doctor.h"
 #include "jail/cgroup.h"
 #include "jail/jail.h"
-#include "cli/paths.h"
+#include "session/paths.h"
 
 #include <errno.h>
 #include <fcntl.h>

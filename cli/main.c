@@ -3,7 +3,7 @@
 #include "cli/bench.h"
 #include "cli/broker_cmds.h"
 #include "cli/doctor.h"
-#include "cli/exit_codes.h"
+#include "session/exit_codes.h"
 #include "cli/session_cmds.h"
 #include "image/image.h"
 

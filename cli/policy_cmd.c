@@ -3,7 +3,7 @@
  * errors with line and column) and `bulkhead policy explain` (what decide() says about one
  * request, and which rule says it). */
 #include "cli/broker_cmds.h"
-#include "cli/exit_codes.h"
+#include "session/exit_codes.h"
 
 #include "broker/decide.h"
 #include "broker/hostname.h"

@@ -5,9 +5,9 @@
  * who decided, and whether the session starts (share_plan.h does the deciding, as for a
  * session). Exit 0 when it would start, 1 when it would be refused, 125 on a usage error. */
 #include "cli/broker_cmds.h"
-#include "cli/exit_codes.h"
-#include "cli/share_fs.h"
-#include "cli/share_plan.h"
+#include "session/exit_codes.h"
+#include "session/share_fs.h"
+#include "session/share_plan.h"
 
 #include "broker/policy.h"
 #include "broker/rules.h"

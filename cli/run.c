@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cli/run.c: `bulkhead run` and `bulkhead start` — a request from the options, a plan from
- * the request, and a session from the plan (cli/session.c); `start` runs it detached and
+ * the request, and a session from the plan (session/session.c); `start` runs it detached and
  * prints its id once the guest is ready (with --json: the session as the API shows one). */
-#include "cli/plan.h"
+#include "session/plan.h"
 #include "jail/proc.h"
-#include "cli/session.h"
+#include "session/session.h"
 #include "cli/session_cmds.h"
 
 #include <errno.h>

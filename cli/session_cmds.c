@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cli/session_cmds.c: commands on a session started with `bulkhead start`:
  * `bulkhead exec ID -- CMD` (one more command in the same VM) and `bulkhead stop ID`. */
-#include "cli/exec_client.h"
-#include "cli/out.h"
+#include "session/exec_client.h"
+#include "session/out.h"
 #include "jail/proc.h"
-#include "cli/rundir.h"
-#include "cli/plan.h"
+#include "session/rundir.h"
+#include "session/plan.h"
 #include "cli/session_cmds.h"
 #include "lib/env_merge.h"
 

@@ -10,7 +10,7 @@ ifneq ($(findstring undefined,$(SAN)),)
 INIT_CFLAGS    += -fsanitize=undefined -fsanitize-undefined-trap-on-error
 endif
 
-$(OBJ)/init-static/%.o: %.c | deps
+$(OBJ)/init-static/%.o: %.c | build-deps
 	@mkdir -p $(@D)
 	$(CC) $(INIT_CFLAGS) -c -o $@ $<
 

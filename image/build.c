@@ -2,7 +2,9 @@
 /* image/build.c: `bulkhead image build NAME` — a Debian root made by mmdebstrap (minbase, the
  * packages asked for, docs, man pages and locales left out), its tar's SHA-256 the image's
  * digest, unpacked with its owners and attributes, device nodes removed, published whole. */
-#include "image/image_int.h"
+#include "image/image_internal.h"
+
+#include "lib/mono.h"
 #include "lib/errbuf.h"
 
 #include <errno.h>
@@ -162,12 +164,12 @@ static int build(struct image_store *s, const char *name, const struct build_opt
 	struct image_meta m = { 0 };
 	struct image_config cfg = { 0 };
 	char tar[PATH_MAX + 16], rootfs[PATH_MAX + 16], hex[IMAGE_HEX_LEN + 1];
-	struct timespec t0;
+	uint64_t t0;
 	bool existed = false;
 	json_t *recipe = recipe_json(o);
 	int rc = -1, img = -1;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = mono_ns();
 	image_work_sweep(s);
 	if (image_work_begin(s, "build", &w, err, errlen) < 0) {
 		json_decref(recipe);
@@ -192,7 +194,7 @@ static int build(struct image_store *s, const char *name, const struct build_opt
 	if (img < 0 || image_json_write(img, &m, &cfg, recipe, err, errlen) < 0 ||
 	    image_work_commit(s, &w, hex, name, &existed, err, errlen) < 0)
 		goto out;
-	image_say_done("built", name, &m, &t0, existed);
+	image_say_done("built", name, &m, t0, existed);
 	rc = 0;
 out:
 	if (rc < 0)

@@ -3,7 +3,7 @@
  * before mmdebstrap runs. mmdebstrap looks at --include only after it has made the essential
  * set (minutes here), so a misspelt or uninstallable package would fail late; apt-get with a
  * private state in the work directory answers in seconds, and touches nothing of the host's. */
-#include "image/image_int.h"
+#include "image/image_internal.h"
 #include "lib/errbuf.h"
 
 #include <errno.h>

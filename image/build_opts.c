@@ -2,7 +2,7 @@
 /* image/build_opts.c: what `bulkhead image build` is asked for, checked before anything runs —
  * the suite, the package list (sorted, without repeats: one recipe, one spelling), and the apt
  * sources (the host's own, or --mirror FILE), which must name the suite. */
-#include "image/image_int.h"
+#include "image/image_internal.h"
 #include "lib/errbuf.h"
 
 #include <dirent.h>

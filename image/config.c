@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* image/config.c: image.json, written once when an image is made and checked field by field
  * whenever it is read: a session trusts nothing in it that this file did not check. */
-#include "image/image_int.h"
+#include "image/image_internal.h"
 #include "lib/errbuf.h"
 #include "lib/io.h"
 #include "lib/json_strict.h"

@@ -10,7 +10,7 @@
  *   names/<NAME>              symbolic link to ../sha256/<hex>
  *   tmp/                      work in progress; an image appears only by rename when complete
  *
- * A session serves rootfs read-only (cli/share_image.c); nothing here runs a guest. */
+ * A session serves rootfs read-only (session/share_image.c); nothing here runs a guest. */
 #ifndef BULKHEAD_IMAGE_IMAGE_H
 #define BULKHEAD_IMAGE_IMAGE_H
 

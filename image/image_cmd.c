@@ -2,7 +2,7 @@
 /* image/image_cmd.c: `bulkhead image build|import|ls|rm` — the dispatch, and the two commands
  * that only read or unlink: ls lists names, rm removes one (and its image when no other name
  * points at it, moved out of sha256/ under the store lock before it is deleted). */
-#include "image/image_int.h"
+#include "image/image_internal.h"
 #include "lib/errbuf.h"
 
 #include <dirent.h>

@@ -4,7 +4,9 @@
  * copies it into an OCI layout in our work directory and umoci unpacks that (whiteouts, hard
  * links and paths that try to leave the root are theirs to handle); the result is published only
  * whole, its device nodes removed. */
-#include "image/image_int.h"
+#include "image/image_internal.h"
+
+#include "lib/mono.h"
 #include "lib/errbuf.h"
 
 #include <errno.h>
@@ -136,11 +138,11 @@ static int import(struct image_store *s, const char *name, const char *ref, char
 	struct image_oci o;
 	struct image_config cfg = { 0 };
 	struct image_meta m = { 0 };
-	struct timespec t0;
+	uint64_t t0;
 	bool existed = false;
 	int rc = -1;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = mono_ns();
 	image_work_sweep(s);
 	if (image_work_begin(s, "import", &w, err, errlen) < 0)
 		return -1;
@@ -156,7 +158,7 @@ static int import(struct image_store *s, const char *name, const char *ref, char
 		close(img);
 	if (wr < 0 || image_work_commit(s, &w, o.digest + 7, name, &existed, err, errlen) < 0)
 		goto out;
-	image_say_done("imported", name, &m, &t0, existed);
+	image_say_done("imported", name, &m, t0, existed);
 	rc = 0;
 out:
 	if (rc < 0)

@@ -2,7 +2,7 @@
 /* image/import_oci.c: what an imported image says — its manifest's digest and what its config
  * sets, from the OCI layout skopeo wrote, and the process umoci's bundle config.json describes
  * (user names resolved by umoci in the image's own /etc/passwd and /etc/group). */
-#include "image/image_int.h"
+#include "image/image_internal.h"
 #include "lib/errbuf.h"
 
 #include <stdio.h>

@@ -2,7 +2,7 @@
 /* image/rootfs.c: a fresh root before it is published — its device nodes removed (a session
  * mounts its own /dev; a node from an image would be the host's device), its size, a user's home
  * read from its /etc/passwd without ever leaving it — and the digest of a built image's tar. */
-#include "image/image_int.h"
+#include "image/image_internal.h"
 #include "lib/errbuf.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
  * an argument vector — never through a shell — their stderr relayed to ours so that the user sees
  * their progress (and our one line can quote their error), their stdout on our stderr (or read by
  * us), stdin on /dev/null. */
-#include "image/image_int.h"
+#include "image/image_internal.h"
 #include "lib/errbuf.h"
 #include "lib/io.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* image/store.c: where the store is, its names, and reading one image back (image_open): a name
  * is a symbolic link "../sha256/<hex>", an image a directory published whole by rename. */
-#include "image/image_int.h"
+#include "image/image_internal.h"
 #include "lib/errbuf.h"
 
 #include <errno.h>

@@ -2,7 +2,9 @@
 /* image/work.c: work in progress under tmp/ — each entry is owned by whoever holds the flock of
  * its .lock (inherited by the tools it runs, so a tool outliving a killed bulkhead still owns
  * it), removed without crossing mounts, and published by one rename. */
-#include "image/image_int.h"
+#include "image/image_internal.h"
+
+#include "lib/mono.h"
 #include "lib/errbuf.h"
 #include "lib/tree_remove.h"
 
@@ -117,11 +119,9 @@ void image_work_failed(const struct image_store *s, const struct image_work *w, 
 }
 
 void image_say_done(const char *verb, const char *name, const struct image_meta *m,
-		    const struct timespec *t0, bool existed)
+		    uint64_t t0_ns, bool existed)
 {
-	struct timespec t1;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("%s %s: %.1f MiB in %.1f s, %s%s\n", verb, name, (double)m->size / (1 << 20),
-	       (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9,
+	       (double)(mono_ns() - t0_ns) / 1e9,
 	       m->digest, existed ? " (already in the store)" : "");
 }

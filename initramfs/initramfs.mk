@@ -12,13 +12,13 @@ INITRAMFS_DEPS := initramfs/list.sh initramfs/etc/passwd initramfs/etc/group $(G
                   $(LIBDIR)/gen_init_cpio
 
 $(INITRAMFS): $(INITRAMFS_DEPS) initramfs/tools-layer.sh $(wildcard /usr/bin/curl /usr/bin/git) \
-              | deps
+              | build-deps
 	sh initramfs/list.sh tools $(GUEST_INIT) $(BUSYBOX) > $@.list
 	$(LIBDIR)/gen_init_cpio -t 0 $@.list > $@.tmp
 	@rm -f $@.list
 	@mv $@.tmp $@
 
-$(INITRAMFS_BASE): $(INITRAMFS_DEPS) | deps
+$(INITRAMFS_BASE): $(INITRAMFS_DEPS) | build-deps
 	sh initramfs/list.sh base $(GUEST_INIT) $(BUSYBOX) > $@.list
 	$(LIBDIR)/gen_init_cpio -t 0 $@.list > $@.tmp
 	@rm -f $@.list

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* jail/cgroup.c: the session's cgroups (see cgroup.h). */
 #include "jail/cgroup.h"
-#include "jail/jail_int.h"
+#include "lib/io.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -20,7 +20,7 @@ static int put(const char *dir, const char *file, const char *text)
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	return jail_write_file(path, text);
+	return io_write_file_once(path, text);
 }
 
 /* Our own cgroup path for CONTROLLER (v1), or the unified one ("" name), as SELF tells. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* jail/jail.c: jail_spawn (see jail.h): the namespaces, then in the child each step in turn:
  * set-up, ids, the root, descriptors, lock-down, the caller's filter, exec. */
-#include "jail/jail_int.h"
+#include "jail/jail_internal.h"
 #include "jail/proc.h"
 
 #include <errno.h>

@@ -76,7 +76,7 @@ struct jail_spec {
 	size_t nfds;
 	int out_fd, diag_fd; /* its stdout and stderr; stdin is /dev/null */
 	/* After the mounts, before the lock-down: the caller's own changes to its mount namespace
-	 * (a share's rules: cli/share_rules.h), with ARG. Runs in the child: no allocation. 0, or
+	 * (a share's rules: session/share_rules.h), with ARG. Runs in the child: no allocation. 0, or
 	 * -errno with the failing step in STEP. */
 	int (*prepare)(const void *arg, char *step, size_t steplen);
 	const void *prepare_arg;

@@ -3,7 +3,7 @@
  * read-only (programs and libraries, nothing secret), the loader's cache, and the host's
  * top-level paths a loader may start from (PT_INTERP is /lib64/...): on a merged-/usr host
  * these are links into /usr, made again inside; a real directory is mounted read-only. For
- * QEMU (cli/engine_qemu.c) and, in a sanitizer build, our own programs (jail_san.h). */
+ * QEMU (session/engine_qemu.c) and, in a sanitizer build, our own programs (jail_san.h). */
 #ifndef BULKHEAD_JAIL_JAIL_LOADER_H
 #define BULKHEAD_JAIL_JAIL_LOADER_H
 

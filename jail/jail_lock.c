@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* jail/jail_lock.c: the last steps before a jailed program starts (see jail.h): its
  * descriptors, then no way back to any privilege: rlimits, capabilities, ids, no_new_privs. */
-#include "jail/jail_int.h"
+#include "jail/jail_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  * read-only root holding only its mounts and links, or, without one, its mounts bound over
  * themselves in a mount namespace of its own. Every mount is a copy of that one mount alone
  * (what is mounted below it stays out) and never set-user-ID. */
-#include "jail/jail_int.h"
+#include "jail/jail_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

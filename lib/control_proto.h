@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* lib/control_proto.h: the control protocol between the host's `bulkhead` commands and
- * bulkhead-broker (its control socket: broker/control.c; clients: cli/broker_dev.c,
+ * bulkhead-broker (its control socket: broker/control.c; clients: session/broker_dev.c,
  * cli/approvals_cmd.c). Host only: no vsock port leads to a control socket.
  *
  * Transport: a Unix stream socket; one request, one JSON object on one line ending in '\n'

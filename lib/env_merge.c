@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* lib/env_merge.c: a command's environment from layers — an image's, a session's, a
  * command's — where a later entry of a name replaces every earlier one. A session's plan
- * (cli/plan_image.c), `bulkhead exec` and the session API's exec build it the same way. */
+ * (session/plan_image.c), `bulkhead exec` and the session API's exec build it the same way. */
 #include "lib/env_merge.h"
 
 #include <string.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* lib/fd_send.h: one message with one descriptor attached (SCM_RIGHTS) on a Unix socket: the
- * shared broker's listener (cli/broker_dev.c), an overlay from its builder (cli/share_image.c),
+ * shared broker's listener (session/broker_dev.c), an overlay from its builder (session/share_image.c),
  * a terminal to an OCI caller (oci/console.c). */
 #ifndef BULKHEAD_LIB_FD_SEND_H
 #define BULKHEAD_LIB_FD_SEND_H

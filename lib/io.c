@@ -4,6 +4,7 @@
 #include "lib/io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -77,4 +78,16 @@ int io_write_full(int fd, const void *buf, size_t len)
 	struct iovec iov = { (void *)(uintptr_t)buf, len };
 
 	return io_writev_full(fd, &iov, 1);
+}
+
+int io_write_file_once(const char *path, const char *text)
+{
+	size_t len = strlen(text);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, text, len);
+	int e = n < 0 ? errno : EIO;
+	close(fd);
+	return n == (ssize_t)len ? 0 : -e;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* lib/io.h: whole reads and writes on blocking descriptors — the loops that retry after EINTR
  * and short transfers, written once. Loops with a deadline or a stop to give way to
- * (lib/vhost_user.c, vmm/stopwait.c, cli/out.c) are not these and keep their own. */
+ * (lib/vhost_user.c, vmm/stopwait.c, session/out.c) are not these and keep their own. */
 #ifndef BULKHEAD_LIB_IO_H
 #define BULKHEAD_LIB_IO_H
 
@@ -25,5 +25,10 @@ ssize_t io_read_full(int fd, void *buf, size_t len);
 
 /* The same from offset OFF, leaving the descriptor's position alone. */
 ssize_t io_pread_full(int fd, void *buf, size_t len, off_t off);
+
+/* Writes TEXT to the existing file PATH in one write: what kernel files (uid_map,
+ * cgroup.procs, a cgroup's limits) need, since they take a value whole or not at all.
+ * 0, or a negative errno (-EIO for a short write). */
+int io_write_file_once(const char *path, const char *text);
 
 #endif

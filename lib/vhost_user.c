@@ -3,6 +3,8 @@
  * passing with SCM_RIGHTS; the peer is untrusted, so every length is checked before use. */
 #include "lib/vhost_user.h"
 
+#include "lib/mono.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -197,9 +199,7 @@ void vhost_user_msg_init(struct vhost_user_msg *m, uint32_t request, uint32_t fl
 
 static uint64_t vu_now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return mono_ns();
 }
 
 struct vhost_user_wait vhost_user_wait_for(unsigned timeout_ms, int stop_fd)

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define IDS_MAX 65536 /* the ids the root's server maps (cli/share_image.c) */
+#define IDS_MAX 65536 /* the ids the root's server maps (session/share_image.c) */
 
 static int bad(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

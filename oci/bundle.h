@@ -11,6 +11,7 @@
 #define BULKHEAD_OCI_BUNDLE_H
 
 #include "image/image.h"
+#include "session/request_limits.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -19,10 +20,10 @@
 
 #define OCI_ID_MAX	 128
 #define OCI_NOTES_MAX	 16 /* mounts left out, each said in the log */
-#define OCI_MEM_MIN_MIB	 64
-#define OCI_MEM_MAX_MIB	 (64 * 1024)
-#define OCI_MEM_DFLT_MIB 512
-#define OCI_CPUS_MAX	 32
+#define OCI_MEM_MIN_MIB	 REQ_MEM_MIN_MIB
+#define OCI_MEM_MAX_MIB	 REQ_MEM_MAX_MIB
+#define OCI_MEM_DFLT_MIB 512 /* a container's default: more than a bare session's */
+#define OCI_CPUS_MAX	 REQ_CPUS_MAX
 #define OCI_BINDS_MAX	 2 /* SESSION_BINDS_MAX */
 /* args, env and cwd together: what one exec request carries (AGENT_MAX_PAYLOAD), less room for
  * its fixed fields. */

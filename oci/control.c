@@ -3,9 +3,9 @@
  * supervisor, which passes it to the command in the guest; KILL cannot be passed on, so it
  * ends the supervisor and every process of the session (its cgroups) at once. delete removes
  * whatever a session killed that way left: its run directory and cgroups, then the state. */
-#include "cli/session_reap.h"
+#include "session/session_reap.h"
 #include "lib/signame.h"
-#include "cli/rundir.h"
+#include "session/rundir.h"
 #include "oci/state.h"
 
 #include <dirent.h>

@@ -6,8 +6,8 @@
  * the state directory). create returns once the guest is ready, with the supervisor's pid in
  * --pid-file: the caller (a subreaper: conmon, containerd's shim) adopts it, and its exit
  * status is the command's. start opens the gate. */
-#include "cli/plan.h"
-#include "cli/session.h"
+#include "session/plan.h"
+#include "session/session.h"
 #include "jail/proc.h"
 #include "oci/bundle.h"
 #include "oci/state.h"

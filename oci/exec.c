@@ -3,8 +3,8 @@
  * agent (the same path as `bulkhead exec`). With --detach, a process of ours relays it and its
  * pid goes to --pid-file once the guest took the command: the caller adopts it and its exit
  * status is the command's; every signal it gets goes to the command. */
-#include "cli/exec_client.h"
-#include "cli/rundir.h"
+#include "session/exec_client.h"
+#include "session/rundir.h"
 #include "jail/proc.h"
 #include "oci/bundle.h"
 #include "oci/state.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* oci/main.c: bulkhead-oci — the global options runc's callers pass, the subcommand table,
  * errors as runc reports them (stderr, and --log as text or JSON lines), and `features`. */
-#include "cli/exit_codes.h"
+#include "session/exit_codes.h"
 #include "oci/oci.h"
 
 #include <errno.h>

@@ -4,7 +4,7 @@
 OCI_SRCS := $(wildcard oci/*.c)
 OCI_BIN  := $(BIN)/bulkhead-oci
 
-$(OCI_BIN): $(OCI_SRCS:%.c=$(OBJ)/%.o) $(CLI_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
+$(OCI_BIN): $(OCI_SRCS:%.c=$(OBJ)/%.o) $(SESSION_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lz -lcrypto -ljansson -lhttp_parser -lseccomp -luring -lmount
 

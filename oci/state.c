@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* oci/state.c: a container's state directory and its status (see state.h). */
-#include "cli/session_reap.h"
+#include "session/session_reap.h"
 #include "oci/state.h"
 #include "oci/bundle.h"
-#include "cli/rundir.h"
+#include "session/rundir.h"
 #include "lib/mkdirs.h"
 
 #include <errno.h>

@@ -4,7 +4,7 @@
  * links only), a directory packed as pax tar; neither ever follows a link out of the tree.
  * Plain tar only: libarchive's decompression filters may run outside programs. */
 #include "serve/files.h"
-#include "serve/files_impl.h"
+#include "serve/files_internal.h"
 
 #include <archive.h>
 #include <archive_entry.h>

@@ -2,7 +2,7 @@
 /* serve/events.c: lifecycle events — a ring of the last EVENTS_KEPT, each a JSON line with a
  * sequence number, and GET /v1/events streaming them as they come (a client names the last
  * one it saw with ?since= and misses nothing still kept). */
-#include "cli/approvals.h"
+#include "session/approvals.h"
 #include "serve/serve.h"
 
 #include <errno.h>

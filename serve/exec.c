@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* serve/exec.c: POST /v1/sessions/{id}/exec — one command in the guest (cli/exec_client.c)
+/* serve/exec.c: POST /v1/sessions/{id}/exec — one command in the guest (session/exec_client.c)
  * with its output streamed as NDJSON frames, and the exec's stdin, signals and window size
  * from other requests (POST /v1/execs/{exec}/...).
  *
@@ -9,7 +9,7 @@
  * last frame, so a slow reader holds the command back and memory stays bounded. Other
  * requests reach the exec only through two pipes: its stdin, and a control pipe of small
  * fixed-size messages (signal, window size) that the exec's own thread applies. */
-#include "cli/exec_client.h"
+#include "session/exec_client.h"
 #include "image/image.h"
 #include "lib/agent_proto.h"
 #include "lib/env_merge.h"

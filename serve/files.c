@@ -8,7 +8,7 @@
  * descriptor says it is regular (a FIFO or a device is never opened); what we write is made
  * under a fresh name (O_EXCL | O_NOFOLLOW) in an opened directory and renamed into place. */
 #include "serve/files.h"
-#include "serve/files_impl.h"
+#include "serve/files_internal.h"
 #include "lib/io.h"
 
 #include <dirent.h>

@@ -5,7 +5,7 @@
  * answer. Every error is {"error": "..."} with the status docs/API.md gives. */
 #include "serve/files.h"
 #include "serve/serve.h"
-#include "cli/approvals.h"
+#include "session/approvals.h"
 #include "lib/json_strict.h"
 #include "lib/signame.h"
 

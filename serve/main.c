@@ -3,7 +3,9 @@
  * socket, and the main thread: it reaps every session's supervisor (all our children are
  * supervisors), ends sessions at their deadline, watches for approvals, and on TERM or INT
  * stops every session before it exits. */
-#include "cli/rundir.h"
+#include "session/rundir.h"
+
+#include "lib/mono.h"
 #include "lib/mkdirs.h"
 #include "lib/unix_listen.h"
 #include "serve/serve.h"
@@ -45,9 +47,7 @@ static const char usage[] =
 
 long long serve_now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return mono_ms();
 }
 
 double serve_wall(void)

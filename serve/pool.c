@@ -5,8 +5,8 @@
  * pool guest is never returned: deleted, it is gone. */
 #include "serve/serve.h"
 
-#include "cli/rundir.h"
-#include "cli/session_reap.h"
+#include "session/rundir.h"
+#include "session/session_reap.h"
 
 #include <dirent.h>
 #include <errno.h>

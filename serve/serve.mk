@@ -5,7 +5,7 @@
 SERVE_SRCS := $(wildcard serve/*.c)
 SERVE_BIN  := $(BIN)/bulkhead-serve
 
-$(SERVE_BIN): $(SERVE_SRCS:%.c=$(OBJ)/%.o) $(CLI_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
+$(SERVE_BIN): $(SERVE_SRCS:%.c=$(OBJ)/%.o) $(SESSION_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lmicrohttpd -larchive -lz -lcrypto -ljansson -lhttp_parser -lseccomp -luring -lmount -lpthread
 

@@ -2,14 +2,15 @@
 /* serve/sessions.c: the session table — a create request checked field by field, a guest
  * from the pool when the request can be bound to one that is up, else a cold boot; get,
  * list and delete; and the main thread's side: a supervisor's end, and deadlines. */
-#include "cli/broker_dev.h"
-#include "cli/exit_codes.h"
-#include "cli/rundir.h"
-#include "cli/session_reap.h"
+#include "session/broker_dev.h"
+#include "session/exit_codes.h"
+#include "session/request_fields.h"
+#include "session/rundir.h"
+#include "session/session_reap.h"
 #include "lib/json_strict.h"
 #include "lib/tree_remove.h"
 #include "serve/serve.h"
-#include "cli/share_rules.h"
+#include "session/share_rules.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,20 +47,17 @@ static int str_field(json_t *body, const char *key, const char **out, bool abs_p
 	return 0;
 }
 
-static int num_field(json_t *body, const char *key, double lo, double hi, double *out, char *why,
-		     size_t whylen)
+/* A number of the session request: its bounds are its field's (session/request_fields.h). */
+static int num_field(json_t *body, const char *key, double *out, char *why, size_t whylen)
 {
+	const struct request_field *f = request_field_by_key(key);
 	json_t *v = json_object_get(body, key);
 	if (!v || json_is_null(v))
 		return 0;
-	bool whole = strcmp(key, "timeout_s") != 0; /* every other number counts something */
-	if (!json_is_number(v) || (whole && !json_is_integer(v)) || json_number_value(v) < lo ||
-	    json_number_value(v) > hi) {
-		snprintf(why, whylen, "\"%s\" must be a number from %g to %g", key, lo, hi);
-		return -1;
-	}
+	if (!f || !json_is_number(v) || (f->type == REQ_UINT && !json_is_integer(v)))
+		return request_field_number_ok(f, -1, why, whylen);
 	*out = json_number_value(v);
-	return 0;
+	return request_field_number_ok(f, *out, why, whylen);
 }
 
 static int bool_field(json_t *body, const char *key, bool *out, char *why, size_t whylen)
@@ -147,10 +145,10 @@ int serve_create_parse(json_t *body, struct serve_create *c, char *why, size_t w
 	    str_field(body, "audit", &c->audit, true, why, whylen) < 0 ||
 	    bool_field(body, "work_ro", &c->work_ro, why, whylen) < 0 ||
 	    bool_field(body, "pool", &c->pool, why, whylen) < 0 ||
-	    num_field(body, "mem_mib", 64, 65536, &mem, why, whylen) < 0 ||
-	    num_field(body, "cpus", 1, 32, &cpus, why, whylen) < 0 ||
-	    num_field(body, "mem_limit_mib", 64, 1 << 20, &limit, why, whylen) < 0 ||
-	    num_field(body, "timeout_s", 0.001, 365 * 86400.0, &timeout, why, whylen) < 0)
+	    num_field(body, "mem_mib", &mem, why, whylen) < 0 ||
+	    num_field(body, "cpus", &cpus, why, whylen) < 0 ||
+	    num_field(body, "mem_limit_mib", &limit, why, whylen) < 0 ||
+	    num_field(body, "timeout_s", &timeout, why, whylen) < 0)
 		return -1;
 	if ((c->work && strchr(c->work, ':')) || (c->image && strchr(c->image, '/'))) {
 		snprintf(why, whylen, "\"%s\" may not hold '%c'",
@@ -283,35 +281,43 @@ int serve_owned_work(char *buf, size_t len)
 	return 0;
 }
 
-/* The `bulkhead start` options for a create (c NULL: a pool guest). Numbers go to num. */
+/* The `bulkhead start` option of the API's KEY ("--mem" for "mem_mib"), from the table of
+ * request fields: the API and the CLI cannot name one field two ways. */
+static char *start_flag(const char *key, char buf[32])
+{
+	const struct request_field *f = request_field_by_key(key);
+	snprintf(buf, 32, "--%s", f && f->flag ? f->flag : key);
+	return buf;
+}
+
+/* The `bulkhead start` options for a create (c NULL: a pool guest). Numbers go to num,
+ * option names to flag. */
 static void start_args(const struct serve_create *c, const char *scope, const char *work_spec,
-		       char *const share[], char *args[], char num[3][16])
+		       char *const share[], char *args[], char num[3][16], char flag[10][32])
 {
 	size_t n = 0;
 	if (!c) {
 		if (serve.pool_image[0])
-			args[n++] = "--image", args[n++] = serve.pool_image;
-		args[n++] = "--work", args[n++] = (char *)work_spec;
+			args[n++] = start_flag("image", flag[0]), args[n++] = serve.pool_image;
+		args[n++] = start_flag("work", flag[1]), args[n++] = (char *)work_spec;
 		args[n] = NULL;
 		return;
 	}
-	const char *flags[] = {
-		"--image", "--scope", "--vault", "--ca-file", "--broker", "--audit"
-	};
+	const char *keys[] = { "image", "scope", "vault", "ca_file", "broker", "audit" };
 	const char *vals[] = { c->image, scope, c->vault, c->ca_file, c->broker, c->audit };
 	for (size_t i = 0; i < 6; i++)
 		if (vals[i])
-			args[n++] = (char *)flags[i], args[n++] = (char *)vals[i];
-	const char *nflags[] = { "--mem", "--cpus", "--mem-limit" };
+			args[n++] = start_flag(keys[i], flag[i]), args[n++] = (char *)vals[i];
+	const char *nkeys[] = { "mem_mib", "cpus", "mem_limit_mib" };
 	unsigned nvals[] = { c->mem_mib, c->cpus, c->mem_limit_mib };
 	for (size_t i = 0; i < 3; i++)
 		if (nvals[i]) {
 			snprintf(num[i], sizeof(num[i]), "%u", nvals[i]);
-			args[n++] = (char *)nflags[i], args[n++] = num[i];
+			args[n++] = start_flag(nkeys[i], flag[6 + i]), args[n++] = num[i];
 		}
 	for (size_t i = 0; share && share[i]; i++)
 		args[n++] = share[i];
-	args[n++] = "--work", args[n++] = (char *)work_spec;
+	args[n++] = start_flag("work", flag[9]), args[n++] = (char *)work_spec;
 	args[n] = NULL;
 }
 
@@ -359,7 +365,7 @@ struct serve_session *serve_session_new(void)
  * ended, for the caller to clean up. */
 int serve_boot(struct serve_session *s, const struct serve_create *c, char *why, size_t whylen)
 {
-	char spec[PATH_MAX + 4], *args[32 + 4 * SHARE_RULES_MAX], num[3][16], **share = NULL;
+	char spec[PATH_MAX + 4], *args[32 + 4 * SHARE_RULES_MAX], num[3][16], flag[10][32], **share = NULL;
 	const char *scope = c ? c->scope_path : NULL;
 	if (c && c->work) {
 		snprintf(s->work, sizeof(s->work), "%s", c->work);
@@ -398,7 +404,7 @@ int serve_boot(struct serve_session *s, const struct serve_create *c, char *why,
 		snprintf(why, whylen, "out of memory");
 		return -1;
 	}
-	start_args(c, scope, spec, share, args, num);
+	start_args(c, scope, spec, share, args, num, flag);
 	int spawned = serve_spawn(s, args, why, whylen);
 	serve_share_args_free(share);
 	if (spawned < 0)

@@ -4,10 +4,11 @@
  * ("refuse" or "hide") and "share_secrets_allow" (paths), checked here with the same grammar
  * as the CLI and the scope (lib/relpath.h), and handed to `bulkhead start` as its options
  * --work-rule, --share-secrets and --share-allow, so that one code path decides
- * (cli/share_plan.h). They need a host directory ("work"): the daemon's own are empty. */
+ * (session/share_plan.h). They need a host directory ("work"): the daemon's own are empty. */
 #include "serve/serve.h"
 
-#include "cli/share_rules.h"
+#include "session/request_fields.h"
+#include "session/share_rules.h"
 #include "lib/relpath.h"
 
 #include <stdio.h>
@@ -42,8 +43,9 @@ int serve_share_parse(json_t *body, struct serve_create *c, char *why, size_t wh
 		if (relpath_check(key, strlen(key), &because) < 0)
 			return bad(why, whylen, "work_rules", key, because);
 	}
-	if (sec && (!json_is_string(sec) || (strcmp(json_string_value(sec), "refuse") &&
-					     strcmp(json_string_value(sec), "hide"))))
+	if (sec && (!json_is_string(sec) ||
+		    !request_field_choice_ok(request_field_by_key("share_secrets"),
+					     json_string_value(sec))))
 		return bad(why, whylen, "share_secrets", NULL, "\"refuse\" or \"hide\"");
 	if (allow && (!json_is_array(allow) || json_array_size(allow) > SHARE_RULES_MAX))
 		return bad(why, whylen, "share_secrets_allow", NULL, "an array of at most 64 paths");

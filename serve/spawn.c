@@ -4,9 +4,9 @@
  * is ready) and BULKHEAD_LIFELINE_FD (the session ends when we do). Its stderr goes to a log
  * under --state, whose last line says why it ended. Each session we start has a record
  * there, so that a daemon that was KILLed stops what is left at its next start. */
-#include "cli/paths.h"
-#include "cli/rundir.h"
-#include "cli/session_reap.h"
+#include "session/paths.h"
+#include "session/rundir.h"
+#include "session/session_reap.h"
 #include "lib/env_merge.h"
 #include "lib/mkdirs.h"
 #include "serve/serve.h"

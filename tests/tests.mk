@@ -3,8 +3,12 @@
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
+# The unit tests' objects need cmocka, a `run` package (ci/packages.txt).
+$(OBJ)/tests/%.o: tests/%.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
 UNIT_LIBS := -lcmocka -lz -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -ljansson -lseccomp -luring -lmount
-$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CLI_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(VMM_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(LIB_A)
+$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CLI_LIB) $(SESSION_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(VMM_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(UNIT_LIBS)
 # The VMM's allow-lists with each thread role's work (and a sanitizer build's run time).
@@ -19,14 +23,14 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 # Each fuzzer links the product sources it exercises (compiled with it, sanitizers on).
 FUZZ_DEPS_fuzz_console_frame := lib/console_frame.c
-FUZZ_DEPS_fuzz_agent_proto := lib/agent_proto.c lib/io.c cli/exec_client.c lib/unix_listen.c
+FUZZ_DEPS_fuzz_agent_proto := lib/agent_proto.c lib/io.c session/exec_client.c lib/unix_listen.c
 FUZZ_DEPS_fuzz_vsock_tx := vsock/device.c vsock/conn.c vsock/virtq.c vsock/vmem.c \
                            lib/unix_listen.c
-FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c vmm/stopwait.c \
+FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c vmm/stopwait.c vmm/stop.c \
                               vmm/vm.c vmm/x86/vm_arch.c
 # The VMM's vhost-user front end against a hostile back end (its log lines kept quiet there).
 FUZZ_DEPS_fuzz_vu_front := vmm/virtio/vu_front.c vmm/virtio/vhost_user_dev.c vmm/virtio/mmio.c \
-                           vmm/bus.c vmm/gmem.c vmm/vm.c vmm/x86/vm_arch.c lib/vhost_user.c
+                           vmm/bus.c vmm/gmem.c vmm/vm.c vmm/stop.c vmm/x86/vm_arch.c lib/vhost_user.c
 FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/control.c broker/session.c broker/loop%.c,$(BROKER_SRCS)) \
                              lib/json_where.c lib/json_strict.c lib/errbuf.c lib/io.c lib/relpath.c
 FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -ljansson -lpthread
@@ -54,7 +58,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_DEPS_$$*) | deps
 	clang -std=c11 -D_GNU_SOURCE -I. $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ $^ -lz $(FUZZ_LIBS_$*)
 
-.PHONY: unit-tests fuzz test-programs test-san
+.PHONY: unit-tests fuzz test-programs test-san check
 include tests/nested/nested.mk
 unit-tests: $(UNIT_BINS)
 fuzz: $(FUZZ_BINS)
@@ -63,8 +67,15 @@ fuzz: $(FUZZ_BINS)
 # FUZZ_SECONDS bounds each fuzzer's run inside `make test`.
 FUZZ_SECONDS ?= 15
 test-programs: all $(UNIT_BINS)
-test: test-programs $(FUZZ_BINS)
+test: test-programs $(FUZZ_BINS) | deps
 	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/run.sh
+
+# `make check`: what a developer runs before every commit, in under a minute once built: the
+# unit tests and a short pass of every fuzzer (its corpus, then CHECK_FUZZ_SECONDS of new
+# inputs). No session starts; `make test` runs everything.
+CHECK_FUZZ_SECONDS ?= 2
+check: $(UNIT_BINS) $(FUZZ_BINS) | deps
+	@BUILD=$(BUILD) FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS) sh tests/run.sh unit/ fuzz/
 
 # The sanitizer run (CI: .ci/run): everything built with ASan and UBSan into a build of its
 # own, then the unit tests and the host-side suites (the broker's, the vsock back end's and
@@ -126,7 +137,7 @@ $(BUILD)/tests/mount-lock-check: $(OBJ)/tests/tools/mount_lock_check.o
 	$(CC) $(LDFLAGS) -o $@ $^
 test-programs: $(BUILD)/tests/mount-lock-check
 # The jail step as sessions use it, around any program (tests/e2e/test_jail.sh).
-$(BUILD)/tests/jail-probe: $(OBJ)/tests/tools/jail_probe.o $(JAIL_LIB)
+$(BUILD)/tests/jail-probe: $(OBJ)/tests/tools/jail_probe.o $(JAIL_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^
 test-programs: $(BUILD)/tests/jail-probe
@@ -144,3 +155,9 @@ test-programs: $(BUILD)/tests/fd-connect
 # after them, for what they use of it.
 $(BUILD)/tests/test_serve_files: $(OBJ)/serve/files.o $(OBJ)/serve/archive.o
 $(BUILD)/tests/test_serve_files: UNIT_LIBS += $(LIB_A) -larchive -lmicrohttpd
+# The table of a session request's fields as JSON (tests/e2e/test_request_schema.sh).
+$(BUILD)/tests/request-schema: $(OBJ)/tests/tools/request_schema.o $(SESSION_LIB) $(IMAGE_LIB) \
+                               $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lz -lcrypto -ljansson -lhttp_parser -lseccomp -luring -lmount
+test-programs: $(BUILD)/tests/request-schema

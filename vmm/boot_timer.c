@@ -4,6 +4,7 @@
 #include "vmm/boot_timer.h"
 
 #include "lib/boot_timer_abi.h"
+#include "lib/mono.h"
 #include "vmm/log.h"
 
 #include <string.h>
@@ -12,7 +13,7 @@ static void boot_timer_access(void *opaque, uint64_t addr, bool is_write, uint8_
 			      unsigned size)
 {
 	struct boot_timer *bt = opaque;
-	uint64_t now = vm_now_ns(); /* first: the rest is our overhead, not the guest's */
+	uint64_t now = mono_ns(); /* first: the rest is our overhead, not the guest's */
 
 	(void)addr;
 	(void)size;

@@ -9,11 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static struct vm *vmm_log_vm;
+static struct vm_stop *vmm_log_stop;
 
-void vmm_log_bind(struct vm *vm)
+void vmm_log_bind(struct vm_stop *stop)
 {
-	vmm_log_vm = vm;
+	vmm_log_stop = stop;
 }
 
 /* One write keeps the line whole when stderr is shared with other writers. */
@@ -24,7 +24,7 @@ static void vmm_log_line(const char *line)
 	size_t len = n < 0 ? 0 : (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
 	if (len && buf[len - 1] != '\n')
 		buf[len - 1] = '\n';
-	stopwait_write(vmm_log_vm, STDERR_FILENO, buf, len);
+	stopwait_write(vmm_log_stop, STDERR_FILENO, buf, len);
 }
 
 void vmm_log_setup(const char *what, int err, const char *hint)

@@ -3,7 +3,7 @@
 #ifndef BULKHEAD_VMM_LOG_H
 #define BULKHEAD_VMM_LOG_H
 
-struct vm;
+struct vm_stop;
 
 /* Set-up failure: what failed, the errno text (err > 0, or 0 for none), what to do. */
 void vmm_log_setup(const char *what, int err, const char *hint);
@@ -11,8 +11,8 @@ void vmm_log_setup(const char *what, int err, const char *hint);
 /* Any other one-line message; printf-style, the newline is added. */
 void vmm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* From now on (vm non-NULL) until unbound (NULL), lines wait for a stderr nobody reads only
- * as long as vm runs (vmm/stopwait.h): a message never holds up the VM's stop. */
-void vmm_log_bind(struct vm *vm);
+/* From now on (stop non-NULL) until unbound (NULL), lines wait for a stderr nobody reads only
+ * until that stop is requested (vmm/stopwait.h): a message never holds up the VM's stop. */
+void vmm_log_bind(struct vm_stop *stop);
 
 #endif

@@ -6,6 +6,7 @@
  * init/fini pair and a row (see vmm/machine.h and vmm/README.md).
  */
 #include "lib/jail_selftest.h"
+#include "lib/mono.h"
 #include "lib/test_guest_abi.h"
 #include "lib/vmm_exit.h"
 #include "vmm/loader.h"
@@ -309,7 +310,7 @@ static int vmm_main(struct machine *m)
 	unsigned flags = o->mode == VMM_MODE_TEST ? 0 : VM_IRQCHIP;
 	if (vm_create_on(&m->vm, o->kvm_fd, o->mem_mib << 20, o->cpus, flags))
 		return VMM_EXIT_SETUP;
-	vmm_log_bind(&m->vm); /* no message may hold up the VM's stop */
+	vmm_log_bind(&m->vm.stop); /* no message may hold up the VM's stop */
 	for (; ndev < VMM_NDEVICES; ndev++) {
 		const struct vmm_device *d = &vmm_devices[ndev];
 		if ((d->modes & o->mode) && d->init(m))
@@ -340,7 +341,7 @@ int main(int argc, char **argv)
 	static struct machine m; /* large (buffers, vCPU table): not on the stack */
 	struct vmm_opts o;
 
-	m.main_ns = vm_now_ns();
+	m.main_ns = mono_ns();
 	if (vmm_options_parse(argc, argv, &o))
 		return VMM_EXIT_SETUP;
 	m.o = &o;

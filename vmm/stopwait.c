@@ -3,22 +3,24 @@
  * once and never read, so it stays readable from the stop request on. */
 #include "vmm/stopwait.h"
 
+#include "lib/mono.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
 #include <unistd.h>
 
-int stopwait_fd(struct vm *vm, int fd, short events)
+int stopwait_fd(struct vm_stop *stop, int fd, short events)
 {
 	for (;;) {
 		struct pollfd p[2] = { { .fd = fd, .events = events },
-				       { .fd = vm ? vm->stop_fd : -1, .events = POLLIN } };
+				       { .fd = stop ? stop->fd : -1, .events = POLLIN } };
 		int timeout = -1;
-		if (vm && atomic_load(&vm->stop)) {
+		if (stop && vm_stopping(stop)) {
 			/* Stopping: only the grace remains, measured from the request itself so
 			 * that many waits in a row cannot add up. */
-			uint64_t end = atomic_load(&vm->stop_ns) + STOPWAIT_GRACE_MS * 1000000ull;
-			uint64_t now = vm_now_ns();
+			uint64_t end = atomic_load(&stop->ns) + STOPWAIT_GRACE_MS * 1000000ull;
+			uint64_t now = mono_ns();
 			timeout = now >= end ? 0 : (int)((end - now + 999999) / 1000000);
 			p[1].fd = -1;
 		}
@@ -36,13 +38,13 @@ int stopwait_fd(struct vm *vm, int fd, short events)
 	}
 }
 
-size_t stopwait_write(struct vm *vm, int fd, const void *buf, size_t len)
+size_t stopwait_write(struct vm_stop *stop, int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 	size_t done = 0;
 
 	while (done < len) {
-		if (stopwait_fd(vm, fd, POLLOUT) <= 0)
+		if (stopwait_fd(stop, fd, POLLOUT) <= 0)
 			break;
 		size_t chunk = len - done < PIPE_BUF ? len - done : PIPE_BUF;
 		ssize_t n = write(fd, p + done, chunk);

@@ -2,6 +2,7 @@
 /* vmm/testdev.c: the test-guest ports — how a freestanding guest talks, stops and times. */
 #include "vmm/testdev.h"
 
+#include "lib/mono.h"
 #include "lib/vmm_exit.h"
 #include "vmm/log.h"
 #include "vmm/stopwait.h"
@@ -15,7 +16,7 @@
 static void testdev_flush(struct testdev *td)
 {
 	/* As the UART's: output nobody reads is dropped, and never holds up a stop. */
-	stopwait_write(td->vm, td->out_fd, td->outbuf, td->outlen);
+	stopwait_write(td->vm ? &td->vm->stop : NULL, td->out_fd, td->outbuf, td->outlen);
 	td->outlen = 0;
 }
 
@@ -62,7 +63,7 @@ static void mark_access(void *opaque, uint64_t addr, bool is_write, uint8_t *dat
 {
 	struct testdev *td = opaque;
 	/* Timestamp first: everything after this is overhead we do not want to measure. */
-	uint64_t now = vm_now_ns();
+	uint64_t now = mono_ns();
 
 	if (!is_write || addr != 0)
 		return;

@@ -41,7 +41,7 @@ void uart_flush(struct uart *u)
 {
 	/* A reader that is gone or stopped reading (and the VM stopping) loses the output; the
 	 * guest keeps running, and a stop is never held up here. */
-	stopwait_write(u->vm, u->out_fd, u->outbuf, u->outlen);
+	stopwait_write(u->vm ? &u->vm->stop : NULL, u->out_fd, u->outbuf, u->outlen);
 	u->outlen = 0;
 }
 

@@ -3,6 +3,7 @@
  * the run with a documented status (lib/vmm_exit.h) and one line on stderr. */
 #include "vmm/vcpu.h"
 
+#include "lib/mono.h"
 #include "lib/vmm_exit.h"
 #include "vmm/log.h"
 
@@ -227,10 +228,10 @@ static void *vcpu_thread(void *arg)
 	struct vm *vm = vcpu->vm;
 
 	vcpu_gate_wait(vcpu);
-	vcpu->first_run_ns = vm_now_ns();
+	vcpu->first_run_ns = mono_ns();
 	if (vcpu->id == 0)
 		atomic_store(&vm->first_run_ns, vcpu->first_run_ns);
-	while (!atomic_load(&vm->stop)) {
+	while (!vm_stopping(&vm->stop)) {
 		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				vcpu->run->immediate_exit = 0;
@@ -293,11 +294,11 @@ int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms,
 	pthread_sigmask(SIG_BLOCK, &kick, NULL);
 	vcpu_gate_open(&gate, vm, started);
 
-	uint64_t deadline = timeout_ms ? vm_now_ns() + timeout_ms * 1000000ULL : 0;
-	while (!atomic_load(&vm->stop)) {
+	uint64_t deadline = timeout_ms ? mono_ns() + timeout_ms * 1000000ULL : 0;
+	while (!vm_stopping(&vm->stop)) {
 		int wait_ms = -1;
 		if (deadline) {
-			uint64_t now = vm_now_ns();
+			uint64_t now = mono_ns();
 			if (now >= deadline) {
 				/* Stop first: the line may wait (a stderr nobody reads), and
 				 * only a stopping VM bounds that wait (vmm/stopwait.h). */
@@ -309,7 +310,7 @@ int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms,
 			uint64_t left = (deadline - now + 999999) / 1000000;
 			wait_ms = left > 60000 ? 60000 : (int)left;
 		}
-		struct pollfd p = { .fd = vm->stop_fd, .events = POLLIN };
+		struct pollfd p = { .fd = vm->stop.fd, .events = POLLIN };
 		if (poll(&p, 1, wait_ms) < 0 && errno != EINTR) {
 			vmm_log("poll on the stop eventfd failed: %s", strerror(errno));
 			vm_request_stop(vm, VMM_EXIT_UNEXPECTED);
@@ -331,5 +332,5 @@ int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms,
 	pthread_mutex_destroy(&gate.lock);
 	pthread_cond_destroy(&gate.cond);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return atomic_load(&vm->stop_status);
+	return atomic_load(&vm->stop.status);
 }

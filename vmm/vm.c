@@ -2,24 +2,17 @@
 /* vmm/vm.c: VM lifetime — acquire in order, release in reverse. */
 #include "vmm/vm.h"
 
+#include "lib/mono.h"
 #include "vmm/log.h"
 
 #include <errno.h>
 #include <stdint.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
-#include <sys/eventfd.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
-
-uint64_t vm_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 int vm_create(struct vm *vm, uint64_t mem_bytes, unsigned ncpus, unsigned flags)
 {
@@ -30,15 +23,14 @@ int vm_create(struct vm *vm, uint64_t mem_bytes, unsigned ncpus, unsigned flags)
 static void vm_init_common(struct vm *vm, int kvm_fd, unsigned ncpus, unsigned flags)
 {
 	memset(vm, 0, sizeof(*vm));
-	vm->vm_fd = vm->stop_fd = -1;
+	vm->vm_fd = -1;
+	vm_stop_clear(&vm->stop);
 	vm->kvm_fd = kvm_fd; /* ours from here on, closed on failure */
 	vm->mem.fd = -1;
 	vm->flags = flags;
 	vm->ncpus = ncpus;
-	atomic_init(&vm->stop, false);
-	atomic_init(&vm->stop_status, INT32_MIN); /* unclaimed */
 	pthread_mutex_init(&vm->dev_lock, NULL);
-	vm->created_ns = vm_now_ns();
+	vm->created_ns = mono_ns();
 	bus_init(&vm->pio, "port");
 	bus_init(&vm->mmio, "MMIO");
 }
@@ -48,10 +40,8 @@ int vm_create_nokvm(struct vm *vm, uint64_t mem_bytes)
 	int err;
 
 	vm_init_common(vm, -1, 1, 0);
-	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (vm->stop_fd < 0)
-		err = -errno;
-	else
+	err = vm_stop_open(&vm->stop);
+	if (!err)
 		err = gmem_init(&vm->mem, mem_bytes);
 	if (!err)
 		err = gmem_add_region(&vm->mem, 0, 0, mem_bytes);
@@ -65,9 +55,8 @@ int vm_create_on(struct vm *vm, int kvm_fd, uint64_t mem_bytes, unsigned ncpus, 
 	int err;
 
 	vm_init_common(vm, kvm_fd, ncpus, flags);
-	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (vm->stop_fd < 0) {
-		err = errno;
+	err = -vm_stop_open(&vm->stop);
+	if (err) {
 		vmm_log_setup("cannot create an eventfd", err, "raise the open-file limit");
 		goto fail;
 	}
@@ -145,9 +134,8 @@ fail_vm:
 fail:
 	if (vm->kvm_fd >= 0)
 		close(vm->kvm_fd);
-	if (vm->stop_fd >= 0)
-		close(vm->stop_fd);
-	vm->kvm_fd = vm->stop_fd = -1;
+	vm_stop_close(&vm->stop);
+	vm->kvm_fd = -1;
 	pthread_mutex_destroy(&vm->dev_lock);
 	return -err;
 }
@@ -159,27 +147,9 @@ void vm_destroy(struct vm *vm)
 		close(vm->vm_fd);
 	if (vm->kvm_fd >= 0)
 		close(vm->kvm_fd);
-	if (vm->stop_fd >= 0)
-		close(vm->stop_fd);
-	vm->vm_fd = vm->kvm_fd = vm->stop_fd = -1;
+	vm_stop_close(&vm->stop);
+	vm->vm_fd = vm->kvm_fd = -1;
 	pthread_mutex_destroy(&vm->dev_lock);
-}
-
-void vm_request_stop(struct vm *vm, int status)
-{
-	static const uint64_t one = 1;
-	int unclaimed = INT32_MIN;
-
-	/* The first caller claims the status slot; everyone else's status is dropped. The
-	 * flag is set after the status, so a vCPU that sees it reads the winner's status. */
-	if (!atomic_compare_exchange_strong(&vm->stop_status, &unclaimed, status))
-		return;
-	atomic_store(&vm->stop_ns, vm_now_ns());
-	atomic_store(&vm->stop, true);
-	/* Wakes the thread that waits for the VM's end; it kicks the other vCPUs. A full
-	 * counter (EAGAIN) would mean it is already signalled, so the result is moot. */
-	ssize_t n = write(vm->stop_fd, &one, sizeof(one));
-	(void)n;
 }
 
 int vm_irq_line(struct vm *vm, unsigned gsi, bool level)

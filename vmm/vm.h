@@ -7,6 +7,7 @@
 
 #include "vmm/bus.h"
 #include "vmm/gmem.h"
+#include "vmm/stop.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,7 +23,6 @@
 struct vm {
 	int kvm_fd;	       /* /dev/kvm */
 	int vm_fd;	       /* KVM_CREATE_VM */
-	int stop_fd;	       /* eventfd: written once by vm_request_stop() */
 	size_t vcpu_mmap_size; /* KVM_GET_VCPU_MMAP_SIZE */
 	unsigned flags;	       /* VM_* given to vm_create() */
 	unsigned ncpus;	       /* vCPUs this VM will have (CPUID topology, MP table) */
@@ -34,9 +34,7 @@ struct vm {
 	pthread_mutex_t dev_lock;
 	uint64_t created_ns; /* CLOCK_MONOTONIC at vm_create(): origin of all timestamps */
 	_Atomic uint64_t first_run_ns; /* vCPU 0's first KVM_RUN (0 before) */
-	atomic_bool stop;	       /* set by a device or vCPU: every vCPU leaves its run loop */
-	atomic_int stop_status;
-	_Atomic uint64_t stop_ns; /* CLOCK_MONOTONIC of the stop request (set before `stop`) */
+	struct vm_stop stop; /* raised by a device or vCPU: every vCPU leaves its run loop */
 };
 
 /* Opens /dev/kvm, checks the API, creates the VM, does the arch set-up (flags: VM_*) and
@@ -56,13 +54,13 @@ int vm_create_nokvm(struct vm *vm, uint64_t mem_bytes);
 
 /* Ends the run: every vCPU leaves at its next exit; the first request's status wins.
  * Safe from any thread (vCPU threads call it with dev_lock held or not). */
-void vm_request_stop(struct vm *vm, int status);
+static inline void vm_request_stop(struct vm *vm, int status)
+{
+	vm_stop_request(&vm->stop, status);
+}
 
 /* Raises or lowers an interrupt line (GSI) of the in-kernel irqchip. Returns 0 or -errno. */
 int vm_irq_line(struct vm *vm, unsigned gsi, bool level);
-
-/* CLOCK_MONOTONIC now, in nanoseconds. */
-uint64_t vm_now_ns(void);
 
 /* Arch hook (vmm/x86/vm_arch.c): what a VM needs before its first vCPU exists. */
 int vm_arch_init(struct vm *vm);

@@ -19,7 +19,7 @@ for doc in $docs; do
 		case $p in
 		*/*)
 			found=
-			for top in . cli jail lib broker vsock vmm guest image oci serve clients tests; do
+			for top in . cli session jail lib broker vsock vmm guest image oci serve clients tests; do
 				[ -e "$top/$p" ] && found=1
 			done
 			[ -n "$found" ] || missing="$missing $p"
@@ -30,7 +30,7 @@ for doc in $docs; do
 	# Functions: `name()` must be defined somewhere in the sources.
 	for f in $(grep -o '`[a-z_][a-z0-9_]*()`' "$doc" | tr -d '`()' | sort -u); do
 		grep -rqE "^[a-z].*[ *]$f\(" --include='*.c' --include='*.h' \
-			cli jail lib broker vsock vmm guest image oci serve tests 2> /dev/null || missing="$missing $f()"
+			cli session jail lib broker vsock vmm guest image oci serve tests 2> /dev/null || missing="$missing $f()"
 	done
 	if [ -z "$missing" ]; then
 		ok "$doc names only files and functions that exist"

@@ -4,7 +4,8 @@
 # path of a Kubernetes RuntimeClass) and Docker, with bulkhead-oci as the runtime: each
 # container a microVM. Output, exit codes, -it, exec, stop and kill behave as with runc (run
 # side by side here), a scope annotation gives the container the broker's injected token, and
-# nothing of any session is left afterwards. Engines run with private state
+# nothing of any session it started is left afterwards (its sessions' run directories are its
+# own; another session on the host is not its business). Engines run with private state
 # (tests/tools/oci_engines.sh); one that cannot run here is skipped with its reason.
 . "$(dirname "$0")/lib.sh"
 . tests/tools/oci_engines.sh
@@ -21,20 +22,33 @@ if ! PY=$(sh tests/tools/test_image.sh py python3,python3-requests,python3-pip);
 fi
 STORE=${BULKHEAD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bulkhead}/images
 ROOTFS=$(readlink -f "$STORE/names/$PY")/rootfs
-RUNS=/run/bulkhead
+# The engines run this suite's bulkhead-oci: the real one with run directories of the suite's
+# own, noting after each call the sessions it sees there (ids: run directories and cgroups).
+RUNS=$TMP/runs
 mkdir -p "$RUNS"
-touch "$TMP/t0"
+: > "$TMP/ids"
+cat > "$TMP/bulkhead-oci" << EOF
+#!/bin/sh
+# bulkhead-oci with the run directories of one test suite (tests/e2e/test_oci_engines.sh)
+BULKHEAD_RUNDIR="$RUNS" "$OCI" "\$@"
+rc=\$?
+ls "$RUNS" >> "$TMP/ids" 2> /dev/null
+exit \$rc
+EOF
+chmod +x "$TMP/bulkhead-oci"
+OCI=$TMP/bulkhead-oci
 trap 'oci_podman_stop; oci_dockerd_stop; oci_containerd_stop; for p in $pids; do kill "$p" 2> /dev/null; done; rm -rf "$TMP"' EXIT
 oci_refs "$TMP/refs" 2> /dev/null || :
 REF=${OCI_RUNC:-runc}
 PROG='import socket, sys; print("hi from", socket.gethostname() != ""); sys.stdout.flush(); sys.exit(3)'
 
-# leftovers: what of any session is still on the host after its container is gone.
+# leftovers: what of this suite's sessions is still on the host after their containers are gone.
 leftovers() {
-	find "$RUNS" -mindepth 1 -maxdepth 1 -newer "$TMP/t0" 2> /dev/null
-	find /sys/fs/cgroup -maxdepth 7 -name 'bulkhead-*' -newer "$TMP/t0" 2> /dev/null |
-		grep -E '/bulkhead-[0-9a-f]{16}$'
-	pgrep -f "$RUNS/[0-9a-f]\{16\}" 2> /dev/null
+	find "$RUNS" -mindepth 1 -maxdepth 1 2> /dev/null
+	for id in $(sort -u "$TMP/ids" | grep -E '^[0-9a-f]{16}$'); do
+		find /sys/fs/cgroup -maxdepth 7 -name "bulkhead-$id" 2> /dev/null
+	done
+	pgrep -f "$RUNS/" 2> /dev/null
 }
 # same NAME REF_OUT REF_RC OUT RC: the bulkhead-oci run behaves as the reference run.
 same() {

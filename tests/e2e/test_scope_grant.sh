@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# What a scope grants besides network rules (broker/rules_grant.c, cli/scope_grant.c): its work
+# What a scope grants besides network rules (broker/rules_grant.c, session/plan_scope.c): its work
 # share (the session's /work, which --work may repeat or narrow to read-only, never change or
 # widen; the global policy's deny_share_paths applies) and its expiry (no start after it, the
 # session stopped when it comes). Malformed grants are clear errors with line and column.

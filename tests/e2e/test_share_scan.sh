@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # lane: host
 # tests/e2e/test_share_scan.sh: what a session sharing a directory would get, through
-# `bulkhead policy share` (nothing started; the same decision `run` makes: cli/share_plan.h).
+# `bulkhead policy share` (nothing started; the same decision `run` makes: session/share_plan.h).
 # A checkout with each kind of credential file is refused, every file named with why and a
 # tokenized remote with the git command that cleans it; hidden with --share-secrets hide;
 # allowed by name; the global policy forcing hide, refusing exceptions and adding patterns;

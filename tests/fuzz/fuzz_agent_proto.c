@@ -10,7 +10,7 @@
  * and EXIT payload decoded and re-encoded to the same bytes. Then through
  * exec_client_handle() in a poll loop, exactly as `bulkhead exec` does, checking what
  * reaches stdout/stderr, the EXIT status ranges and the outcome. */
-#include "cli/exec_client.h"
+#include "session/exec_client.h"
 #include "lib/agent_proto.h"
 
 #include <assert.h>

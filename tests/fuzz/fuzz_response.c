@@ -18,7 +18,7 @@
  * complete match in either run, the bytes on the wire, chunk framing included, are identical
  * with A and with B: the framing does not depend on whether the upstream's bytes begin a
  * secret. */
-#include "broker/proxy_conn.h"
+#include "broker/proxy_internal.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -127,7 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool ram;
 	if (!ram) {
-		vm.kvm_fd = vm.vm_fd = vm.stop_fd = -1;
+		vm.kvm_fd = vm.vm_fd = vm.stop.fd = -1;
 		if (gmem_init(&vm.mem, RAM_SIZE) || gmem_add_region(&vm.mem, 0, 0, RAM_SIZE))
 			abort();
 		ram = true;

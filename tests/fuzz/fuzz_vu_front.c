@@ -46,9 +46,9 @@ void vmm_log(const char *fmt, ...)
 	(void)fmt;
 }
 
-void vmm_log_bind(struct vm *v)
+void vmm_log_bind(struct vm_stop *s)
 {
-	(void)v;
+	(void)s;
 }
 
 static struct vm vm;
@@ -194,15 +194,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	virtio_devs_destroy(&devs);
 	close(sp[1]);
 
-	int status = atomic_load(&vm.stop_status);
-	if (status != INT32_MIN && status != VMM_EXIT_BACKEND)
+	int status = atomic_load(&vm.stop.status);
+	if (status != VM_STOP_UNCLAIMED && status != VMM_EXIT_BACKEND)
 		abort();
 	if (open_fds() != before)
 		abort(); /* a descriptor the back end sent, or one of ours, was left open */
 	/* The next input starts with a running VM again. */
 	eventfd_t v;
-	(void)eventfd_read(vm.stop_fd, &v);
-	atomic_store(&vm.stop, false);
-	atomic_store(&vm.stop_status, INT32_MIN);
+	(void)eventfd_read(vm.stop.fd, &v);
+	atomic_store(&vm.stop.requested, false);
+	atomic_store(&vm.stop.status, VM_STOP_UNCLAIMED);
 	return 0;
 }

@@ -246,7 +246,7 @@ int main(int argc, char **argv)
 		uint64_t dt = now_ms() - t0;
 		check(n == 1 && read(probe_stop_pipe[0], &c, 1) == 1,
 		      "killed back end detected by the watcher", "no stop within 10 s");
-		check(vm.stop && vm.stop_status == VMM_EXIT_BACKEND,
+		check(vm_stopping(&vm.stop) && atomic_load(&vm.stop.status) == VMM_EXIT_BACKEND,
 		      "VM stop requested with VMM_EXIT_BACKEND",
 		      "vm.stop not set to VMM_EXIT_BACKEND");
 		printf("# back end death noticed after %llu ms\n", (unsigned long long)dt);

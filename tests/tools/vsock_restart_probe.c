@@ -11,6 +11,7 @@
  *       a reset in mid-stream, QEMU's RESET_OWNER; after each, traffic must flow again; then
  *       the back end must be alive and idle (its CPU time over an idle second).
  * Prints "PASS step" / "FAIL step: detail" lines for tests/e2e/test_vsock_restart.sh. */
+#include "lib/mono.h"
 #include "lib/unix_listen.h"
 #include "tests/guests/vsock_drv.h"
 #include "vmm/virtio/vhost_user_dev.h"
@@ -163,7 +164,7 @@ void *vd_plat_ptr(uint64_t gpa, uint64_t len)
 
 uint64_t vd_plat_now(void)
 {
-	return vm_now_ns();
+	return mono_ns();
 }
 
 uint64_t vd_plat_timeout(void)
@@ -200,8 +201,8 @@ static void step(const char *name, int err)
 {
 	char detail[128];
 	snprintf(detail, sizeof(detail), "driver error %d%s", err,
-		 atomic_load(&vm.stop) ? " and the VMM side stopped the VM" : "");
-	check(err == 0 && !atomic_load(&vm.stop), name, detail);
+		 vm_stopping(&vm.stop) ? " and the VMM side stopped the VM" : "");
+	check(err == 0 && !vm_stopping(&vm.stop), name, detail);
 }
 
 /* A device reset as QEMU's vhost-user front end may send it (RESET_OWNER, its reset_device

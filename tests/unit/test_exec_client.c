@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* tests/unit/test_exec_client.c: the host side of one exec (cli/exec_client.c) against a fake
+/* tests/unit/test_exec_client.c: the host side of one exec (session/exec_client.c) against a fake
  * vsock back end on a real Unix socket: the handshake and its deadline, the EXEC frame, output
  * relayed and the exit status, the ~. escape of -it. Driven by a poll loop as the session's. */
-#include "cli/exec_client.h"
+#include "session/exec_client.h"
 #include "lib/agent_proto.h"
 #include "lib/unix_listen.h"
 

@@ -2,7 +2,7 @@
 /* tests/unit/test_image_config.c: image.json as the image store reads it (image/config.c) —
  * every field checked for type, count, length and range, unknown keys refused — a write read
  * back, and image_open on a store made by hand: found, not found, damaged in each way. */
-#include "image/image_int.h"
+#include "image/image_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

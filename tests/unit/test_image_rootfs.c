@@ -3,7 +3,7 @@
  * (image/rootfs.c, image/work.c): a home directory read from the image's /etc/passwd never
  * leaves the image whatever its links say; device nodes go, hard links count once; a work tree is
  * removed to any depth without following links or entering a mount. */
-#include "image/image_int.h"
+#include "image/image_internal.h"
 #include "lib/tree_remove.h"
 
 #include <errno.h>

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* tests/unit/test_plan.c: `run`/`start` options into a request, and a request into a plan
- * (cli/plan.c): the work share judged once, the scope's grants, the global policy, the
+ * (session/plan.c): the work share judged once, the scope's grants, the global policy, the
  * session's end, and the one kernel command line. No VM starts here. */
-#include "cli/plan.h"
+#include "cli/session_cmds.h"
+#include "session/plan.h"
 
 #include <errno.h>
 #include <setjmp.h>

@@ -6,7 +6,7 @@
  * fetched through a real libmicrohttpd daemon. */
 #include "serve/files.h"
 #include "lib/tree_remove.h"
-#include "serve/files_impl.h"
+#include "serve/files_internal.h"
 
 #include <archive.h>
 #include <archive_entry.h>

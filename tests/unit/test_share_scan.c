@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* tests/unit/test_share_scan.c: credential files in a share (cli/share_scan.c) — each kind
+/* tests/unit/test_share_scan.c: credential files in a share (session/share_scan.c) — each kind
  * the table lists found with its reason, the look-alikes that hold none left alone (a
  * .env.example, a certificate, an .npmrc naming ${NPM_TOKEN}, a remote with a bare user name),
  * git configs cleaned of every credential and nothing else, the bounds said when met,
  * symbolic links and dependency trees never followed, hostile names quoted. */
-#include "cli/share_scan.h"
+#include "session/share_scan.h"
 
 #include <fcntl.h>
 #include <setjmp.h>

@@ -86,7 +86,7 @@ static int setup(void **state)
 {
 	static struct fixture fx;
 	memset(&fx, 0, sizeof(fx));
-	fx.vm.kvm_fd = fx.vm.vm_fd = fx.vm.stop_fd = -1;
+	fx.vm.kvm_fd = fx.vm.vm_fd = fx.vm.stop.fd = -1;
 	bus_init(&fx.vm.pio, "port");
 	bus_init(&fx.vm.mmio, "MMIO");
 	if (gmem_init(&fx.vm.mem, 1 << 20) || gmem_add_region(&fx.vm.mem, 0, 0, 1 << 20))

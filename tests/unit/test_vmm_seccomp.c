@@ -55,18 +55,18 @@ static void *vcpu_role(void *arg)
 	/* A bus access under the device lock: the UART's line, its interrupt line, a
 	 * vhost-user request and its ack (surplus descriptors closed), a log line. */
 	pthread_mutex_lock(&r->lock);
-	if (stopwait_write(&r->vm, r->out[1], "console line\n", 13) != 13)
+	if (stopwait_write(&r->vm.stop, r->out[1], "console line\n", 13) != 13)
 		_exit(11);
 	(void)ioctl(r->j.vm_fd, KVM_IRQ_LINE, NULL); /* on an eventfd: fails, but allowed */
 	struct vhost_user_msg m, reply;
-	struct vhost_user_wait w = vhost_user_wait_for(5000, r->vm.stop_fd);
+	struct vhost_user_wait w = vhost_user_wait_for(5000, r->vm.stop.fd);
 	vhost_user_msg_init(&m, VHOST_USER_SET_OWNER, VHOST_USER_FLAG_NEED_REPLY, 0);
 	if (vhost_user_send(r->sock[0], &m, &w) ||
 	    vhost_user_recv(r->sock[0], &reply, VHOST_USER_TO_FRONTEND, true, &w))
 		_exit(12);
 	pthread_mutex_unlock(&r->lock);
 	/* Waits for the stop like a vCPU kicked out of KVM_RUN. */
-	struct pollfd p = { .fd = r->vm.stop_fd, .events = POLLIN };
+	struct pollfd p = { .fd = r->vm.stop.fd, .events = POLLIN };
 	while (poll(&p, 1, -1) < 0 && errno == EINTR)
 		;
 	return NULL;
@@ -79,7 +79,7 @@ static void *watcher_role(void *arg)
 		_exit(20);
 	pthread_barrier_wait(&r->installed);
 	struct pollfd p[2] = { { .fd = r->sock[0], .events = POLLRDHUP },
-			       { .fd = r->vm.stop_fd, .events = POLLIN } };
+			       { .fd = r->vm.stop.fd, .events = POLLIN } };
 	while (poll(p, 2, -1) < 0 && errno == EINTR)
 		;
 	return NULL;
@@ -128,7 +128,7 @@ static int child(void)
 		return 4;
 	pthread_barrier_wait(&r.installed);
 	/* The main thread's run: wait for the stop, request it, kick the vCPU until it joins. */
-	struct pollfd p = { .fd = r.vm.stop_fd, .events = POLLIN };
+	struct pollfd p = { .fd = r.vm.stop.fd, .events = POLLIN };
 	poll(&p, 1, 10);
 	vm_request_stop(&r.vm, 0);
 	while (pthread_tryjoin_np(v, NULL) == EBUSY) {

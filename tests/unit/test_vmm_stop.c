@@ -6,6 +6,7 @@
  * Without KVM: the devices are driven through their bus callbacks from a worker thread that
  * plays the vCPU, kicked with VCPU_KICK_SIGNAL as the main thread does. No time is asserted:
  * each blocked call must merely return before a generous watchdog. */
+#include "lib/mono.h"
 #include "lib/test_guest_abi.h"
 #include "lib/vhost_user.h"
 #include "lib/vmm_exit.h"
@@ -56,7 +57,7 @@ static int setup_kick(void **state)
 
 static uint64_t now_ms(void)
 {
-	return vm_now_ns() / 1000000;
+	return mono_ns() / 1000000;
 }
 
 /* One blocked call on a worker thread (the "vCPU"). */
@@ -234,7 +235,7 @@ static void test_log_reader_stopped(void **state)
 	assert_int_equal(vm_create_nokvm(&vm, 1 << 20), 0);
 	full_pipe(p);
 	dup2(p[1], STDERR_FILENO);
-	vmm_log_bind(&vm);
+	vmm_log_bind(&vm.stop);
 	worker_start(&w, log_line, NULL);
 	bool returned = worker_wait_kick(&w, &vm, 100, false);
 	drain_until_done(p[0], &w);
@@ -370,7 +371,7 @@ static void test_backend_silent_vm_stops(void **state)
 	virtio_teardown(&fx); /* ends the wait if it still hangs */
 	pthread_join(w.th, NULL);
 	assert_true(returned);
-	assert_int_equal(atomic_load(&fx.vm.stop_status), VMM_EXIT_TIMEOUT);
+	assert_int_equal(atomic_load(&fx.vm.stop.status), VMM_EXIT_TIMEOUT);
 }
 
 /* No stop: a back end that stays silent past its reply deadline stops the VM with
@@ -387,8 +388,8 @@ static void test_backend_deadline_survives_kicks(void **state)
 	virtio_teardown(&fx);
 	pthread_join(w.th, NULL);
 	assert_true(returned);
-	assert_true(atomic_load(&fx.vm.stop));
-	assert_int_equal(atomic_load(&fx.vm.stop_status), VMM_EXIT_BACKEND);
+	assert_true(vm_stopping(&fx.vm.stop));
+	assert_int_equal(atomic_load(&fx.vm.stop.status), VMM_EXIT_BACKEND);
 }
 
 int main(void)

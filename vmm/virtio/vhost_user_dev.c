@@ -227,10 +227,10 @@ int virtio_vhost_user_add(struct virtio_devs *d, const struct vhost_user_dev_cfg
 	snprintf(sock_name, sizeof(sock_name), "descriptor %d", cfg->socket_fd);
 	if (cfg->socket_path)
 		err = vu_front_connect(&v->front, cfg->socket_path, v->name, cfg->timeout_ms,
-				       d->vm->stop_fd);
+				       d->vm->stop.fd);
 	else
 		err = vu_front_adopt(&v->front, cfg->socket_fd, v->name, cfg->timeout_ms,
-				     d->vm->stop_fd);
+				     d->vm->stop.fd);
 	if (!err)
 		err = vu_front_handshake(&v->front, v->backend_queues);
 	if (!err)

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* session/broker_dev.c: the session's broker — a private bulkhead-broker, or a registration with a
+ * shared one. Either way its socket is created and listening before (passed as a descriptor);
+ * the guest reaches it only through that one vsock port. */
+#include "session/broker_dev.h"
+#include "session/paths.h"
+#include "jail/proc.h"
+#include "lib/unix_listen.h"
+#include "lib/agent_proto.h"
+#include "lib/control_proto.h"
+#include "lib/fd_send.h"
+#include "lib/mkdirs.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int broker_audit_dir_path(char *dir, size_t len)
+{
+	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	int n = state && *state ? snprintf(dir, len, "%s/bulkhead/audit", state)
+				: snprintf(dir, len, "%s/.local/state/bulkhead/audit",
+					   home && *home ? home : "/root");
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int broker_audit_dir(char *dir, size_t len)
+{
+	int rc = broker_audit_dir_path(dir, len);
+	return rc < 0 ? rc : mkdirs(dir, 0700);
+}
+
+/* <audit dir>/<session id>.log: one chain per session (a log is locked by the broker that
+ * writes it), kept after the session. */
+int broker_audit_path(const char *id, char *buf, size_t len)
+{
+	char dir[PATH_MAX];
+	int rc = broker_audit_dir(dir, sizeof(dir));
+	if (rc < 0)
+		return rc;
+	int n = snprintf(buf, len, "%s/%s.log", dir, id);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Registers the session with the shared broker at o->shared (lib/control_proto.h): the scope
+ * and the listening socket LFD go over; the connection stays open for the session's life. */
+static int register_shared(struct broker_dev *b, const struct broker_opts *o,
+			   const struct rundir *rd, int lfd, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *scope = json_loads(o->scope_text, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(scope)) {
+		snprintf(err, errlen, "--scope %s: line %d, column %d: %s", o->scope, je.line,
+			 je.column, scope ? "must be a JSON object" : je.text);
+		json_decref(scope);
+		return -1;
+	}
+	json_t *msg =
+		json_pack("{s:i, s:s, s:s, s:o}", CONTROL_KEY_VERSION, CONTROL_PROTO_VERSION,
+			  CONTROL_KEY_OP, CONTROL_OP_REGISTER, "session", rd->id, "scope", scope);
+	char *line = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+	json_decref(msg);
+	int fd = line ? unix_connect(o->shared, false) : -ENOMEM;
+	if (fd < 0) {
+		snprintf(err, errlen,
+			 "cannot reach the shared broker at %s: %s (is 'bulkhead broker' running?)",
+			 o->shared, strerror(-fd));
+		goto fail;
+	}
+	size_t n = strlen(line);
+	line[n] = '\n';
+	ssize_t w = fd_send(fd, line, n + 1, lfd);
+	/* The rest of a long scope follows without the descriptor. */
+	for (size_t off = w > 0 ? (size_t)w : 0; w > 0 && off < n + 1; off += (size_t)w)
+		w = send(fd, line + off, n + 1 - off, MSG_NOSIGNAL);
+	if (w <= 0) {
+		snprintf(err, errlen, "shared broker at %s: %s", o->shared, strerror(errno));
+		goto fail;
+	}
+	/* One answer line; a broker that says nothing within the time is treated as dead. */
+	char ans[1024] = "";
+	size_t got = 0;
+	struct timeval tv = { .tv_sec = 10 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (got < sizeof(ans) - 1 && !memchr(ans, '\n', got)) {
+		ssize_t r = recv(fd, ans + got, sizeof(ans) - 1 - got, 0);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	ans[got] = '\0';
+	json_t *a = json_loads(ans, JSON_DISABLE_EOF_CHECK, &je);
+	int ok = 0;
+	const char *why = NULL;
+	if (json_unpack(a, "{sb}", "ok", &ok) < 0) {
+		snprintf(err, errlen, "the shared broker at %s gave no valid answer", o->shared);
+	} else if (!ok) {
+		json_unpack(a, "{ss}", "error", &why);
+		snprintf(err, errlen, "the shared broker refused the session: %s",
+			 why ? why : "no reason given");
+	}
+	json_decref(a);
+	if (!ok)
+		goto fail;
+	tv.tv_sec = 0;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	free(line);
+	b->ctl_fd = fd;
+	return 0;
+fail:
+	free(line);
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const struct rundir *rd,
+		     int diag_fd, char *err, size_t errlen)
+{
+	char bin[PATH_MAX], name[32];
+	b->pid = 0;
+	snprintf(name, sizeof(name), RUNDIR_VSOCK "/vsock.sock_%d", BROKER_VSOCK_PORT);
+	if (paths_join(bin, sizeof(bin), paths_bindir(), "bulkhead-broker") < 0 ||
+	    access(bin, X_OK) < 0) {
+		snprintf(err, errlen, "bulkhead-broker not found next to bulkhead (run make)");
+		return -1;
+	}
+	if (!o->scope_text) {
+		snprintf(err, errlen, "internal error: --scope %s was not read", o->scope);
+		return -1;
+	}
+	if (rundir_file(rd, name, 1, b->sock, sizeof(b->sock)) < 0) {
+		snprintf(err, errlen, "run directory path too long for a socket");
+		return -1;
+	}
+	int lfd = unix_listen(b->sock, 64, false);
+	if (lfd < 0) {
+		snprintf(err, errlen, "broker socket %s: %s", b->sock, strerror(-lfd));
+		return -1;
+	}
+	if (o->shared) {
+		int rc = register_shared(b, o, rd, lfd, err, errlen);
+		close(lfd); /* the shared broker has its own copy now */
+		return rc;
+	}
+	/* The private broker reads the scope the plan read (and judged), from the run directory:
+	 * a later change to the caller's file changes nothing. */
+	char rules[PATH_MAX];
+	if (rundir_put(rd, "scope.json", o->scope_text) < 0 ||
+	    rundir_file(rd, "scope.json", 0, rules, sizeof(rules)) < 0) {
+		snprintf(err, errlen, "the scope's copy in the run directory: %s", strerror(errno));
+		close(lfd);
+		return -1;
+	}
+	const char *argv[24];
+	int n = 0;
+	argv[n++] = bin;
+	argv[n++] = "--listen-fd";
+	argv[n++] = "3";
+	argv[n++] = "--rules";
+	argv[n++] = rules;
+	if (o->vault) {
+		argv[n++] = "--vault";
+		argv[n++] = o->vault;
+	}
+	if (o->ca_file) {
+		argv[n++] = "--ca-file";
+		argv[n++] = o->ca_file;
+	}
+	char audit[PATH_MAX];
+	int arc = o->audit ? 0 : broker_audit_path(rd->id, audit, sizeof(audit));
+	if (arc < 0) {
+		snprintf(err, errlen, "audit log directory: %s", strerror(-arc));
+		close(lfd);
+		return -1;
+	}
+	argv[n++] = "--audit";
+	argv[n++] = o->audit ? o->audit : audit;
+	argv[n++] = "--session";
+	argv[n++] = rd->id;
+	/* `bulkhead approvals` finds a private broker at <run dir>/broker.ctl. */
+	char ctl[PATH_MAX];
+	if (rundir_file(rd, "broker.ctl", 1, ctl, sizeof(ctl)) < 0) {
+		snprintf(err, errlen, "run directory path too long for a socket");
+		close(lfd);
+		return -1;
+	}
+	argv[n++] = "--control";
+	argv[n++] = ctl;
+	if (o->policy) {
+		argv[n++] = "--policy";
+		argv[n++] = o->policy;
+	}
+	argv[n] = NULL;
+	pid_t pid = proc_spawn_listener((char *const *)argv, lfd, diag_fd);
+	close(lfd);
+	if (pid < 0) {
+		snprintf(err, errlen, "cannot start %s: %s", bin, strerror((int)-pid));
+		broker_dev_stop(b);
+		return -1;
+	}
+	b->pid = pid;
+	return 0;
+}
+
+void broker_dev_stop(struct broker_dev *b)
+{
+	proc_stop(&b->pid);
+	/* Closing the control connection revokes the session in the shared broker. */
+	if (b->ctl_fd >= 0)
+		close(b->ctl_fd);
+	b->ctl_fd = -1;
+	if (b->sock[0])
+		unlink(b->sock);
+	b->sock[0] = '\0';
+}

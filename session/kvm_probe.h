@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* session/kvm_probe.h: what this host's KVM can run, found by running tiny probe guests. */
+#ifndef BULKHEAD_SESSION_KVM_PROBE_H
+#define BULKHEAD_SESSION_KVM_PROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum probe_result {
+	PROBE_UNKNOWN = 0, /* not run, or could not run (see why) */
+	PROBE_YES,
+	PROBE_NO,
+};
+
+struct kvm_caps {
+	bool usable;			 /* /dev/kvm opens, API 12, a VM can be created */
+	char module[32];		 /* e.g. "kvm_intel", "kvm_amd", "kvm_pvm" */
+	enum probe_result kernel_native; /* guest ring 0 runs natively, not emulated */
+	double kernel_mips;		 /* ring-0 loop speed, million instructions/s */
+	enum probe_result ring3_syscall; /* a ring-3 `syscall` lands in ring 0 */
+	char why[256];			 /* one line: why a probe failed or was not run */
+};
+
+/* A program run to its end (or to its time limit, then killed), its output kept. */
+struct probe_run {
+	int status; /* exit status, or -1 when killed by a signal (see sig) */
+	int sig;
+	char out[2048];
+	char err[8192];
+	size_t outlen, errlen;
+};
+/* Runs argv[0] with argv for at most limit_ms (then kills it), capturing stdout and stderr
+ * into r. 0 when it ran (its status in r), or -errno. */
+int probe_exec(char *const argv[], unsigned limit_ms, struct probe_run *r);
+
+/* Probes KVM with the probe guests. with_timing=false skips the (slower on
+ * emulating hosts) kernel-mode timing loop; `run --engine auto` uses that. */
+void kvm_probe(bool with_timing, struct kvm_caps *out);
+
+/* True when KVM can run a whole Linux guest, user space included. */
+bool kvm_runs_linux(const struct kvm_caps *caps);
+
+#endif

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* session/paths.h: where the CLI finds its sibling programs and guest artefacts.
+ * Layout (build tree and install alike): PREFIX/bin/{bulkhead,bulkhead-vmm},
+ * PREFIX/lib/bulkhead/{vmlinux,bzImage,initramfs.cpio,guests/}. */
+#ifndef BULKHEAD_SESSION_PATHS_H
+#define BULKHEAD_SESSION_PATHS_H
+
+#include <stddef.h>
+
+/* Directory holding this executable (resolved from /proc/self/exe). */
+const char *paths_bindir(void);
+/* PREFIX/lib/bulkhead, or $BULKHEAD_LIBDIR when set (tests use it). */
+const char *paths_libdir(void);
+/* Writes "<dir>/<name>" into buf; returns 0, or -ENAMETOOLONG. */
+int paths_join(char *buf, size_t len, const char *dir, const char *name);
+
+#endif

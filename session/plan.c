@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* session/plan.c: a request resolved into a session's plan (see plan.h), step by step: the
+ * guest's files, the work share, the scope's grants, the global policy, the session's end,
+ * the engine and the kernel command line. */
+#include "session/plan.h"
+#include "jail/cgroup.h"
+#include "session/paths.h"
+#include "session/share_reach.h"
+#include "jail/jail.h"
+#include "lib/io.h"
+
+#include "broker/rules.h"
+
+/* A scope file's size, at most (as the broker reads one). */
+#define SCOPE_MAX (1 << 20)
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Accepts an ELF vmlinux or a bzImage; anything else is a clear error. */
+static int check_kernel(const char *path, char *err, size_t errlen)
+{
+	unsigned char hdr[0x210];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "kernel %s: %s (run 'make' or pass --kernel)", path,
+			 strerror(errno));
+		return -1;
+	}
+	ssize_t n = read(fd, hdr, sizeof(hdr));
+	close(fd);
+	bool elf = n >= 4 && memcmp(hdr, "\177ELF", 4) == 0;
+	bool bz = n >= 0x206 && memcmp(hdr + 0x202, "HdrS", 4) == 0;
+	if (!elf && !bz) {
+		snprintf(err, errlen, "kernel %s: not an ELF vmlinux or a bzImage", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* The guest's kernel and initramfs: as asked, or ours. The ELF vmlinux boots faster than the
+ * bzImage (no decompression): QEMU enters it through its PVH note, bulkhead-vmm directly. */
+static int plan_files(struct session_plan *p, char *err, size_t errlen)
+{
+	const struct session_request *r = &p->req;
+	if (r->kernel)
+		snprintf(p->kernel, sizeof(p->kernel), "%s", r->kernel);
+	else
+		paths_join(p->kernel, sizeof(p->kernel), paths_libdir(), "vmlinux");
+	/* On an image, commands run in the image's root and never see the initramfs's tools
+	 * layer (curl, git: 30 MB): the base initramfs boots faster (bench/image-session.sh). */
+	if (r->initrd)
+		snprintf(p->initrd, sizeof(p->initrd), "%s", r->initrd);
+	else
+		paths_join(p->initrd, sizeof(p->initrd), paths_libdir(),
+			   r->image || r->root ? "initramfs-base.cpio" : "initramfs.cpio");
+	if (check_kernel(p->kernel, err, errlen) < 0)
+		return -1;
+	if (access(p->initrd, R_OK) < 0) {
+		snprintf(err, errlen, "initrd %s: %s (run 'make' or pass --initrd)", p->initrd,
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads the scope file once, through one descriptor: its text into p->scope_text and where
+ * the kernel found it into p->scope_real. 0, or -1 with err. */
+static int scope_read(struct session_plan *p, char *err, size_t errlen)
+{
+	const char *path = p->req.broker.scope;
+	/* No symbolic link on the way, as for a share: a link a guest could repoint (one in an
+	 * earlier session's share) must not choose the next session's scope. */
+	int at = jail_open_nofollow(path, 0);
+	if (at == -ELOOP)
+		return share_fs_link_error("--scope", path, "file", err, errlen);
+	char self[32];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", at);
+	int fd = at < 0 ? at : open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (at >= 0)
+		close(at);
+	if (fd < 0 && at < 0)
+		errno = -at;
+	struct stat st = { 0 };
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size >= SCOPE_MAX) {
+		snprintf(err, errlen, "--scope %s: %s", path,
+			 fd < 0			? strerror(errno)
+			 : !S_ISREG(st.st_mode) ? "not a regular file"
+						: "larger than 1 MiB");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	ssize_t r = readlink(self, p->scope_real, sizeof(p->scope_real) - 1);
+	/* Its size as fstat saw it, and one byte more to see a file that grows meanwhile. */
+	size_t cap = (size_t)st.st_size + 1;
+	p->scope_text = malloc(cap + 1);
+	ssize_t got = p->scope_text ? io_read_full(fd, p->scope_text, cap) : 0;
+	close(fd);
+	if (r <= 0 || (size_t)r >= sizeof(p->scope_real) - 1 || !p->scope_text || got < 0 ||
+	    (size_t)got == cap) {
+		snprintf(err, errlen, "--scope %s: %s", path,
+			 r <= 0 || (size_t)r >= sizeof(p->scope_real) - 1
+				 ? "cannot tell where it is"
+			 : !p->scope_text ? "out of memory"
+			 : got < 0	  ? strerror((int)-got)
+					  : "it changed while it was read");
+		return -1;
+	}
+	p->scope_real[r] = '\0';
+	p->scope_text[got] = '\0';
+	p->req.broker.scope_text = p->scope_text;
+	return 0;
+}
+
+/* The scope file, its grants, and the global policy over everything asked so far. */
+static int plan_rules(struct session_plan *p, char *err, size_t errlen)
+{
+	struct rules scope;
+	char why[512];
+	int rc = 0;
+	memset(&scope, 0, sizeof(scope));
+	if (p->req.broker.scope) {
+		if (scope_read(p, err, errlen) < 0)
+			return -1;
+		if (rules_load_json(&scope, p->scope_text, why, sizeof(why))) {
+			snprintf(err, errlen, "--scope %s: %s", p->req.broker.scope, why);
+			return -1;
+		}
+		rc = plan_scope(p, &scope, err, errlen);
+	}
+	if (!rc)
+		rc = plan_policy(p, &scope, err, errlen);
+	rules_free(&scope);
+	return rc;
+}
+
+/* The earlier of the timeout (or the policy's lifetime) and the scope's expiry. */
+static int plan_end(struct session_plan *p, char *err, size_t errlen)
+{
+	if (!p->expires_at)
+		return 0;
+	double left = difftime((time_t)p->expires_at, time(NULL));
+	if (left <= 0) {
+		snprintf(err, errlen, "--scope %s: expired at %s", p->req.broker.scope, p->expiry);
+		return -1;
+	}
+	if (p->timeout_s == 0 || p->timeout_s > left) {
+		p->timeout_s = left;
+		p->end_kind = END_EXPIRY;
+	}
+	return 0;
+}
+
+/* A value for the kernel command line: no space, quote or control character can end it or
+ * start another parameter; init checks it again. */
+static bool cmdline_safe(const char *v, size_t max)
+{
+	size_t n = strlen(v);
+	if (n == 0 || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)v[i]) && !strchr("/._-+@", v[i]))
+			return false;
+	return true;
+}
+
+/* bulkhead.hostname= and bulkhead.bindN= (lib/boot_args.h) when asked; each bind's directory
+ * resolved as the work share's is (no symbolic link on its path). */
+static int plan_guest_names(struct session_plan *p, char *err, size_t errlen)
+{
+	const struct session_request *r = &p->req;
+	size_t len = strlen(p->cmdline), cap = sizeof(p->cmdline);
+	int n = 0;
+	if (r->hostname) {
+		if (!cmdline_safe(r->hostname, BOOT_ARGS_HOSTNAME_MAX) ||
+		    r->hostname[strcspn(r->hostname, "/+@")]) {
+			snprintf(err, errlen,
+				 "host name '%.80s': only letters, digits, '.', '-' "
+				 "and '_', at most %d",
+				 r->hostname, BOOT_ARGS_HOSTNAME_MAX);
+			return -1;
+		}
+		n = snprintf(p->cmdline + len, cap - len, " %s%s", BOOT_ARGS_HOSTNAME, r->hostname);
+		len += n > 0 ? (size_t)n : 0;
+	}
+	for (size_t i = 0; i < r->nbinds && i < SESSION_BINDS_MAX && n >= 0 && len < cap; i++) {
+		const char *d = r->binds[i].dest;
+		if (d[0] != '/' || !cmdline_safe(d, BOOT_ARGS_BIND_DEST_MAX) || strstr(d, "/..") ||
+		    strstr(d, "//") || strcmp(d, "/") == 0) {
+			snprintf(err, errlen,
+				 "mount destination '%.80s': an absolute path of "
+				 "letters, digits and '/._-+@', without '..', at most %d",
+				 d, BOOT_ARGS_BIND_DEST_MAX);
+			return -1;
+		}
+		if (share_fs_resolve(r->binds[i].src, r->binds[i].ro, "mount source", &p->binds[i],
+				     err, errlen) < 0)
+			return -1;
+		n = snprintf(p->cmdline + len, cap - len, " %s%zu=%s:%s", BOOT_ARGS_BIND, i,
+			     r->binds[i].ro ? "ro" : "rw", d);
+		len += n > 0 ? (size_t)n : 0;
+	}
+	if (r->nbinds > SESSION_BINDS_MAX) {
+		snprintf(err, errlen, "at most %d bind mounts", SESSION_BINDS_MAX);
+		return -1;
+	}
+	if (n < 0 || len >= cap) {
+		snprintf(err, errlen, "internal error: kernel command line too long");
+		return -1;
+	}
+	return 0;
+}
+
+/* The host's files that decide what a session may do, never where its guest can reach them
+ * (session/share_reach.c: through any mount of a share, a mount inside it, or a hard link). In
+ * any share: the vault and its key (every secret) and the audit log, named or a private
+ * broker's default directory (its own record). In a share it may write: the scope, the
+ * global policy and the upstream CA bundle, which the guest would rewrite for the next
+ * session that reads them (a secret's destination moved to a host of its choosing, say). */
+static int host_files_outside(const struct session_plan *p, char *err, size_t errlen)
+{
+	const struct broker_opts *o = &p->req.broker;
+	char key[PATH_MAX], audit_dir[PATH_MAX], root[PATH_MAX], why[PATH_MAX + 128];
+	bool private_audit = o->scope && !o->shared && !o->audit &&
+			     broker_audit_dir_path(audit_dir, sizeof(audit_dir)) == 0;
+	const struct {
+		const char *path, *name;
+		bool any; /* refused in a read-only share too */
+	} files[] = {
+		{ o->vault, "the vault", true },
+		{ o->vault && snprintf(key, sizeof(key), "%s.key", o->vault) < (int)sizeof(key)
+			  ? key
+			  : NULL,
+		  "the vault's key", true },
+		{ o->audit, "the audit log", true },
+		{ private_audit ? audit_dir : NULL, "the audit log directory", true },
+		{ o->scope ? p->scope_real : NULL, "the scope", false },
+		{ p->req.policy, "the global policy", false },
+		{ o->ca_file, "the upstream CA bundle", false },
+		/* overlayfs's own work directory goes beside it */
+		{ p->req.keep_changes, "--keep-changes", true },
+	};
+	struct shared {
+		const char *dir;
+		bool ro;
+	} shares[2 + SESSION_BINDS_MAX];
+	size_t n = 0;
+	if (p->share_origin != SHARE_NONE)
+		shares[n++] = (struct shared){ p->share.dir, p->share.ro };
+	for (size_t i = 0; i < p->req.nbinds && i < SESSION_BINDS_MAX; i++)
+		shares[n++] = (struct shared){ p->binds[i].dir, p->binds[i].ro };
+	/* An OCI bundle's root is served to the guest as it is: a share like the others. */
+	if (p->req.root && realpath(p->req.root->rootfs, root))
+		shares[n++] = (struct shared){ root, p->req.root_ro };
+	if (!n)
+		return 0;
+	struct share_mounts *mounts = share_mounts_read(err, errlen);
+	if (!mounts)
+		return -1;
+	int rc = 0;
+	for (size_t f = 0; !rc && f < sizeof(files) / sizeof(files[0]); f++)
+		for (size_t i = 0; !rc && files[f].path && i < n; i++) {
+			if (!files[f].any && shares[i].ro)
+				continue;
+			int in = share_reaches(mounts, shares[i].dir, files[f].path, why,
+					       sizeof(why));
+			if (in == 0)
+				continue;
+			if (in < 0)
+				snprintf(err, errlen, "%s: %s", files[f].name, why);
+			else
+				snprintf(err, errlen,
+					 "%s (%.200s) is within reach of the %sshare %.200s, where "
+					 "the guest would %s it: keep it out of %s",
+					 files[f].name, files[f].path,
+					 files[f].any ? "" : "writable ", shares[i].dir,
+					 files[f].any ? "reach" : "rewrite",
+					 files[f].any ? "every share"
+						      : "the share, or share it read-only");
+			rc = -1;
+		}
+	share_mounts_free(mounts);
+	return rc;
+}
+
+static int resolve(const struct session_request *req, struct session_plan *p, char *err,
+		   size_t errlen)
+{
+	memset(p, 0, sizeof(*p));
+	p->req = *req;
+	const struct session_request *r = &p->req;
+	if (r->tty && r->interactive && !isatty(0)) {
+		snprintf(err, errlen, "-it needs a terminal on stdin (use -i alone for a pipe)");
+		return -1;
+	}
+	if (plan_files(p, err, errlen) < 0)
+		return -1;
+	if (r->work) {
+		if (share_fs_parse(r->work, &p->share, err, errlen) < 0)
+			return -1;
+		p->share_origin = SHARE_ASKED;
+	}
+	p->timeout_s = r->timeout_s;
+	p->end_kind = END_TIMEOUT;
+	if (plan_rules(p, err, errlen) < 0 || plan_end(p, err, errlen) < 0)
+		return -1;
+	p->guest_cwd = p->share_origin != SHARE_NONE ? "/work" : "/";
+	p->boot_timeout_s = r->boot_timeout_s ? r->boot_timeout_s : BOOT_TIMEOUT_DEFAULT_S;
+	p->mem_limit_bytes =
+		(unsigned long long)(r->mem_limit_mib ? r->mem_limit_mib
+						      : r->mem_mib + CGROUP_OVERHEAD_MIB)
+		<< 20;
+	if (engine_choose(r->engine, &p->engine) < 0) {
+		snprintf(err, errlen, "engine %s: %s", engine_name(r->engine), p->engine.why);
+		return -1;
+	}
+	/* With a broker, init installs its session CA before any command runs. */
+	const char *mode = p->share_origin == SHARE_NONE ? NULL : p->share.ro ? "ro" : "rw";
+	if (engine_cmdline(&p->engine, !r->verbose && !r->console_path, mode,
+			   r->broker.scope != NULL, p->cmdline, sizeof(p->cmdline)) < 0) {
+		snprintf(err, errlen, "internal error: kernel command line too long");
+		return -1;
+	}
+	if (plan_guest_names(p, err, errlen) < 0 || host_files_outside(p, err, errlen) < 0 ||
+	    plan_image(p, err, errlen) < 0)
+		return -1;
+	return plan_share(p, err, errlen);
+}
+
+int plan_resolve(const struct session_request *req, struct session_plan *p, char *err,
+		 size_t errlen)
+{
+	int rc = resolve(req, p, err, errlen);
+	if (rc < 0)
+		plan_release(p);
+	return rc;
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* session/session.h: a session's life, from its plan (session/plan.h) to its exit code.
+ *
+ *   session_run          acquire the helpers in order (session_helpers.c: one table), watch
+ *                        the guest (session_watch.c), release in reverse.
+ *   session_watch        the loop: console, signals, deadlines, helper deaths, and the exec
+ *                        agent's link (session_agent.c) with the main command
+ *                        (exec_client.c); it never blocks on anything the guest controls.
+ */
+#ifndef BULKHEAD_SESSION_SESSION_H
+#define BULKHEAD_SESSION_SESSION_H
+
+#include "session/broker_dev.h"
+#include "jail/cgroup.h"
+#include "session/engine.h"
+#include "session/exec_client.h"
+#include "jail/jail.h"
+#include "session/plan.h"
+#include "session/rundir.h"
+#include "session/share_fs.h"
+#include "session/share_image.h"
+#include "session/vsock_dev.h"
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <termios.h>
+
+/* The exec agent side of a session (vsock): wait for the guest's "ready", then start the
+ * main command (or, detached, tell `bulkhead start` the session's id). */
+struct agent_link {
+	int ready_lfd;	 /* listening on vsock.sock_<AGENT_READY_PORT> */
+	const char *uds; /* vsock.sock: host -> guest connections */
+	uint32_t flags;	 /* AGENT_EXEC_* for the main command */
+	uint16_t rows, cols;
+	const char *cwd;
+	char *const *argv, *const *env; /* NULL argv: detached */
+	int in_fd;			/* our stdin when forwarded, else -1 */
+	int notify_fd;			/* where the id goes once ready (detached, or OCI) */
+	int start_fd;			/* >= 0: the main command waits until it is readable */
+	int ready_stderr_fd;		/* >= 0: becomes stderr once the guest is ready */
+	bool no_escapes;		/* -t without "~.": the caller is a program (OCI) */
+	const char *session_id;
+	/* state */
+	long boot_deadline;	  /* CLOCK_MONOTONIC ms by which the guest must call home */
+	int ready_fd;		  /* the guest's ready connection: the session's lifeline */
+	bool ready;		  /* ... and it said READY */
+	long ready_deadline;	  /* CLOCK_MONOTONIC ms by which READY must have arrived */
+	struct agent_reader *rd;  /* reads READY on ready_fd */
+	struct exec_client *exec; /* the main command, once started */
+	bool failed;
+	char error[320];
+};
+
+/* session_agent.c */
+#define AGENT_LINK_POLLFDS (1 + EXEC_CLIENT_POLLFDS)
+/* The engine has started: the guest must call home within boot_s seconds. */
+void agent_link_arm(struct agent_link *a, unsigned boot_s);
+int agent_link_pollfds(struct agent_link *a, struct pollfd *pfd);
+/* Milliseconds until agent_link_handle must run even without an event, or -1. */
+int agent_link_timeout_ms(const struct agent_link *a);
+/* 0: go on; 1: the main command is over (see a->exec); 2: our user typed "~."; -1: failed
+ * (a->error). */
+int agent_link_handle(struct agent_link *a, const struct pollfd *pfd, int n);
+void agent_link_close(struct agent_link *a);
+
+#define SESSION_MAX_WATCHED 8
+
+/* A session while it runs: what each helper acquired, for its release. */
+struct session {
+	const struct session_plan *plan;
+	int notify_fd; /* detached: where the id goes once the guest is ready; else -1 */
+	int signal_fd; /* INT, TERM, HUP, WINCH (proc_signalfd) */
+	struct rundir rd;
+	char vsock_dir[PATH_MAX];
+	struct jail_ids ids;
+	bool jailed; /* ids were leased (not --no-jail) */
+	struct session_cgroup cg;
+	int diag[2]; /* the engine's and the back ends' stderr: read, write */
+	struct share_fs fs;
+	struct share_fs binds[SESSION_BINDS_MAX];
+	struct share_image img;
+	struct vsock_dev vs;
+	struct broker_dev br;
+	struct vm_proc vm;
+	/* Helpers whose end ends the session: a pidfd, or a shared broker's connection. */
+	struct {
+		const char *name;
+		int fd;
+	} watched[SESSION_MAX_WATCHED];
+	unsigned nwatched;
+	struct agent_link link;
+	struct termios saved_tty;
+	bool raw_tty;
+	char err[512];
+};
+
+/* Runs a planned session to its end; returns our exit code. notify_fd as in struct
+ * session (-1 for `bulkhead run`). */
+int session_run(const struct session_plan *p, int notify_fd);
+
+/* session_helpers.c: acquires every helper the plan needs, in order. Returns 0, or -1 with
+ * s->err set; either way *ran says how many rows of the table to pass to session_stop. */
+int session_start(struct session *s, int *ran);
+/* Releases the first n rows, in reverse. */
+void session_stop(struct session *s, int n);
+
+/* session_watch.c: relays the guest until the session ends; returns our exit code. The VM
+ * process is stopped and reaped when it returns. */
+int session_watch(struct session *s);
+
+#endif

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* session/session_reap.c: what a session's supervisor leaves when it cannot clean up after itself
+ * (it was KILLed): its processes and cgroups, found through its run directory. bulkhead-oci's
+ * kill and delete and bulkhead serve's recovery use it. */
+#include "session/session_reap.h"
+#include "jail/cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+unsigned long long session_pid_start(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* After the name (which may hold anything): " S ppid ..."; field 22 is the start time. */
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0; /* gone, or a zombie: its command is over */
+	p += 2;
+	for (int field = 3; field < 22 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	return p ? strtoull(p, NULL, 10) : 0;
+}
+
+/* The session's cgroup directories (its run directory's "cgroup"): each process in them is
+ * killed (cgroup.kill, or one by one on cgroup v1), then each is removed when REMOVE. */
+void session_cgroups_each(const struct rundir *rd, void (*fn)(const char *dir, void *arg),
+			  void *arg)
+{
+	char list[4 * PATH_MAX];
+	if (rundir_get(rd, "cgroup", list, sizeof(list)) < 0)
+		return;
+	for (char *save = NULL, *dir = strtok_r(list, "\n", &save); dir;
+	     dir = strtok_r(NULL, "\n", &save))
+		if (strncmp(dir, "/sys/fs/cgroup/", 15) == 0 && !strstr(dir, "/../"))
+			fn(dir, arg); /* only what cgroup_create makes */
+}
+
+static void reap_one(const char *dir, void *arg)
+{
+	bool remove = *(bool *)arg;
+	cgroup_kill_all(dir);
+	for (int tries = 0; remove && rmdir(dir) < 0 && errno == EBUSY && tries < 100; tries++) {
+		if (tries % 10 == 9)
+			cgroup_kill_all(dir); /* v1: what forked meanwhile */
+		usleep(20000);
+	}
+}
+
+void session_reap_cgroups(const struct rundir *rd, bool remove)
+{
+	session_cgroups_each(rd, reap_one, &remove);
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* session/share_git.c: a git config without its credentials (share_scan.h). A checkout's remote is
+ * often "https://x-access-token:ghp_...@github.com/o/r.git", and CI leaves an
+ * "http.https://github.com/.extraheader = AUTHORIZATION: basic ..." behind. The guest gets the
+ * config with those taken out: its git still knows every remote, and a push goes through the
+ * broker, which adds the scope's credential for that host. Line by line: git's config syntax
+ * puts a URL in a value or in a section's quoted name ([url "..."], [http "..."]), and either
+ * way its userinfo sits between "://" and the authority's '@'. */
+#include "session/share_scan.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Token shapes that are credentials even without a password part. */
+static const char *const token_prefixes[] = {
+	"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "x-access-token",
+	"x-token-auth", "oauth2", NULL,
+};
+
+/* Whether USERINFO (N bytes, before an '@') is a credential, not a bare user name such as
+ * "git" or "alice". */
+static bool userinfo_secret(const char *u, size_t n)
+{
+	if (memchr(u, ':', n) || n >= 16)
+		return true;
+	for (size_t i = 0; token_prefixes[i]; i++) {
+		size_t k = strlen(token_prefixes[i]);
+
+		if (n >= k && !strncasecmp(u, token_prefixes[i], k))
+			return true;
+	}
+	return false;
+}
+
+/* The key of a "key = value" line (LINE, N bytes) in *K, *KN; 0 when the line is none. */
+static int line_key(const char *line, size_t n, const char **k, size_t *kn)
+{
+	size_t i = 0, j;
+
+	while (i < n && (line[i] == ' ' || line[i] == '\t'))
+		i++;
+	j = i;
+	while (j < n && (isalnum((unsigned char)line[j]) || line[j] == '-'))
+		j++;
+	if (j == i)
+		return 0;
+	*k = line + i;
+	*kn = j - i;
+	return 1;
+}
+
+static bool key_is(const char *k, size_t kn, const char *want)
+{
+	return kn == strlen(want) && !strncasecmp(k, want, kn);
+}
+
+/* Appends A (N bytes) to the growing buffer. 0, or -1 out of memory. */
+static int put(char **b, size_t *len, size_t *cap, const char *a, size_t n)
+{
+	if (*len + n + 1 > *cap) {
+		size_t c = (*cap ? *cap * 2 : 4096) + n;
+		char *nb = realloc(*b, c);
+
+		if (!nb)
+			return -1;
+		*b = nb;
+		*cap = c;
+	}
+	memcpy(*b + *len, a, n);
+	*len += n;
+	(*b)[*len] = '\0';
+	return 0;
+}
+
+/* LINE (N bytes) with the secret userinfo of each URL taken out, appended. *TAKEN counts them. */
+static int put_clean(char **b, size_t *len, size_t *cap, const char *line, size_t n, int *taken)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		const char *s = memmem(line + i, n - i, "://", 3);
+		size_t a, e, at = 0;
+
+		if (!s)
+			break;
+		a = (size_t)(s - line) + 3;
+		for (e = a; e < n && !strchr("/\"' \t\\]?#", line[e]); e++)
+			if (line[e] == '@')
+				at = e;
+		if (at && userinfo_secret(line + a, at - a)) {
+			if (put(b, len, cap, line + i, a - i) < 0)
+				return -1;
+			i = at + 1;
+			(*taken)++;
+		} else {
+			if (put(b, len, cap, line + i, e - i) < 0)
+				return -1;
+			i = e;
+		}
+	}
+	return put(b, len, cap, line + i, n - i);
+}
+
+/* The section header's remote name (LINE is "[remote "NAME"]"), else empty. */
+static void section_remote(const char *line, size_t n, char *name, size_t namelen)
+{
+	const char *q1, *q2;
+
+	name[0] = '\0';
+	while (n && (*line == ' ' || *line == '\t'))
+		line++, n--;
+	if (n < 10 || strncasecmp(line, "[remote", 7) || !(q1 = memchr(line, '"', n)))
+		return;
+	q2 = memchr(q1 + 1, '"', n - (size_t)(q1 + 1 - line));
+	if (q2 && (size_t)(q2 - q1 - 1) < namelen) {
+		memcpy(name, q1 + 1, (size_t)(q2 - q1 - 1));
+		name[q2 - q1 - 1] = '\0';
+	}
+}
+
+/* "git remote set-url [--push] NAME URL" for the value of a cleaned url/pushurl LINE. */
+static void add_fix(char *fix, size_t fixlen, const char *remote, bool push, const char *line,
+		    size_t n)
+{
+	const char *v = memchr(line, '=', n);
+	size_t used = strlen(fix), vn;
+
+	if (!v || !remote[0] || used >= fixlen)
+		return;
+	v++;
+	vn = n - (size_t)(v - line);
+	while (vn && (*v == ' ' || *v == '\t' || *v == '"'))
+		v++, vn--;
+	while (vn && strchr(" \t\r\n\"", v[vn - 1]))
+		vn--;
+	snprintf(fix + used, fixlen - used, "git remote set-url %s%s %.*s\n", push ? "--push " : "",
+		 remote, (int)vn, v);
+}
+
+int share_git_clean(const char *config, size_t n, char **out, size_t *outn, char *fix,
+		    size_t fixlen)
+{
+	char *b = NULL, remote[128] = "";
+	size_t len = 0, cap = 0, i = 0;
+	int taken = 0;
+
+	*out = NULL;
+	*outn = 0;
+	if (fix && fixlen)
+		fix[0] = '\0';
+	while (i < n) {
+		const char *line = config + i, *nl = memchr(line, '\n', n - i), *k;
+		size_t ln = nl ? (size_t)(nl - line) + 1 : n - i, kn;
+		int before = taken;
+		size_t start = len;
+
+		i += ln;
+		if (!line_key(line, ln, &k, &kn) && memchr(line, '[', ln))
+			section_remote(line, ln, remote, sizeof(remote));
+		if (line_key(line, ln, &k, &kn) && key_is(k, kn, "extraheader")) {
+			taken++; /* an Authorization header, a cookie: the whole line goes */
+			continue;
+		}
+		if (put_clean(&b, &len, &cap, line, ln, &taken) < 0) {
+			free(b);
+			return -1;
+		}
+		if (taken > before && fix && line_key(line, ln, &k, &kn) &&
+		    (key_is(k, kn, "url") || key_is(k, kn, "pushurl")))
+			add_fix(fix, fixlen, remote, key_is(k, kn, "pushurl"), b + start, len - start);
+	}
+	if (!taken) {
+		free(b);
+		return 0;
+	}
+	*out = b;
+	*outn = len;
+	return taken;
+}

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* session/share_scan.c: the walk of share_scan.h. Depth first, one directory descriptor per level
+ * (at most SHARE_SCAN_DEPTH open), never following a symbolic link, reading at most
+ * SHARE_SCAN_FILE_MAX of a file whose name asks for its content, and stopping at the first
+ * bound it meets (entries, bytes, time), which it says. */
+#include "session/share_scan.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/mono.h"
+
+struct walk {
+	const struct share_scan_opts *o;
+	struct share_scan *s;
+	unsigned depth;
+	unsigned long entries;
+	int64_t t0, until;
+	char path[PATH_MAX];
+	char *buf; /* SHARE_SCAN_FILE_MAX bytes */
+	bool stop; /* a bound was met: nothing more is looked at */
+};
+
+/* Says why the scan is not complete (the first reason stays). */
+static void incomplete(struct walk *w, const char *before, const char *where, const char *after)
+{
+	char q[120];
+
+	if (w->s->complete) {
+		share_scan_quote(where, q, sizeof(q));
+		snprintf(w->s->stopped, sizeof(w->s->stopped), "%s%s%s", before, q, after);
+	}
+	w->s->complete = false;
+}
+
+static int add(struct walk *w, const char *why, enum share_found_kind kind)
+{
+	struct share_scan *s = w->s;
+
+	if (s->n == SHARE_SCAN_FOUND) {
+		s->n_more++;
+		return 0;
+	}
+	if (!s->found && !(s->found = calloc(SHARE_SCAN_FOUND, sizeof(*s->found))))
+		return -1;
+	snprintf(s->found[s->n].path, sizeof(s->found[s->n].path), "%s", w->path);
+	s->found[s->n].why = why;
+	s->found[s->n].kind = kind;
+	s->n++;
+	return 0;
+}
+
+/* The regular file NAME in DFD, at w->path: read when its name asks, matched. */
+static int check_file(struct walk *w, int dfd, const char *name)
+{
+	enum share_found_kind kind;
+	bool read_it;
+	const char *why = share_scan_match(w->path, NULL, 0, &read_it, &kind, w->o);
+	unsigned long long room = SHARE_SCAN_READ_MAX - w->s->bytes_read;
+	size_t want = room < SHARE_SCAN_FILE_MAX ? (size_t)room : SHARE_SCAN_FILE_MAX;
+	size_t got = 0;
+	struct stat st;
+	int fd;
+
+	if (why)
+		return add(w, why, kind);
+	if (!read_it)
+		return 0;
+	if (!want) {
+		incomplete(w, "it read ", "32 MiB", ", its bound of bytes in all");
+		w->stop = true;
+		return 0;
+	}
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		else if (errno != ENOENT) /* gone since it was listed: nothing to share */
+			incomplete(w, "", w->path, " could not be read");
+		return 0;
+	}
+	while (got < want) {
+		ssize_t r = read(fd, w->buf + got, want - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	w->s->bytes_read += got;
+	why = share_scan_match(w->path, w->buf, got, &read_it, &kind, w->o);
+	return why ? add(w, why, kind) : 0;
+}
+
+static int visit(struct walk *w, int dfd, size_t plen);
+
+/* Entry NAME of DFD (its type T from readdir), at w->path. */
+static int entry(struct walk *w, int dfd, const char *name, unsigned char t)
+{
+	struct stat st;
+	int sub, rc;
+
+	if (t == DT_UNKNOWN) {
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return 0;
+		t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+	}
+	if (t == DT_REG)
+		return check_file(w, dfd, name);
+	if (t != DT_DIR || share_scan_skip_dir(w->path, name, w->o))
+		return 0;
+	if (w->depth >= (w->o && w->o->depth ? w->o->depth : SHARE_SCAN_DEPTH)) {
+		incomplete(w, "", w->path, " is deeper than its bound (32 levels)");
+		return 0;
+	}
+	sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sub < 0) {
+		incomplete(w, "", w->path, " could not be read");
+		return 0;
+	}
+	w->depth++;
+	rc = visit(w, sub, strlen(w->path));
+	w->depth--;
+	return rc;
+}
+
+/* Every entry of the directory DFD (taken), whose path is w->path (PLEN bytes). */
+static int visit(struct walk *w, int dfd, size_t plen)
+{
+	unsigned long max = w->o && w->o->entries ? w->o->entries : SHARE_SCAN_ENTRIES;
+	DIR *d = fdopendir(dfd);
+	struct dirent *e;
+	int rc = 0;
+
+	if (!d) {
+		close(dfd);
+		incomplete(w, "", plen ? w->path : ".", " could not be read");
+		return 0;
+	}
+	while (!rc && !w->stop && (errno = 0, e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (++w->entries > max) {
+			char at[24];
+
+			snprintf(at, sizeof(at), "%lu", max);
+			incomplete(w, "it stopped after ", at, " entries, its bound");
+			w->stop = true;
+			break;
+		}
+		if (!(w->entries & 255) && mono_ms() > w->until) {
+			incomplete(w, "it stopped at ", w->path, ": its time bound passed");
+			w->stop = true;
+			break;
+		}
+		if (plen + 1 + n >= sizeof(w->path)) {
+			incomplete(w, "a path under ", w->path, " is too long to look at");
+			continue;
+		}
+		if (plen)
+			w->path[plen] = '/';
+		memcpy(w->path + plen + (plen ? 1 : 0), e->d_name, n + 1);
+		rc = entry(w, dirfd(d), e->d_name, e->d_type);
+		w->path[plen] = '\0';
+	}
+	if (!rc && !w->stop && errno)
+		incomplete(w, "", plen ? w->path : ".", " could not be read to its end");
+	closedir(d);
+	return rc;
+}
+
+int share_scan(int dirfd, const struct share_scan_opts *o, struct share_scan *out, char *err,
+	       size_t errlen)
+{
+	struct walk w = { .o = o, .s = out };
+	int fd, rc;
+
+	memset(out, 0, sizeof(*out));
+	out->complete = true;
+	w.t0 = mono_ms();
+	w.until = w.t0 + (o && o->ms ? o->ms : SHARE_SCAN_MS);
+	w.buf = malloc(SHARE_SCAN_FILE_MAX);
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!w.buf || fd < 0) {
+		snprintf(err, errlen, "the share's scan: %s", strerror(w.buf ? errno : ENOMEM));
+		if (fd >= 0)
+			close(fd);
+		free(w.buf);
+		return -1;
+	}
+	rc = visit(&w, fd, 0);
+	out->entries = w.entries;
+	out->ms = (unsigned)(mono_ms() - w.t0);
+	memset(w.buf, 0, SHARE_SCAN_FILE_MAX); /* it held the credentials it found */
+	free(w.buf);
+	if (rc < 0) {
+		share_scan_free(out);
+		snprintf(err, errlen, "the share's scan: out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+void share_scan_free(struct share_scan *s)
+{
+	free(s->found);
+	s->found = NULL;
+	s->n = 0;
+}
+
+void share_scan_quote(const char *s, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (; *s && o + 5 < outlen; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c >= 0x20 && c < 0x7f && c != '\\')
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
+	}
+	if (*s && o + 4 <= outlen) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o < outlen ? o : outlen - 1] = '\0';
+}
