@@ -25,7 +25,7 @@ ROOTFS=$(readlink -f "$STORE/names/$PY")/rootfs
 # The engines run this suite's bulkhead-oci: the real one with run directories of the suite's
 # own, noting after each call the sessions it sees there (ids: run directories and cgroups).
 RUNS=$TMP/runs
-mkdir -p "$RUNS"
+mkdir -m 700 "$RUNS" # a run base is root's alone (session/rundir.c)
 : > "$TMP/ids"
 cat > "$TMP/bulkhead-oci" << EOF
 #!/bin/sh
