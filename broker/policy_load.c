@@ -276,10 +276,20 @@ static int load_limits(struct policy *p, json_t *root, struct where *w)
 	return 0;
 }
 
+/* A glob of a name, or of a path relative to the share: a pattern that is absolute or climbs
+ * out ("/etc/x", "../x", "a/./b") could never match, so it is refused, not ignored. */
 static int pattern_ok(const char *s)
 {
+	const char *c = s;
+
+	if (!*s || *s == '/')
+		return 0;
 	for (; *s; s++)
 		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 0;
+	for (; c; c = strchr(c, '/') ? strchr(c, '/') + 1 : NULL)
+		if (!strncmp(c, "../", 3) || !strcmp(c, "..") || !strncmp(c, "./", 2) ||
+		    !strcmp(c, ".") || *c == '/' || !*c)
 			return 0;
 	return 1;
 }
@@ -300,7 +310,8 @@ static int load_share(struct policy *p, json_t *root, struct where *w)
 	p->share_secrets_no_allow = o && json_is_false(o);
 	return str_array(root, "share_secret_patterns", &p->share_secret_patterns,
 			 &p->n_share_secret_patterns, pattern_ok,
-			 "globs of file names or paths, without control characters", w);
+			 "globs of file names or of relative paths (no leading '/', no '.' or '..' "
+			 "component), without control characters", w);
 }
 
 /* approval_ttl_seconds and require_approval. */

@@ -6,6 +6,7 @@
  * session). Exit 0 when it would start, 1 when it would be refused, 125 on a usage error. */
 #include "cli/broker_cmds.h"
 #include "session/exit_codes.h"
+#include "session/plan.h"
 #include "session/share_fs.h"
 #include "session/share_plan.h"
 
@@ -57,20 +58,31 @@ static json_t *report(const char *dir, const struct share_rules *rs, const struc
 			 "why", refused);
 }
 
+/* A name from the share for a line of text: a planted name cannot start a line of its own
+ * or talk to the terminal (share_scan_quote). */
+static const char *q(const json_t *o, const char *key, char *buf, size_t len)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	share_scan_quote(s ? s : "", buf, len);
+	return buf;
+}
+
 static void say(const json_t *r)
 {
 	const json_t *scan = json_object_get(r, "scan"), *v;
+	char b1[PATH_MAX * 4 + 8], b2[PATH_MAX * 4 + 8];
 	size_t i;
 
-	printf("share:    %s\n", json_string_value(json_object_get(r, "share")));
+	printf("share:    %s\n", q(r, "share", b1, sizeof(b1)));
 	json_array_foreach(json_object_get(r, "rules"), i, v)
-		printf("rule:     %s %s (%s%s)\n", json_string_value(json_object_get(v, "path")),
+		printf("rule:     %s %s (%s%s)\n", q(v, "path", b1, sizeof(b1)),
 		       json_string_value(json_object_get(v, "mode")),
 		       json_string_value(json_object_get(v, "origin")),
 		       json_is_true(json_object_get(v, "missing")) ? "; not there yet: made empty"
 								    : "");
 	json_array_foreach(json_object_get(r, "found"), i, v)
-		printf("found:    %s: %s: %s\n", json_string_value(json_object_get(v, "path")),
+		printf("found:    %s: %s: %s\n", q(v, "path", b2, sizeof(b2)),
 		       json_string_value(json_object_get(v, "why")),
 		       json_string_value(json_object_get(v, "fate")));
 	if (json_integer_value(json_object_get(r, "found_more")))
@@ -112,6 +124,10 @@ int policy_share(int argc, char **argv)
 	struct share_scan scan = { 0 };
 	struct share_outcome out = { 0 };
 	struct share_fs fs;
+	struct policy pol;
+	struct rules scope;
+	bool have_pol = false, have_scope = false;
+	const char *hit;
 	char err[4096], label[PATH_MAX + 16];
 	int o, json = 0, rc = EXIT_BULKHEAD, refused;
 	json_t *r = NULL;
@@ -143,27 +159,21 @@ int policy_share(int argc, char **argv)
 	if (!policy_path && access(POLICY_DEFAULT_PATH, F_OK) == 0)
 		policy_path = POLICY_DEFAULT_PATH;
 	if (policy_path) {
-		struct policy pol;
-
 		if (policy_load_file(&pol, policy_path, err, sizeof(err))) {
 			fprintf(stderr, "bulkhead policy share: %s\n", err);
 			return EXIT_BULKHEAD;
 		}
-		o = share_layers_policy(&L, &pol, err, sizeof(err));
-		policy_free(&pol);
-		if (o < 0)
+		have_pol = true;
+		if (share_layers_policy(&L, &pol, err, sizeof(err)) < 0)
 			goto fail;
 	}
 	if (scope_path) {
-		struct rules scope;
-
 		if (rules_load_file(&scope, scope_path, err, sizeof(err))) {
 			fprintf(stderr, "bulkhead policy share: %s: %s\n", scope_path, err);
 			goto out;
 		}
-		o = share_layers_scope(&L, &scope, err, sizeof(err));
-		rules_free(&scope);
-		if (o < 0)
+		have_scope = true;
+		if (share_layers_scope(&L, &scope, err, sizeof(err)) < 0)
 			goto fail;
 	}
 	if (share_fs_resolve(argv[optind], false, "bulkhead policy share:", &fs, err,
@@ -174,6 +184,28 @@ int policy_share(int argc, char **argv)
 			     sizeof(err));
 	if (refused == -2)
 		goto fail; /* the asks, not the share: a usage error */
+	/* What refuses the directory itself, as a session would: the policy's deny_share_paths,
+	 * a scope that grants another one. Said instead of what the share holds. */
+	if (have_pol && (hit = plan_share_denied(&pol, &fs))) {
+		snprintf(err, sizeof(err),
+			 "--work %.2000s: refused by the global policy (deny_share_paths: \"%.1000s\")",
+			 fs.dir, hit);
+		refused = -1;
+	} else if (have_scope && scope.work) {
+		struct share_fs granted;
+		char glabel[PATH_MAX + 32];
+
+		snprintf(glabel, sizeof(glabel), "--scope %s: work:", scope_path);
+		if (share_fs_resolve(scope.work, scope.work_read_only, glabel, &granted, err,
+				     sizeof(err)) < 0) {
+			refused = -1;
+		} else if (granted.dev != fs.dev || granted.ino != fs.ino) {
+			snprintf(err, sizeof(err),
+				 "--work %.200s: the scope grants %.200s, and no other directory",
+				 fs.dir, granted.dir);
+			refused = -1;
+		}
+	}
 	r = report(fs.dir, &rs, &scan, &out, refused ? err : NULL);
 	if (!r)
 		goto fail;
@@ -193,6 +225,10 @@ fail:
 	fprintf(stderr, "bulkhead policy share: %s\n", err);
 out:
 	json_decref(r);
+	if (have_pol)
+		policy_free(&pol);
+	if (have_scope)
+		rules_free(&scope);
 	share_rules_free(&rs);
 	share_scan_free(&scan);
 	share_layers_free(&L);

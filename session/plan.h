@@ -149,6 +149,10 @@ int plan_scope(struct session_plan *p, const struct rules *scope, char *err, siz
 /* plan_policy.c: the global policy over the plan: its share, limits, scope and lifetime.
  * 0 or -1 with err. */
 int plan_policy(struct session_plan *p, const struct rules *scope, char *err, size_t errlen);
+/* The policy's deny_share_paths entry that refuses the share FS ("~/" read as the caller's
+ * home and as the share owner's), or NULL. */
+struct policy;
+const char *plan_share_denied(const struct policy *pol, const struct share_fs *fs);
 /* plan_share.c: the shares' rules and credential scans, last (the scan reads the share).
  * 0 or -1 with err. */
 int plan_share(struct session_plan *p, char *err, size_t errlen);

@@ -48,7 +48,7 @@ static int check_limits(struct session_plan *p, const struct policy *pol, char *
 
 /* The share against deny_share_paths, "~/" read as the caller's home and again as the home
  * of the share's owner: root sharing a user's directory must not share that user's ~/.ssh. */
-static const char *share_denied(const struct policy *pol, const struct share_fs *fs)
+const char *plan_share_denied(const struct policy *pol, const struct share_fs *fs)
 {
 	const char *hit = policy_share_denied(pol, fs->dir, getenv("HOME"));
 	char buf[4096];
@@ -80,7 +80,7 @@ int plan_policy(struct session_plan *p, const struct rules *scope, char *err, si
 		snprintf(err, errlen, "global policy %s", why);
 		return -1;
 	}
-	if (p->share_origin != SHARE_NONE && (hit = share_denied(&pol, &p->share))) {
+	if (p->share_origin != SHARE_NONE && (hit = plan_share_denied(&pol, &p->share))) {
 		snprintf(err, errlen,
 			 "%s %s: refused by the global policy (deny_share_paths: \"%s\")",
 			 p->share_origin == SHARE_GRANTED ? "the scope's work" : "--work",

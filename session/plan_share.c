@@ -8,8 +8,22 @@
 #include <stdio.h>
 #include <string.h>
 
-static void say(const char *label, const struct share_scan *s, const struct share_outcome *o)
+static void say(const char *label, const struct share_scan *s, const struct share_outcome *o,
+		const struct share_rules *rs)
 {
+	/* A read-only or hidden path that is not there: made empty, but if it was there before,
+	 * something moved it, and what it held is now elsewhere in the share, as it is. */
+	for (size_t i = 0; rs && i < rs->n; i++) {
+		char shown[PATH_MAX * 4 + 8];
+
+		if (!rs->r[i].missing || rs->r[i].mode == SHARE_MODE_RW)
+			continue;
+		share_scan_quote(rs->r[i].path, shown, sizeof(shown));
+		fprintf(stderr,
+			"bulkhead: warning: %s: rule %s:%s: the path is not there, so it is made "
+			"empty; if it was moved, what it held is shared where it went\n",
+			label, shown, share_mode_name(rs->r[i].mode));
+	}
 	if (o->hidden || o->cleaned)
 		fprintf(stderr,
 			"bulkhead: %s: %zu credential file%s hidden from the guest%s (%s; "
@@ -50,7 +64,7 @@ int plan_share(struct session_plan *p, char *err, size_t errlen)
 			       &p->share_rules, &p->share_scan, &o, err, errlen) < 0)
 			return -1;
 		p->share.rules = &p->share_rules;
-		say(label, &p->share_scan, &o);
+		say(label, &p->share_scan, &o, &p->share_rules);
 	}
 	/* An OCI bundle's bind mounts: scanned as the work share is, with the session's word on
 	 * what is found; the rules are the work share's alone. */
@@ -65,7 +79,7 @@ int plan_share(struct session_plan *p, char *err, size_t errlen)
 			       &p->bind_rules[i], &p->bind_scan[i], &o, err, errlen) < 0)
 			return -1;
 		p->binds[i].rules = &p->bind_rules[i];
-		say(label, &p->bind_scan[i], &o);
+		say(label, &p->bind_scan[i], &o, NULL);
 	}
 	return 0;
 }

@@ -121,6 +121,55 @@ static void section_remote(const char *line, size_t n, char *name, size_t namele
 	}
 }
 
+/* Whether LINE (N bytes) is beyond what a line-by-line reading can clean with certainty: a
+ * value continued on the next line (a backslash at its end), an escape or a partly quoted
+ * value where a URL or a header could hide ("https://u:\"tok\"@h", "extraheader = \"), a URL
+ * with a query (a token can ride there), or an include of another file, which git reads as
+ * part of this one. */
+static bool line_uncertain(const char *line, size_t n, bool header_key)
+{
+	size_t e = n, c = 0;
+
+	while (c < n && (line[c] == ' ' || line[c] == '\t'))
+		c++;
+	if (c < n && (line[c] == '#' || line[c] == ';'))
+		return false; /* a comment, to the end of its line */
+	while (e && (line[e - 1] == '\n' || line[e - 1] == '\r'))
+		e--;
+	if (e && line[e - 1] == '\\')
+		return true;
+	const char *lb = memchr(line, '[', e);
+	if (lb && (size_t)(lb - line) + 8 <= e && !strncasecmp(lb, "[include", 8))
+		return true;
+	bool url = memmem(line, e, "://", 3) || memchr(line, '@', e);
+	if (!url && !header_key)
+		return false;
+	if (memchr(line, '\\', e))
+		return true;
+	const char *sch = memmem(line, e, "://", 3);
+	if (sch && memchr(sch, '?', e - (size_t)(sch - line)))
+		return true;
+	/* Quotes: around the whole value ("key = \"...\"") or a section's name, nowhere else. */
+	const char *eq = memchr(line, '=', e);
+	size_t quotes = 0;
+
+	for (size_t i = 0; i < e; i++)
+		quotes += line[i] == '"';
+	if (!quotes)
+		return false;
+	if (quotes != 2)
+		return true;
+	if (!eq) /* [url "https://..."]: the two quotes of the subsection */
+		return false;
+	const char *v = eq + 1;
+	while (v < line + e && (*v == ' ' || *v == '\t'))
+		v++;
+	const char *end = line + e;
+	while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	return !(end - v >= 2 && *v == '"' && end[-1] == '"');
+}
+
 /* "git remote set-url [--push] NAME URL" for the value of a cleaned url/pushurl LINE. */
 static void add_fix(char *fix, size_t fixlen, const char *remote, bool push, const char *line,
 		    size_t n)
@@ -136,6 +185,9 @@ static void add_fix(char *fix, size_t fixlen, const char *remote, bool push, con
 		v++, vn--;
 	while (vn && strchr(" \t\r\n\"", v[vn - 1]))
 		vn--;
+	for (size_t i = 0; i < vn; i++)
+		if (v[i] == '?' || v[i] == '#')
+			vn = i; /* never a query or a fragment: either may carry a token */
 	snprintf(fix + used, fixlen - used, "git remote set-url %s%s %.*s\n", push ? "--push " : "",
 		 remote, (int)vn, v);
 }
@@ -158,6 +210,12 @@ int share_git_clean(const char *config, size_t n, char **out, size_t *outn, char
 		size_t start = len;
 
 		i += ln;
+		if (line_uncertain(line, ln, line_key(line, ln, &k, &kn) && key_is(k, kn, "extraheader"))) {
+			free(b);
+			if (fix && fixlen)
+				fix[0] = '\0';
+			return -2;
+		}
 		if (!line_key(line, ln, &k, &kn) && memchr(line, '[', ln))
 			section_remote(line, ln, remote, sizeof(remote));
 		if (line_key(line, ln, &k, &kn) && key_is(k, kn, "extraheader")) {

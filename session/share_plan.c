@@ -217,6 +217,38 @@ static void refusal(const char *label, const struct share_scan *s, char *err, si
 			 "one as it is (--share-allow PATH)");
 }
 
+/* The mode the most specific of RULES gives PATH (a rule on it or on a directory above it),
+ * or -1 when none does. */
+static int rule_mode(const struct share_rules *rules, const char *path)
+{
+	size_t best = 0;
+	int mode = -1;
+
+	for (size_t i = 0; i < rules->n; i++) {
+		const char *r = rules->r[i].path;
+		size_t n = strlen(r);
+
+		if (n >= best && !strncmp(path, r, n) && (path[n] == '\0' || path[n] == '/')) {
+			best = n;
+			mode = (int)rules->r[i].mode;
+		}
+	}
+	return mode;
+}
+
+/* Whether a rule deeper than hidden rule I makes part of it visible again. */
+static bool shown_within(const struct share_rules *rules, size_t i)
+{
+	const char *h = rules->r[i].path;
+	size_t n = strlen(h);
+
+	for (size_t j = 0; j < rules->n; j++)
+		if (rules->r[j].mode != SHARE_MODE_HIDDEN && !strncmp(rules->r[j].path, h, n) &&
+		    rules->r[j].path[n] == '/')
+			return true;
+	return false;
+}
+
 int share_plan(const char *dir, const char *label, bool work,
 	       const struct share_layers *L, const struct share_asks *a, struct share_rules *rules,
 	       struct share_scan *scan, struct share_outcome *out, char *err, size_t errlen)
@@ -238,8 +270,11 @@ int share_plan(const char *dir, const char *label, bool work,
 	}
 	if (work && gather_rules(label, L, a, rules, err, errlen) < 0)
 		return -2;
+	/* A hidden path is not scanned, unless a deeper rule shows part of it again: then what
+	 * that part holds is found like anything else (a file the hidden part still hides is
+	 * passed over below). */
 	for (size_t i = 0; i < rules->n; i++)
-		if (rules->r[i].mode == SHARE_MODE_HIDDEN)
+		if (rules->r[i].mode == SHARE_MODE_HIDDEN && !shown_within(rules, i))
 			skip[o.nskip++] = rules->r[i].path;
 	if ((dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		snprintf(err, errlen, "%s: %s", label, strerror(errno));
@@ -252,6 +287,10 @@ int share_plan(const char *dir, const char *label, bool work,
 	for (size_t i = 0; !rc && i < scan->n; i++) {
 		struct share_found *f = &scan->found[i];
 
+		if (rule_mode(rules, f->path) == SHARE_MODE_HIDDEN) {
+			f->fate = "hidden";
+			continue; /* a rule hides it already */
+		}
 		if (allowed(f->path, L, a)) {
 			f->fate = "allowed";
 			out->allowed++;

@@ -10,6 +10,7 @@
 #include "session/share_scan.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -115,6 +116,59 @@ static int covers(const struct share_rules *rs, char *step, size_t steplen)
 	return mnt;
 }
 
+/* Whether PREFIX (LEN bytes) is a rule's path, or an ancestor of rule I's earlier met. */
+static bool pinned_before(const struct share_rules *rs, size_t i, const char *prefix, size_t len)
+{
+	for (size_t j = 0; j < rs->n; j++) {
+		const char *p = rs->r[j].path;
+
+		if (strlen(p) == len && !strncmp(p, prefix, len))
+			return true; /* a rule's own mount holds it */
+		if (j < i && strlen(p) > len && !strncmp(p, prefix, len) && p[len] == '/')
+			return true; /* pinned for an earlier rule */
+	}
+	return false;
+}
+
+/* Every directory on a rule's way (below the share's top, not a rule itself) bound over itself,
+ * as it is, before any rule: a mount point cannot be renamed or removed (EBUSY), so the guest
+ * cannot move a rule's parent aside and put a directory of its own where the rule was (nor,
+ * for the next session, move a hidden file out from under its rule). Done first: a bind made
+ * after a rule would copy the directory without the rule's mount under it. */
+static int pin_ways(int share, const struct share_rules *rs, char *step, size_t steplen)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		const char *p = rs->r[i].path;
+
+		for (const char *s = strchr(p, '/'); s; s = strchr(s + 1, '/')) {
+			char way[PATH_MAX];
+			size_t len = (size_t)(s - p);
+			int dir, tree, rc = 0;
+
+			if (len >= sizeof(way) || pinned_before(rs, i, p, len))
+				continue;
+			memcpy(way, p, len);
+			way[len] = '\0';
+			snprintf(step, steplen, "the way to rule %s: %s", p, way);
+			dir = at(share, way, O_PATH | O_DIRECTORY);
+			if (dir == -ENOENT)
+				break; /* nothing there to move; deeper ones are not there either */
+			if (dir < 0)
+				return dir;
+			tree = open_tree(dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+			if (tree < 0 || move_mount(tree, "", dir, "",
+						   MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+				rc = -errno;
+			if (tree >= 0)
+				close(tree);
+			close(dir);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 int share_rules_apply(const void *arg, char *step, size_t steplen)
 {
 	const struct share_rules *rs = arg;
@@ -136,6 +190,8 @@ int share_rules_apply(const void *arg, char *step, size_t steplen)
 			rc = src[i] < 0 ? src[i] : 0;
 		}
 	}
+	if (!rc)
+		rc = pin_ways(share, rs, step, steplen);
 	if (!rc && hidden)
 		rc = (cov = covers(rs, step, steplen)) < 0 ? cov : 0;
 	for (i = 0; !rc && i < rs->n; i++) {

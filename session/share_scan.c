@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +29,13 @@ struct walk {
 	char *buf; /* SHARE_SCAN_FILE_MAX bytes */
 	bool stop; /* a bound was met: nothing more is looked at */
 };
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+
+	return n >= k && !strcasecmp(s + n - k, tail);
+}
 
 /* Says why the scan is not complete (the first reason stays). */
 static void incomplete(struct walk *w, const char *before, const char *where, const char *after)
@@ -63,7 +71,9 @@ static int check_file(struct walk *w, int dfd, const char *name)
 {
 	enum share_found_kind kind;
 	bool read_it;
-	const char *why = share_scan_match(w->path, NULL, 0, &read_it, &kind, w->o);
+	bool git_dir = (!strcmp(name, "config") || !strcmp(name, "config.worktree")) &&
+		       !faccessat(dfd, "HEAD", F_OK, AT_SYMLINK_NOFOLLOW);
+	const char *why = share_scan_match(w->path, git_dir, NULL, 0, &read_it, &kind, w->o);
 	unsigned long long room = SHARE_SCAN_READ_MAX - w->s->bytes_read;
 	size_t want = room < SHARE_SCAN_FILE_MAX ? (size_t)room : SHARE_SCAN_FILE_MAX;
 	size_t got = 0;
@@ -98,8 +108,39 @@ static int check_file(struct walk *w, int dfd, const char *name)
 	}
 	close(fd);
 	w->s->bytes_read += got;
-	why = share_scan_match(w->path, w->buf, got, &read_it, &kind, w->o);
-	return why ? add(w, why, kind) : 0;
+	why = share_scan_match(w->path, git_dir, w->buf, got, &read_it, &kind, w->o);
+	if (why)
+		return add(w, why, kind);
+	if (got < SHARE_SCAN_FILE_MAX || st.st_size <= (off_t)got)
+		return 0;
+	/* Longer than the scan reads of one file. A credential file's name (.env, a git
+	 * config, .netrc) with more than that is a credential file as a whole: what lies past
+	 * the bound was not looked at. Certificates and JSON run long for good reasons: said. */
+	if (ends_with(name, ".json") || ends_with(name, ".pem")) {
+		incomplete(w, "", w->path, " is longer than the 64 KiB it reads of a file");
+		return 0;
+	}
+	return add(w, "longer than the 64 KiB the scan reads of a file like it", SHARE_FOUND_FILE);
+}
+
+/* A symbolic link at w->path, named NAME. The scan follows none, but the guest's reads do
+ * (inside the share): a link with a credential file's name, or a credential directory's
+ * (.aws, .docker), is found as such, whatever it points to. */
+static int check_link(struct walk *w, const char *name)
+{
+	enum share_found_kind kind;
+	bool read_it;
+	const char *why = share_scan_match(w->path, false, NULL, 0, &read_it, &kind, w->o);
+
+	/* Every *.json and *.pem is read for a key block: as links (a monorepo's tsconfig.json,
+	 * a CA bundle) they are too common to count by name; what they point to is scanned. */
+	if (read_it && (ends_with(name, ".json") || ends_with(name, ".pem")))
+		read_it = false;
+	if (why || read_it || !strcmp(name, ".aws") || !strcmp(name, ".docker"))
+		return add(w, "a symbolic link named as a credential file is (what it points to "
+			      "is what the guest reads)",
+			   SHARE_FOUND_FILE);
+	return 0;
 }
 
 static int visit(struct walk *w, int dfd, size_t plen);
@@ -117,6 +158,8 @@ static int entry(struct walk *w, int dfd, const char *name, unsigned char t)
 	}
 	if (t == DT_REG)
 		return check_file(w, dfd, name);
+	if (t == DT_LNK)
+		return check_link(w, name);
 	if (t != DT_DIR || share_scan_skip_dir(w->path, name, w->o))
 		return 0;
 	if (w->depth >= (w->o && w->o->depth ? w->o->depth : SHARE_SCAN_DEPTH)) {

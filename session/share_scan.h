@@ -90,20 +90,26 @@ void share_scan_free(struct share_scan *s);
 void share_scan_quote(const char *path, char *out, size_t outlen);
 
 /* share_scan_match.c: what a file is, from its relative PATH (its last component is the
- * name) and the first N bytes of it (BUF; NULL when not read). Returns the reason it holds a
- * credential and its kind in *kind, or NULL. *read_it: 1 when the name asks for the content
- * (call again with it), 0 when the answer stands. Patterns as in the options. */
-const char *share_scan_match(const char *path, const char *buf, size_t n, bool *read_it,
-			     enum share_found_kind *kind, const struct share_scan_opts *o);
+ * name), whether its directory is a git directory (GIT_DIR: a HEAD beside it) and the first N
+ * bytes of it (BUF; NULL when not read). Returns the reason it holds a credential and its
+ * kind in *kind, or NULL. *read_it: 1 when the name asks for the content (call again with
+ * it), 0 when the answer stands. Patterns as in the options (matched without regard to
+ * case). */
+const char *share_scan_match(const char *path, bool git_dir, const char *buf, size_t n,
+			     bool *read_it, enum share_found_kind *kind,
+			     const struct share_scan_opts *o);
 /* Whether a directory named NAME at relative PATH is left unvisited (dependencies, .git's
  * object store, a skipped path). */
 bool share_scan_skip_dir(const char *path, const char *name, const struct share_scan_opts *o);
 
 /* share_git.c: a git config's credentials. share_git_clean() writes CONFIG (N bytes) to *OUT
  * (malloc'd, *OUTN bytes) without them: the userinfo of every URL that carries one, and every
- * http.extraheader line. Returns how many it took out (0: nothing to clean, *OUT NULL), or -1
- * out of memory. FIX (may be NULL) gets the commands that clean the repository for good, one
- * per line ("git remote set-url origin https://host/path"), as far as it fits. */
+ * http.extraheader line. Returns how many it took out (0: nothing to clean, *OUT NULL), -1
+ * out of memory, or -2 when a line is beyond a line-by-line cleaning (a continued value, an
+ * escape or a partial quote near a URL or a header, a URL with a query, an include): such a
+ * config is a credential file as a whole. FIX (may be NULL) gets the commands that clean the
+ * repository for good, one per line ("git remote set-url origin https://host/path", never a
+ * query or a fragment), as far as it fits. */
 int share_git_clean(const char *config, size_t n, char **out, size_t *outn, char *fix,
 		    size_t fixlen);
 

@@ -72,9 +72,13 @@ static bool has_value(const char *buf, size_t n, const char *key, bool word_valu
 	return false;
 }
 
-/* A .env assignment with a value: "NAME=value" or "export NAME=value". */
+/* A .env assignment with a value: "NAME=value" or "export NAME=value" (names as dotenv
+ * libraries take them: letters, digits, '_', '-', '.'), a value that opens a quote and goes
+ * on on the next lines counted too. A byte order mark before the first is skipped. */
 static bool env_assigns(const char *buf, size_t n)
 {
+	if (n >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
+		buf += 3, n -= 3;
 	for (size_t i = 0; i < n;) {
 		const char *line = buf + i, *nl = memchr(line, '\n', n - i);
 		size_t ln = nl ? (size_t)(nl - line) : n - i, j = 0, s;
@@ -85,7 +89,8 @@ static bool env_assigns(const char *buf, size_t n)
 		if (ln - j > 7 && !strncmp(line + j, "export ", 7))
 			j += 7;
 		s = j;
-		while (j < ln && (isalnum((unsigned char)line[j]) || line[j] == '_'))
+		while (j < ln && (isalnum((unsigned char)line[j]) || line[j] == '_' || line[j] == '-' ||
+				  line[j] == '.'))
 			j++;
 		if (j == s || isdigit((unsigned char)line[s]))
 			continue;
@@ -94,8 +99,13 @@ static bool env_assigns(const char *buf, size_t n)
 		if (j >= ln || line[j] != '=')
 			continue;
 		j++;
-		while (j < ln && (line[j] == ' ' || line[j] == '\t' || line[j] == '"' || line[j] == '\''))
+		bool quoted = false;
+		while (j < ln && (line[j] == ' ' || line[j] == '\t' || line[j] == '"' || line[j] == '\'')) {
+			quoted |= line[j] != ' ' && line[j] != '\t';
 			j++;
+		}
+		if (quoted && (j >= ln || line[j] == '\r') && i < n)
+			return true; /* K=" and the value on the lines that follow */
 		if (j < ln && line[j] != '\r' && line[j] != '#')
 			return true;
 	}
@@ -126,16 +136,29 @@ static bool key_store(const char *b)
 	       ends(b, ".keystore");
 }
 
-/* A git config: .git/config, or a submodule's under .git/modules/. */
-static bool git_config(const char *path)
+/* A git config: .git/config and .git/config.worktree, a submodule's under .git/modules/, a
+ * linked worktree's under .git/worktrees/, a bare or mirror clone's (NAME.git/config), any
+ * "config" in a git directory (GIT_DIR: a HEAD beside it, as in a separate git directory a
+ * .git file points to), and .gitmodules, whose URLs git clones from. */
+static bool git_config(const char *path, bool git_dir)
 {
-	return !strcmp(base(path), "config") &&
-	       (parent_is(path, ".git") || strstr(path, ".git/modules/") == path ||
-		strstr(path, "/.git/modules/"));
+	const char *b = base(path);
+	bool name = !strcmp(b, "config") || !strcmp(b, "config.worktree");
+	size_t plen = (size_t)(b - path);
+
+	if (!strcmp(b, ".gitmodules"))
+		return true;
+	if (!name)
+		return false;
+	return git_dir || parent_is(path, ".git") || strstr(path, ".git/modules/") == path ||
+	       strstr(path, "/.git/modules/") || strstr(path, ".git/worktrees/") == path ||
+	       strstr(path, "/.git/worktrees/") ||
+	       (plen > 5 && !strncasecmp(b - 5, ".git/", 5)); /* NAME.git/config */
 }
 
-const char *share_scan_match(const char *path, const char *buf, size_t n, bool *read_it,
-			     enum share_found_kind *kind, const struct share_scan_opts *o)
+const char *share_scan_match(const char *path, bool git_dir, const char *buf, size_t n,
+			     bool *read_it, enum share_found_kind *kind,
+			     const struct share_scan_opts *o)
 {
 	const char *b = base(path);
 	bool want = false;
@@ -144,16 +167,16 @@ const char *share_scan_match(const char *path, const char *buf, size_t n, bool *
 	*read_it = false;
 	for (size_t i = 0; o && i < o->npatterns; i++)
 		if (!fnmatch(o->patterns[i], strchr(o->patterns[i], '/') ? path : b,
-			     strchr(o->patterns[i], '/') ? FNM_PATHNAME : 0))
+			     (strchr(o->patterns[i], '/') ? FNM_PATHNAME : 0) | FNM_CASEFOLD))
 			return "a name the global policy lists";
 	if (key_store(b))
 		return "a key store";
 	want = env_name(b) || !strcmp(b, ".git-credentials") || !strcmp(b, ".netrc") ||
 	       !strcmp(b, "_netrc") || !strcmp(b, ".npmrc") || !strcmp(b, ".pypirc") ||
 	       (!strcmp(b, "config.json") && parent_is(path, ".docker")) ||
-	       (!strcmp(b, "credentials") && parent_is(path, ".aws")) || ends(b, ".pem") ||
-	       ends(b, ".key") || (!strncmp(b, "id_", 3) && !ends(b, ".pub")) ||
-	       ends(b, ".json") || git_config(path);
+	       ((!strcmp(b, "credentials") || !strcmp(b, "config")) && parent_is(path, ".aws")) ||
+	       ends(b, ".pem") || ends(b, ".key") || (!strncasecmp(b, "id_", 3) && !ends(b, ".pub")) ||
+	       ends(b, ".json") || git_config(path, git_dir);
 	if (!want)
 		return NULL;
 	if (!buf) {
@@ -174,15 +197,17 @@ const char *share_scan_match(const char *path, const char *buf, size_t n, bool *
 	if (!strcmp(b, ".pypirc"))
 		return has_value(buf, n, "password", false) ? "a PyPI password" : NULL;
 	if (!strcmp(b, "config.json") && parent_is(path, ".docker"))
-		return has_value(buf, n, "\"auth", false) || has_value(buf, n, "\"identitytoken", false)
+		return has_value(buf, n, "\"auth", false) || has_value(buf, n, "\"identitytoken", false) ||
+				       has_value(buf, n, "\"password", false) ||
+				       has_value(buf, n, "\"registrytoken", false)
 			       ? "a registry login"
 			       : NULL;
-	if (!strcmp(b, "credentials") && parent_is(path, ".aws"))
+	if ((!strcmp(b, "credentials") || !strcmp(b, "config")) && parent_is(path, ".aws"))
 		return has_value(buf, n, "aws_secret_access_key", false) ||
 				       has_value(buf, n, "aws_session_token", false)
 			       ? "AWS keys"
 			       : NULL;
-	if (git_config(path)) {
+	if (git_config(path, git_dir)) {
 		char *clean = NULL;
 		size_t cn = 0;
 		int t = share_git_clean(buf, n, &clean, &cn, NULL, 0);
@@ -190,7 +215,10 @@ const char *share_scan_match(const char *path, const char *buf, size_t n, bool *
 		if (clean)
 			memset(clean, 0, cn);
 		free(clean);
-		*kind = SHARE_FOUND_GIT_CONFIG;
+		*kind = t == -2 ? SHARE_FOUND_FILE : SHARE_FOUND_GIT_CONFIG;
+		if (t == -2)
+			return "a git config beyond a sure cleaning (a continued value, an escape or "
+			       "quote near a URL, a URL query, or an include)";
 		if (t < 0)
 			return "a git config that could not be checked (out of memory)";
 		return t ? "a git remote or header with a credential" : NULL;

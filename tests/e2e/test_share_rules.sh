@@ -7,10 +7,12 @@
 #    writes in src/; every write path into config/ is refused (open, create, rename into, out
 #    of and within it, link both ways, chmod, truncate, xattr, utimes, unlink, mkdir, rmdir,
 #    symlink, mkfifo, and the directory itself renamed or removed); secrets/ is an empty
-#    directory to stat, readdir, open by name, O_PATH and ".." walks; a descriptor held on a
-#    hidden directory across a rename of its parent reaches nothing, by openat or through
-#    /proc/self/fd; the made-up later/ takes nothing and is gone afterwards; the host's files
-#    are unchanged; nothing of the secrets is anywhere the guest can read.
+#    directory to stat, readdir, open by name, O_PATH and ".." walks; no directory on a rule's
+#    way can be renamed (a/ for a/secrets, deep/ and deep/x for deep/x/y, conf/ for the hidden
+#    file conf/pw): the guest cannot put a directory of its own where a rule was, nor move a
+#    hidden file out from under its rule for the next session; the made-up later/ takes
+#    nothing, is said on stderr and gone afterwards; the host's files are unchanged; nothing
+#    of the secrets is anywhere the guest can read.
 #  - A checkout with credential files and a token in its remote: refused, naming them; with
 #    --share-secrets hide the guest sees none of their bytes (its whole view grepped, and its
 #    RAM after the session), its .git/config has the remote without the token, and git push
@@ -24,14 +26,16 @@ export BULKHEAD_RUNDIR="$TMP/run"
 mkdir -m 700 "$TMP/run"
 
 W=$TMP/w
-mkdir -p "$W/src" "$W/config/sub" "$W/secrets" "$W/a/secrets"
+mkdir -p "$W/src" "$W/config/sub" "$W/secrets" "$W/a/secrets" "$W/deep/x/y" "$W/conf"
 cp "$PROBE" "$W/probe"
 echo src-file > "$W/src/a.txt"
 echo config-yaml > "$W/config/app.yaml"
 echo x > "$W/config/sub/x"
 echo TOPSECRET-5f2c9e > "$W/secrets/key.txt"
 echo NESTEDSECRET-9a1b77 > "$W/a/secrets/key.txt"
-tree_sum() { (cd "$W" && find config secrets a -type f -exec sha256sum {} + | sort); }
+echo deep-ro > "$W/deep/x/y/f"
+echo FILESECRET-71c0d2 > "$W/conf/pw"
+tree_sum() { (cd "$W" && find config secrets a deep conf -type f -exec sha256sum {} + | sort); }
 before=$(tree_sum)
 
 cat > "$W/job.sh" << 'JOB'
@@ -71,14 +75,20 @@ t create secrets/planted
 t held a/secrets a b key.txt
 t open-r b/secrets/key.txt
 t readdir b/secrets
+t rename deep deep_old
+t rename deep/x deep/x2
+t mkdir deep/x/y2
+t rename conf conf2
+t open-r conf/pw
 t stat later
 t create later/x
 t readdir .
 # [T], [x]: the patterns do not match this script's own text.
-echo "grep|$(grep -ral -e TOPSECRE[T] -e NESTEDSECRE[T] /work 2>/dev/null | tr '\n' ' ')"
+echo "grep|$(grep -ral -e TOPSECRE[T] -e NESTEDSECRE[T] -e FILESECRE[T] /work 2>/dev/null | tr '\n' ' ')"
 JOB
 run_capture run --work "$W" --work-rule src:rw --work-rule config:ro --work-rule secrets:hidden \
-	--work-rule a/secrets:hidden --work-rule later:ro -- sh job.sh
+	--work-rule a/secrets:hidden --work-rule later:ro --work-rule deep/x/y:ro \
+	--work-rule conf/pw:hidden -- sh job.sh
 check_eq "the session with rules runs (exit 0)" 0 "$rc"
 [ "$rc" = 0 ] || echo "# $(head -c 800 "$TMP/err")"
 # expect CALL RESULT...: the probe's line for CALL.
@@ -128,20 +138,29 @@ expect "rename secrets src/s2" EXDEV
 expect "create secrets/planted" EROFS
 check_eq "hidden secrets/: an empty directory to stat, readdir, open, O_PATH, .. walks, link and rename" "" "$bad"
 bad=
-if grep -q '^held a/secrets a b key.txt|rename ok' "$TMP/out" &&
+if grep -q '^held a/secrets a b key.txt|rename EBUSY' "$TMP/out" &&
 	grep -q '^openat ENOENT' "$TMP/out" && grep -q '^proc ENOENT' "$TMP/out"; then
-	ok "a descriptor held on a hidden directory across a rename of its parent reaches nothing (openat, /proc/self/fd)"
+	ok "the parent of a hidden directory cannot be renamed (EBUSY), and a descriptor held on it reaches nothing"
 else
-	not_ok "a descriptor held across a rename" "$(grep -A2 '^held' "$TMP/out")"
+	not_ok "a hidden directory's parent renamed, or a descriptor held on it" "$(grep -A2 '^held' "$TMP/out")"
 fi
 expect "open-r b/secrets/key.txt" ENOENT
-expect "readdir b/secrets" ok
+expect "readdir b/secrets" ENOENT
+expect "rename deep deep_old" EBUSY
+expect "rename deep/x deep/x2" EBUSY
+expect "mkdir deep/x/y2" ok
+expect "rename conf conf2" EBUSY
+expect "open-r conf/pw" ok 0 bytes
 expect "stat later" ok dir
 expect "create later/x" EROFS
-check_eq "... the renamed parent's hidden directory still hides; the missing later/ is an empty read-only directory" "" "$bad"
+check_eq "no directory on a rule's way can be moved (EBUSY), the rest of it stays writable; the missing later/ is an empty read-only directory" "" "$bad"
+if grep -q 'rule later:ro: the path is not there, so it is made empty' "$TMP/err"; then
+	ok "a read-only or hidden rule on a missing path is said on stderr"
+else
+	not_ok "a missing rule's path is not said" "$(head -c 600 "$TMP/err")"
+fi
 check_eq "no secret's bytes anywhere in the guest's view of the share" "grep|" "$(grep '^grep|' "$TMP/out")"
-check_eq "the host's config/, secrets/ and a/secrets/ are unchanged" "$before" \
-	"$(cd "$W" && find config secrets b -type f -exec sha256sum {} + | sed 's| b/| a/|' | sort)"
+check_eq "the host's config/, secrets/, a/secrets/, deep/x/y and conf/pw are unchanged" "$before" "$(tree_sum)"
 if [ -f "$W/src/new.txt" ] && [ ! -e "$W/later" ]; then
 	ok "the guest's write in src/ is on the host; later/, made for its rule, is gone"
 else

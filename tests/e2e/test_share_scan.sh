@@ -185,4 +185,111 @@ fi
 share "$B"
 grep -q '^scan:     stopped early: it stopped after 100000 entries, its bound' "$TMP/out"
 check_eq "... and the text says where it stopped" 0 "$?"
+# What a red-team round found (docs/THREAT-MODEL.md "The work share"), each kept found.
+# found_in DIR PATH...: `policy share DIR` (refuse, the default) names each PATH as found.
+found_in() {
+	_d=$1; shift
+	share --json "$_d"
+	_got=$(python3 -c 'import json,sys; print(" ".join(sorted(f["path"] for f in json.load(open(sys.argv[1]))["found"])))' "$TMP/out")
+	_want=$(printf '%s\n' "$@" | sort | tr '\n' ' ' | sed 's/ $//')
+	[ "$rc" = 1 ] && [ "$_got" = "$_want" ]
+}
+R=$TMP/rt
+mkdir -p "$R/inc/.git" "$R/wt/.git/worktrees/w1" "$R/bare/app.git" "$R/sep/gd" "$R/mods" \
+	"$R/cont/.git" "$R/q/.git" "$R/big" "$R/lnk/real" "$R/bom" "$R/dock/.docker" "$R/awsc/.aws"
+printf '[include]\n\tpath = ../creds.inc\n' > "$R/inc/.git/config"
+printf '[core]\n\tbare = false\n' > "$R/wt/.git/config"
+printf '[remote "o"]\n\turl = https://u:WTSECRET@h/x\n' > "$R/wt/.git/config.worktree"
+printf 'ref: refs/heads/main\n' > "$R/wt/.git/worktrees/w1/HEAD"
+printf '[remote "o"]\n\turl = https://u:WT1SECRET@h/x\n' > "$R/wt/.git/worktrees/w1/config.worktree"
+printf '[remote "origin"]\n\turl = https://u:MIRRORSECRET@h/x\n\tmirror = true\n' > "$R/bare/app.git/config"
+printf 'gitdir: gd\n' > "$R/sep/.git"
+printf 'ref: refs/heads/main\n' > "$R/sep/gd/HEAD"
+printf '[remote "origin"]\n\turl = https://u:SEPSECRET@h/x\n' > "$R/sep/gd/config"
+printf '[submodule "m"]\n\turl = https://u:MODSECRET@h/m\n' > "$R/mods/.gitmodules"
+printf '[http]\n\textraheader = \\\n\tAuthorization: Bearer CONTSECRET\n' > "$R/cont/.git/config"
+printf '[remote "o"]\n\turl = https://h/x?access_token=QUERYSECRET\n' > "$R/q/.git/config"
+{ head -c 70000 /dev/zero | tr '\0' '#'; printf '\nAPI_KEY=BIGSECRET\n'; } > "$R/big/.env"
+printf 'API_KEY=LINKSECRET\n' > "$R/lnk/real/env.txt"
+ln -s real/env.txt "$R/lnk/.env"
+printf '\357\273\277API_KEY=BOMSECRET\n' > "$R/bom/.env"
+printf '{"auths": {"r": {"username": "u", "password": "DOCKSECRET"}}}\n' > "$R/dock/.docker/config.json"
+printf '[default]\naws_secret_access_key = AWSCONFSECRET\n' > "$R/awsc/.aws/config"
+for c in "inc .git/config" "wt .git/config.worktree .git/worktrees/w1/config.worktree" \
+	"bare app.git/config" "sep gd/config" "mods .gitmodules" "cont .git/config" \
+	"q .git/config" "big .env" "lnk .env" "bom .env" "dock .docker/config.json" \
+	"awsc .aws/config"; do
+	# shellcheck disable=SC2086 # the case's directory and its paths
+	set -- $c
+	dir=$1; shift
+	if found_in "$R/$dir" "$@"; then
+		ok "found: $dir ($*)"
+	else
+		not_ok "not found: $dir ($*)" "rc=$rc" "$(head -c 800 "$TMP/out")"
+	fi
+done
+share --share-secrets hide "$R/cont"
+if grep -q 'found:    .git/config: a git config beyond a sure cleaning' "$TMP/out" &&
+	grep -q '.git/config: .*: hidden' "$TMP/out"; then
+	ok "a continued extraheader is hidden whole, not 'cleaned' with its token left behind"
+else
+	not_ok "a continued extraheader" "$(cat "$TMP/out")"
+fi
+mkdir -p "$R/qs/.git"
+printf '[remote "origin"]\n\turl = https://user:QSSECRET1@github.com/x\n' > "$R/qs/.git/config"
+share "$R/qs"
+if grep -qF 'git remote set-url origin https://github.com/x)' "$TMP/out" && ! grep -q 'QSSECRET' "$TMP/out"; then
+	ok "the set-url hint holds no credential"
+else
+	not_ok "the set-url hint" "$(cat "$TMP/out")"
+fi
+if grep -rqE 'WTSECRET|WT1SECRET|MIRRORSECRET|SEPSECRET|MODSECRET|CONTSECRET|QUERYSECRET|BIGSECRET|LINKSECRET|BOMSECRET|DOCKSECRET|AWSCONFSECRET' "$TMP/out" "$TMP/err"; then
+	not_ok "no value of these appears in what is said"
+else
+	ok "no value of these appears in what is said"
+fi
+# A hidden directory with a visible path under it: what that path holds is found, under
+# the policy's "no exceptions" too.
+mkdir -p "$R/hv/secrets"
+printf 'API_KEY=HVSECRET\n' > "$R/hv/secrets/.env"
+printf '{"share_secrets": "hide", "share_secrets_allow": false}\n' > "$TMP/pol-hide.json"
+share --json --policy "$TMP/pol-hide.json" --work-rule secrets:hidden --work-rule secrets/.env:ro "$R/hv"
+fate=$(python3 -c 'import json,sys; print(" ".join(f["path"]+"="+f["fate"] for f in json.load(open(sys.argv[1]))["found"]))' "$TMP/out")
+check_eq "a hidden directory's visible .env is found and hidden by the policy" "secrets/.env=hidden" "$fate"
+share --json --work-rule secrets:hidden --work-rule secrets/.env:ro "$R/hv"
+check_eq "... and refused by default" 1 "$rc"
+share --json --work-rule secrets:hidden "$R/hv"
+check_eq "a hidden directory alone: nothing in it counts (it is hidden)" 0 "$rc"
+# Names from the share are quoted in text: a planted newline cannot start a line.
+mkdir -p "$R/nl/$(printf 'a\nfound:    fake')"
+printf 'K=V\n' > "$R/nl/$(printf 'a\nfound:    fake')/.env"
+share "$R/nl"
+if grep -q '^found:    a\\x0afound:    fake/.env' "$TMP/out" && ! grep -q '^found:    fake' "$TMP/out"; then
+	ok "a name with a newline is shown quoted, on one line"
+else
+	not_ok "a name with a newline" "$(cat -v "$TMP/out")"
+fi
+# The policy's deny_share_paths and a scope's granted directory: said as a session says them.
+mkdir -p "$R/plain"
+printf '{"deny_share_paths": ["%s"]}\n' "$R/plain" > "$TMP/pol-deny.json"
+share --policy "$TMP/pol-deny.json" "$R/plain"
+if [ "$rc" = 1 ] && grep -q 'refused by the global policy (deny_share_paths' "$TMP/out"; then
+	ok "a directory the policy denies: refuse, saying why"
+else
+	not_ok "a directory the policy denies" "rc=$rc" "$(cat "$TMP/out")"
+fi
+printf '{"work": {"path": "%s"}}\n' "$R/bom" > "$TMP/scope-other.json"
+share --scope "$TMP/scope-other.json" "$R/plain"
+if [ "$rc" = 1 ] && grep -q 'the scope grants .*, and no other directory' "$TMP/out"; then
+	ok "a directory other than the scope's: refuse, saying why"
+else
+	not_ok "a directory other than the scope's" "rc=$rc" "$(cat "$TMP/out")" "$(cat "$TMP/err")"
+fi
+printf '{"share_secret_patterns": ["../x"]}\n' > "$TMP/pol-pat.json"
+share --policy "$TMP/pol-pat.json" "$R/plain"
+if [ "$rc" = 125 ] && grep -q 'share_secret_patterns' "$TMP/err"; then
+	ok "a policy pattern that could never match ('../x') is refused"
+else
+	not_ok "a policy pattern '../x'" "rc=$rc" "$(cat "$TMP/err")"
+fi
 plan_done
