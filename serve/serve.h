@@ -23,6 +23,7 @@
 #include <microhttpd.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -88,7 +89,9 @@ struct serve {
 	char pool_image[128];
 	unsigned pool_booting;
 	int lifeline[2]; /* every supervisor holds [0]; only we hold [1] */
-	bool stopping;
+	/* Set once, under lock, by serve_stop_all; read without it too (the event streams hold
+	 * their own lock), hence atomic. */
+	_Atomic bool stopping;
 };
 
 extern struct serve serve;

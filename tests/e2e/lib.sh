@@ -106,6 +106,20 @@ require() {
 	done
 }
 
+# wait_socket PATH [SECONDS] [PID]: waits until PATH is a socket (a helper listens there), at
+# most SECONDS (5), giving up at once when PID is given and has ended. Status 0 when it is.
+# The one socket wait of the suites (tests/e2e/test_tree_shape.sh keeps it so).
+wait_socket() {
+	_ws_n=$(awk -v s="${2:-5}" 'BEGIN { print int(s * 20) }')
+	_ws_i=0
+	while [ ! -S "$1" ] && [ $_ws_i -lt "$_ws_n" ]; do
+		[ -z "${3:-}" ] || kill -0 "$3" 2> /dev/null || break
+		sleep 0.05
+		_ws_i=$((_ws_i + 1))
+	done
+	[ -S "$1" ]
+}
+
 # wait_port FILE: what a helper wrote to FILE once it listens (its port), waiting 5 s at most.
 wait_port() {
 	_i=0
@@ -142,8 +156,7 @@ relayed_broker() {
 		2> "$_d/broker.log" &
 	bpid=$!
 	pids="$pids $bpid"
-	_i=0
-	while [ ! -S "$_d/b.sock" ] && [ $_i -lt 100 ]; do sleep 0.05; _i=$((_i + 1)); done
+	wait_socket "$_d/b.sock"
 	python3 "$(dirname "$0")/../tools/tcp_relay.py" "$_d/b.sock" > "$_d/relay.port" \
 		2> "$_d/relay.err" &
 	pids="$pids $!"

@@ -47,7 +47,7 @@ EOF2
 	--ca-file "$TMP/ca.pem" --audit-dir "$TMP" 2> "$TMP/broker.log" &
 pids="$pids $!"
 CTL=$BULKHEAD_RUNDIR/broker.sock
-i=0; while [ ! -S "$CTL" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+wait_socket "$CTL" 5
 
 # register NAME: a session NAME registered with the shared broker, held by a writer on a FIFO.
 register() {
@@ -184,7 +184,7 @@ mkdir -m 700 "$BULKHEAD_RUNDIR/q1" "$TMP/q1"
 	--max-conns-total 4 2> "$TMP/q1.err" &
 qpid=$!
 pids="$pids $qpid"
-i=0; while [ ! -S "$BULKHEAD_RUNDIR/q1/broker.ctl" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+wait_socket "$BULKHEAD_RUNDIR/q1/broker.ctl" 5
 for q in qa qb; do
 	broker_register "$BULKHEAD_RUNDIR/q1/broker.ctl" "$q" "$TMP/scope.json" "$TMP/$q.sock" "$TMP/q1"
 done
@@ -231,7 +231,7 @@ mkdir -m 700 "$BULKHEAD_RUNDIR/p1"
 	--ca-file "$TMP/ca.pem" --policy "$TMP/short.json" --control "$BULKHEAD_RUNDIR/p1/broker.ctl" \
 	--session p1 2> "$TMP/p1.err" &
 pids="$pids $!"
-i=0; while [ ! -S "$BULKHEAD_RUNDIR/p1/broker.ctl" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+wait_socket "$BULKHEAD_RUNDIR/p1/broker.ctl" 5
 send p1 ttl.out POST /w/ttl '{}'
 pt=$!
 wait_pending 1

@@ -56,11 +56,7 @@ AUDIT=$D/audit.log
 "$BROKER" --listen "$SOCK" --rules "$D/rules.json" --secrets-file "$D/secrets.json" \
 	--audit "$AUDIT" --session s1 --io-timeout 1 2> "$D/broker.log" &
 pids="$pids $!"
-i=0
-while [ ! -S "$SOCK" ] && [ $i -lt 100 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_socket "$SOCK" 5
 if [ -z "$UP" ] || [ -z "$DEAD" ] || [ -z "$ERR" ] || [ ! -S "$SOCK" ]; then
 	not_ok "upstreams and broker start" "$(cat "$D/broker.log")"
 	plan_done

@@ -20,7 +20,7 @@ rm -f "$TMP/b.sock"
 
 "$BROKER" --listen "$TMP/b.sock" --rules "$TMP/rules.json" --quiet > /dev/null 2>&1 &
 pid=$!
-i=0; while [ ! -S "$TMP/b.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+wait_socket "$TMP/b.sock" 5
 st=/proc/$pid/status
 if grep -q '^Seccomp:[[:space:]]*2' "$st" && grep -q '^NoNewPrivs:[[:space:]]*1' "$st" &&
 	grep -q '^Max core file size *0 ' /proc/$pid/limits &&

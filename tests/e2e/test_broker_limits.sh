@@ -47,7 +47,7 @@ mkdir -m 700 "$D/audit"
 	2> "$D/broker.log" &
 pids="$pids $!"
 CTL=$BULKHEAD_RUNDIR/broker.sock
-i=0; while [ ! -S "$CTL" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+wait_socket "$CTL" 5
 
 # register CTL NAME: a session NAME registered with the broker at CTL, held by a FIFO writer.
 register() { broker_register "$1" "$2" "$D/scope.json" "$D/$2.sock" "$D"; }
@@ -216,7 +216,7 @@ else
 	(ulimit -Sn 200 && exec "$BROKER" --control "$CTL2" --secrets-file "$D/secrets.json" \
 		--ca-file "$D/ca.pem" 2> "$D/broker2.log") &
 	pids="$pids $!"
-	i=0; while [ ! -S "$CTL2" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	wait_socket "$CTL2" 5
 	register "$CTL2" f1
 	register "$CTL2" f2
 	mkfifo "$D/idle2.in"

@@ -95,11 +95,7 @@ start_broker() {
 		--ca-file "$D/ca.pem" 2> "$3" &
 	BPID=$!
 	pids="$pids $BPID"
-	i=0
-	while [ ! -S "$1" ] && [ $i -lt 100 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	wait_socket "$1" 5
 }
 SOCK=$D/broker.sock
 start_broker "$SOCK" "$D/rules.json" "$D/broker.log"

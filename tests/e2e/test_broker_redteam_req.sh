@@ -47,8 +47,7 @@ SOCK=$D/b.sock
 	--policy "$D/policy.json" --ca-file "$D/ca.pem" --audit "$D/audit.log" --session s1 \
 	2> "$D/broker.log" &
 pids="$pids $!"
-i=0
-while [ ! -S "$SOCK" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+wait_socket "$SOCK" 5
 if [ -z "$UP" ] || [ -z "$OPEN" ] || [ ! -S "$SOCK" ]; then
 	not_ok "upstreams and broker start" "$(cat "$D/broker.log")"
 	plan_done

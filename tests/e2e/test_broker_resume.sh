@@ -49,7 +49,7 @@ EOF2
 	2> "$D/broker.log" &
 bpid=$!
 pids="$pids $bpid"
-i=0; while [ ! -S "$D/ctl.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+wait_socket "$D/ctl.sock" 5
 # register NAME: session NAME on the broker.
 register() { broker_register "$D/ctl.sock" "$1" "$D/scope.json" "$D/$1.sock" "$D"; }
 register a

@@ -63,7 +63,7 @@ start() {
 		--ca-file "$D/ca.pem" --audit-dir "$D/$tag/audit" "$@" 2> "$D/$tag/broker.log" &
 	bpid=$!
 	pids="$pids $bpid"
-	i=0; while [ ! -S "$D/$tag/ctl.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	wait_socket "$D/$tag/ctl.sock" 5
 }
 # register TAG NAME: session NAME on broker TAG ($holder: killing it ends the session).
 register() { broker_register "$D/$1/ctl.sock" "$2" "$D/scope.json" "$D/$1/$2.sock" "$D/$1"; }
@@ -407,7 +407,7 @@ else
 	"$BROKER" --control "$D/full.sock" --secrets-file "$D/secrets.json" \
 		--ca-file "$D/ca.pem" --audit-dir "$D/full" 2> "$D/full.log" &
 	fpid=$!
-	i=0; while [ ! -S "$D/full.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	wait_socket "$D/full.sock" 5
 	mkdir -m 700 "$D/fa"
 	ln -s "$D/full.sock" "$D/fa/ctl.sock"
 	register fa s
@@ -491,7 +491,7 @@ kill "$bpid" 2> /dev/null
 	--ca-file "$D/ca.pem" 2> "$D/fd.log") &
 bpid=$!
 pids="$pids $bpid"
-i=0; while [ ! -S "$D/fd.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+wait_socket "$D/fd.sock" 5
 mkdir -m 700 "$D/fd"
 ln -s "$D/fd.sock" "$D/fd/ctl.sock"
 register fd f1

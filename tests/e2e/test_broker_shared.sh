@@ -45,7 +45,7 @@ start_broker() {
 		--audit-dir "$TMP/audit" 2> "$TMP/broker.log" &
 	BPID=$!
 	pids="$pids $BPID"
-	i=0; while [ ! -S "$CTL" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	wait_socket "$CTL" 5
 }
 CTL=$BULKHEAD_RUNDIR/broker.sock
 mkdir -m 700 "$BULKHEAD_RUNDIR"

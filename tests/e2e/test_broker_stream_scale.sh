@@ -68,7 +68,7 @@ mkdir -m 700 "$D/audit"
 	--audit-dir "$D/audit" --stream-idle-timeout 600 $loop_opt 2> "$D/broker.log" &
 bpid=$!
 pids="$pids $bpid"
-i=0; while [ ! -S "$D/ctl.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+wait_socket "$D/ctl.sock" 5
 socks=""
 s=1
 while [ $s -le "$SESSIONS" ]; do
@@ -209,7 +209,7 @@ mkdir -m 700 "$E" "$E/audit"
 	--audit-dir "$E/audit" --stream-idle-timeout 600 --max-conns-total 8 $loop_opt \
 	2> "$E/broker.log" &
 pids="$pids $!"
-i=0; while [ ! -S "$E/ctl.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+wait_socket "$E/ctl.sock" 5
 broker_register "$E/ctl.sock" ea "$D/scope.json" "$E/ea.sock" "$E"
 broker_register "$E/ctl.sock" eb "$D/scope.json" "$E/eb.sock" "$E"
 mkfifo "$E/cmd"

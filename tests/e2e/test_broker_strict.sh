@@ -53,11 +53,7 @@ SOCK=$D/b.sock
 "$BROKER" --listen "$SOCK" --rules "$D/rules.json" --secrets-file "$D/secrets.json" \
 	--ca-file "$TMP/ca.pem" 2> "$D/broker.log" &
 pids="$pids $!"
-i=0
-while [ ! -S "$SOCK" ] && [ $i -lt 100 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_socket "$SOCK" 5
 if [ -z "$GOOD" ] || [ -z "$PY" ] || [ ! -S "$SOCK" ]; then
 	not_ok "upstreams and broker start" "$(cat "$D/py.err" "$D/broker.log")"
 	plan_done

@@ -59,8 +59,7 @@ SOCK=$D/b.sock
 "$BROKER" --listen "$SOCK" --rules "$D/rules.json" --secrets-file "$D/secrets.json" \
 	2> "$D/broker.log" &
 pids="$pids $!"
-i=0
-while [ ! -S "$SOCK" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+wait_socket "$SOCK" 5
 if [ -z "$UP" ] || [ ! -S "$SOCK" ]; then
 	not_ok "upstream and broker start" "$(cat "$D/up.err" "$D/broker.log" 2> /dev/null)"
 	# gRPC's per-message compression would hide an echo from the scrubber: the guest's offer is

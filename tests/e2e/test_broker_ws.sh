@@ -56,8 +56,7 @@ RULES
 		--secrets-file "$D/$_name.secrets.json" --ca-file "$D/ca.pem" \
 		--audit "$D/$_name.audit" "$@" 2> "$D/$_name.log" &
 	pids="$pids $!"
-	i=0
-	while [ ! -S "$D/$_name.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	wait_socket "$D/$_name.sock" 5
 	[ -S "$D/$_name.sock" ]
 }
 if [ -z "$PORT" ] || ! start_broker b; then

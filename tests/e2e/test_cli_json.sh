@@ -312,7 +312,7 @@ CTL=$TMP/broker.sock
 mkdir -p "$TMP/shared-audit"
 "$BULKHEAD" broker --control "$CTL" --audit-dir "$TMP/shared-audit" 2> "$TMP/broker.err" &
 pids="$pids $!"
-i=0; while [ ! -S "$CTL" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+wait_socket "$CTL" 5
 run_capture start --json --broker "$CTL" --scope "$TMP/scope.json"
 cp "$TMP/out" "$TMP/s4.json"
 check_eq "start --json --broker: broker is shared, audit_log null" '[0, "shared", null]' \

@@ -185,7 +185,7 @@ bundle "$TMP/b5" '["sh", "-c", "echo ready; read x; echo typed=$x; tty; stty siz
 	'c["process"]["terminal"] = True; c["process"]["consoleSize"] = {"height": 33, "width": 101}'
 python3 tests/tools/oci_console.py "$TMP/console.sock" 'hello\r' > "$TMP/console.out" 2>&1 &
 cpid=$!
-i=0; while [ ! -S "$TMP/console.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+wait_socket "$TMP/console.sock" 10
 $REAPER "$TMP/b5.status" -- "$OCI" --root "$STATE" create --bundle "$TMP/b5" \
 	--console-socket "$TMP/console.sock" c5 > /dev/null 2> "$TMP/b5.err" < /dev/null &
 wait_file "$TMP/b5.status.create"
@@ -205,7 +205,7 @@ bundle "$TMP/b9" '["true"]' "c[\"process\"][\"terminal\"] = True
 c[\"mounts\"].append({\"destination\": \"/no/such/dir\", \"type\": \"bind\", \"source\": \"$TMP/b9src\", \"options\": [\"rbind\"]})"
 python3 tests/tools/oci_console.py "$TMP/console9.sock" '' > /dev/null 2>&1 &
 cpid=$!
-i=0; while [ ! -S "$TMP/console9.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+wait_socket "$TMP/console9.sock" 10
 "$OCI" --root "$STATE" create --bundle "$TMP/b9" --console-socket "$TMP/console9.sock" c9 \
 	> /dev/null 2> "$TMP/b9.err" < /dev/null
 rc=$?

@@ -175,11 +175,7 @@ if command -v python3 > /dev/null; then
 		"$BIN/bulkhead-broker" --listen "$TMP/b.sock" --rules "$TMP/spell.json" \
 			--policy "$TMP/lo-policy.json" 2> "$TMP/b.err" &
 		b=$!
-		i=0
-		while [ ! -S "$TMP/b.sock" ] && kill -0 $b 2> /dev/null && [ $i -lt 100 ]; do
-			sleep 0.05
-			i=$((i + 1))
-		done
+		wait_socket "$TMP/b.sock" 5 $b
 		if [ -S "$TMP/b.sock" ]; then
 			printf 'GET http://%s:%s/reached HTTP/1.1\r\nConnection: close\r\n\r\n' "$2" "$UP" |
 				"$BUILD/tests/proxy-client" raw "$TMP/b.sock" > /dev/null 2>&1

@@ -55,11 +55,7 @@ SOCK=$D/broker.sock
 "$BROKER" --listen "$SOCK" --rules "$D/rules.json" --secrets-file "$D/secrets.json" \
 	--ca-file "$D/ca.pem" 2> "$D/broker.log" &
 pids="$pids $!"
-i=0
-while [ ! -S "$SOCK" ] && [ $i -lt 100 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_socket "$SOCK" 5
 if [ ! -S "$SOCK" ]; then
 	not_ok "broker starts" "$(cat "$D/broker.log")"
 	plan_done

@@ -18,8 +18,7 @@ start_daemon() { # ARGS...: the daemon on $SOCK; waits for its socket
 	"$BULKHEAD" serve --socket "$SOCK" --state "$STATE" "$@" 2>> "$TMP/serve.log" &
 	daemon=$!
 	pids="$pids $daemon"
-	_i=0
-	while [ ! -S "$SOCK" ] && [ $_i -lt 100 ]; do sleep 0.1; _i=$((_i + 1)); done
+	wait_socket "$SOCK" 10
 }
 
 pool_ready() { # N: waits (up to 120 s) until N pool guests are ready
@@ -89,13 +88,13 @@ if command -v setpriv > /dev/null && [ "$(id -u)" = 0 ]; then
 	pub=$(mktemp -d /tmp/bulkhead-serve-XXXXXX); chmod 755 "$pub"
 	"$BULKHEAD" serve --socket "$pub/s.sock" --state "$TMP/state2" --allow-uid 12345 2>> "$TMP/serve.log" &
 	d2=$!; pids="$pids $d2"
-	_i=0; while [ ! -S "$pub/s.sock" ] && [ $_i -lt 100 ]; do sleep 0.1; _i=$((_i + 1)); done
+	wait_socket "$pub/s.sock" 10
 	out=$(setpriv --reuid 65534 --regid 65534 --clear-groups curl -s --unix-socket "$pub/s.sock" http://serve/v1/sessions)
 	case $out in *'"error"'*'uid 65534'*) ok "a uid not allowed gets 403 naming it" ;; *) not_ok "a uid not allowed gets 403 naming it" "$out" ;; esac
 	kill "$d2"; wait "$d2" 2> /dev/null
 	"$BULKHEAD" serve --socket "$pub/s.sock" --state "$TMP/state2" --allow-uid 65534 2>> "$TMP/serve.log" &
 	d2=$!; pids="$pids $d2"
-	_i=0; while [ ! -S "$pub/s.sock" ] && [ $_i -lt 100 ]; do sleep 0.1; _i=$((_i + 1)); done
+	wait_socket "$pub/s.sock" 10
 	as_nobody() { setpriv --reuid 65534 --regid 65534 --clear-groups curl -s --unix-socket "$pub/s.sock" "$@"; }
 	mine=$(curl -s --unix-socket "$pub/s.sock" -X POST -d '{"pool":false}' http://serve/v1/sessions | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 	out=$(as_nobody http://serve/v1/sessions)

@@ -101,7 +101,7 @@ EOF
 	"$BULKHEAD" broker --policy "$TMP/policy.json" --secrets-file "$TMP/secrets.json" --ca-file "$TMP/ca.pem" \
 		--audit-dir "$TMP" 2> "$TMP/broker.log" &
 	pids="$pids $!"
-	i=0; while [ ! -S "$BULKHEAD_RUNDIR/broker.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	wait_socket "$BULKHEAD_RUNDIR/broker.sock" 5
 	mkfifo "$TMP/hold"
 	"$BUILD/tests/proxy-client" register "$BULKHEAD_RUNDIR/broker.sock" s1 "$TMP/scope.json" "$TMP/s1.sock" \
 		< "$TMP/hold" > "$TMP/s1.reg" 2>&1 &

@@ -15,6 +15,10 @@ else
 	not_ok "the tree's shape" "$out"
 fi
 
+# The suites wait for a helper's socket one way, lib.sh's wait_socket.
+loops=$(grep -ln 'while \[ ! -S' tests/e2e/*.sh tests/nested/*.sh 2> /dev/null | grep -v '^tests/e2e/lib.sh$')
+check_eq "every suite waits for a socket with wait_socket (lib.sh), none with a loop of its own" "" "$loops"
+
 # A tree of its own for each rule: a file that breaks it, and the line that must name it.
 mk() { mkdir -p "$(dirname "$TMP/$1/$2")" && printf '%s\n' "$3" > "$TMP/$1/$2"; }
 mk circle vmm/log.c '#include "vmm/stopwait.h"'

@@ -25,8 +25,7 @@ echo hello > "$TMP/share/file"
 "$VIRTIOFSD" --socket-path="$TMP/vfsd.sock" -o source="$TMP/share" -o sandbox=namespace \
 	-o cache=auto > "$TMP/virtiofsd.log" 2>&1 &
 vfsd=$!
-i=0
-while [ ! -S "$TMP/vfsd.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+wait_socket "$TMP/vfsd.sock" 10
 if [ ! -S "$TMP/vfsd.sock" ]; then
 	not_ok "virtiofsd listens" "$(tail -n 5 "$TMP/virtiofsd.log")"
 	kill "$vfsd" 2>/dev/null

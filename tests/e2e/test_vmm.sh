@@ -84,7 +84,7 @@ if [ -x "$VS" ] && [ -x "$PROBE" ]; then
 	vspid=$!
 	"$PROBE" serve "$TMP/v/vsock.sock" &
 	srvpid=$!
-	i=0; while [ ! -S "$TMP/vs.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	wait_socket "$TMP/vs.sock" 5
 	"$VMM" --test-guest "$GUESTS/vsock.bin" --machine --timeout-ms 120000 \
 		--virtio-vsock "$TMP/vs.sock,cid=3" > "$TMP/out" 2> "$TMP/err" < /dev/null &
 	vmmpid=$!
@@ -148,7 +148,7 @@ MUTE=$BUILD/tests/vhost-user-mute
 if [ -x "$MUTE" ]; then
 	"$MUTE" "$TMP/mute.sock" SET_FEATURES > "$TMP/mute.out" &
 	mpid=$!
-	i=0; while [ ! -S "$TMP/mute.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	wait_socket "$TMP/mute.sock" 5
 	timeout -s KILL 60 "$VMM" --test-guest "$GUESTS/vsock.bin" --machine --cmdline vsock=init \
 		--virtio-vsock "$TMP/mute.sock,cid=3" --timeout-ms 2000 > "$TMP/out" 2> "$TMP/err" < /dev/null
 	rc=$?

@@ -23,8 +23,7 @@ before=$(stat -c %X "$root/sbin/probe-init")
 "$vfsd" --socket-path="$TMP/fs.sock" -o source="$root" -o sandbox=namespace -o cache=none \
 	-o log_level=warn > "$TMP/vfsd.log" 2>&1 &
 vpid=$!
-i=0
-while [ ! -S "$TMP/fs.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+wait_socket "$TMP/fs.sock" 5
 
 # Emulating hosts need the kernel parameters bulkhead adds for them (docs/HOSTS.md).
 quirks=""

@@ -38,7 +38,7 @@ start_backend() {
 	"$VS" --socket "$D/vhost.sock" --guest-cid 3 --uds-path "$D/vsock/vsock.sock" -v \
 		2> "$D/vsock.err" &
 	VPID=$!
-	i=0; while [ ! -S "$D/vhost.sock" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	wait_socket "$D/vhost.sock" 30
 }
 
 # boot_guest SCRIPT: boots a guest with the vsock device in the background ($QPID), holds

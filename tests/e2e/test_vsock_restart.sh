@@ -19,8 +19,7 @@ mkdir -p "$TMP/vsock"
 "$VS" --socket "$TMP/vhost.sock" --guest-cid 3 --uds-path "$TMP/vsock/vsock.sock" -v \
 	2> "$TMP/vsock.err" &
 vpid=$!
-i=0
-while [ ! -S "$TMP/vhost.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+wait_socket "$TMP/vhost.sock" 10
 
 timeout 120 "$PROBE" drive "$TMP/vhost.sock" "$TMP/vsock/vsock.sock" "$vpid" \
 	> "$TMP/probe.out" 2> "$TMP/probe.err"
