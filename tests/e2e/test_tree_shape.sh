@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 shape=tests/tools/tree_shape.py
 
 if out=$(python3 "$shape" . 2>&1); then
-	ok "the tree has no include circle, one private-header suffix, and cli/ for commands only"
+	ok "the tree has no include circle, one private-header suffix, cli/ for commands only, one clock reader"
 else
 	not_ok "the tree's shape" "$out"
 fi
