@@ -170,6 +170,59 @@ static bool line_uncertain(const char *line, size_t n, bool header_key)
 	return !(end - v >= 2 && *v == '"' && end[-1] == '"');
 }
 
+/* Whether the key K (KN bytes) of LINE holds a credential itself: http.extraheader (an
+ * Authorization header, a cookie), sendemail.smtpPass, the token keys tools keep in git's
+ * config (github.token, hub.oauthtoken, gitlab.token), and a credential.helper that prints
+ * a password or token inline. */
+static bool secret_key(const char *k, size_t kn, const char *line, size_t n)
+{
+	static const char *const keys[] = { "extraheader", "smtppass", "token", "oauthtoken",
+					    "password", "accesstoken", NULL };
+
+	for (size_t i = 0; keys[i]; i++)
+		if (key_is(k, kn, keys[i]))
+			return true;
+	return key_is(k, kn, "helper") &&
+	       (memmem(line, n, "password", 8) || memmem(line, n, "token", 5) ||
+		memmem(line, n, "secret", 6));
+}
+
+int share_git_includes(const char *config, size_t n, const char *paths[], size_t *lens,
+		       size_t max)
+{
+	size_t found = 0, i = 0;
+	bool in_include = false;
+
+	while (i < n) {
+		const char *line = config + i, *nl = memchr(line, '\n', n - i), *k;
+		size_t ln = nl ? (size_t)(nl - line) : n - i, kn, c = 0;
+
+		i += ln + 1;
+		while (c < ln && (line[c] == ' ' || line[c] == '\t'))
+			c++;
+		if (c < ln && line[c] == '[') {
+			in_include = ln - c >= 8 && !strncasecmp(line + c, "[include", 8);
+			continue;
+		}
+		if (!in_include || !line_key(line, ln, &k, &kn) || !key_is(k, kn, "path"))
+			continue;
+		const char *v = memchr(line, '=', ln);
+		if (!v)
+			continue;
+		v++;
+		size_t vn = ln - (size_t)(v - line);
+		while (vn && (*v == ' ' || *v == '\t' || *v == '"'))
+			v++, vn--;
+		while (vn && strchr(" \t\r\"", v[vn - 1]))
+			vn--;
+		if (vn && found < max) {
+			paths[found] = v;
+			lens[found++] = vn;
+		}
+	}
+	return (int)found;
+}
+
 /* "git remote set-url [--push] NAME URL" for the value of a cleaned url/pushurl LINE. */
 static void add_fix(char *fix, size_t fixlen, const char *remote, bool push, const char *line,
 		    size_t n)
@@ -218,8 +271,8 @@ int share_git_clean(const char *config, size_t n, char **out, size_t *outn, char
 		}
 		if (!line_key(line, ln, &k, &kn) && memchr(line, '[', ln))
 			section_remote(line, ln, remote, sizeof(remote));
-		if (line_key(line, ln, &k, &kn) && key_is(k, kn, "extraheader")) {
-			taken++; /* an Authorization header, a cookie: the whole line goes */
+		if (line_key(line, ln, &k, &kn) && secret_key(k, kn, line, ln)) {
+			taken++; /* an Authorization header, a token, a password: the whole line goes */
 			continue;
 		}
 		if (put_clean(&b, &len, &cap, line, ln, &taken) < 0) {

@@ -316,6 +316,18 @@ int share_plan(const char *dir, const char *label, bool work,
 		refusal(label, scan, err, errlen, dirfd);
 		rc = -1;
 	}
+	/* A scan that stopped early has not seen what lies beyond, and a guest can make one stop
+	 * (files enough to reach a bound, in the share it writes): the work share is not shared
+	 * on it. The way out is the host's: hide the part that made it stop, or remove it. */
+	if (!rc && work && !scan->complete) {
+		snprintf(err, errlen,
+			 "%s: the scan for credential files stopped early (%s), so what lies beyond "
+			 "was not checked and the share is not given to the guest; hide that part "
+			 "(--work-rule PATH:hidden, or the scope's work.paths) or remove what made it "
+			 "stop",
+			 label, scan->stopped);
+		rc = -1;
+	}
 	close(dirfd);
 	if (!rc && rules->n && share_rules_resolve(rules, dir, err, errlen) < 0)
 		rc = -1;

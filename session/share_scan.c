@@ -20,6 +20,7 @@
 #include "lib/mono.h"
 
 struct walk {
+	int root; /* the share */
 	const struct share_scan_opts *o;
 	struct share_scan *s;
 	unsigned depth;
@@ -49,21 +50,80 @@ static void incomplete(struct walk *w, const char *before, const char *where, co
 	w->s->complete = false;
 }
 
-static int add(struct walk *w, const char *why, enum share_found_kind kind)
+static int add_path(struct walk *w, const char *path, const char *why,
+		    enum share_found_kind kind)
 {
 	struct share_scan *s = w->s;
 
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->found[i].path, path))
+			return 0; /* found already (a file two configs include) */
 	if (s->n == SHARE_SCAN_FOUND) {
 		s->n_more++;
 		return 0;
 	}
 	if (!s->found && !(s->found = calloc(SHARE_SCAN_FOUND, sizeof(*s->found))))
 		return -1;
-	snprintf(s->found[s->n].path, sizeof(s->found[s->n].path), "%s", w->path);
+	snprintf(s->found[s->n].path, sizeof(s->found[s->n].path), "%s", path);
 	s->found[s->n].why = why;
 	s->found[s->n].kind = kind;
 	s->n++;
 	return 0;
+}
+
+/* The files the git config at w->path (its text BUF, N bytes) includes, that lie in the share:
+ * git reads them as part of it, so they are credential files as it is. The path is taken as
+ * git takes it, from the config's directory, and kept only when it stays in the share and is
+ * a regular file there. */
+static int add_includes(struct walk *w, const char *buf, size_t n)
+{
+	const char *paths[8];
+	size_t lens[8];
+	int k = share_git_includes(buf, n, paths, lens, 8);
+
+	for (int i = 0; i < k; i++) {
+		char rel[PATH_MAX], out[PATH_MAX];
+		const char *slash = strrchr(w->path, '/');
+		size_t dl = slash ? (size_t)(slash - w->path) : 0, o = 0;
+		struct stat st;
+
+		if (paths[i][0] == '/' || paths[i][0] == '~' ||
+		    dl + 1 + lens[i] >= sizeof(rel))
+			continue; /* outside the share: not the guest's to read */
+		snprintf(rel, sizeof(rel), "%.*s%s%.*s", (int)dl, w->path, dl ? "/" : "",
+			 (int)lens[i], paths[i]);
+		/* "a/b/../c" as git would walk it; a path that climbs out of the share is dropped. */
+		bool out_of_share = false;
+		for (char *c = rel, *next; c && *c && !out_of_share; c = next) {
+			next = strchr(c, '/');
+			if (next)
+				*next++ = '\0';
+			if (!*c || !strcmp(c, "."))
+				continue;
+			if (!strcmp(c, "..")) {
+				char *up = o ? memrchr(out, '/', o) : NULL;
+				if (!o)
+					out_of_share = true;
+				o = up ? (size_t)(up - out) : 0;
+				continue;
+			}
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s%s", o ? "/" : "", c);
+			if (o >= sizeof(out))
+				out_of_share = true;
+		}
+		out[o < sizeof(out) ? o : sizeof(out) - 1] = '\0';
+		if (out_of_share || !o || fstatat(w->root, out, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if (add_path(w, out, "a file a git config includes", SHARE_FOUND_FILE) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int add(struct walk *w, const char *why, enum share_found_kind kind)
+{
+	return add_path(w, w->path, why, kind);
 }
 
 /* The regular file NAME in DFD, at w->path: read when its name asks, matched. */
@@ -109,6 +169,8 @@ static int check_file(struct walk *w, int dfd, const char *name)
 	close(fd);
 	w->s->bytes_read += got;
 	why = share_scan_match(w->path, git_dir, w->buf, got, &read_it, &kind, w->o);
+	if (share_scan_git_config(w->path, git_dir) && add_includes(w, w->buf, got) < 0)
+		return -1;
 	if (why)
 		return add(w, why, kind);
 	if (got < SHARE_SCAN_FILE_MAX || st.st_size <= (off_t)got)
@@ -126,15 +188,21 @@ static int check_file(struct walk *w, int dfd, const char *name)
 /* A symbolic link at w->path, named NAME. The scan follows none, but the guest's reads do
  * (inside the share): a link with a credential file's name, or a credential directory's
  * (.aws, .docker), is found as such, whatever it points to. */
-static int check_link(struct walk *w, const char *name)
+static int check_link(struct walk *w, int dfd, const char *name)
 {
 	enum share_found_kind kind;
 	bool read_it;
-	const char *why = share_scan_match(w->path, false, NULL, 0, &read_it, &kind, w->o);
+	bool git_dir = (!strcmp(name, "config") || !strcmp(name, "config.worktree")) &&
+		       !faccessat(dfd, "HEAD", F_OK, AT_SYMLINK_NOFOLLOW);
+	const char *why = share_scan_match(w->path, git_dir, NULL, 0, &read_it, &kind, w->o);
+	size_t pl = strlen(w->path);
+	bool docker = pl >= 19 && !strcmp(w->path + pl - 19, ".docker/config.json") &&
+		      (pl == 19 || w->path[pl - 20] == '/');
 
 	/* Every *.json and *.pem is read for a key block: as links (a monorepo's tsconfig.json,
-	 * a CA bundle) they are too common to count by name; what they point to is scanned. */
-	if (read_it && (ends_with(name, ".json") || ends_with(name, ".pem")))
+	 * a CA bundle) they are too common to count by name; what they point to is scanned. A
+	 * Docker login file is a credential file by its name alone. */
+	if (read_it && !docker && (ends_with(name, ".json") || ends_with(name, ".pem")))
 		read_it = false;
 	if (why || read_it || !strcmp(name, ".aws") || !strcmp(name, ".docker"))
 		return add(w, "a symbolic link named as a credential file is (what it points to "
@@ -159,7 +227,7 @@ static int entry(struct walk *w, int dfd, const char *name, unsigned char t)
 	if (t == DT_REG)
 		return check_file(w, dfd, name);
 	if (t == DT_LNK)
-		return check_link(w, name);
+		return check_link(w, dfd, name);
 	if (t != DT_DIR || share_scan_skip_dir(w->path, name, w->o))
 		return 0;
 	if (w->depth >= (w->o && w->o->depth ? w->o->depth : SHARE_SCAN_DEPTH)) {
@@ -227,7 +295,7 @@ static int visit(struct walk *w, int dfd, size_t plen)
 int share_scan(int dirfd, const struct share_scan_opts *o, struct share_scan *out, char *err,
 	       size_t errlen)
 {
-	struct walk w = { .o = o, .s = out };
+	struct walk w = { .root = dirfd, .o = o, .s = out };
 	int fd, rc;
 
 	memset(out, 0, sizeof(*out));

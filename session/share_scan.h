@@ -98,6 +98,8 @@ void share_scan_quote(const char *path, char *out, size_t outlen);
 const char *share_scan_match(const char *path, bool git_dir, const char *buf, size_t n,
 			     bool *read_it, enum share_found_kind *kind,
 			     const struct share_scan_opts *o);
+/* Whether PATH is a git config git reads (GIT_DIR as above). */
+bool share_scan_git_config(const char *path, bool git_dir);
 /* Whether a directory named NAME at relative PATH is left unvisited (dependencies, .git's
  * object store, a skipped path). */
 bool share_scan_skip_dir(const char *path, const char *name, const struct share_scan_opts *o);
@@ -112,5 +114,9 @@ bool share_scan_skip_dir(const char *path, const char *name, const struct share_
  * query or a fragment), as far as it fits. */
 int share_git_clean(const char *config, size_t n, char **out, size_t *outn, char *fix,
 		    size_t fixlen);
+/* The files CONFIG (N bytes) includes ([include] and [includeIf] "path"), as written: up to
+ * MAX of them into PATHS (pointers into CONFIG) and LENS. How many. */
+int share_git_includes(const char *config, size_t n, const char *paths[], size_t *lens,
+		       size_t max);
 
 #endif

@@ -122,8 +122,9 @@ static bool env_name(const char *b)
 	static const char *const tmpl[] = { ".example", ".sample", ".template", ".dist", ".tmpl",
 					    NULL };
 
-	if (strcmp(b, ".env") && strncmp(b, ".env.", 5))
-		return false;
+	if (strcmp(b, ".env") && strncmp(b, ".env.", 5) && strcmp(b, ".env~") &&
+	    strcmp(b, ".envrc") && !(strlen(b) > 4 && !strcasecmp(b + strlen(b) - 4, ".env")))
+		return false; /* .env, .env.local, .env~, .envrc (direnv), prod.env */
 	for (size_t i = 0; tmpl[i]; i++)
 		if (ends(b, tmpl[i]))
 			return false;
@@ -140,13 +141,16 @@ static bool key_store(const char *b)
  * linked worktree's under .git/worktrees/, a bare or mirror clone's (NAME.git/config), any
  * "config" in a git directory (GIT_DIR: a HEAD beside it, as in a separate git directory a
  * .git file points to), and .gitmodules, whose URLs git clones from. */
-static bool git_config(const char *path, bool git_dir)
+bool share_scan_git_config(const char *path, bool git_dir)
 {
 	const char *b = base(path);
 	bool name = !strcmp(b, "config") || !strcmp(b, "config.worktree");
 	size_t plen = (size_t)(b - path);
 
-	if (!strcmp(b, ".gitmodules"))
+	if (!strcmp(b, ".gitmodules") || !strcmp(b, ".gitconfig"))
+		return true; /* a shared home's or dotfiles' .gitconfig too */
+	if (!strcmp(b, "config") && strlen(path) >= 17 &&
+	    (!strcmp(path, ".config/git/config") || strstr(path, "/.config/git/config")))
 		return true;
 	if (!name)
 		return false;
@@ -176,7 +180,7 @@ const char *share_scan_match(const char *path, bool git_dir, const char *buf, si
 	       (!strcmp(b, "config.json") && parent_is(path, ".docker")) ||
 	       ((!strcmp(b, "credentials") || !strcmp(b, "config")) && parent_is(path, ".aws")) ||
 	       ends(b, ".pem") || ends(b, ".key") || (!strncasecmp(b, "id_", 3) && !ends(b, ".pub")) ||
-	       ends(b, ".json") || git_config(path, git_dir);
+	       ends(b, ".json") || share_scan_git_config(path, git_dir);
 	if (!want)
 		return NULL;
 	if (!buf) {
@@ -207,7 +211,7 @@ const char *share_scan_match(const char *path, bool git_dir, const char *buf, si
 				       has_value(buf, n, "aws_session_token", false)
 			       ? "AWS keys"
 			       : NULL;
-	if (git_config(path, git_dir)) {
+	if (share_scan_git_config(path, git_dir)) {
 		char *clean = NULL;
 		size_t cn = 0;
 		int t = share_git_clean(buf, n, &clean, &cn, NULL, 0);

@@ -285,4 +285,14 @@ if grep -qF "x-access-token:$GIT_TOKEN@" "$C/.git/config" && grep -q ENVSECRET1x
 else
 	not_ok "the host's checkout is untouched" "$(cat "$C/.git/config")"
 fi
+# A share its scan cannot look through (here deeper than its 32 levels, as a guest can make
+# its share for the next session) is not given: the session does not start, saying where.
+DEEP=$TMP/deep
+mkdir -p "$DEEP/$(seq -s / 1 34 | sed 's/[0-9]*/d&/g')"
+run_capture run --work "$DEEP" -- true
+if [ "$rc" = 125 ] && grep -q 'the scan for credential files stopped early (.*deeper than its bound' "$TMP/err"; then
+	ok "a share the scan could not look through is refused, naming where it stopped"
+else
+	not_ok "a share the scan stopped in" "rc=$rc" "$(head -c 600 "$TMP/err")"
+fi
 plan_done

@@ -164,8 +164,10 @@ else
 	not_ok "credential files under hostile names" "rc=$rc" "$(cat "$TMP/out" "$TMP/err")"
 fi
 
-# 200,000 files: the scan stops at its bound and says so. In a tmpfs (/dev/shm): making them
-# costs seconds there and minutes on a slow disk.
+# 200,000 files: the scan stops at its bound, says so, and the share is not given (a guest can
+# fill its share to make the next session's scan stop before a credential file); with the
+# part that made it stop hidden by a rule, it is. In a tmpfs (/dev/shm): making them costs
+# seconds there and minutes on a slow disk.
 B=$(mktemp -d /dev/shm/bulkhead-scan.XXXXXX 2> /dev/null || mktemp -d "$TMP/big.XXXXXX")
 trap 'for p in $pids; do kill "$p" 2> /dev/null; done; rm -rf "$TMP" "$B"' EXIT
 i=0
@@ -177,14 +179,31 @@ done
 t0=$(date +%s%N)
 share --json "$B"
 t1=$(date +%s%N)
-if [ "$rc" = 0 ] && [ "$(field scan | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["complete"], s["entries"] <= 100001, "stopped after 100000 entries" in (s["stopped"] or ""))')" = "False True True" ]; then
-	ok "200,000 files: the scan stops after its 100,000-entry bound and says so ($(( (t1 - t0) / 1000000 )) ms)"
+if [ "$rc" = 1 ] && [ "$(field scan | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["complete"], s["entries"] <= 100001, "stopped after 100000 entries" in (s["stopped"] or ""))')" = "False True True" ] &&
+	[ "$(field decision)" = refuse ] && field why | grep -q 'stopped early.*not given to the guest'; then
+	ok "200,000 files: the scan stops after its 100,000-entry bound, says so, and the share is refused ($(( (t1 - t0) / 1000000 )) ms)"
 else
 	not_ok "200,000 files: the scan stays within its bounds" "rc=$rc" "$(head -c 600 "$TMP/out")"
 fi
 share "$B"
 grep -q '^scan:     stopped early: it stopped after 100000 entries, its bound' "$TMP/out"
 check_eq "... and the text says where it stopped" 0 "$?"
+# 150,000 of them: 75,000 under big/ (hidden: not scanned; the rule's own check of big/ stays
+# within its bound) and 75,000 beside it.
+i=150
+while [ $i -lt 200 ]; do rm -rf "$B/d$i"; i=$((i + 1)); done
+mkdir "$B/big"
+i=0
+while [ $i -lt 75 ]; do mv "$B/d$i" "$B/big/"; i=$((i + 1)); done
+printf 'K=V\n' > "$B/.env"
+share "$B"
+check_eq "150,000 files: refused too" 1 "$rc"
+share --share-secrets hide --work-rule big:hidden "$B"
+if [ "$rc" = 0 ] && grep -q '^scan:     complete' "$TMP/out" && grep -q '^found:    .env: .*: hidden' "$TMP/out"; then
+	ok "... with that part hidden by a rule, the scan completes and the share is given"
+else
+	not_ok "... with that part hidden by a rule" "rc=$rc" "$(cat "$TMP/out")"
+fi
 # What a red-team round found (docs/THREAT-MODEL.md "The work share"), each kept found.
 # found_in DIR PATH...: `policy share DIR` (refuse, the default) names each PATH as found.
 found_in() {
@@ -198,6 +217,7 @@ R=$TMP/rt
 mkdir -p "$R/inc/.git" "$R/wt/.git/worktrees/w1" "$R/bare/app.git" "$R/sep/gd" "$R/mods" \
 	"$R/cont/.git" "$R/q/.git" "$R/big" "$R/lnk/real" "$R/bom" "$R/dock/.docker" "$R/awsc/.aws"
 printf '[include]\n\tpath = ../creds.inc\n' > "$R/inc/.git/config"
+printf '[remote "o"]\n\turl = https://u:INCSECRET@h/x\n' > "$R/inc/creds.inc"
 printf '[core]\n\tbare = false\n' > "$R/wt/.git/config"
 printf '[remote "o"]\n\turl = https://u:WTSECRET@h/x\n' > "$R/wt/.git/config.worktree"
 printf 'ref: refs/heads/main\n' > "$R/wt/.git/worktrees/w1/HEAD"
@@ -215,7 +235,15 @@ ln -s real/env.txt "$R/lnk/.env"
 printf '\357\273\277API_KEY=BOMSECRET\n' > "$R/bom/.env"
 printf '{"auths": {"r": {"username": "u", "password": "DOCKSECRET"}}}\n' > "$R/dock/.docker/config.json"
 printf '[default]\naws_secret_access_key = AWSCONFSECRET\n' > "$R/awsc/.aws/config"
-for c in "inc .git/config" "wt .git/config.worktree .git/worktrees/w1/config.worktree" \
+mkdir -p "$R/keys/.git" "$R/names/.config/git" "$R/dl/.docker" "$R/dl/real"
+printf '[sendemail]\n\tsmtpPass = SMTPSECRET\n[github]\n\ttoken = GHSECRET\n' > "$R/keys/.git/config"
+for n in .env~ prod.env .envrc; do printf 'export K=NAMESECRET\n' > "$R/names/$n"; done
+printf '[credential]\n\thelper = "!f() { echo password=HELPERSECRET; }; f"\n' > "$R/names/.gitconfig"
+printf '[remote "o"]\n\turl = https://u:XDGSECRET@h/x\n' > "$R/names/.config/git/config"
+printf '{"auths": {"r": {"auth": "RExTRUNSRVQ="}}}\n' > "$R/dl/real/d.json"
+ln -s ../real/d.json "$R/dl/.docker/config.json"
+for c in "inc .git/config creds.inc" "keys .git/config" \
+	"names .env~ prod.env .envrc .gitconfig .config/git/config" "dl .docker/config.json" "wt .git/config.worktree .git/worktrees/w1/config.worktree" \
 	"bare app.git/config" "sep gd/config" "mods .gitmodules" "cont .git/config" \
 	"q .git/config" "big .env" "lnk .env" "bom .env" "dock .docker/config.json" \
 	"awsc .aws/config"; do
@@ -243,7 +271,7 @@ if grep -qF 'git remote set-url origin https://github.com/x)' "$TMP/out" && ! gr
 else
 	not_ok "the set-url hint" "$(cat "$TMP/out")"
 fi
-if grep -rqE 'WTSECRET|WT1SECRET|MIRRORSECRET|SEPSECRET|MODSECRET|CONTSECRET|QUERYSECRET|BIGSECRET|LINKSECRET|BOMSECRET|DOCKSECRET|AWSCONFSECRET' "$TMP/out" "$TMP/err"; then
+if grep -rqE 'INCSECRET|SMTPSECRET|GHSECRET|NAMESECRET|HELPERSECRET|XDGSECRET|WTSECRET|WT1SECRET|MIRRORSECRET|SEPSECRET|MODSECRET|CONTSECRET|QUERYSECRET|BIGSECRET|LINKSECRET|BOMSECRET|DOCKSECRET|AWSCONFSECRET' "$TMP/out" "$TMP/err"; then
 	not_ok "no value of these appears in what is said"
 else
 	ok "no value of these appears in what is said"
