@@ -35,7 +35,8 @@ endif
 .PHONY: all deps build-deps demo test clean bench format
 .DEFAULT_GOAL := all
 
-deps:
+# After build-deps: two apt-get runs at once (make -j) would fight over dpkg's lock.
+deps: build-deps
 	@sh ci/deps.sh
 
 build-deps:
