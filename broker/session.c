@@ -156,7 +156,12 @@ static void loop_note(void *arg, int status, const char *outcome, const char *ru
 		return;
 	pthread_mutex_lock(&s->audit_lock);
 	note_count(s, time(NULL));
-	if (s->note_n++ < NOTE_PER_S)
+	/* An eviction closes one of this session's own connections, so it comes no faster
+	 * than they were opened: each is recorded, never counted in with refusals of another
+	 * rule (the count's record says "more like it"). */
+	if (!strcmp(outcome, AUDIT_OUTCOME_EVICTED))
+		note_append(s, rule, "-", status, outcome);
+	else if (s->note_n++ < NOTE_PER_S)
 		note_append(s, rule, "-", status, outcome);
 	else
 		s->note_dropped++;
