@@ -142,7 +142,8 @@ json_t *serve_sessions_json(const struct serve_peer *peer);
 /* Stops and removes it; *out gets its last state. 0, or 404. */
 int serve_delete(const char *id, const struct serve_peer *peer, json_t **out);
 /* Ends the session's supervisor (TERM, then KILL after 20 s) and waits until the main thread
- * has reaped it. Call with serve.lock held, never from the main thread. */
+ * has reaped it. Call with serve.lock held, never from the main thread; the lock is let go
+ * while it waits, so the caller must hold the session (refs) or own it unlisted. */
 void serve_session_stop(struct serve_session *s);
 /* main thread: a supervisor ended with wait status st. */
 void serve_reaped(pid_t pid, int st);

@@ -499,10 +499,12 @@ struct serve_session *serve_create(const struct serve_create *c, const struct se
 	s->refs++;
 	pthread_cond_broadcast(&serve.changed);
 	if (rc < 0) {
+		char id[sizeof(s->id)];
+		memcpy(id, s->id, sizeof(id)); /* another delete may free it once it is let go */
 		pthread_mutex_unlock(&serve.lock);
 		serve_session_put(s);
 		json_t *gone = NULL;
-		serve_delete(s->id, peer, &gone);
+		serve_delete(id, peer, &gone);
 		json_decref(gone);
 		*status = 500;
 		snprintf(why, whylen, "out of memory");
@@ -557,6 +559,9 @@ int serve_delete(const char *id, const struct serve_peer *peer, json_t **out)
 		pthread_mutex_unlock(&serve.lock);
 		return 404;
 	}
+	/* Held from here: the stop below waits with the lock let go, and a request still
+	 * holding the session (an exec stream that ends as its guest does) lets go meanwhile. */
+	s->refs++;
 	s->deleted = true; /* no new request finds it */
 	serve_session_stop(s);
 	if (!s->end_reason[0] || !strcmp(s->end_reason, "stopped"))
@@ -564,9 +569,7 @@ int serve_delete(const char *id, const struct serve_peer *peer, json_t **out)
 	unlink_session(s);
 	*out = serve_session_json(s);
 	serve_event("session.deleted", s, NULL);
-	/* Ours until its files are gone: a request still holding it (one whose answer was sent
-	 * but not yet released) lets go meanwhile, and whichever lets go last frees it. */
-	s->refs++;
+	/* Ours until its files are gone; whichever lets go last frees it. */
 	pthread_mutex_unlock(&serve.lock);
 	serve_session_cleanup(s);
 	serve_session_put(s);

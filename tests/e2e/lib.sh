@@ -22,6 +22,15 @@ not_ok() {
 }
 skip() { _n=$((_n + 1)); echo "ok $_n - $1 # SKIP $2"; }
 plan_done() { echo "1..$_n"; }
+# log_tail FILE: what a failure shows of a program's log: a sanitizer's report from its first
+# line and without its shadow-byte legend (the stack is what matters), else the last 20 lines.
+log_tail() {
+	if grep -q 'ERROR: [A-Za-z]*Sanitizer\|runtime error' "$1" 2> /dev/null; then
+		sed -n '/ERROR: [A-Za-z]*Sanitizer\|runtime error/,$p' "$1" | grep -v '^ *Shadow\|^  [A-Z][a-z].*: *[0-9a-f ]*$' | head -n 60
+	else
+		tail -n 20 "$1" 2> /dev/null
+	fi
+}
 # tap_replay FILE: the TAP a part of the suite wrote to FILE (run in a subshell, so that it
 # could be run again), counted here: each check renumbered, every other line kept.
 tap_replay() {

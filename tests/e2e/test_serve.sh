@@ -41,7 +41,7 @@ group() { # NAME [ARG]: one group of serve_suite.py's checks as TAP lines
 	done < "$TMP/group"
 	if ! kill -0 "$daemon" 2> /dev/null; then # how it ended, so that a failure can be read
 		wait "$daemon"
-		not_ok "the daemon lives through group $1" "it ended with status $?" "$(tail -n 20 "$TMP/serve.log")"
+		not_ok "the daemon lives through group $1" "it ended with status $?" "$(log_tail "$TMP/serve.log")"
 	fi
 }
 

@@ -323,6 +323,35 @@ def group_streams(daemon_pid):
     st, js, _, _ = call("GET", "/v1/health")
     report("the daemon still answers", st == 200, js)
     call("DELETE", "/v1/sessions/" + sid)
+    delete_under_streams()
+
+
+def delete_under_streams():
+    """A session deleted while exec streams on it are open: the streams end as its guest
+    does, each letting go of the session while the delete still waits for the supervisor.
+    Every stream ends with a frame, the delete is answered, the daemon lives (a sanitizer
+    build says so if the delete used the session after the last stream freed it)."""
+    ends, deletes = [], []
+    for _ in range(2):
+        sid = create()["id"]
+        streams = []
+        for _ in range(4):
+            c = Conn()
+            c.request("POST", "/v1/sessions/%s/exec" % sid, body=json.dumps(
+                {"cmd": ["sh", "-c", "echo up; sleep 60"]}))
+            r = c.getresponse()
+            r.readline()  # the exec's id
+            r.readline()  # up
+            streams.append((c, r))
+        deletes.append(call("DELETE", "/v1/sessions/" + sid)[0])
+        for c, r in streams:
+            frames = [json.loads(x) for x in r.read().splitlines() if x.strip()]
+            ends.append(any("exit" in f or "error" in f for f in frames))
+            c.close()
+    st = call("GET", "/v1/health")[0]
+    report("a session deleted under 4 open exec streams: each stream ends with a frame, "
+           "the delete is answered, the daemon lives",
+           deletes == [200, 200] and ends == [True] * 8 and st == 200, (deletes, ends, st))
 
 
 def group_timeout():
