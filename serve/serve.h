@@ -13,7 +13,16 @@
  *
  * Threads: libmicrohttpd runs a thread per connection; the main thread reaps and times; the
  * pool thread boots. The session table is guarded by serve.lock; a session is freed only
- * when it is deleted and no request holds it (refs). */
+ * when it is deleted and no request holds it (refs).
+ *
+ * Locks, the one order they are taken in (`make test-tsan` runs the suites under
+ * ThreadSanitizer, which fails on a lock taken against it, and on any data race):
+ *   1. serve.lock (sessions.c): the session table, the pool, the stop flag's writers;
+ *   2. the event ring's lock (events.c): taken under serve.lock by serve_event().
+ * Leaves, under which nothing else is taken: the exec registry (exec.c, reg_lock), an exec's
+ * stdin_lock, the connection counts (accept.c). A wait that lets serve.lock go
+ * (serve_session_stop, the pool's waits) holds the session it waits on (refs), or owns it
+ * unlisted. */
 #ifndef BULKHEAD_SERVE_SERVE_H
 #define BULKHEAD_SERVE_SERVE_H
 

@@ -58,7 +58,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $$(FUZZ_DEPS_$$*) | deps
 	clang -std=c11 -D_GNU_SOURCE -I. $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ $^ -lz $(FUZZ_LIBS_$*)
 
-.PHONY: unit-tests fuzz test-programs test-san check
+.PHONY: unit-tests fuzz test-programs test-san test-tsan check
 include tests/nested/nested.mk
 unit-tests: $(UNIT_BINS)
 fuzz: $(FUZZ_BINS)
@@ -90,6 +90,19 @@ SAN_SUITES ?= unit/ e2e/test_broker_proxy e2e/test_broker_harden e2e/test_broker
 test-san:
 	$(MAKE) BUILD=$(SAN_BUILD) SAN=address,undefined test-programs
 	@BUILD=$(SAN_BUILD) sh tests/run.sh $(SAN_SUITES)
+
+# The ThreadSanitizer run (CI: .ci/run): the session API daemon, the one program of many
+# threads around shared tables (serve/serve.h names its lock order), built with TSan and run
+# through its suites; a data race or a lock taken out of order ends it, and the suite fails.
+# Only bulkhead-serve is instrumented: the rest of the tree ($(BUILD)'s programs, kernel and
+# images) is linked in beside it, so a TSan build costs seconds, not a second tree.
+TSAN_BUILD  ?= build-tsan
+TSAN_SUITES ?= e2e/test_serve e2e/test_serve_clients
+test-tsan: test-programs
+	$(MAKE) BUILD=$(TSAN_BUILD) SAN=thread $(TSAN_BUILD)/bin/bulkhead-serve
+	@sh tests/tsan_tree.sh $(BUILD) $(TSAN_BUILD)
+	@BUILD=$(TSAN_BUILD) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+		sh tests/run.sh $(TSAN_SUITES)
 
 # Test tools: small host programs the e2e suites call.
 $(BUILD)/tests/frame-forge: $(OBJ)/tests/tools/frame_forge.o $(LIB_A)

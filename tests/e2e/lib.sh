@@ -22,11 +22,23 @@ not_ok() {
 }
 skip() { _n=$((_n + 1)); echo "ok $_n - $1 # SKIP $2"; }
 plan_done() { echo "1..$_n"; }
+# no_sanitizer_report PROGRAM FILE...: a check that no sanitizer (ASan, UBSan, TSan) reported
+# into PROGRAM's logs; a skip when PROGRAM (a path) is not a sanitizer build.
+no_sanitizer_report() {
+	_prog=$1; shift
+	if ! ldd "$_prog" 2> /dev/null | grep -q 'lib[at]san\|libubsan'; then
+		skip "no sanitizer report from $(basename "$_prog")" "not a sanitizer build"
+	elif grep -q 'ERROR: [A-Za-z]*Sanitizer\|WARNING: ThreadSanitizer\|runtime error' "$@" 2> /dev/null; then
+		not_ok "no sanitizer report from $(basename "$_prog")" "$(for _f in "$@"; do log_tail "$_f"; done | head -n 60)"
+	else
+		ok "no sanitizer report from $(basename "$_prog")"
+	fi
+}
 # log_tail FILE: what a failure shows of a program's log: a sanitizer's report from its first
 # line and without its shadow-byte legend (the stack is what matters), else the last 20 lines.
 log_tail() {
-	if grep -q 'ERROR: [A-Za-z]*Sanitizer\|runtime error' "$1" 2> /dev/null; then
-		sed -n '/ERROR: [A-Za-z]*Sanitizer\|runtime error/,$p' "$1" | grep -v '^ *Shadow\|^  [A-Z][a-z].*: *[0-9a-f ]*$' | head -n 60
+	if grep -q 'ERROR: [A-Za-z]*Sanitizer\|WARNING: ThreadSanitizer\|runtime error' "$1" 2> /dev/null; then
+		sed -n '/ERROR: [A-Za-z]*Sanitizer\|WARNING: ThreadSanitizer\|runtime error/,$p' "$1" | grep -v '^ *Shadow\|^  [A-Z][a-z].*: *[0-9a-f ]*$' | head -n 60
 	else
 		tail -n 20 "$1" 2> /dev/null
 	fi

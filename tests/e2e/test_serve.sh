@@ -167,4 +167,5 @@ check_eq "TERM: the daemon exits 0" "0" "$rc"
 left=$(ls -A "$BULKHEAD_RUNDIR" 2> /dev/null | grep -v '\.lock$' | tr '\n' ' ')
 check_eq "TERM: no session is left" "" "$left"
 [ ! -e "$SOCK" ] && ok "TERM: the socket is removed" || not_ok "TERM: the socket is removed"
+no_sanitizer_report "$BIN/bulkhead-serve" "$TMP/serve.log"
 plan_done

@@ -72,7 +72,7 @@ while ! health && [ $i -lt 600 ] && kill -0 "$serve_pid" 2> /dev/null; do
 	i=$((i + 1))
 done
 if ! health; then
-	not_ok "bulkhead serve answers /v1/health" "$(tail -n 20 "$TMP/serve.log")"
+	not_ok "bulkhead serve answers /v1/health" "$(log_tail "$TMP/serve.log")"
 	plan_done
 	exit 0
 fi
@@ -131,7 +131,7 @@ up() {
 	if health; then
 		ok "the daemon still answers after $1"
 	else
-		not_ok "the daemon still answers after $1" "$(tail -n 5 "$TMP/serve.log")"
+		not_ok "the daemon still answers after $1" "$(log_tail "$TMP/serve.log")"
 		gone="the daemon is gone (after $1)"
 	fi
 }
@@ -189,17 +189,18 @@ print(" ".join(s.id for s in Bulkhead(sys.argv[1], timeout=10).sessions()))' "$s
 check_eq "every session the clients made was deleted" "" "$left"
 
 # A stop: the daemon is our child, so it is waited for (a watchdog KILLs it after 30 s).
-kill -TERM "$serve_pid" 2> /dev/null || not_ok "the daemon was still there to stop" "$(tail -n 5 "$TMP/serve.log")"
+kill -TERM "$serve_pid" 2> /dev/null || not_ok "the daemon was still there to stop" "$(log_tail "$TMP/serve.log")"
 (sleep 30; kill -KILL "$serve_pid" 2> /dev/null) &
 dog=$!
 wait "$serve_pid"
 serve_rc=$?
 kill "$dog" 2> /dev/null
 if [ $serve_rc = 137 ]; then
-	not_ok "the daemon stops on SIGTERM" "still running after 30 s" "$(tail -n 20 "$TMP/serve.log")"
+	not_ok "the daemon stops on SIGTERM" "still running after 30 s" "$(log_tail "$TMP/serve.log")"
 else
 	ok "the daemon stops on SIGTERM"
 	check_eq "no session's run directory is left after it" "" \
 		"$(find "$BULKHEAD_RUNDIR" -mindepth 1 -maxdepth 1 -type d 2> /dev/null)"
 fi
+no_sanitizer_report "$BIN/bulkhead-serve" "$TMP/serve.log"
 plan_done
