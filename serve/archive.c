@@ -32,18 +32,22 @@
 /* The entry's name relative to the directory unpacked into: "." and empty components dropped
  * ("./a//b/" is "a/b"), "" for that directory itself. An absolute name or ".." anywhere is
  * refused, whatever it would resolve to. */
-static int arc_clean_name(const char *name, char *out, size_t outlen, char *why, size_t whylen)
+static enum serve_err arc_clean_name(const char *name, char *out, size_t outlen, char *why,
+				     size_t whylen)
 {
 	if (name[0] == '/')
-		return files_fail(why, whylen, 400, name, "archive entry with an absolute name");
+		return files_fail(why, whylen, SERVE_E_INVALID, name,
+				  "archive entry with an absolute name");
 	size_t n = 0;
 	for (const char *p = name; *p;) {
 		const char *end = strchrnul(p, '/');
 		size_t len = (size_t)(end - p);
 		if (len == 2 && p[0] == '.' && p[1] == '.')
-			return files_fail(why, whylen, 400, name, "archive entry with \"..\"");
+			return files_fail(why, whylen, SERVE_E_INVALID, name,
+					  "archive entry with \"..\"");
 		if (len > NAME_MAX || n + 1 + len >= outlen)
-			return files_fail(why, whylen, 400, name, "archive entry's name too long");
+			return files_fail(why, whylen, SERVE_E_INVALID, name,
+					  "archive entry's name too long");
 		if (len && !(len == 1 && p[0] == '.')) {
 			if (n)
 				out[n++] = '/';
@@ -184,7 +188,7 @@ static int arc_put_link(const char *text, int dirfd, const char *name,
 }
 
 /* What of an entry is refused before anything is made for it. 0, or 400 with why. */
-static int arc_refuse(struct archive_entry *e, const char *raw, char *why, size_t whylen)
+static enum serve_err arc_refuse(struct archive_entry *e, const char *raw, char *why, size_t whylen)
 {
 	const char *what = NULL;
 	switch (archive_entry_filetype(e)) {
@@ -214,28 +218,31 @@ static int arc_refuse(struct archive_entry *e, const char *raw, char *why, size_
 	}
 	if (what)
 		return files_fail(
-			why, whylen, 400, raw,
+			why, whylen, SERVE_E_INVALID, raw,
 			"archive entry is %s (only directories, regular files and symbolic links)",
 			what);
 	return 0;
 }
 
 /* One entry, unpacked under base. 0, or a status with why naming the entry. */
-static int arc_unpack_entry(struct archive *a, struct archive_entry *e, int base,
-			    const struct files_owner *own, char *why, size_t whylen)
+static enum serve_err arc_unpack_entry(struct archive *a, struct archive_entry *e, int base,
+				       const struct files_owner *own, char *why, size_t whylen)
 {
 	const char *raw = archive_entry_pathname(e);
 	if (!raw)
-		return files_fail(why, whylen, 400, "?", "archive entry without a readable name");
+		return files_fail(why, whylen, SERVE_E_INVALID, "?",
+				  "archive entry without a readable name");
 	char name[PATH_MAX];
-	int status = arc_clean_name(raw, name, sizeof(name), why, whylen);
+	enum serve_err status = arc_clean_name(raw, name, sizeof(name), why, whylen);
 	if (!status)
 		status = arc_refuse(e, raw, why, whylen);
 	if (status)
 		return status;
 	unsigned type = archive_entry_filetype(e);
 	if (!name[0]) /* "./": the directory unpacked into, there already */
-		return type == AE_IFDIR ? 0 : files_fail(why, whylen, 400, raw, "names no file");
+		return type == AE_IFDIR
+			       ? 0
+			       : files_fail(why, whylen, SERVE_E_INVALID, raw, "names no file");
 	int dirfd = arc_parent(base, name, own);
 	if (dirfd < 0)
 		return files_status(-dirfd, raw, why, whylen);
@@ -252,25 +259,26 @@ static int arc_unpack_entry(struct archive *a, struct archive_entry *e, int base
 		r = arc_put_link(archive_entry_symlink(e), dirfd, leaf, own);
 	close(dirfd);
 	if (r == ARC_BAD)
-		return files_fail(why, whylen, 400, raw, "damaged archive: %s",
+		return files_fail(why, whylen, SERVE_E_INVALID, raw, "damaged archive: %s",
 				  archive_error_string(a));
 	if (type == AE_IFDIR && (r == -ENOTDIR || r == -ELOOP))
-		return files_fail(why, whylen, 409, raw, "exists and is not a directory");
+		return files_fail(why, whylen, SERVE_E_CONFLICT, raw,
+				  "exists and is not a directory");
 	return r ? files_status(-r, raw, why, whylen) : 0;
 }
 
-int serve_archive_unpack(int spool, int base, const struct files_owner *own,
-			 unsigned long long *entries, char *why, size_t whylen)
+enum serve_err serve_archive_unpack(int spool, int base, const struct files_owner *own,
+				    unsigned long long *entries, char *why, size_t whylen)
 {
 	struct archive *a = archive_read_new();
 	if (!a)
-		return files_fail(why, whylen, 500, "", "out of memory");
+		return files_fail(why, whylen, SERVE_E_INTERNAL, "", "out of memory");
 	archive_read_support_format_tar(a);
 	archive_read_support_format_empty(a); /* an empty body: nothing to unpack */
-	int status = 0;
+	enum serve_err status = 0;
 	unsigned long long n = 0;
 	if (archive_read_open_fd(a, spool, ARC_BLOCK) != ARCHIVE_OK)
-		status = files_fail(why, whylen, 400, "", "not a tar stream: %s",
+		status = files_fail(why, whylen, SERVE_E_INVALID, "", "not a tar stream: %s",
 				    archive_error_string(a));
 	/* Stops at the first refused entry: those unpacked before it stay (each one whole, as
 	 * the client can see from the status naming the entry); the refused one is not made. */
@@ -280,12 +288,12 @@ int serve_archive_unpack(int spool, int base, const struct files_owner *own,
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-			status = files_fail(why, whylen, 400, "",
+			status = files_fail(why, whylen, SERVE_E_INVALID, "",
 					    "not a tar stream (after %llu entries): %s", n,
 					    archive_error_string(a));
 		else if (++n > ARC_ENTRIES_MAX)
-			status = files_fail(why, whylen, 413, "", "more than %d archive entries",
-					    ARC_ENTRIES_MAX);
+			status = files_fail(why, whylen, SERVE_E_TOO_LARGE, "",
+					    "more than %d archive entries", ARC_ENTRIES_MAX);
 		else
 			status = arc_unpack_entry(a, e, base, own, why, whylen);
 	}
@@ -318,7 +326,7 @@ static uint64_t arc_mnt(int fd)
 	return sx.stx_mnt_id;
 }
 
-static int arc_header(struct arc_pack *p, const struct stat *st, const char *link)
+static enum serve_err arc_header(struct arc_pack *p, const struct stat *st, const char *link)
 {
 	archive_entry_clear(p->e);
 	archive_entry_copy_pathname(p->e, p->path);
@@ -332,14 +340,14 @@ static int arc_header(struct arc_pack *p, const struct stat *st, const char *lin
 		archive_entry_copy_symlink(p->e, link);
 	int r = archive_write_header(p->a, p->e);
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-		return files_fail(p->why, p->whylen, 500, p->path, "tar: %s",
+		return files_fail(p->why, p->whylen, SERVE_E_INTERNAL, p->path, "tar: %s",
 				  archive_error_string(p->a));
 	return 0;
 }
 
 /* A regular file's bytes as its header says: one that shrinks meanwhile is padded (by
  * libarchive), one that grows is cut at the size announced. */
-static int arc_pack_file(struct arc_pack *p, int dfd, const char *name)
+static enum serve_err arc_pack_file(struct arc_pack *p, int dfd, const char *name)
 {
 	struct stat st;
 	int fd = files_open_regular(dfd, name, false, &st);
@@ -351,13 +359,13 @@ static int arc_pack_file(struct arc_pack *p, int dfd, const char *name)
 	if ((uint64_t)st.st_size > p->budget) {
 		close(fd);
 		return files_fail(
-			p->why, p->whylen, 413, p->path,
+			p->why, p->whylen, SERVE_E_TOO_LARGE, p->path,
 			"the archive would be larger than the daemon may spool (its limit "
 			"is the smaller of %d GiB and half the free space)",
 			ARC_SPOOL_MAX_GIB);
 	}
 	p->budget -= (uint64_t)st.st_size;
-	int status = arc_header(p, &st, NULL);
+	enum serve_err status = arc_header(p, &st, NULL);
 	for (off_t left = st.st_size; !status && left > 0;) {
 		size_t want = (size_t)left < sizeof(p->buf) ? (size_t)left : sizeof(p->buf);
 		ssize_t n = read(fd, p->buf, want);
@@ -368,7 +376,7 @@ static int arc_pack_file(struct arc_pack *p, int dfd, const char *name)
 		else if (n == 0)
 			break;
 		else if (archive_write_data(p->a, p->buf, (size_t)n) < 0)
-			status = files_fail(p->why, p->whylen, 500, p->path, "tar: %s",
+			status = files_fail(p->why, p->whylen, SERVE_E_INTERNAL, p->path, "tar: %s",
 					    archive_error_string(p->a));
 		else
 			left -= n;
@@ -377,11 +385,12 @@ static int arc_pack_file(struct arc_pack *p, int dfd, const char *name)
 	return status;
 }
 
-static int arc_pack_dir(struct arc_pack *p, int dfd, size_t plen, int depth);
+static enum serve_err arc_pack_dir(struct arc_pack *p, int dfd, size_t plen, int depth);
 
 /* The entry name in dfd, p->path naming it: files, links and directories (FIFOs, sockets and
  * devices have no place in what we hand out); never across a mount point. */
-static int arc_pack_one(struct arc_pack *p, int dfd, const char *name, size_t plen, int depth)
+static enum serve_err arc_pack_one(struct arc_pack *p, int dfd, const char *name, size_t plen,
+				   int depth)
 {
 	struct stat st;
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -398,8 +407,8 @@ static int arc_pack_one(struct arc_pack *p, int dfd, const char *name, size_t pl
 	if (!S_ISDIR(st.st_mode) || st.st_dev != p->dev)
 		return 0;
 	if (depth >= ARC_DEPTH_MAX)
-		return files_fail(p->why, p->whylen, 413, p->path, "more than %d levels deep",
-				  ARC_DEPTH_MAX);
+		return files_fail(p->why, p->whylen, SERVE_E_TOO_LARGE, p->path,
+				  "more than %d levels deep", ARC_DEPTH_MAX);
 	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP
@@ -409,7 +418,7 @@ static int arc_pack_one(struct arc_pack *p, int dfd, const char *name, size_t pl
 		close(fd); /* a mount point (a bind mount keeps st_dev: the mount's id tells) */
 		return 0;
 	}
-	int status = arc_header(p, &st, NULL);
+	enum serve_err status = arc_header(p, &st, NULL);
 	if (status) {
 		close(fd);
 		return status;
@@ -418,14 +427,14 @@ static int arc_pack_one(struct arc_pack *p, int dfd, const char *name, size_t pl
 }
 
 /* The entries of the directory dfd (consumed), whose path is p->path[0..plen). */
-static int arc_pack_dir(struct arc_pack *p, int dfd, size_t plen, int depth)
+static enum serve_err arc_pack_dir(struct arc_pack *p, int dfd, size_t plen, int depth)
 {
 	DIR *d = fdopendir(dfd);
 	if (!d) {
 		close(dfd);
 		return files_status(errno, p->path, p->why, p->whylen);
 	}
-	int status = 0;
+	enum serve_err status = 0;
 	struct dirent *de;
 	while (!status && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -443,12 +452,13 @@ static int arc_pack_dir(struct arc_pack *p, int dfd, size_t plen, int depth)
 	return status;
 }
 
-int serve_archive_pack(int dfd, int out, char *why, size_t whylen)
+enum serve_err serve_archive_pack(int dfd, int out, char *why, size_t whylen)
 {
 	struct stat st;
 	struct arc_pack *p = calloc(1, sizeof(*p));
 	if (!p || fstat(dfd, &st) < 0) {
-		int status = files_fail(why, whylen, 500, "", "%s", strerror(p ? errno : ENOMEM));
+		enum serve_err status = files_fail(why, whylen, SERVE_E_INTERNAL, "", "%s",
+						   strerror(p ? errno : ENOMEM));
 		free(p);
 		close(dfd);
 		return status;
@@ -463,17 +473,18 @@ int serve_archive_pack(int dfd, int out, char *why, size_t whylen)
 	p->whylen = whylen;
 	p->a = archive_write_new();
 	p->e = archive_entry_new();
-	int status = 0;
+	enum serve_err status = 0;
 	if (!p->a || !p->e || archive_write_set_format_pax_restricted(p->a) != ARCHIVE_OK ||
 	    archive_write_open_fd(p->a, out) != ARCHIVE_OK) {
-		status = files_fail(why, whylen, 500, "", "tar: %s",
+		status = files_fail(why, whylen, SERVE_E_INTERNAL, "", "tar: %s",
 				    p->a ? archive_error_string(p->a) : "out of memory");
 		close(dfd);
 	} else {
 		status = arc_pack_dir(p, dfd, 0, 0);
 	}
 	if (!status && archive_write_close(p->a) != ARCHIVE_OK)
-		status = files_fail(why, whylen, 500, "", "tar: %s", archive_error_string(p->a));
+		status = files_fail(why, whylen, SERVE_E_INTERNAL, "", "tar: %s",
+				    archive_error_string(p->a));
 	if (p->a)
 		archive_write_free(p->a);
 	if (p->e)
@@ -483,8 +494,8 @@ int serve_archive_pack(int dfd, int out, char *why, size_t whylen)
 }
 
 struct MHD_Response *serve_archive_response(const char *work, const char *rel,
-					    const char *state_dir, int *status, char *why,
-					    size_t whylen)
+					    const char *state_dir, enum serve_err *status,
+					    char *why, size_t whylen)
 {
 	struct files_owner own;
 	*status = files_check(rel, false, why, whylen);
@@ -503,8 +514,8 @@ struct MHD_Response *serve_archive_response(const char *work, const char *rel,
 	int out = files_spool(state_dir);
 	if (out < 0) {
 		close(dfd);
-		*status = files_fail(why, whylen, 500, rel, "spooling in %s: %s", state_dir,
-				     strerror(-out));
+		*status = files_fail(why, whylen, SERVE_E_INTERNAL, rel, "spooling in %s: %s",
+				     state_dir, strerror(-out));
 		return NULL;
 	}
 	struct stat st;
@@ -515,7 +526,8 @@ struct MHD_Response *serve_archive_response(const char *work, const char *rel,
 	if (!*status) {
 		r = MHD_create_response_from_fd((uint64_t)st.st_size, out);
 		if (!r)
-			*status = files_fail(why, whylen, 500, rel, "cannot make a response");
+			*status = files_fail(why, whylen, SERVE_E_INTERNAL, rel,
+					     "cannot make a response");
 	}
 	if (!r)
 		close(out);

@@ -390,7 +390,7 @@ static int pipes(struct serve_exec *e)
 }
 
 struct MHD_Response *serve_exec_response(struct serve_session *sess, json_t *body, int client_fd,
-					 int *status, char *why, size_t whylen)
+					 enum serve_err *err, char *why, size_t whylen)
 {
 	struct serve_exec *e = calloc(1, sizeof(*e));
 	char **argv = NULL, *store[EXEC_ENV_MAX + 1] = { 0 },
@@ -399,10 +399,10 @@ struct MHD_Response *serve_exec_response(struct serve_session *sess, json_t *bod
 	unsigned rows = 24, cols = 80;
 	const char *cwd = NULL;
 	struct MHD_Response *resp = NULL;
-	*status = 400;
+	*err = SERVE_E_INVALID;
 	if (!e) {
 		serve_session_put(sess);
-		*status = 500;
+		*err = SERVE_E_INTERNAL;
 		snprintf(why, whylen, "out of memory");
 		return NULL;
 	}
@@ -416,7 +416,7 @@ struct MHD_Response *serve_exec_response(struct serve_session *sess, json_t *bod
 		*fds[i] = -1;
 	if (exec_parse(body, &argv, e, &tty, &rows, &cols, &cwd, why, whylen) < 0)
 		goto fail;
-	*status = 500;
+	*err = SERVE_E_INTERNAL;
 	if (!cwd)
 		cwd = sess->cwd;
 	/* The image's environment under the session's, under the exec's own. */
@@ -439,7 +439,7 @@ struct MHD_Response *serve_exec_response(struct serve_session *sess, json_t *bod
 	uint32_t flags = (tty ? AGENT_EXEC_TTY : 0) | (with_stdin ? AGENT_EXEC_STDIN : 0);
 	if (exec_client_open(e->c, sess->uds, AGENT_PORT, EXEC_CONNECT_MS, flags, (uint16_t)rows,
 			     (uint16_t)cols, cwd, argv, envp) < 0) {
-		*status = 409;
+		*err = SERVE_E_CONFLICT;
 		snprintf(why, whylen, "session %s: %s", sess->id, e->c->error);
 		free(e->c);
 		e->c = NULL;
@@ -453,7 +453,7 @@ struct MHD_Response *serve_exec_response(struct serve_session *sess, json_t *bod
 	e->next = execs;
 	execs = e;
 	pthread_mutex_unlock(&reg_lock);
-	*status = 200;
+	*err = SERVE_OK;
 	free(argv);
 	for (size_t i = 0; store[i]; i++)
 		free(store[i]);
@@ -466,53 +466,54 @@ fail:
 	return NULL;
 }
 
-int serve_exec_stdin(const char *id, const struct serve_peer *peer, const char *data, size_t len,
-		     bool eof, char *why, size_t whylen)
+enum serve_err serve_exec_stdin(const char *id, const struct serve_peer *peer, const char *data,
+				size_t len, bool eof, char *why, size_t whylen)
 {
 	struct serve_exec *e = exec_get(id, peer);
 	if (!e) {
 		snprintf(why, whylen, "no exec %s", id);
-		return 404;
+		return SERVE_E_NOT_FOUND;
 	}
-	int rc = 0;
+	enum serve_err rc = SERVE_OK;
 	pthread_mutex_lock(&e->stdin_lock);
 	if (!e->stdin_open || e->in_w < 0) {
 		snprintf(why, whylen, "exec %s has no open stdin", id);
-		rc = 409;
+		rc = SERVE_E_CONFLICT;
 	}
-	for (size_t off = 0; rc == 0 && off < len;) {
+	for (size_t off = 0; rc == SERVE_OK && off < len;) {
 		struct pollfd p = { .fd = e->in_w, .events = POLLOUT };
 		if (poll(&p, 1, STDIN_WAIT_MS) <= 0) {
 			snprintf(why, whylen, "the command did not read its stdin within %d s",
 				 STDIN_WAIT_MS / 1000);
-			rc = 408;
+			rc = SERVE_E_TIMEOUT;
 			break;
 		}
 		ssize_t w = write(e->in_w, data + off, len - off);
 		if (w < 0 && errno != EAGAIN && errno != EINTR) {
 			snprintf(why, whylen, "the command's stdin is closed");
-			rc = 409;
+			rc = SERVE_E_CONFLICT;
 		}
 		if (w > 0)
 			off += (size_t)w;
 	}
-	if (rc == 0 && eof)
+	if (rc == SERVE_OK && eof)
 		closefd(&e->in_w);
 	pthread_mutex_unlock(&e->stdin_lock);
 	exec_put(e);
 	return rc;
 }
 
-int serve_exec_control(const char *id, const struct serve_peer *peer, int kind, int a, int b,
-		       char *why, size_t whylen)
+enum serve_err serve_exec_control(const char *id, const struct serve_peer *peer, int kind, int a,
+				  int b, char *why, size_t whylen)
 {
 	struct serve_exec *e = exec_get(id, peer);
 	if (!e) {
 		snprintf(why, whylen, "no exec %s", id);
-		return 404;
+		return SERVE_E_NOT_FOUND;
 	}
 	struct ctl_msg m = { .kind = (char)kind, .a = a, .b = b };
-	int rc = write(e->ctl_w, &m, sizeof(m)) == (ssize_t)sizeof(m) ? 0 : 503;
+	enum serve_err rc =
+		write(e->ctl_w, &m, sizeof(m)) == (ssize_t)sizeof(m) ? SERVE_OK : SERVE_E_BUSY;
 	if (rc)
 		snprintf(why, whylen, "exec %s is not taking signals now", id);
 	exec_put(e);

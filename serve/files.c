@@ -41,13 +41,14 @@ struct serve_upload {
 	int fd;	   /* file: the temporary file; archive: the spool */
 	struct files_owner own;
 	unsigned long long size;
-	int failed;		 /* a feed's status: the upload is over */
+	enum serve_err failed;	 /* a feed's failure: the upload is over */
 	char name[NAME_MAX + 1]; /* file: its name in dirfd */
 	char tmp[FILES_TMP_LEN]; /* file: the temporary name in dirfd ("" once renamed) */
 	char rel[PATH_MAX];	 /* for messages */
 };
 
-int files_fail(char *why, size_t whylen, int status, const char *name, const char *fmt, ...)
+enum serve_err files_fail(char *why, size_t whylen, enum serve_err status, const char *name,
+			  const char *fmt, ...)
 {
 	/* The name is the client's or the guest's: made one printable ASCII line (JSON-safe). */
 	char shown[FILES_WHY_NAME + 4];
@@ -64,53 +65,57 @@ int files_fail(char *why, size_t whylen, int status, const char *name, const cha
 	return status;
 }
 
-int files_status(int err, const char *name, char *why, size_t whylen)
+enum serve_err files_status(int err, const char *name, char *why, size_t whylen)
 {
 	switch (err) {
 	case ENOENT:
-		return files_fail(why, whylen, 404, name, "no such file or directory");
+		return files_fail(why, whylen, SERVE_E_NOT_FOUND, name,
+				  "no such file or directory");
 	case EXDEV:
 	case ELOOP:
-		return files_fail(why, whylen, 400, name,
+		return files_fail(why, whylen, SERVE_E_INVALID, name,
 				  "leads outside the work directory (or through too many links)");
 	case ENOTDIR:
-		return files_fail(why, whylen, 409, name, "not a directory");
+		return files_fail(why, whylen, SERVE_E_CONFLICT, name, "not a directory");
 	case EISDIR:
-		return files_fail(why, whylen, 409, name, "is a directory");
+		return files_fail(why, whylen, SERVE_E_CONFLICT, name, "is a directory");
 	case ENAMETOOLONG:
-		return files_fail(why, whylen, 400, name, "name too long");
+		return files_fail(why, whylen, SERVE_E_INVALID, name, "name too long");
 	case ENOSPC:
 	case EDQUOT:
 	case EFBIG:
-		return files_fail(why, whylen, 413, name, "%s", strerror(err));
+		return files_fail(why, whylen, SERVE_E_TOO_LARGE, name, "%s", strerror(err));
 	default:
-		return files_fail(why, whylen, 500, name, "%s", strerror(err));
+		return files_fail(why, whylen, SERVE_E_INTERNAL, name, "%s", strerror(err));
 	}
 }
 
-int files_check(const char *rel, bool file, char *why, size_t whylen)
+enum serve_err files_check(const char *rel, bool file, char *why, size_t whylen)
 {
 	if (strlen(rel) >= PATH_MAX)
-		return files_fail(why, whylen, 400, rel, "path longer than %d bytes", PATH_MAX - 1);
+		return files_fail(why, whylen, SERVE_E_INVALID, rel, "path longer than %d bytes",
+				  PATH_MAX - 1);
 	if (rel[0] == '/')
-		return files_fail(why, whylen, 400, rel,
+		return files_fail(why, whylen, SERVE_E_INVALID, rel,
 				  "absolute path (paths are relative to the work directory)");
 	const char *last = strrchr(rel, '/');
 	last = last ? last + 1 : rel;
 	if (file && (!*last || !strcmp(last, ".") || !strcmp(last, "..")))
-		return files_fail(why, whylen, 400, rel, "names no file");
+		return files_fail(why, whylen, SERVE_E_INVALID, rel, "names no file");
 	if (strlen(last) > NAME_MAX)
-		return files_fail(why, whylen, 400, rel, "name longer than %d bytes", NAME_MAX);
+		return files_fail(why, whylen, SERVE_E_INVALID, rel, "name longer than %d bytes",
+				  NAME_MAX);
 	return 0;
 }
 
-int files_open_work(const char *work, struct files_owner *own, int *status, char *why,
+int files_open_work(const char *work, struct files_owner *own, enum serve_err *status, char *why,
 		    size_t whylen)
 {
 	struct stat st;
 	int fd = open(work, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		*status = files_fail(why, whylen, 500, "", "%s: %s", work, strerror(errno));
+		*status = files_fail(why, whylen, SERVE_E_INTERNAL, "", "%s: %s", work,
+				     strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -212,14 +217,15 @@ int files_spool(const char *dir)
 
 /* PUT files/{rel}: its directory opened now (so a bad path fails before any body), the file
  * made under a temporary name there. */
-static int upload_start_file(struct serve_upload *u, int wfd, mode_t mode, char *why, size_t whylen)
+static enum serve_err upload_start_file(struct serve_upload *u, int wfd, mode_t mode, char *why,
+					size_t whylen)
 {
 	if (mode & ~(mode_t)07777)
-		return files_fail(why, whylen, 400, u->rel, "mode %o is not permission bits",
-				  (unsigned)mode);
+		return files_fail(why, whylen, SERVE_E_INVALID, u->rel,
+				  "mode %o is not permission bits", (unsigned)mode);
 	/* A set-ID file on a share the host sees is a way up for whoever can run it there. */
 	if (mode & (S_ISUID | S_ISGID))
-		return files_fail(why, whylen, 400, u->rel,
+		return files_fail(why, whylen, SERVE_E_INVALID, u->rel,
 				  "set-user-ID and set-group-ID files are not accepted");
 	char dir[PATH_MAX];
 	const char *slash = strrchr(u->rel, '/');
@@ -229,13 +235,14 @@ static int upload_start_file(struct serve_upload *u, int wfd, mode_t mode, char 
 	strcpy(u->name, slash ? slash + 1 : u->rel); /* files_check bounded it by NAME_MAX */
 	u->dirfd = files_beneath(wfd, dir, O_PATH | O_DIRECTORY);
 	if (u->dirfd == -ENOENT)
-		return files_fail(why, whylen, 404, u->rel, "its directory does not exist");
+		return files_fail(why, whylen, SERVE_E_NOT_FOUND, u->rel,
+				  "its directory does not exist");
 	if (u->dirfd < 0)
 		return files_status(-u->dirfd, u->rel, why, whylen);
 	/* Checked again by the rename (EISDIR), should a directory appear meanwhile. */
 	struct stat st;
 	if (fstatat(u->dirfd, u->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-		return files_fail(why, whylen, 409, u->rel, "is a directory");
+		return files_fail(why, whylen, SERVE_E_CONFLICT, u->rel, "is a directory");
 	u->fd = files_tmp_create(u->dirfd, u->tmp, mode & 0777, &u->own);
 	if (u->fd < 0) {
 		u->tmp[0] = 0;
@@ -246,16 +253,16 @@ static int upload_start_file(struct serve_upload *u, int wfd, mode_t mode, char 
 
 /* PUT archive/{rel}: the directory opened now, the body spooled until it is whole (a tar
  * stream is unpacked only once all of it is known to be there). */
-static int upload_start_archive(struct serve_upload *u, int wfd, const char *state_dir, char *why,
-				size_t whylen)
+static enum serve_err upload_start_archive(struct serve_upload *u, int wfd, const char *state_dir,
+					   char *why, size_t whylen)
 {
 	u->dirfd = files_beneath(wfd, u->rel, O_PATH | O_DIRECTORY);
 	if (u->dirfd < 0)
 		return files_status(-u->dirfd, u->rel, why, whylen);
 	u->fd = files_spool(state_dir);
 	if (u->fd < 0)
-		return files_fail(why, whylen, 500, u->rel, "spooling in %s: %s", state_dir,
-				  strerror(-u->fd));
+		return files_fail(why, whylen, SERVE_E_INTERNAL, u->rel, "spooling in %s: %s",
+				  state_dir, strerror(-u->fd));
 	return 0;
 }
 
@@ -271,15 +278,15 @@ static void upload_free(struct serve_upload *u)
 }
 
 struct serve_upload *serve_upload_start(const char *work, const char *rel, bool archive,
-					mode_t mode, const char *state_dir, int *status, char *why,
-					size_t whylen)
+					mode_t mode, const char *state_dir, enum serve_err *status,
+					char *why, size_t whylen)
 {
 	*status = files_check(rel, !archive, why, whylen);
 	if (*status)
 		return NULL;
 	struct serve_upload *u = calloc(1, sizeof(*u));
 	if (!u) {
-		*status = files_fail(why, whylen, 500, rel, "out of memory");
+		*status = files_fail(why, whylen, SERVE_E_INTERNAL, rel, "out of memory");
 		return NULL;
 	}
 	u->archive = archive;
@@ -298,8 +305,8 @@ struct serve_upload *serve_upload_start(const char *work, const char *rel, bool 
 	return u;
 }
 
-int serve_upload_feed(struct serve_upload *u, const char *data, size_t len, char *why,
-		      size_t whylen)
+enum serve_err serve_upload_feed(struct serve_upload *u, const char *data, size_t len, char *why,
+				 size_t whylen)
 {
 	if (u->failed)
 		return files_fail(why, whylen, u->failed, u->rel, "the upload has failed");
@@ -350,10 +357,10 @@ out:
 	return rc;
 }
 
-int serve_upload_finish(struct serve_upload *u, bool commit, unsigned long long *size, char *why,
-			size_t whylen)
+enum serve_err serve_upload_finish(struct serve_upload *u, bool commit, unsigned long long *size,
+				   char *why, size_t whylen)
 {
-	int status = 0;
+	enum serve_err status = 0;
 	if (!commit) {
 		/* abandoned: upload_free removes the temporary file */
 	} else if (u->failed) {
@@ -377,8 +384,8 @@ int serve_upload_finish(struct serve_upload *u, bool commit, unsigned long long 
 	return status;
 }
 
-struct MHD_Response *serve_file_response(const char *work, const char *rel, int *status, char *why,
-					 size_t whylen)
+struct MHD_Response *serve_file_response(const char *work, const char *rel, enum serve_err *status,
+					 char *why, size_t whylen)
 {
 	struct files_owner own;
 	*status = files_check(rel, true, why, whylen);
@@ -391,7 +398,7 @@ struct MHD_Response *serve_file_response(const char *work, const char *rel, int 
 	int fd = files_open_regular(wfd, rel, true, &st);
 	close(wfd);
 	if (fd == FILES_NOT_REGULAR) {
-		*status = files_fail(why, whylen, 409, rel, "not a regular file");
+		*status = files_fail(why, whylen, SERVE_E_CONFLICT, rel, "not a regular file");
 		return NULL;
 	}
 	if (fd < 0) {
@@ -402,7 +409,7 @@ struct MHD_Response *serve_file_response(const char *work, const char *rel, int 
 	struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
 	if (!r) {
 		close(fd);
-		*status = files_fail(why, whylen, 500, rel, "cannot make a response");
+		*status = files_fail(why, whylen, SERVE_E_INTERNAL, rel, "cannot make a response");
 	}
 	return r;
 }

@@ -3,9 +3,11 @@
  * "Files"). Every path is resolved by the kernel beneath the work directory (openat2 with
  * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): no "..", absolute path or symbolic link leads
  * out of it, whatever the guest has made of the tree. What is written belongs to the work
- * directory's owner. Statuses are HTTP's: 0 ok, else 400/404/409/413/500 with why. */
+ * directory's owner. Each failure is an enum serve_err with a one-line why. */
 #ifndef BULKHEAD_SERVE_FILES_H
 #define BULKHEAD_SERVE_FILES_H
+
+#include "serve/serve_err.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,24 +22,24 @@ struct serve_upload;
 
 /* archive: false = a file at rel (mode: its permission bits, e.g. 0644), true = a tar
  * stream unpacked under the directory rel ("" = the work directory). state_dir is where
- * a tar stream is spooled. NULL with *status and why on failure. */
+ * a tar stream is spooled. NULL with *err and why on failure. */
 struct serve_upload *serve_upload_start(const char *work, const char *rel, bool archive,
-					mode_t mode, const char *state_dir, int *status, char *why,
-					size_t whylen);
-/* 0, or a status with why (the upload is then over: feed no more, call finish to free). */
-int serve_upload_feed(struct serve_upload *u, const char *data, size_t len, char *why,
-		      size_t whylen);
-/* Completes (commit true) or abandons it, and frees it. 0, or a status with why. On
- * success *size is the file's size, or the number of archive entries. */
-int serve_upload_finish(struct serve_upload *u, bool commit, unsigned long long *size, char *why,
-			size_t whylen);
+					mode_t mode, const char *state_dir, enum serve_err *err,
+					char *why, size_t whylen);
+/* SERVE_OK, or why (the upload is then over: feed no more, call finish to free). */
+enum serve_err serve_upload_feed(struct serve_upload *u, const char *data, size_t len, char *why,
+				 size_t whylen);
+/* Completes (commit true) or abandons it, and frees it. SERVE_OK, or why. On success
+ * *size is the file's size, or the number of archive entries. */
+enum serve_err serve_upload_finish(struct serve_upload *u, bool commit, unsigned long long *size,
+				   char *why, size_t whylen);
 
 /* GET files/{path}: the regular file's bytes; GET archive/{dir}: the directory as a tar
- * stream (links are stored as links, never followed). NULL with *status and why. */
-struct MHD_Response *serve_file_response(const char *work, const char *rel, int *status, char *why,
-					 size_t whylen);
+ * stream (links are stored as links, never followed). NULL with *err and why. */
+struct MHD_Response *serve_file_response(const char *work, const char *rel, enum serve_err *err,
+					 char *why, size_t whylen);
 struct MHD_Response *serve_archive_response(const char *work, const char *rel,
-					    const char *state_dir, int *status, char *why,
+					    const char *state_dir, enum serve_err *err, char *why,
 					    size_t whylen);
 
 #endif

@@ -4,6 +4,8 @@
 #ifndef BULKHEAD_SERVE_FILES_INTERNAL_H
 #define BULKHEAD_SERVE_FILES_INTERNAL_H
 
+#include "serve/serve_err.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -21,16 +23,16 @@ struct files_owner {
 	bool chown; /* we are root */
 };
 
-/* "NAME: message" into why (NAME made printable and short), returning status. */
-int files_fail(char *why, size_t whylen, int status, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-/* The status and why for a failed call's errno on name. */
-int files_status(int err, const char *name, char *why, size_t whylen);
-/* 0, or 400: rel is relative, shorter than PATH_MAX and, for a file, names one (its last
- * component neither empty, "." nor ".."). */
-int files_check(const char *rel, bool file, char *why, size_t whylen);
-/* The work directory as an O_PATH descriptor, with its owner; -1 with *status on failure. */
-int files_open_work(const char *work, struct files_owner *own, int *status, char *why,
+/* "NAME: message" into why (NAME made printable and short), returning err. */
+enum serve_err files_fail(char *why, size_t whylen, enum serve_err err, const char *name,
+			  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The kind and why for a failed call's errno on name. */
+enum serve_err files_status(int err, const char *name, char *why, size_t whylen);
+/* SERVE_OK, or SERVE_E_INVALID: rel is relative, shorter than PATH_MAX and, for a file, names one
+ * (its last component neither empty, "." nor ".."). */
+enum serve_err files_check(const char *rel, bool file, char *why, size_t whylen);
+/* The work directory as an O_PATH descriptor, with its owner; -1 with *err on failure. */
+int files_open_work(const char *work, struct files_owner *own, enum serve_err *err, char *why,
 		    size_t whylen);
 /* openat2 of path ("" = dirfd itself) beneath dirfd. A descriptor, or -errno. */
 int files_beneath(int dirfd, const char *path, int flags);
@@ -47,10 +49,10 @@ int files_tmp_create(int dirfd, char *tmp, mode_t perm, const struct files_owner
 int files_spool(const char *dir);
 
 /* Unpacks the tar stream in spool (read from its start) under base (an O_PATH directory).
- * 0 with *entries, or a status with why. */
-int serve_archive_unpack(int spool, int base, const struct files_owner *own,
-			 unsigned long long *entries, char *why, size_t whylen);
-/* Writes the directory dfd (consumed) as a pax tar stream to out. 0, or a status with why. */
-int serve_archive_pack(int dfd, int out, char *why, size_t whylen);
+ * SERVE_OK with *entries, or why. */
+enum serve_err serve_archive_unpack(int spool, int base, const struct files_owner *own,
+				    unsigned long long *entries, char *why, size_t whylen);
+/* Writes the directory dfd (consumed) as a pax tar stream to out. SERVE_OK, or why. */
+enum serve_err serve_archive_pack(int dfd, int out, char *why, size_t whylen);
 
 #endif

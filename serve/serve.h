@@ -3,7 +3,9 @@
  *
  *   main.c      options, the socket, the main thread: reaps supervisors, ends sessions at
  *               their deadline, stops everything on TERM
- *   http.c      libmicrohttpd's callbacks: peer check, bodies, routing, JSON answers
+ *   http.c      libmicrohttpd's callbacks: peer check, bodies, the route table, the table of
+ *               error kinds (serve_err.h) to statuses, JSON answers
+ *   routes.c    a handler per route (http_internal.h between the two)
  *   sessions.c  the session table: create (cold or from the pool), get, list, delete
  *   spawn.c     one session's supervisor (`bulkhead start` run by us) and its records
  *   pool.c      the warm pool and its refill thread
@@ -27,6 +29,7 @@
 #define BULKHEAD_SERVE_SERVE_H
 
 #include "image/image.h"
+#include "serve/serve_err.h"
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -139,17 +142,17 @@ int serve_share_parse(json_t *body, struct serve_create *c, char *why, size_t wh
 char **serve_share_args(const struct serve_create *c);
 void serve_share_args_free(char **a);
 /* Creates a session for peer; returns it held (serve_session_put after), or NULL with
- * *status and why. */
+ * *err and why. */
 struct serve_session *serve_create(const struct serve_create *c, const struct serve_peer *peer,
-				   int *status, char *why, size_t whylen);
+				   enum serve_err *err, char *why, size_t whylen);
 /* Finds a ready session the peer owns and holds it, or NULL. */
 struct serve_session *serve_session_get(const char *id, const struct serve_peer *peer);
 void serve_session_put(struct serve_session *s);
 /* The session as the API shows it (a new object). Call with serve.lock held. */
 json_t *serve_session_json(const struct serve_session *s);
 json_t *serve_sessions_json(const struct serve_peer *peer);
-/* Stops and removes it; *out gets its last state. 0, or 404. */
-int serve_delete(const char *id, const struct serve_peer *peer, json_t **out);
+/* Stops and removes it; *out gets its last state. SERVE_OK, or SERVE_E_NOT_FOUND. */
+enum serve_err serve_delete(const char *id, const struct serve_peer *peer, json_t **out);
 /* Ends the session's supervisor (TERM, then KILL after 20 s) and waits until the main thread
  * has reaped it. Call with serve.lock held, never from the main thread; the lock is let go
  * while it waits, so the caller must hold the session (refs) or own it unlisted. */
@@ -213,16 +216,17 @@ void serve_events_poll_approvals(void);
 
 /* exec.c */
 struct MHD_Response *serve_exec_response(struct serve_session *s, json_t *body, int client_fd,
-					 int *status, char *why, size_t whylen);
-/* Writes to an exec's stdin (stdin_open), then closes it when eof. 0 or an HTTP status. */
-int serve_exec_stdin(const char *id, const struct serve_peer *peer, const char *data, size_t len,
-		     bool eof, char *why, size_t whylen);
+					 enum serve_err *err, char *why, size_t whylen);
+/* Writes to an exec's stdin (stdin_open), then closes it when eof. SERVE_OK, or why. */
+enum serve_err serve_exec_stdin(const char *id, const struct serve_peer *peer, const char *data,
+				size_t len, bool eof, char *why, size_t whylen);
 /* Runs argv in session id with its output dropped; its status, or -1 (failed or over
  * timeout_ms). The pool's warm-up. */
 int serve_exec_quiet(const struct serve_session *s, char *const argv[], int timeout_ms);
-/* A signal ('s', a = number) or window size ('w', a rows, b cols) for an exec. 0 or a status. */
-int serve_exec_control(const char *id, const struct serve_peer *peer, int kind, int a, int b,
-		       char *why, size_t whylen);
+/* A signal ('s', a = number) or window size ('w', a rows, b cols) for an exec. SERVE_OK, or
+ * why. */
+enum serve_err serve_exec_control(const char *id, const struct serve_peer *peer, int kind, int a,
+				  int b, char *why, size_t whylen);
 
 /* files.c: see files.h for the upload state */
 

@@ -365,7 +365,8 @@ struct serve_session *serve_session_new(void)
  * ended, for the caller to clean up. */
 int serve_boot(struct serve_session *s, const struct serve_create *c, char *why, size_t whylen)
 {
-	char spec[PATH_MAX + 4], *args[32 + 4 * SHARE_RULES_MAX], num[3][16], flag[10][32], **share = NULL;
+	char spec[PATH_MAX + 4], *args[32 + 4 * SHARE_RULES_MAX], num[3][16], flag[10][32],
+		**share = NULL;
 	const char *scope = c ? c->scope_path : NULL;
 	if (c && c->work) {
 		snprintf(s->work, sizeof(s->work), "%s", c->work);
@@ -455,10 +456,10 @@ static int tenant_check(const struct serve_create *c, const struct serve_peer *p
 }
 
 struct serve_session *serve_create(const struct serve_create *c, const struct serve_peer *peer,
-				   int *status, char *why, size_t whylen)
+				   enum serve_err *err, char *why, size_t whylen)
 {
 	if (tenant_check(c, peer, why, whylen) < 0) {
-		*status = 403;
+		*err = SERVE_E_FORBIDDEN;
 		return NULL;
 	}
 	double t0 = serve_wall();
@@ -476,13 +477,13 @@ struct serve_session *serve_create(const struct serve_create *c, const struct se
 	if (!s) {
 		s = serve_session_new();
 		if (!s) {
-			*status = 503;
+			*err = SERVE_E_BUSY;
 			snprintf(why, whylen, "at most %d sessions", SERVE_SESSIONS_MAX);
 			return NULL;
 		}
 		snprintf(s->pool_miss, sizeof(s->pool_miss), "%s", serve.pool_size ? miss : "");
 		if (serve_boot(s, c, why, whylen) < 0) {
-			*status = 422;
+			*err = SERVE_E_REFUSED;
 			pthread_mutex_lock(&serve.lock);
 			unlink_session(s);
 			pthread_mutex_unlock(&serve.lock);
@@ -506,7 +507,7 @@ struct serve_session *serve_create(const struct serve_create *c, const struct se
 		json_t *gone = NULL;
 		serve_delete(id, peer, &gone);
 		json_decref(gone);
-		*status = 500;
+		*err = SERVE_E_INTERNAL;
 		snprintf(why, whylen, "out of memory");
 		return NULL;
 	}
@@ -551,13 +552,13 @@ void serve_session_cleanup(struct serve_session *s)
 		unlink(s->scope_file);
 }
 
-int serve_delete(const char *id, const struct serve_peer *peer, json_t **out)
+enum serve_err serve_delete(const char *id, const struct serve_peer *peer, json_t **out)
 {
 	pthread_mutex_lock(&serve.lock);
 	struct serve_session *s = find(id, peer);
 	if (!s) {
 		pthread_mutex_unlock(&serve.lock);
-		return 404;
+		return SERVE_E_NOT_FOUND;
 	}
 	/* Held from here: the stop below waits with the lock let go, and a request still
 	 * holding the session (an exec stream that ends as its guest does) lets go meanwhile. */
@@ -573,7 +574,7 @@ int serve_delete(const char *id, const struct serve_peer *peer, json_t **out)
 	pthread_mutex_unlock(&serve.lock);
 	serve_session_cleanup(s);
 	serve_session_put(s);
-	return 0;
+	return SERVE_OK;
 }
 
 void serve_reaped(pid_t pid, int st)

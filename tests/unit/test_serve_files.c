@@ -95,11 +95,11 @@ static int exists(const char *rel)
 	return lstat(path, &st) == 0;
 }
 
-/* A whole upload, its body fed in pieces of 7 bytes. The status; *size on success. */
-static int put(const char *rel, bool archive, mode_t mode, const char *body, size_t len,
-	       unsigned long long *size)
+/* A whole upload, its body fed in pieces of 7 bytes. Its result; *size on success. */
+static enum serve_err put(const char *rel, bool archive, mode_t mode, const char *body, size_t len,
+			  unsigned long long *size)
 {
-	int status = 0;
+	enum serve_err status = SERVE_OK;
 	struct serve_upload *u =
 		serve_upload_start(work, rel, archive, mode, state, &status, why, sizeof(why));
 	if (!u) {
@@ -121,7 +121,7 @@ static int put(const char *rel, bool archive, mode_t mode, const char *body, siz
 	return status;
 }
 
-static int put_file(const char *rel, const char *body)
+static enum serve_err put_file(const char *rel, const char *body)
 {
 	return put(rel, false, 0644, body, strlen(body), NULL);
 }
@@ -161,9 +161,9 @@ static size_t fetch(struct MHD_Response *r, char *buf, size_t cap)
 	return n;
 }
 
-static int get_status(const char *rel)
+static enum serve_err get_status(const char *rel)
 {
-	int status = 0;
+	enum serve_err status = SERVE_OK;
 	struct MHD_Response *r = serve_file_response(work, rel, &status, why, sizeof(why));
 	if (r) {
 		MHD_destroy_response(r);
@@ -205,7 +205,7 @@ static void test_put_get(void **st)
 	assert_owned("sub/a.txt", 0750);
 	assert_no_tmp("sub");
 
-	int status = 0;
+	enum serve_err status = SERVE_OK;
 	struct MHD_Response *r = serve_file_response(work, "sub/a.txt", &status, why, sizeof(why));
 	assert_non_null(r);
 	size_t n = fetch(r, buf, sizeof(buf));
@@ -229,7 +229,7 @@ static void test_abandoned_upload_keeps_old(void **st)
 {
 	(void)st;
 	assert_int_equal(put_file("keep", "old"), 0);
-	int status = 0;
+	enum serve_err status = SERVE_OK;
 	struct serve_upload *u =
 		serve_upload_start(work, "keep", false, 0644, state, &status, why, sizeof(why));
 	assert_non_null(u);
@@ -257,22 +257,22 @@ static void test_bad_paths(void **st)
 			      "dir/../../outside/secret",
 			      longp };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		assert_int_equal(get_status(bad[i]), 400);
-		assert_int_equal(put_file(bad[i], "x"), 400);
+		assert_int_equal(get_status(bad[i]), SERVE_E_INVALID);
+		assert_int_equal(put_file(bad[i], "x"), SERVE_E_INVALID);
 		assert_null(strchr(why, '\n'));
 	}
-	assert_int_equal(get_status("missing"), 404);
-	assert_int_equal(put_file("nodir/x", "x"), 404);
-	assert_int_equal(get_status("dir"), 409);
-	assert_int_equal(put_file("dir", "x"), 409);
-	assert_int_equal(put("f", false, 04755, "x", 1, NULL), 400); /* set-user-ID */
-	assert_int_equal(put("f", false, 02755, "x", 1, NULL), 400); /* set-group-ID */
+	assert_int_equal(get_status("missing"), SERVE_E_NOT_FOUND);
+	assert_int_equal(put_file("nodir/x", "x"), SERVE_E_NOT_FOUND);
+	assert_int_equal(get_status("dir"), SERVE_E_CONFLICT);
+	assert_int_equal(put_file("dir", "x"), SERVE_E_CONFLICT);
+	assert_int_equal(put("f", false, 04755, "x", 1, NULL), SERVE_E_INVALID); /* set-user-ID */
+	assert_int_equal(put("f", false, 02755, "x", 1, NULL), SERVE_E_INVALID); /* set-group-ID */
 	assert_false(exists("f"));
 	/* sticky: dropped, not refused */
 	assert_int_equal(put("f", false, 01755, "x", 1, NULL), 0);
 	assert_owned("f", 0755);
 	/* a name with a newline is shown on one line */
-	assert_int_equal(get_status("new\nline"), 404);
+	assert_int_equal(get_status("new\nline"), SERVE_E_NOT_FOUND);
 	assert_null(strchr(why, '\n'));
 }
 
@@ -285,14 +285,14 @@ static void test_hostile_tree(void **st)
 	   "ln -s %s/secret abs && mkdir in && echo inside > in/f && ln -s in/f rel && "
 	   "mkfifo fifo",
 	   work, outside, outside);
-	assert_int_equal(get_status("root/etc/passwd"), 400);
-	assert_int_equal(get_status("out/secret"), 400);
-	assert_int_equal(get_status("up"), 400);
-	assert_int_equal(get_status("abs"), 400);
+	assert_int_equal(get_status("root/etc/passwd"), SERVE_E_INVALID);
+	assert_int_equal(get_status("out/secret"), SERVE_E_INVALID);
+	assert_int_equal(get_status("up"), SERVE_E_INVALID);
+	assert_int_equal(get_status("abs"), SERVE_E_INVALID);
 	assert_int_equal(get_status("rel"), 0); /* a link inside the tree is fine */
-	assert_int_equal(get_status("fifo"), 409);
-	assert_int_equal(put_file("out/new", "x"), 400);
-	assert_int_equal(put_file("root/tmp/new", "x"), 400);
+	assert_int_equal(get_status("fifo"), SERVE_E_CONFLICT);
+	assert_int_equal(put_file("out/new", "x"), SERVE_E_INVALID);
+	assert_int_equal(put_file("root/tmp/new", "x"), SERVE_E_INVALID);
 	/* Writing over a link replaces the link: the file it names is untouched. */
 	assert_int_equal(put_file("abs", "overwritten"), 0);
 	sh("test \"$(cat %s/secret)\" = secret && test -f %s/abs && ! test -L %s/abs", outside,
@@ -301,7 +301,7 @@ static void test_hostile_tree(void **st)
 	assert_string_equal(slurp("fifo"), "now a file");
 	if (geteuid() == 0) {
 		sh("mknod %s/null c 1 3", work);
-		assert_int_equal(get_status("null"), 409);
+		assert_int_equal(get_status("null"), SERVE_E_CONFLICT);
 	}
 }
 
@@ -343,7 +343,8 @@ static size_t make_tar(char *buf, size_t cap, const char *const *lines, size_t n
 	return used;
 }
 
-static int put_tar(const char *dir, const char *const *lines, size_t n, unsigned long long *entries)
+static enum serve_err put_tar(const char *dir, const char *const *lines, size_t n,
+			      unsigned long long *entries)
 {
 	static char buf[1 << 20];
 	size_t len = make_tar(buf, sizeof(buf), lines, n);
@@ -373,16 +374,18 @@ static void test_archive_upload(void **st)
 	assert_owned("into/pkg/x/y", 0740);	/* a directory stays its owner's to fill */
 	assert_owned("into/pkg/link", (mode_t)-1);
 	sh("test \"$(readlink %s/into/pkg/abs)\" = /etc/passwd", work);
-	assert_int_equal(get_status("into/pkg/abs"), 400); /* stored as is, never followed */
+	assert_int_equal(get_status("into/pkg/abs"),
+			 SERVE_E_INVALID); /* stored as is, never followed */
 	assert_no_tmp("into/pkg");
 
 	assert_int_equal(put("", true, 0, "", 0, &n), 0); /* empty body: nothing */
 	assert_int_equal(n, 0);
-	assert_int_equal(put("", true, 0, "not a tar stream at all, surely", 31, NULL), 400);
-	assert_int_equal(put_tar("missing", good, 1, NULL), 404);
-	assert_int_equal(put_tar("into/pkg/a.txt", good, 1, NULL), 409);
+	assert_int_equal(put("", true, 0, "not a tar stream at all, surely", 31, NULL),
+			 SERVE_E_INVALID);
+	assert_int_equal(put_tar("missing", good, 1, NULL), SERVE_E_NOT_FOUND);
+	assert_int_equal(put_tar("into/pkg/a.txt", good, 1, NULL), SERVE_E_CONFLICT);
 	sh("ln -s %s %s/outlink", outside, work);
-	assert_int_equal(put_tar("outlink", good, 1, NULL), 400);
+	assert_int_equal(put_tar("outlink", good, 1, NULL), SERVE_E_INVALID);
 }
 
 /* Each refused entry is named, not made; entries before it stay. */
@@ -391,17 +394,18 @@ static void test_archive_refused(void **st)
 	(void)st;
 	struct {
 		const char *line, *named;
-		int status;
+		enum serve_err status;
 	} bad[] = {
-		{ "f ../evil E", "../evil", 400 },
-		{ "f a/../../evil E", "a/../../evil", 400 },
-		{ "f a/../inside E", "a/../inside", 400 }, /* ".." even where it stays inside */
-		{ "f /abs E", "/abs", 400 },
-		{ "h hard pkg/a.txt", "hard", 400 },
-		{ "p fifo", "fifo", 400 },
-		{ "c dev", "dev", 400 },
-		{ "f lnk/escaped E", "lnk/escaped", 400 }, /* through a link out */
-		{ "d file", "file", 409 },
+		{ "f ../evil E", "../evil", SERVE_E_INVALID },
+		{ "f a/../../evil E", "a/../../evil", SERVE_E_INVALID },
+		{ "f a/../inside E", "a/../inside",
+		  SERVE_E_INVALID }, /* ".." even where it stays inside */
+		{ "f /abs E", "/abs", SERVE_E_INVALID },
+		{ "h hard pkg/a.txt", "hard", SERVE_E_INVALID },
+		{ "p fifo", "fifo", SERVE_E_INVALID },
+		{ "c dev", "dev", SERVE_E_INVALID },
+		{ "f lnk/escaped E", "lnk/escaped", SERVE_E_INVALID }, /* through a link out */
+		{ "d file", "file", SERVE_E_CONFLICT },
 	};
 	sh("mkdir -p %s/t && ln -s %s %s/t/lnk && echo f > %s/t/file", work, outside, work, work);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -428,7 +432,7 @@ static void test_archive_too_many(void **st)
 	const char *const lines[] = { "d ./" };
 	size_t len = make_tar(one, sizeof(one), lines, 1); /* a header, then the end */
 	assert_int_equal(len, 3 * 512);
-	int status = 0;
+	enum serve_err status = SERVE_OK;
 	struct serve_upload *u =
 		serve_upload_start(work, "", true, 0, state, &status, why, sizeof(why));
 	assert_non_null(u);
@@ -436,7 +440,7 @@ static void test_archive_too_many(void **st)
 		assert_int_equal(serve_upload_feed(u, one, 512, why, sizeof(why)), 0);
 	assert_int_equal(serve_upload_feed(u, one + 512, 1024, why, sizeof(why)), 0);
 	unsigned long long n = 0;
-	assert_int_equal(serve_upload_finish(u, true, &n, why, sizeof(why)), 413);
+	assert_int_equal(serve_upload_finish(u, true, &n, why, sizeof(why)), SERVE_E_TOO_LARGE);
 	assert_non_null(strstr(why, "100000"));
 }
 
@@ -465,14 +469,14 @@ static void list_tar(int fd, char *out, size_t cap)
 	archive_read_free(a);
 }
 
-static int pack(const char *rel, char *list, size_t cap)
+static enum serve_err pack(const char *rel, char *list, size_t cap)
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/%s", work, rel);
 	int dfd = open(path, O_RDONLY | O_DIRECTORY);
 	int out = files_spool(state);
 	assert_true(dfd >= 0 && out >= 0);
-	int status = serve_archive_pack(dfd, out, why, sizeof(why));
+	enum serve_err status = serve_archive_pack(dfd, out, why, sizeof(why));
 	if (!status)
 		list_tar(out, list, cap);
 	close(out);
@@ -498,7 +502,7 @@ static void test_archive_download(void **st)
 	assert_null(strstr(list, "= secret")); /* no file behind a link was read */
 
 	/* the same through the API and a daemon */
-	int status = 0;
+	enum serve_err status = SERVE_OK;
 	struct MHD_Response *r =
 		serve_archive_response(work, "p", state, &status, why, sizeof(why));
 	assert_non_null(r);
@@ -512,11 +516,11 @@ static void test_archive_download(void **st)
 	assert_string_equal(again, list);
 
 	assert_null(serve_archive_response(work, "p/root", state, &status, why, sizeof(why)));
-	assert_int_equal(status, 400);
+	assert_int_equal(status, SERVE_E_INVALID);
 	assert_null(serve_archive_response(work, "p/sub/one", state, &status, why, sizeof(why)));
-	assert_int_equal(status, 409);
+	assert_int_equal(status, SERVE_E_CONFLICT);
 	assert_null(serve_archive_response(work, "nope", state, &status, why, sizeof(why)));
-	assert_int_equal(status, 404);
+	assert_int_equal(status, SERVE_E_NOT_FOUND);
 	r = serve_archive_response(work, "", state, &status, why, sizeof(why));
 	assert_non_null(r);
 	MHD_destroy_response(r);
@@ -535,7 +539,7 @@ static void test_archive_download(void **st)
 	/* deeper than the bound: refused whole, not cut */
 	sh("mkdir -p %s/deep && cd %s/deep && for i in $(seq 65); do mkdir d && cd d; done", work,
 	   work);
-	assert_int_equal(pack("deep", list, sizeof(list)), 413);
+	assert_int_equal(pack("deep", list, sizeof(list)), SERVE_E_TOO_LARGE);
 }
 
 static void test_tree_remove(void **st)
@@ -598,14 +602,14 @@ static void test_races(void **st)
 	alarm(60);
 	int ok_put = 0, ok_get = 0;
 	for (int i = 0; i < 3000; i++) {
-		int s = put_file("race/d/f", "x");
-		assert_true(s == 0 || s == 400);
+		enum serve_err s = put_file("race/d/f", "x");
+		assert_true(s == 0 || s == SERVE_E_INVALID);
 		ok_put += s == 0;
 		s = get_status("race/reg");
-		assert_true(s == 0 || s == 409);
+		assert_true(s == 0 || s == SERVE_E_CONFLICT);
 		ok_get += s == 0;
 		s = get_status("race/d/f");
-		assert_true(s == 0 || s == 400 || s == 404);
+		assert_true(s == 0 || s == SERVE_E_INVALID || s == SERVE_E_NOT_FOUND);
 	}
 	alarm(0);
 	atomic_store(&racing, false);
