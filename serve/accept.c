@@ -7,7 +7,7 @@
  * namespaces); administrators always keep SERVE_CONNS_ADMIN of SERVE_CONNS_MAX. Past its share a
  * connection is answered 503 saying so and closed, and nobody else is slowed. libmicrohttpd then
  * takes each connection (MHD_add_connection) and tells us when it closes. */
-#include "serve/serve.h"
+#include "serve/http_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <microhttpd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -493,43 +492,35 @@ enum serve_err serve_archive_pack(int dfd, int out, char *why, size_t whylen)
 	return status;
 }
 
-struct MHD_Response *serve_archive_response(const char *work, const char *rel,
-					    const char *state_dir, enum serve_err *status,
-					    char *why, size_t whylen)
+enum serve_err serve_archive_body(const char *work, const char *rel, const char *state_dir,
+				  struct serve_body *body, char *why, size_t whylen)
 {
 	struct files_owner own;
-	*status = files_check(rel, false, why, whylen);
-	if (*status)
-		return NULL;
-	int wfd = files_open_work(work, &own, status, why, whylen);
+	enum serve_err err = files_check(rel, false, why, whylen);
+	if (err)
+		return err;
+	int wfd = files_open_work(work, &own, &err, why, whylen);
 	if (wfd < 0)
-		return NULL;
+		return err;
 	int dfd = files_beneath(wfd, rel, O_RDONLY | O_DIRECTORY);
 	close(wfd);
-	if (dfd < 0) {
-		*status = files_status(-dfd, rel, why, whylen);
-		return NULL;
-	}
+	if (dfd < 0)
+		return files_status(-dfd, rel, why, whylen);
 	/* Written whole before the answer starts, so a failure is a status, not a cut stream. */
 	int out = files_spool(state_dir);
 	if (out < 0) {
 		close(dfd);
-		*status = files_fail(why, whylen, SERVE_E_INTERNAL, rel, "spooling in %s: %s",
-				     state_dir, strerror(-out));
-		return NULL;
+		return files_fail(why, whylen, SERVE_E_INTERNAL, rel, "spooling in %s: %s",
+				  state_dir, strerror(-out));
 	}
 	struct stat st;
-	*status = serve_archive_pack(dfd, out, why, whylen);
-	if (!*status && fstat(out, &st) < 0)
-		*status = files_status(errno, rel, why, whylen);
-	struct MHD_Response *r = NULL;
-	if (!*status) {
-		r = MHD_create_response_from_fd((uint64_t)st.st_size, out);
-		if (!r)
-			*status = files_fail(why, whylen, SERVE_E_INTERNAL, rel,
-					     "cannot make a response");
-	}
-	if (!r)
+	err = serve_archive_pack(dfd, out, why, whylen);
+	if (!err && fstat(out, &st) < 0)
+		err = files_status(errno, rel, why, whylen);
+	if (err) {
 		close(out);
-	return r;
+		return err;
+	}
+	*body = (struct serve_body){ .fd = out, .size = (unsigned long long)st.st_size };
+	return SERVE_OK;
 }

@@ -6,7 +6,6 @@
 #include "serve/serve.h"
 
 #include <errno.h>
-#include <microhttpd.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,9 +96,8 @@ static char *next_line(struct stream *st, bool *gone)
 	return NULL;
 }
 
-static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+static ssize_t reader(void *cls, char *buf, size_t max)
 {
-	(void)pos;
 	struct stream *st = cls;
 	if (st->off == st->len) {
 		free(st->line);
@@ -107,7 +105,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 		bool gone = false;
 		char *line = next_line(st, &gone);
 		if (gone)
-			return MHD_CONTENT_READER_END_WITH_ERROR;
+			return SERVE_BODY_CUT;
 		if (!line) {
 			st->line = NULL;
 			buf[0] = '\n';
@@ -132,12 +130,12 @@ static void stream_free(void *cls)
 	free(st);
 }
 
-struct MHD_Response *serve_events_response(long long since, int client_fd,
-					   const struct serve_peer *peer)
+enum serve_err serve_events_body(long long since, int client_fd, const struct serve_peer *peer,
+				 struct serve_body *body)
 {
 	struct stream *st = calloc(1, sizeof(*st));
 	if (!st)
-		return NULL;
+		return SERVE_E_INTERNAL;
 	pthread_mutex_lock(&lock);
 	/* No since, or one beyond the last: from now on. */
 	st->seq = since >= 0 && since < next_seq ? since + 1 : next_seq;
@@ -148,11 +146,10 @@ struct MHD_Response *serve_events_response(long long since, int client_fd,
 	 * stream open before any event. */
 	st->line = strdup("\n");
 	st->len = st->line ? 1 : 0;
-	struct MHD_Response *r =
-		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, st, stream_free);
-	if (!r)
-		free(st);
-	return r;
+	*body = (struct serve_body){
+		.fd = -1, .read = reader, .release = stream_free, .cls = st, .block = 4096
+	};
+	return SERVE_OK;
 }
 
 /* approval.pending for each approval not seen before (the main thread, once a second). */

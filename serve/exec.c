@@ -18,7 +18,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <microhttpd.h>
 #include <openssl/evp.h>
 #include <poll.h>
 #include <stdio.h>
@@ -249,18 +248,17 @@ static int next_frame(struct serve_exec *e)
 	}
 }
 
-static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+static ssize_t reader(void *cls, char *buf, size_t max)
 {
-	(void)pos;
 	struct serve_exec *e = cls;
 	if (e->foff == e->flen) {
 		if (e->phase == 2)
-			return MHD_CONTENT_READER_END_OF_STREAM;
+			return SERVE_BODY_END;
 		if (e->phase == 0) {
 			frame_json(e, json_pack("{ss}", "exec", e->id));
 			e->phase = 1;
 		} else if (next_frame(e) < 0 || !e->frame) {
-			return MHD_CONTENT_READER_END_WITH_ERROR;
+			return SERVE_BODY_CUT;
 		}
 	}
 	size_t n = e->flen - e->foff < max ? e->flen - e->foff : max;
@@ -389,8 +387,8 @@ static int pipes(struct serve_exec *e)
 	return 0;
 }
 
-struct MHD_Response *serve_exec_response(struct serve_session *sess, json_t *body, int client_fd,
-					 enum serve_err *err, char *why, size_t whylen)
+enum serve_err serve_exec_body(struct serve_session *sess, json_t *body, int client_fd,
+			       struct serve_body *out, char *why, size_t whylen)
 {
 	struct serve_exec *e = calloc(1, sizeof(*e));
 	char **argv = NULL, *store[EXEC_ENV_MAX + 1] = { 0 },
@@ -398,13 +396,11 @@ struct MHD_Response *serve_exec_response(struct serve_session *sess, json_t *bod
 	bool tty = false;
 	unsigned rows = 24, cols = 80;
 	const char *cwd = NULL;
-	struct MHD_Response *resp = NULL;
-	*err = SERVE_E_INVALID;
+	enum serve_err err = SERVE_E_INVALID;
 	if (!e) {
 		serve_session_put(sess);
-		*err = SERVE_E_INTERNAL;
 		snprintf(why, whylen, "out of memory");
-		return NULL;
+		return SERVE_E_INTERNAL;
 	}
 	e->sess = sess;
 	e->refs = 1;
@@ -416,7 +412,7 @@ struct MHD_Response *serve_exec_response(struct serve_session *sess, json_t *bod
 		*fds[i] = -1;
 	if (exec_parse(body, &argv, e, &tty, &rows, &cols, &cwd, why, whylen) < 0)
 		goto fail;
-	*err = SERVE_E_INTERNAL;
+	err = SERVE_E_INTERNAL;
 	if (!cwd)
 		cwd = sess->cwd;
 	/* The image's environment under the session's, under the exec's own. */
@@ -439,31 +435,29 @@ struct MHD_Response *serve_exec_response(struct serve_session *sess, json_t *bod
 	uint32_t flags = (tty ? AGENT_EXEC_TTY : 0) | (with_stdin ? AGENT_EXEC_STDIN : 0);
 	if (exec_client_open(e->c, sess->uds, AGENT_PORT, EXEC_CONNECT_MS, flags, (uint16_t)rows,
 			     (uint16_t)cols, cwd, argv, envp) < 0) {
-		*err = SERVE_E_CONFLICT;
+		err = SERVE_E_CONFLICT;
 		snprintf(why, whylen, "session %s: %s", sess->id, e->c->error);
 		free(e->c);
 		e->c = NULL;
 		goto fail;
 	}
-	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, reader, e,
-						 reader_free);
-	if (!resp)
-		goto fail;
 	pthread_mutex_lock(&reg_lock);
 	e->next = execs;
 	execs = e;
 	pthread_mutex_unlock(&reg_lock);
-	*err = SERVE_OK;
+	*out = (struct serve_body){
+		.fd = -1, .read = reader, .release = reader_free, .cls = e, .block = 64 * 1024
+	};
 	free(argv);
 	for (size_t i = 0; store[i]; i++)
 		free(store[i]);
-	return resp;
+	return SERVE_OK;
 fail:
 	free(argv);
 	for (size_t i = 0; store[i]; i++)
 		free(store[i]);
 	exec_put(e);
-	return NULL;
+	return err;
 }
 
 enum serve_err serve_exec_stdin(const char *id, const struct serve_peer *peer, const char *data,

@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
-#include <microhttpd.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -384,32 +383,23 @@ enum serve_err serve_upload_finish(struct serve_upload *u, bool commit, unsigned
 	return status;
 }
 
-struct MHD_Response *serve_file_response(const char *work, const char *rel, enum serve_err *status,
-					 char *why, size_t whylen)
+enum serve_err serve_file_body(const char *work, const char *rel, struct serve_body *out,
+			       char *why, size_t whylen)
 {
 	struct files_owner own;
-	*status = files_check(rel, true, why, whylen);
-	if (*status)
-		return NULL;
-	int wfd = files_open_work(work, &own, status, why, whylen);
+	enum serve_err err = files_check(rel, true, why, whylen);
+	if (err)
+		return err;
+	int wfd = files_open_work(work, &own, &err, why, whylen);
 	if (wfd < 0)
-		return NULL;
+		return err;
 	struct stat st;
 	int fd = files_open_regular(wfd, rel, true, &st);
 	close(wfd);
-	if (fd == FILES_NOT_REGULAR) {
-		*status = files_fail(why, whylen, SERVE_E_CONFLICT, rel, "not a regular file");
-		return NULL;
-	}
-	if (fd < 0) {
-		*status = files_status(-fd, rel, why, whylen);
-		return NULL;
-	}
-	/* libmicrohttpd owns fd from here, and closes it with the response. */
-	struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
-	if (!r) {
-		close(fd);
-		*status = files_fail(why, whylen, SERVE_E_INTERNAL, rel, "cannot make a response");
-	}
-	return r;
+	if (fd == FILES_NOT_REGULAR)
+		return files_fail(why, whylen, SERVE_E_CONFLICT, rel, "not a regular file");
+	if (fd < 0)
+		return files_status(-fd, rel, why, whylen);
+	*out = (struct serve_body){ .fd = fd, .size = (unsigned long long)st.st_size };
+	return SERVE_OK;
 }

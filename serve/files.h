@@ -7,13 +7,12 @@
 #ifndef BULKHEAD_SERVE_FILES_H
 #define BULKHEAD_SERVE_FILES_H
 
+#include "serve/body.h"
 #include "serve/serve_err.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
-
-struct MHD_Response;
 
 /* An upload in progress (PUT files/{path} or archive/{dir}): started when its request's
  * headers arrive, fed each piece of the body, finished at its end. A failed upload leaves
@@ -35,11 +34,11 @@ enum serve_err serve_upload_finish(struct serve_upload *u, bool commit, unsigned
 				   char *why, size_t whylen);
 
 /* GET files/{path}: the regular file's bytes; GET archive/{dir}: the directory as a tar
- * stream (links are stored as links, never followed). NULL with *err and why. */
-struct MHD_Response *serve_file_response(const char *work, const char *rel, enum serve_err *err,
-					 char *why, size_t whylen);
-struct MHD_Response *serve_archive_response(const char *work, const char *rel,
-					    const char *state_dir, enum serve_err *err, char *why,
-					    size_t whylen);
+ * stream (links are stored as links, never followed), spooled in state_dir first. SERVE_OK
+ * with *body (a file, closed with the answer), or why. */
+enum serve_err serve_file_body(const char *work, const char *rel, struct serve_body *body,
+			       char *why, size_t whylen);
+enum serve_err serve_archive_body(const char *work, const char *rel, const char *state_dir,
+				  struct serve_body *body, char *why, size_t whylen);
 
 #endif

@@ -96,9 +96,46 @@ enum MHD_Result http_reply_error(struct MHD_Connection *c, unsigned status, cons
 	return http_reply(c, status, json_pack("{ss}", "error", line));
 }
 
-enum MHD_Result http_reply_stream(struct MHD_Connection *c, struct MHD_Response *r,
-				  const char *type)
+/* A reader body as libmicrohttpd's callback: its own copy, freed with the response. */
+static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
+	(void)pos;
+	const struct serve_body *b = cls;
+	ssize_t n = b->read(b->cls, buf, max);
+	if (n == SERVE_BODY_END)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	return n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : n;
+}
+
+static void body_free(void *cls)
+{
+	struct serve_body *b = cls;
+	b->release(b->cls);
+	free(b);
+}
+
+enum MHD_Result http_reply_body(struct MHD_Connection *c, const struct serve_body *b,
+				const char *type)
+{
+	struct MHD_Response *r = NULL;
+	if (b->fd >= 0) {
+		r = MHD_create_response_from_fd(b->size, b->fd); /* it closes fd from here */
+		if (!r)
+			close(b->fd);
+	} else {
+		struct serve_body *own = malloc(sizeof(*own));
+		if (own) {
+			*own = *b;
+			r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, b->block, body_read,
+							      own, body_free);
+		}
+		if (!r) {
+			free(own);
+			b->release(b->cls);
+		}
+	}
+	if (!r)
+		return http_reply_err(c, SERVE_E_INTERNAL, "cannot make a response");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);

@@ -45,18 +45,27 @@ struct req {
 	struct serve_session *sess; /* held for an upload */
 };
 
-/* Answers: a JSON body (o is taken; NULL: none), {"error": why}, a stream of type. */
+/* Answers: a JSON body (o is taken; NULL: none), {"error": why}. */
 enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, json_t *o);
 enum MHD_Result http_reply_error(struct MHD_Connection *c, unsigned status, const char *why);
 enum MHD_Result http_reply_err(struct MHD_Connection *c, enum serve_err err, const char *why);
-enum MHD_Result http_reply_stream(struct MHD_Connection *c, struct MHD_Response *r,
-				  const char *type);
 /* The body as a JSON object ({} when empty); NULL with q->status and q->why. */
 json_t *http_body_json(struct req *q);
 /* The connection's socket (to notice a client that went away), or -1. */
 int http_client_fd(struct MHD_Connection *c);
 /* The status an error kind is answered with (the one table). */
 unsigned http_status_of(enum serve_err err);
+
+/* An answer streamed from a body (serve/body.h); a body that cannot be sent is released. */
+enum MHD_Result http_reply_body(struct MHD_Connection *c, const struct serve_body *b,
+				const char *type);
+
+/* accept.c: our accept loop, which hands each connection within its uid's share to the
+ * server (over it: 503 and closed). */
+int serve_accept_start(struct MHD_Daemon *d, int listen_fd);
+void serve_accept_stop(void);
+/* The connection notifier the server must be started with (it keeps the counts). */
+MHD_NotifyConnectionCallback serve_accept_notify(void);
 
 /* The first call of a ROUTE_UPLOAD request: its upload starts, or q->status says why not. */
 void routes_upload_start(struct MHD_Connection *c, struct req *q);

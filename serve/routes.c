@@ -39,9 +39,10 @@ enum MHD_Result route_events(struct MHD_Connection *c, struct req *q)
 	long long n = since ? strtoll(since, &end, 10) : -1;
 	if (since && (!*since || *end || n < 0))
 		return http_reply_err(c, SERVE_E_INVALID, "since must be an event's seq");
-	struct MHD_Response *r = serve_events_response(n, http_client_fd(c), &q->peer);
-	return r ? http_reply_stream(c, r, "application/x-ndjson")
-		 : http_reply_err(c, SERVE_E_INTERNAL, "out of memory");
+	struct serve_body b;
+	if (serve_events_body(n, http_client_fd(c), &q->peer, &b))
+		return http_reply_err(c, SERVE_E_INTERNAL, "out of memory");
+	return http_reply_body(c, &b, "application/x-ndjson");
 }
 
 enum MHD_Result route_list(struct MHD_Connection *c, struct req *q)
@@ -108,13 +109,13 @@ enum MHD_Result route_exec(struct MHD_Connection *c, struct req *q)
 		json_decref(body);
 		return http_reply_err(c, SERVE_E_CONFLICT, "the session has ended");
 	}
-	enum serve_err err;
-	struct MHD_Response *r =
-		serve_exec_response(s, body, http_client_fd(c), &err, q->why, sizeof(q->why));
+	struct serve_body b;
+	enum serve_err err =
+		serve_exec_body(s, body, http_client_fd(c), &b, q->why, sizeof(q->why));
 	json_decref(body);
-	if (!r)
+	if (err)
 		return http_reply_err(c, err, q->why);
-	return http_reply_stream(c, r, "application/x-ndjson");
+	return http_reply_body(c, &b, "application/x-ndjson");
 }
 
 enum MHD_Result route_get_file(struct MHD_Connection *c, struct req *q)
@@ -122,16 +123,15 @@ enum MHD_Result route_get_file(struct MHD_Connection *c, struct req *q)
 	struct serve_session *s = serve_session_get(q->id, &q->peer);
 	if (!s)
 		return http_reply_err(c, SERVE_E_NOT_FOUND, "no such session");
-	enum serve_err err = SERVE_E_INTERNAL;
+	struct serve_body b;
 	bool file = q->rt->arg == ROUTE_FILE;
-	struct MHD_Response *r =
-		file ? serve_file_response(s->work, q->rest, &err, q->why, sizeof(q->why))
-		     : serve_archive_response(s->work, q->rest, serve.state, &err, q->why,
-					      sizeof(q->why));
+	enum serve_err err =
+		file ? serve_file_body(s->work, q->rest, &b, q->why, sizeof(q->why))
+		     : serve_archive_body(s->work, q->rest, serve.state, &b, q->why, sizeof(q->why));
 	serve_session_put(s);
-	if (!r)
+	if (err)
 		return http_reply_err(c, err, q->why);
-	return http_reply_stream(c, r, file ? "application/octet-stream" : "application/x-tar");
+	return http_reply_body(c, &b, file ? "application/octet-stream" : "application/x-tar");
 }
 
 void routes_upload_start(struct MHD_Connection *c, struct req *q)

@@ -29,10 +29,10 @@
 #define BULKHEAD_SERVE_SERVE_H
 
 #include "image/image.h"
+#include "serve/body.h"
 #include "serve/serve_err.h"
 
 #include <jansson.h>
-#include <microhttpd.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -208,15 +208,18 @@ json_t *serve_pool_json(void);
 /* events.c */
 /* Records an event (extra: more fields, stolen). May be called with serve.lock held. */
 void serve_event(const char *type, const struct serve_session *s, json_t *extra);
-struct MHD_Response;
-/* The event stream: those after seq since (-1: only those still to come). */
-struct MHD_Response *serve_events_response(long long since, int client_fd,
-					   const struct serve_peer *peer);
+/* The event stream: those after seq since (-1: only those still to come). SERVE_OK with
+ * *body, or SERVE_E_INTERNAL (out of memory). */
+enum serve_err serve_events_body(long long since, int client_fd, const struct serve_peer *peer,
+				 struct serve_body *body);
 void serve_events_poll_approvals(void);
 
 /* exec.c */
-struct MHD_Response *serve_exec_response(struct serve_session *s, json_t *body, int client_fd,
-					 enum serve_err *err, char *why, size_t whylen);
+/* Starts the command body asks for in s (taken: let go with the exec) and makes its NDJSON
+ * stream; client_fd is watched so that a client that goes away ends the command. SERVE_OK
+ * with *out, or why. */
+enum serve_err serve_exec_body(struct serve_session *s, json_t *body, int client_fd,
+			       struct serve_body *out, char *why, size_t whylen);
 /* Writes to an exec's stdin (stdin_open), then closes it when eof. SERVE_OK, or why. */
 enum serve_err serve_exec_stdin(const char *id, const struct serve_peer *peer, const char *data,
 				size_t len, bool eof, char *why, size_t whylen);
@@ -230,14 +233,7 @@ enum serve_err serve_exec_control(const char *id, const struct serve_peer *peer,
 
 /* files.c: see files.h for the upload state */
 
-/* accept.c: our accept loop, which hands each connection within its uid's share to the
- * server (over it: 503 and closed). */
-int serve_accept_start(struct MHD_Daemon *d, int listen_fd);
-void serve_accept_stop(void);
-/* The connection notifier the server must be started with (it keeps the counts). */
-MHD_NotifyConnectionCallback serve_accept_notify(void);
-
-/* http.c */
+/* http.c (with accept.c and routes.c: the HTTP front, serve/http_internal.h) */
 int serve_http_start(int listen_fd);
 void serve_http_stop(void);
 

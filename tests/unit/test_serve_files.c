@@ -134,9 +134,12 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	return MHD_queue_response(c, MHD_HTTP_OK, cls);
 }
 
-/* The response's body as a real daemon sends it; its length. */
-static size_t fetch(struct MHD_Response *r, char *buf, size_t cap)
+/* A file body (taken) as a real daemon sends it, made as serve/http.c makes it; its length. */
+static size_t fetch(const struct serve_body *b, char *buf, size_t cap)
 {
+	assert_true(b->fd >= 0);
+	struct MHD_Response *r = MHD_create_response_from_fd(b->size, b->fd);
+	assert_non_null(r);
 	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
 						answer, r, MHD_OPTION_END);
 	assert_non_null(d);
@@ -163,13 +166,10 @@ static size_t fetch(struct MHD_Response *r, char *buf, size_t cap)
 
 static enum serve_err get_status(const char *rel)
 {
-	enum serve_err status = SERVE_OK;
-	struct MHD_Response *r = serve_file_response(work, rel, &status, why, sizeof(why));
-	if (r) {
-		MHD_destroy_response(r);
-		return 0;
-	}
-	assert_int_not_equal(status, 0);
+	struct serve_body b;
+	enum serve_err status = serve_file_body(work, rel, &b, why, sizeof(why));
+	if (status == SERVE_OK)
+		close(b.fd);
 	return status;
 }
 
@@ -205,23 +205,21 @@ static void test_put_get(void **st)
 	assert_owned("sub/a.txt", 0750);
 	assert_no_tmp("sub");
 
-	enum serve_err status = SERVE_OK;
-	struct MHD_Response *r = serve_file_response(work, "sub/a.txt", &status, why, sizeof(why));
-	assert_non_null(r);
-	size_t n = fetch(r, buf, sizeof(buf));
+	struct serve_body b;
+	assert_int_equal(serve_file_body(work, "sub/a.txt", &b, why, sizeof(why)), SERVE_OK);
+	size_t n = fetch(&b, buf, sizeof(buf));
 	assert_int_equal(n, 12);
 	assert_memory_equal(buf, "hello, file\n", 12);
-	r = serve_file_response(work, "./sub//a.txt", &status, why, sizeof(why));
-	assert_non_null(r);
-	MHD_destroy_response(r);
+	assert_int_equal(serve_file_body(work, "./sub//a.txt", &b, why, sizeof(why)), SERVE_OK);
+	assert_int_equal(b.size, 12);
+	close(b.fd);
 
 	/* replaced whole; an empty body is an empty file */
 	assert_int_equal(put_file("sub/a.txt", "v2"), 0);
 	assert_string_equal(slurp("sub/a.txt"), "v2");
 	assert_int_equal(put_file("empty", ""), 0);
-	r = serve_file_response(work, "empty", &status, why, sizeof(why));
-	assert_non_null(r);
-	assert_int_equal(fetch(r, buf, sizeof(buf)), 0);
+	assert_int_equal(serve_file_body(work, "empty", &b, why, sizeof(why)), SERVE_OK);
+	assert_int_equal(fetch(&b, buf, sizeof(buf)), 0);
 }
 
 /* An upload abandoned halfway leaves the old file as it was, and no temporary file. */
@@ -502,11 +500,9 @@ static void test_archive_download(void **st)
 	assert_null(strstr(list, "= secret")); /* no file behind a link was read */
 
 	/* the same through the API and a daemon */
-	enum serve_err status = SERVE_OK;
-	struct MHD_Response *r =
-		serve_archive_response(work, "p", state, &status, why, sizeof(why));
-	assert_non_null(r);
-	size_t n = fetch(r, buf, sizeof(buf));
+	struct serve_body b;
+	assert_int_equal(serve_archive_body(work, "p", state, &b, why, sizeof(why)), SERVE_OK);
+	size_t n = fetch(&b, buf, sizeof(buf));
 	assert_true(n > 0 && n % 512 == 0);
 	int fd = files_spool(state);
 	assert_int_equal(write(fd, buf, n), (ssize_t)n);
@@ -515,22 +511,21 @@ static void test_archive_download(void **st)
 	close(fd);
 	assert_string_equal(again, list);
 
-	assert_null(serve_archive_response(work, "p/root", state, &status, why, sizeof(why)));
-	assert_int_equal(status, SERVE_E_INVALID);
-	assert_null(serve_archive_response(work, "p/sub/one", state, &status, why, sizeof(why)));
-	assert_int_equal(status, SERVE_E_CONFLICT);
-	assert_null(serve_archive_response(work, "nope", state, &status, why, sizeof(why)));
-	assert_int_equal(status, SERVE_E_NOT_FOUND);
-	r = serve_archive_response(work, "", state, &status, why, sizeof(why));
-	assert_non_null(r);
-	MHD_destroy_response(r);
+	assert_int_equal(serve_archive_body(work, "p/root", state, &b, why, sizeof(why)),
+			 SERVE_E_INVALID);
+	assert_int_equal(serve_archive_body(work, "p/sub/one", state, &b, why, sizeof(why)),
+			 SERVE_E_CONFLICT);
+	assert_int_equal(serve_archive_body(work, "nope", state, &b, why, sizeof(why)),
+			 SERVE_E_NOT_FOUND);
+	assert_int_equal(serve_archive_body(work, "", state, &b, why, sizeof(why)), SERVE_OK);
+	close(b.fd);
 
 	if (geteuid() == 0) { /* a mount point is not entered */
 		char mnt[PATH_MAX];
 		snprintf(mnt, sizeof(mnt), "%s/p/mnt", work);
 		sh("mkdir %s", mnt);
 		assert_int_equal(mount(outside, mnt, NULL, MS_BIND, NULL), 0);
-		status = pack("p", list, sizeof(list));
+		enum serve_err status = pack("p", list, sizeof(list));
 		umount2(mnt, MNT_DETACH);
 		assert_int_equal(status, 0);
 		assert_null(strstr(list, "mnt"));
