@@ -16,6 +16,7 @@
 
 #include "broker/hostname.h"
 #include "broker/reqpath.h"
+#include "lib/io.h"
 #include "lib/json_strict.h"
 #include "lib/json_where.h"
 
@@ -386,26 +387,16 @@ int policy_load_json(struct policy *p, const char *json, char *err, size_t errle
 
 int policy_load_file(struct policy *p, const char *path, char *err, size_t errlen)
 {
-	char *buf = NULL, sub[400];
-	FILE *f = fopen(path, "re");
-	size_t n;
+	char sub[400];
 	int rc;
 
 	memset(p, 0, sizeof(*p));
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	char *buf = io_read_path(path, 1 << 20, NULL);
+	if (!buf) {
+		snprintf(err, errlen, "%s: %s", path,
+			 errno == ERANGE ? "larger than 1 MiB" : strerror(errno));
 		return -1;
 	}
-	buf = malloc((1 << 20) + 1);
-	n = buf ? fread(buf, 1, 1 << 20, f) : 0;
-	if (!buf || ferror(f) || (n == 1 << 20 && fgetc(f) != EOF)) {
-		snprintf(err, errlen, "%s: unreadable or larger than 1 MiB", path);
-		fclose(f);
-		free(buf);
-		return -1;
-	}
-	fclose(f);
-	buf[n] = '\0';
 	rc = policy_load_json(p, buf, sub, sizeof(sub));
 	if (rc)
 		snprintf(err, errlen, "%s: %s", path, sub);

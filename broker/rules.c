@@ -7,6 +7,7 @@
 #include "broker/hostname.h"
 #include "broker/reqpath.h"
 #include "lib/errbuf.h"
+#include "lib/io.h"
 #include "lib/json_strict.h"
 
 #include <arpa/inet.h>
@@ -302,23 +303,13 @@ out:
 
 int rules_load_file(struct rules *r, const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t n = 0;
+	char *buf = io_read_path(path, (1 << 20) - 1, NULL);
 	int rc;
 
-	if (!f)
+	if (!buf && errno == ERANGE)
+		return errbuf_fail(err, errlen, -1, "%s: larger than 1 MiB", path);
+	if (!buf)
 		return errbuf_fail(err, errlen, -1, "cannot open %s: %s", path, strerror(errno));
-	buf = malloc(1 << 20);
-	if (buf)
-		n = fread(buf, 1, (1 << 20) - 1, f);
-	if (!buf || !feof(f)) {
-		fclose(f);
-		free(buf);
-		return errbuf_fail(err, errlen, -1, "%s: unreadable or larger than 1 MiB", path);
-	}
-	fclose(f);
-	buf[n] = 0;
 	rc = rules_load_json(r, buf, err, errlen);
 	if (rc) {
 		char tmp[512];

@@ -11,6 +11,7 @@
 #include "broker/reqpath.h"
 #include "broker/rules.h"
 #include "lib/json_where.h"
+#include "lib/io.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -51,20 +52,9 @@ static const char policy_usage[] =
 
 static char *slurp(const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "re");
-	char *buf = malloc((1 << 20) + 1);
-	size_t n = f && buf ? fread(buf, 1, 1 << 20, f) : 0;
-
-	if (!f || !buf || ferror(f) || (n == 1 << 20 && fgetc(f) != EOF)) {
-		snprintf(err, errlen, "%s",
-			 !f ? strerror(errno) : "unreadable or larger than 1 MiB");
-		if (f)
-			fclose(f);
-		free(buf);
-		return NULL;
-	}
-	fclose(f);
-	buf[n] = '\0';
+	char *buf = io_read_path(path, 1 << 20, NULL);
+	if (!buf)
+		snprintf(err, errlen, "%s", errno == ERANGE ? "larger than 1 MiB" : strerror(errno));
 	return buf;
 }
 

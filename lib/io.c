@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -71,6 +72,37 @@ ssize_t io_read_full(int fd, void *buf, size_t len)
 ssize_t io_pread_full(int fd, void *buf, size_t len, off_t off)
 {
 	return read_loop(fd, buf, len, true, off);
+}
+
+char *io_read_all(int fd, size_t max, size_t *len)
+{
+	char *buf = max < SIZE_MAX - 1 ? malloc(max + 2) : NULL;
+	if (!buf) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ssize_t n = io_read_full(fd, buf, max + 1); /* one more: there is more than max */
+	if (n < 0 || (size_t)n > max) {
+		free(buf);
+		errno = n < 0 ? (int)-n : ERANGE;
+		return NULL;
+	}
+	buf[n] = '\0';
+	if (len)
+		*len = (size_t)n;
+	return buf;
+}
+
+char *io_read_path(const char *path, size_t max, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	char *buf = io_read_all(fd, max, len);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return buf;
 }
 
 int io_write_full(int fd, const void *buf, size_t len)

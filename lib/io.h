@@ -26,6 +26,12 @@ ssize_t io_read_full(int fd, void *buf, size_t len);
 /* The same from offset OFF, leaving the descriptor's position alone. */
 ssize_t io_pread_full(int fd, void *buf, size_t len, off_t off);
 
+/* The whole of what FD reads until its end, at most MAX bytes, NUL-terminated (malloc'd;
+ * *LEN its length when LEN is not NULL). NULL with errno: ERANGE when there is more than MAX,
+ * else the read's. The one whole-file reader (io_read_path: the same for a file by name). */
+char *io_read_all(int fd, size_t max, size_t *len);
+char *io_read_path(const char *path, size_t max, size_t *len);
+
 /* Writes TEXT to the existing file PATH in one write: what kernel files (uid_map,
  * cgroup.procs, a cgroup's limits) need, since they take a value whole or not at all.
  * 0, or a negative errno (-EIO for a short write). */

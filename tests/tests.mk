@@ -36,11 +36,11 @@ FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker
 FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -ljansson -lpthread
 # The loaders of the two policy layers: the global policy and a session's scope.
 FUZZ_DEPS_fuzz_policy := broker/policy.c broker/policy_load.c broker/hostname.c broker/reqpath.c \
-                         lib/json_where.c lib/json_strict.c
+                         lib/json_where.c lib/json_strict.c lib/io.c
 FUZZ_LIBS_fuzz_policy := -ljansson
 FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/hostname.c broker/reqpath.c \
                         broker/policy.c broker/policy_load.c broker/decide.c lib/json_where.c \
-                        lib/json_strict.c lib/errbuf.c lib/relpath.c
+                        lib/json_strict.c lib/errbuf.c lib/relpath.c lib/io.c
 FUZZ_LIBS_fuzz_scope := -ljansson -lcrypto
 # bulkhead-oci's reader of a bundle's config.json.
 FUZZ_DEPS_fuzz_oci_bundle := oci/bundle.c

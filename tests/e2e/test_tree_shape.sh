@@ -3,14 +3,14 @@
 # lane: host
 # The tree keeps its shape (tests/tools/tree_shape.py): no include circle among modules, one
 # suffix for private headers, cli/ only for the bulkhead command, and one reader of the
-# monotonic clock (lib/mono.h), libmicrohttpd only in serve/'s HTTP front. Each rule is also shown
+# monotonic clock (lib/mono.h), one whole-file reader (lib/io.h), libmicrohttpd only in serve/'s HTTP front. Each rule is also shown
 # to catch what it forbids, on a small tree made here.
 . "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
 shape=tests/tools/tree_shape.py
 
 if out=$(python3 "$shape" . 2>&1); then
-	ok "the tree has no include circle, one private-header suffix, cli/ for commands only, one clock reader, libmicrohttpd only in serve's HTTP front"
+	ok "the tree has no include circle, one private-header suffix, cli/ for commands only, one clock reader, one whole-file reader, libmicrohttpd only in serve's HTTP front"
 else
 	not_ok "the tree's shape" "$out"
 fi
@@ -34,6 +34,7 @@ mk cliuse cli/rundir.h ''
 mk clock broker/t.c 'static long f(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec; }'
 mk internal broker/scrub.h ''
 mk mhd serve/exec.c '#include <microhttpd.h>'
+mk fread cli/x.c 'static size_t f(FILE *f, char *b) { return fread(b, 1, 64, f); }'
 mk mhd serve/routes.c '#include <microhttpd.h>'
 mk internal broker/scrub_internal.h '#include "broker/scrub.h"'
 mk internal broker/scrub.c '#include "broker/scrub_internal.h"'
@@ -51,6 +52,7 @@ expect "a private header with another suffix is named" private "jail/jail_int.h:
 expect "serve/ including a cli/ header is named" cliuse "serve/http.c: includes cli/rundir.h"
 expect "a second reader of the monotonic clock is named" clock "broker/t.c: reads CLOCK_MONOTONIC itself"
 expect "libmicrohttpd seen below serve/'s HTTP front is named" mhd "serve/exec.c: includes microhttpd.h"
+expect "a whole-file reader of its own is named" fread "cli/x.c: reads a file with fread"
 if python3 "$shape" "$TMP/mhd" 2>&1 | grep -q "serve/routes.c"; then
 	not_ok "the HTTP front itself may include libmicrohttpd"
 else

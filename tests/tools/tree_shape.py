@@ -11,6 +11,8 @@ and bench/) and prints one line per problem; exit status 1 when there is any.
 - The session engine (session/) and the programs built on it (serve/, oci/) never include
   the bulkhead command's own headers (cli/): the engine is a library, cli/ holds commands.
 - The monotonic clock is read in one place, lib/mono.h.
+- A whole file is read one way, lib/io.h's io_read_all() or io_read_path() (bounded, with
+  one error for "too large"): no fread loops of their own.
 - In serve/, only the HTTP front (http.c, routes.c, accept.c, http_internal.h) sees
   libmicrohttpd: the session table, execs, files and events answer with serve/body.h and
   serve/serve_err.h, whatever carries them."""
@@ -21,6 +23,7 @@ import sys
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 PRIVATE_OTHER = re.compile(r'_(int|impl|priv|private)\.h$')
 MONO_READ = re.compile(r'clock_gettime\s*\(\s*CLOCK_MONOTONIC\b')
+FREAD = re.compile(r'\bfread\s*\(')
 MHD_INCLUDE = re.compile(r'^\s*#\s*include\s+<microhttpd\.h>', re.M)
 HTTP_FRONT = {os.path.join('serve', f) for f in ('http.c', 'routes.c', 'accept.c',
                                                   'http_internal.h')}
@@ -99,6 +102,8 @@ def main():
                                 'the session engine is session/')
         if MONO_READ.search(text) and f != os.path.join('lib', 'mono.h'):
             problems.append(f'{f}: reads CLOCK_MONOTONIC itself (lib/mono.h does)')
+        if FREAD.search(text):
+            problems.append(f'{f}: reads a file with fread (lib/io.h io_read_path does)')
         if f.startswith('serve' + os.sep) and f not in HTTP_FRONT and MHD_INCLUDE.search(text):
             problems.append(f'{f}: includes microhttpd.h (only the HTTP front does)')
         if PRIVATE_OTHER.search(f):

@@ -231,6 +231,39 @@ static void test_write_errors(void **state)
 	assert_int_equal(io_write_full(p[1], "", 0), 0); /* nothing to write: no call */
 }
 
+/* The one whole-file reader: exactly MAX bytes read whole; one more is ERANGE, not a cut
+ * file; an absent file is its errno. */
+static void test_read_all(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/bulkhead-io-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(io_write_full(fd, "0123456789", 10), 0);
+	close(fd);
+	size_t n = 0;
+	char *buf = io_read_path(path, 10, &n);
+	assert_non_null(buf);
+	assert_int_equal(n, 10);
+	assert_string_equal(buf, "0123456789");
+	free(buf);
+	errno = 0;
+	assert_null(io_read_path(path, 9, &n));
+	assert_int_equal(errno, ERANGE);
+	unlink(path);
+	assert_null(io_read_path(path, 10, NULL));
+	assert_int_equal(errno, ENOENT);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	close(p[1]);
+	buf = io_read_all(p[0], 4, &n); /* an empty stream: "" */
+	assert_non_null(buf);
+	assert_int_equal(n, 0);
+	assert_string_equal(buf, "");
+	free(buf);
+	close(p[0]);
+}
+
 static void test_errbuf(void **state)
 {
 	(void)state;
@@ -253,6 +286,7 @@ int main(void)
 		cmocka_unit_test(test_read_full),
 		cmocka_unit_test(test_pread_full),
 		cmocka_unit_test(test_write_errors),
+		cmocka_unit_test(test_read_all),
 		cmocka_unit_test(test_errbuf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
