@@ -27,124 +27,6 @@ _Static_assert(REQCHECK_LINE_MAX > PROXY_MAX_HEAD, "a line as large as a head re
 #include "broker/upstream_tls.h"
 #include "lib/agent_proto.h"
 
-static int rq_url(http_parser *p, const char *at, size_t len)
-{
-	struct conn *c = CONN(p);
-
-	if (c->req.url_len + len > PROXY_MAX_URL ||
-	    proxy_head_append(&c->req, at, len, &c->req.url_len)) {
-		proxy_fail(c, 400, "request URL longer than %d bytes", PROXY_MAX_URL);
-		return -1;
-	}
-	return 0;
-}
-
-static int rq_field(http_parser *p, const char *at, size_t len)
-{
-	struct conn *c = CONN(p);
-
-	if (c->head_seen)
-		return 0; /* a trailer field: checked by reqcheck, never forwarded */
-	if (!c->req.n && !c->req.in_value && c->req.url_len) {
-		c->req.used++; /* keep the URL's NUL */
-	}
-	switch (proxy_head_field(&c->req, at, len)) {
-	case 0:
-		return 0;
-	case -2:
-		proxy_fail(c, 400, "more than %d request headers", PROXY_MAX_HEADERS);
-		return -1;
-	default:
-		proxy_fail(c, 400, "request head larger than %d bytes", PROXY_MAX_HEAD);
-		return -1;
-	}
-}
-
-static int rq_value(http_parser *p, const char *at, size_t len)
-{
-	struct conn *c = CONN(p);
-
-	if (c->head_seen)
-		return 0;
-	if (proxy_head_value(&c->req, at, len)) {
-		proxy_fail(c, 400, "request head larger than %d bytes", PROXY_MAX_HEAD);
-		return -1;
-	}
-	return 0;
-}
-
-/* Forgets the last request: what the next one's record and answer start from. */
-static void request_reset(struct conn *c)
-{
-	proxy_head_reset(&c->req);
-	c->is_head = c->chunked_in = c->client_10 = c->expect_continue = 0;
-	c->resp_started = c->resp_done = c->has_body = 0;
-	c->connect_ok = c->serve_ca = c->head_seen = 0;
-	proxy_hold_end(c);
-	proxy_body_budget_end(c);
-	c->layer = c->outcome = c->decision = NULL;
-	c->have_target = 0;
-	c->ws = c->ws_open = 0;
-	memset(&c->ws_stats, 0, sizeof(c->ws_stats));
-	free(c->ws_early);
-	c->ws_early = NULL;
-	c->ws_early_n = 0;
-	c->secret_name[0] = c->approval_id[0] = 0;
-	c->n_inj_names = 0;
-	c->dest = NULL;
-	c->port = 0;
-	c->bytes_up = c->bytes_down = 0;
-	c->method[0] = c->host[0] = c->rule[0] = 0;
-	snprintf(c->log_path, sizeof(c->log_path), "-");
-	c->t0_ns = mono_ns();
-}
-
-static int rq_begin(http_parser *p)
-{
-	struct conn *c = CONN(p);
-
-	proxy_audit_due(c); /* never happens: each request is recorded at its end */
-	request_reset(c);
-	c->audit_due = 1;
-	/* The parser starts a message where reqcheck says a head starts, or the two disagree
-	 * about where the last one ended. */
-	if (c->rc.state != RC_HEAD && c->rc.state != RC_HEAD_DONE) {
-		proxy_fail(c, 400, "a request began inside the previous one's body");
-		return -1;
-	}
-	return 0;
-}
-
-static int rq_body(http_parser *p, const char *at, size_t len)
-{
-	struct conn *c = CONN(p);
-
-	if (c->err_status || (c->up_fd < 0 && !c->hold))
-		return -1;
-	if (c->hold && proxy_hold_body(c, at, len))
-		return -1;
-	return proxy_body_feed(c, at, len, 0);
-}
-
-/* The request's end: a held one gives its memory and budget back as soon as it is over. */
-static int rq_complete(http_parser *p)
-{
-	int rc = proxy_request_complete(p);
-
-	proxy_hold_end(CONN(p));
-	return rc;
-}
-
-static const http_parser_settings rq_settings = {
-	.on_message_begin = rq_begin,
-	.on_url = rq_url,
-	.on_header_field = rq_field,
-	.on_header_value = rq_value,
-	.on_headers_complete = proxy_request_headers,
-	.on_body = rq_body,
-	.on_message_complete = rq_complete,
-};
-
 /* The recorded refusal (proxy_fail) as the guest's one answer. */
 static void send_error(struct conn *c)
 {
@@ -224,13 +106,13 @@ static int serve_bytes(struct conn *c, const char *buf, ssize_t n)
 			/* Refused before the parser saw this request: its record and answer
 			 * must not carry the last request's state. */
 			if (!c->audit_due)
-				request_reset(c);
+				proxy_request_reset(c);
 			proxy_fail(c, 400, "%s", c->rc.why);
 		} else if (n && !k) /* reqcheck waits for a callback the parser did not make */
 			proxy_fail(c, 400, "the request's framing is ambiguous");
 		if (c->err_status)
 			break;
-		done = http_parser_execute(&c->rq, &rq_settings, buf + off, (size_t)k);
+		done = http_parser_execute(&c->rq, &proxy_rq_settings, buf + off, (size_t)k);
 		if (c->stream)
 			return park_rest(c, buf + off + done, (size_t)n - off - done);
 		off += (size_t)k;
@@ -332,7 +214,7 @@ static void head_track(struct conn *c)
 static void head_too_slow(struct conn *c)
 {
 	if (!c->audit_due) {
-		request_reset(c);
+		proxy_request_reset(c);
 		c->audit_due = 1;
 	}
 	proxy_fail(c, 408, "the request head did not arrive within %d s",

@@ -203,6 +203,11 @@ int proxy_complete_resume(struct conn *c);
 void proxy_complete_abandon(struct conn *c, const char *outcome);
 /* proxy_request.c: the request's head, phase by phase (http_parser's on_headers_complete). */
 int proxy_request_headers(http_parser *p);
+/* proxy_parse.c: http_parser's callbacks for the guest's requests, and a connection's
+ * state between two requests (what the next one's record and answer start from). */
+extern const http_parser_settings proxy_rq_settings;
+void proxy_request_reset(struct conn *c);
+
 /* proxy_head.c: a message head collected from the parser's callbacks. */
 int proxy_head_append(struct head *h, const char *at, size_t len, size_t *field_len);
 void proxy_head_reset(struct head *h);

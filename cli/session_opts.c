@@ -4,18 +4,24 @@
 #include "cli/session_cmds.h"
 #include "session/plan.h"
 #include "session/request_fields.h"
+#include "session/request_json.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage_head[] = "usage: bulkhead %s [OPTIONS]%s\n"
 				  "%s\n"
 				  "\n";
 static const char usage_tail[] =
+	"  --request FILE          the session's fields as the API's JSON body (docs/API.md,\n"
+	"                          \"Create a session\"; FILE - : stdin); options after it\n"
+	"                          override it\n"
 	"  -h, --help              this text\n"
 	"\n"
 	"Exit codes: CMD's own; 128+N if CMD died by signal N; 124 timeout; 125 bulkhead failed.\n";
@@ -57,6 +63,7 @@ enum {
 	OPT_FIELD = 256,
 	OPT_JSON = 1024,
 	OPT_LOG,
+	OPT_REQUEST,
 };
 
 #define NOPTS 64
@@ -71,7 +78,7 @@ static void build_options(void)
 	 * value is told apart from an unknown option. */
 	shortopts[s++] = '+';
 	shortopts[s++] = ':';
-	for (size_t i = 0; i < request_nfields && n < NOPTS - 4; i++) {
+	for (size_t i = 0; i < request_nfields && n < NOPTS - 5; i++) {
 		const struct request_field *f = &request_fields[i];
 		if (!f->flag)
 			continue;
@@ -86,6 +93,7 @@ static void build_options(void)
 	}
 	longopts[n++] = (struct option){ "json", no_argument, NULL, OPT_JSON };
 	longopts[n++] = (struct option){ "log", required_argument, NULL, OPT_LOG };
+	longopts[n++] = (struct option){ "request", required_argument, NULL, OPT_REQUEST };
 	longopts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	longopts[n] = (struct option){ 0 };
 	shortopts[s++] = 'h';
@@ -152,6 +160,31 @@ static int check_request(int argc, char **argv, bool detached, struct session_re
 	return -1; /* parsed; go on */
 }
 
+/* --request FILE: the API's JSON into O; kept for the life of the process (O points into
+ * it). -1 when taken, else the exit code. */
+static int request_file(const char *path, struct session_request *o)
+{
+	static json_t *keep; /* every document read and every text made from one */
+	char err[320];
+	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;
+	if (fd < 0)
+		return bad("--request %s: %s", path, strerror(errno));
+	json_t *d = request_json_read(fd, err, sizeof(err));
+	if (fd)
+		close(fd);
+	else if ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0) {
+		dup2(fd, 0); /* nothing after us reads the request again */
+		close(fd);
+	}
+	if (!d)
+		return bad("--request %s: %s", path, err);
+	if ((!keep && !(keep = json_array())) || json_array_append_new(keep, d) < 0)
+		return bad("--request: out of memory");
+	if (request_from_json(d, o, keep, err, sizeof(err)) < 0)
+		return bad("--request %s: %s", path, err);
+	return -1;
+}
+
 static void help(bool detached)
 {
 	printf(usage_head, detached ? "start" : "run", detached ? "" : " [--] CMD [ARG...]",
@@ -180,6 +213,10 @@ int session_opts_parse(int argc, char **argv, bool detached, struct session_requ
 				return bad("--json is for 'bulkhead start' (run's output is the "
 					   "command's own)");
 			o->json = true;
+			break;
+		case OPT_REQUEST:
+			if ((rc = request_file(optarg, o)) >= 0)
+				return rc;
 			break;
 		case OPT_LOG:
 			if (!detached)

@@ -1,20 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* serve/exec.c: POST /v1/sessions/{id}/exec — one command in the guest (session/exec_client.c)
  * with its output streamed as NDJSON frames, and the exec's stdin, signals and window size
- * from other requests (POST /v1/execs/{exec}/...).
+ * from other requests (POST /v1/execs/{exec}/...); its stream is serve/exec_stream.c.
  *
- * The exec runs in its HTTP connection's thread, inside the response's reader: it waits
- * (poll) for the guest, the client's socket and its control pipe, and returns one frame at a
- * time. Output passes through a pipe of 64 KiB that is read only when the client takes the
- * last frame, so a slow reader holds the command back and memory stays bounded. Other
- * requests reach the exec only through two pipes: its stdin, and a control pipe of small
- * fixed-size messages (signal, window size) that the exec's own thread applies. */
+ * Other requests reach the exec only through two pipes: its stdin, and a control pipe of
+ * small fixed-size messages (signal, window size) that the exec's own thread applies. The
+ * registry of execs holds each by a count (refs): the stream, and each request writing. */
 #include "session/exec_client.h"
 #include "image/image.h"
 #include "lib/agent_proto.h"
 #include "lib/env_merge.h"
 #include "lib/json_strict.h"
-#include "serve/serve.h"
+#include "serve/exec_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,45 +24,20 @@
 #include <unistd.h>
 
 #define EXEC_CONNECT_MS 10000
-#define HEARTBEAT_MS	15000
-#define CHUNK		(24 * 1024) /* raw bytes per output frame */
 #define STDIN_WAIT_MS	30000
 #define EXEC_ENV_MAX	64
-
-struct ctl_msg {
-	char kind; /* 's' signal, 'w' window size */
-	int a, b;
-};
-
-struct serve_exec {
-	struct serve_exec *next;
-	char id[17];
-	struct serve_session *sess;
-	struct exec_client *c;
-	int out_r, out_w, err_r, err_w, in_r, in_w, ctl_r, ctl_w;
-	bool stdin_open; /* in_w belongs to POST .../stdin */
-	char *feed;	 /* "stdin" of the request, written by the exec's thread */
-	size_t feed_len, feed_off;
-	int client_fd;
-	int phase;   /* 0: id frame; 1: relaying; 2: exit frame sent */
-	bool over;   /* the exec client is done */
-	char *frame; /* the frame being sent */
-	size_t flen, foff;
-	int refs; /* the stream, and each request writing to it */
-	pthread_mutex_t stdin_lock;
-};
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct serve_exec *execs;
 
-static void closefd(int *fd)
+void exec_closefd(int *fd)
 {
 	if (*fd >= 0)
 		close(*fd);
 	*fd = -1;
 }
 
-static void exec_put(struct serve_exec *e)
+void exec_put(struct serve_exec *e)
 {
 	pthread_mutex_lock(&reg_lock);
 	bool last = --e->refs == 0;
@@ -85,7 +57,7 @@ static void exec_put(struct serve_exec *e)
 	int *fds[] = { &e->out_r, &e->out_w, &e->err_r, &e->err_w,
 		       &e->in_r,  &e->in_w,  &e->ctl_r, &e->ctl_w };
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-		closefd(fds[i]);
+		exec_closefd(fds[i]);
 	free(e->feed);
 	free(e->frame);
 	pthread_mutex_destroy(&e->stdin_lock);
@@ -106,170 +78,6 @@ static struct serve_exec *exec_get(const char *id, const struct serve_peer *peer
 		e->refs++;
 	pthread_mutex_unlock(&reg_lock);
 	return e;
-}
-
-/* A frame {"KEY": base64(data)}. */
-static void frame_data(struct serve_exec *e, const char *key, const unsigned char *data, size_t n)
-{
-	size_t cap = strlen(key) + 4 * ((n + 2) / 3) + 16;
-	char *f = malloc(cap);
-	if (!f)
-		return;
-	int h = snprintf(f, cap, "{\"%s\":\"", key);
-	int b = EVP_EncodeBlock((unsigned char *)f + h, data, (int)n);
-	memcpy(f + h + b, "\"}\n", 3);
-	free(e->frame);
-	e->frame = f;
-	e->flen = (size_t)h + (size_t)b + 3;
-	e->foff = 0;
-}
-
-static void frame_json(struct serve_exec *e, json_t *o)
-{
-	char *s = json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY);
-	json_decref(o);
-	free(e->frame);
-	e->frame = NULL;
-	e->flen = e->foff = 0;
-	if (!s)
-		return;
-	size_t n = strlen(s);
-	e->frame = realloc(s, n + 2);
-	if (!e->frame) {
-		free(s);
-		return;
-	}
-	e->frame[n] = '\n';
-	e->flen = n + 1;
-}
-
-/* Reads one chunk from a pipe into a frame: 1 framed, 0 nothing now, -1 end of file. */
-static int pipe_frame(struct serve_exec *e, int *fd, const char *key)
-{
-	static __thread unsigned char buf[CHUNK];
-	ssize_t r = read(*fd, buf, sizeof(buf));
-	if (r > 0) {
-		frame_data(e, key, buf, (size_t)r);
-		return 1;
-	}
-	if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-		closefd(fd);
-		return -1;
-	}
-	return 0;
-}
-
-static void apply_ctl(struct serve_exec *e)
-{
-	struct ctl_msg m;
-	while (read(e->ctl_r, &m, sizeof(m)) == (ssize_t)sizeof(m)) {
-		if (m.kind == 's')
-			exec_client_signal(e->c, m.a);
-		else if (m.kind == 'w')
-			exec_client_winsize(e->c, (uint16_t)m.a, (uint16_t)m.b);
-	}
-}
-
-static void feed_stdin(struct serve_exec *e)
-{
-	ssize_t w = write(e->in_w, e->feed + e->feed_off, e->feed_len - e->feed_off);
-	if (w > 0)
-		e->feed_off += (size_t)w;
-	if ((w < 0 && errno != EAGAIN) || e->feed_off == e->feed_len)
-		closefd(&e->in_w); /* all given: end of file */
-}
-
-/* The exec's end: the exit frame once both pipes are drained. */
-static void final_frame(struct serve_exec *e)
-{
-	struct exec_client *c = e->c;
-	if (c->error[0])
-		frame_json(e, json_pack("{ss}", "error", c->error));
-	else
-		frame_json(e, json_pack("{s{sosisi}}", "exit", "code",
-					c->exit.signal ? json_null() : json_integer(c->exit.code),
-					"signal", c->exit.signal, "status", exec_client_status(c)));
-	e->phase = 2;
-}
-
-/* Makes the next frame; 0 made (or a heartbeat: flen 1), -1 the client went away. */
-static int next_frame(struct serve_exec *e)
-{
-	for (;;) {
-		if (e->out_r >= 0 && pipe_frame(e, &e->out_r, "stdout") > 0)
-			return 0;
-		if (e->err_r >= 0 && pipe_frame(e, &e->err_r, "stderr") > 0)
-			return 0;
-		if (e->over && e->out_r < 0 && e->err_r < 0) {
-			final_frame(e);
-			return 0;
-		}
-		struct pollfd pfd[EXEC_CLIENT_POLLFDS + 5];
-		int n = e->over ? 0 : exec_client_pollfds(e->c, pfd);
-		int pi_out = n, pi_err = n + 1, pi_ctl = n + 2, pi_cli = n + 3, pi_in = n + 4;
-		pfd[pi_out] = (struct pollfd){ .fd = e->out_r, .events = POLLIN };
-		pfd[pi_err] = (struct pollfd){ .fd = e->err_r, .events = POLLIN };
-		pfd[pi_ctl] = (struct pollfd){ .fd = e->over ? -1 : e->ctl_r, .events = POLLIN };
-		pfd[pi_cli] = (struct pollfd){ .fd = e->client_fd, .events = POLLRDHUP };
-		pfd[pi_in] = (struct pollfd){ .fd = e->feed && e->in_w >= 0 ? e->in_w : -1,
-					      .events = POLLOUT };
-		int tmo = e->over ? HEARTBEAT_MS : exec_client_timeout_ms(e->c);
-		if (tmo < 0 || tmo > HEARTBEAT_MS)
-			tmo = HEARTBEAT_MS;
-		int got = poll(pfd, (nfds_t)n + 5, tmo);
-		if (got < 0 && errno != EINTR)
-			return -1;
-		if (got == 0) {
-			if (!e->over && exec_client_handle(e->c, pfd, 0) != 0) {
-				e->over = true;
-				closefd(&e->out_w);
-				closefd(&e->err_w);
-				continue;
-			}
-			frame_json(e, json_null()); /* "null": a heartbeat, replaced below */
-			e->frame[0] = '\n';
-			e->flen = 1;
-			return 0;
-		}
-		if (pfd[pi_cli].revents & (POLLRDHUP | POLLHUP | POLLERR))
-			return -1; /* closing the exec's stream ends the command */
-		if (pfd[pi_ctl].revents)
-			apply_ctl(e);
-		if (pfd[pi_in].revents)
-			feed_stdin(e);
-		if (!e->over) {
-			int rc = exec_client_handle(e->c, pfd, n);
-			if (rc != 0) {
-				e->over = true;
-				closefd(&e->out_w);
-				closefd(&e->err_w);
-			}
-		}
-	}
-}
-
-static ssize_t reader(void *cls, char *buf, size_t max)
-{
-	struct serve_exec *e = cls;
-	if (e->foff == e->flen) {
-		if (e->phase == 2)
-			return SERVE_BODY_END;
-		if (e->phase == 0) {
-			frame_json(e, json_pack("{ss}", "exec", e->id));
-			e->phase = 1;
-		} else if (next_frame(e) < 0 || !e->frame) {
-			return SERVE_BODY_CUT;
-		}
-	}
-	size_t n = e->flen - e->foff < max ? e->flen - e->foff : max;
-	memcpy(buf, e->frame + e->foff, n);
-	e->foff += n;
-	return (ssize_t)n;
-}
-
-static void reader_free(void *cls)
-{
-	exec_put(cls);
 }
 
 static const char *const exec_keys[] = { "cmd",	 "env",	  "cwd",       "tty",	     "rows",
@@ -428,7 +236,7 @@ enum serve_err serve_exec_body(struct serve_session *sess, json_t *body, int cli
 		snprintf(e->id + 2 * i, 3, "%02x", rnd[i]);
 	bool with_stdin = e->stdin_open || e->feed;
 	if (!with_stdin)
-		closefd(&e->in_w), closefd(&e->in_r);
+		exec_closefd(&e->in_w), exec_closefd(&e->in_r);
 	e->c->in_fd = e->in_r;
 	e->c->out_fd = e->out_w;
 	e->c->err_fd = e->err_w;
@@ -445,9 +253,11 @@ enum serve_err serve_exec_body(struct serve_session *sess, json_t *body, int cli
 	e->next = execs;
 	execs = e;
 	pthread_mutex_unlock(&reg_lock);
-	*out = (struct serve_body){
-		.fd = -1, .read = reader, .release = reader_free, .cls = e, .block = 64 * 1024
-	};
+	*out = (struct serve_body){ .fd = -1,
+				    .read = exec_stream_read,
+				    .release = exec_stream_free,
+				    .cls = e,
+				    .block = 64 * 1024 };
 	free(argv);
 	for (size_t i = 0; store[i]; i++)
 		free(store[i]);
@@ -491,7 +301,7 @@ enum serve_err serve_exec_stdin(const char *id, const struct serve_peer *peer, c
 			off += (size_t)w;
 	}
 	if (rc == SERVE_OK && eof)
-		closefd(&e->in_w);
+		exec_closefd(&e->in_w);
 	pthread_mutex_unlock(&e->stdin_lock);
 	exec_put(e);
 	return rc;

@@ -48,6 +48,11 @@ int files_tmp_create(int dirfd, char *tmp, mode_t perm, const struct files_owner
 /* A nameless read-write file in dir (O_TMPFILE, else made and unlinked). Or -errno. */
 int files_spool(const char *dir);
 
+#define ARC_DEPTH_MAX 64    /* levels a tar stream out may have */
+#define ARC_BLOCK     65536 /* libarchive's block, in and out */
+/* A tar stream out is spooled whole before it is sent: at most this much file data. */
+#define ARC_SPOOL_MAX_GIB 4
+
 /* Unpacks the tar stream in spool (read from its start) under base (an O_PATH directory).
  * SERVE_OK with *entries, or why. */
 enum serve_err serve_archive_unpack(int spool, int base, const struct files_owner *own,

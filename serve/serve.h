@@ -3,14 +3,18 @@
  *
  *   main.c      options, the socket, the main thread: reaps supervisors, ends sessions at
  *               their deadline, stops everything on TERM
+ *   accept.c    our accept loop: each uid's share of connections
  *   http.c      libmicrohttpd's callbacks: peer check, bodies, the route table, the table of
  *               error kinds (serve_err.h) to statuses, JSON answers
  *   routes.c    a handler per route (http_internal.h between the two)
+ *   create.c    a create request checked field by field
  *   sessions.c  the session table: create (cold or from the pool), get, list, delete
+ *   boot.c      a cold boot: work directory, scope file, `bulkhead start`'s options
  *   spawn.c     one session's supervisor (`bulkhead start` run by us) and its records
  *   pool.c      the warm pool and its refill thread
- *   exec.c      a command with its output streamed as NDJSON
- *   files.c     files and tar archives under a session's work directory
+ *   exec.c      a command in the guest, its stdin and signals; exec_stream.c its NDJSON
+ *   files.c     files under a session's work directory; archive.c, archive_pack.c tar in
+ *               and out
  *   events.c    the lifecycle event ring and its stream
  *
  * Threads: libmicrohttpd runs a thread per connection; the main thread reaps and times; the
@@ -137,10 +141,8 @@ struct serve_create {
 /* Parses a create request's body into c (borrowing from body). 0, or -1 with why. */
 int serve_create_parse(json_t *body, struct serve_create *c, char *why, size_t whylen);
 /* share_args.c: "work_rules", "share_secrets", "share_secrets_allow" checked into c (0, or -1
- * with why); as `bulkhead start` options (a NULL-terminated array, NULL out of memory). */
+ * with why). */
 int serve_share_parse(json_t *body, struct serve_create *c, char *why, size_t whylen);
-char **serve_share_args(const struct serve_create *c);
-void serve_share_args_free(char **a);
 /* Creates a session for peer; returns it held (serve_session_put after), or NULL with
  * *err and why. */
 struct serve_session *serve_create(const struct serve_create *c, const struct serve_peer *peer,
@@ -184,10 +186,12 @@ void serve_session_cleanup(struct serve_session *s);
 void serve_session_free(struct serve_session *s);
 
 /* spawn.c */
-/* Starts a supervisor for args (`bulkhead start` options); waits until the guest is ready.
- * s->id, pid, log are set. 0, or -1 with why (the supervisor's own words). The session must
- * be in the table (not ready) so that the reaper can mark its end. */
-int serve_spawn(struct serve_session *s, char *const args[], char *why, size_t whylen);
+/* Starts a supervisor for args (`bulkhead start` options) with stdin_fd as its stdin (-1:
+ * /dev/null); waits until the guest is ready. s->id, pid, log are set. 0, or -1 with why (the
+ * supervisor's own words). The session must be in the table (not ready) so that the reaper
+ * can mark its end. */
+int serve_spawn(struct serve_session *s, char *const args[], int stdin_fd, char *why,
+		size_t whylen);
 /* Writes, and removes, the record a restarted daemon reads. */
 void serve_record_put(const struct serve_session *s);
 void serve_record_remove(const char *id);

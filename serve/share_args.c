@@ -2,9 +2,9 @@
 /* serve/share_args.c: a create request's rules inside its work directory (docs/API.md): the
  * fields "work_rules" ({"src": "rw", "config": "ro", "secrets": "hidden"}), "share_secrets"
  * ("refuse" or "hide") and "share_secrets_allow" (paths), checked here with the same grammar
- * as the CLI and the scope (lib/relpath.h), and handed to `bulkhead start` as its options
- * --work-rule, --share-secrets and --share-allow, so that one code path decides
- * (session/share_plan.h). They need a host directory ("work"): the daemon's own are empty. */
+ * as the CLI and the scope (lib/relpath.h), and handed on to `bulkhead start` in its
+ * request (serve/boot.c), so that one code path decides (session/share_plan.h). They need a
+ * host directory ("work"): the daemon's own are empty. */
 #include "serve/serve.h"
 
 #include "session/request_fields.h"
@@ -59,42 +59,4 @@ int serve_share_parse(json_t *body, struct serve_create *c, char *why, size_t wh
 	c->share_secrets = sec ? json_string_value(sec) : NULL;
 	c->share_allow = allow;
 	return 0;
-}
-
-char **serve_share_args(const struct serve_create *c)
-{
-	size_t n = 0, cap = 2 * (json_object_size(c->work_rules) + json_array_size(c->share_allow)) + 3;
-	char **a = calloc(cap, sizeof(*a));
-	const char *key;
-	json_t *v;
-	size_t i;
-
-	if (!a)
-		return NULL;
-	json_object_foreach(c->work_rules, key, v) {
-		a[n++] = strdup("--work-rule");
-		if (asprintf(&a[n++], "%s:%s", key, json_string_value(v)) < 0)
-			a[n - 1] = NULL;
-	}
-	if (c->share_secrets) {
-		a[n++] = strdup("--share-secrets");
-		a[n++] = strdup(c->share_secrets);
-	}
-	json_array_foreach(c->share_allow, i, v) {
-		a[n++] = strdup("--share-allow");
-		a[n++] = strdup(json_string_value(v));
-	}
-	for (i = 0; i < n; i++)
-		if (!a[i]) {
-			serve_share_args_free(a);
-			return NULL;
-		}
-	return a;
-}
-
-void serve_share_args_free(char **a)
-{
-	for (size_t i = 0; a && a[i]; i++)
-		free(a[i]);
-	free(a);
 }

@@ -92,7 +92,7 @@ void serve_session_last_line(const struct serve_session *s, char *why, size_t wh
 	last_line(s->log, why, whylen);
 }
 
-static pid_t spawn(char *const argv[], int notify_w, int log_fd)
+static pid_t spawn(char *const argv[], int stdin_fd, int notify_w, int log_fd)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -102,7 +102,10 @@ static pid_t spawn(char *const argv[], int notify_w, int log_fd)
 	sigaddset(&dflt, SIGPIPE);
 	sigaddset(&dflt, SIGCHLD);
 	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (stdin_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0);
+	else
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, log_fd, 2);
 	posix_spawn_file_actions_adddup2(&fa, notify_w, 3);
@@ -168,7 +171,8 @@ static int session_facts(struct serve_session *s)
 	return 0;
 }
 
-int serve_spawn(struct serve_session *s, char *const args[], char *why, size_t whylen)
+int serve_spawn(struct serve_session *s, char *const args[], int stdin_fd, char *why,
+		size_t whylen)
 {
 	char bin[PATH_MAX], *argv[SPAWN_ARGS_MAX + 3];
 	size_t n = 0;
@@ -178,8 +182,13 @@ int serve_spawn(struct serve_session *s, char *const args[], char *why, size_t w
 	}
 	argv[n++] = bin;
 	argv[n++] = "start";
-	for (size_t i = 0; args[i] && n < SPAWN_ARGS_MAX; i++)
+	for (size_t i = 0; args[i]; i++) {
+		if (n == SPAWN_ARGS_MAX) {
+			snprintf(why, whylen, "more than %d supervisor arguments", SPAWN_ARGS_MAX);
+			return -1;
+		}
 		argv[n++] = args[i];
+	}
 	argv[n] = NULL;
 	char tmpl[PATH_MAX];
 	if (state_file(tmpl, sizeof(tmpl), "logs", "start-XXXXXX") < 0) {
@@ -195,7 +204,7 @@ int serve_spawn(struct serve_session *s, char *const args[], char *why, size_t w
 	}
 	snprintf(s->log, sizeof(s->log), "%s", tmpl);
 	pthread_mutex_lock(&serve.lock);
-	pid_t pid = spawn(argv, p[1], log_fd); /* under the lock: the reaper knows it at once */
+	pid_t pid = spawn(argv, stdin_fd, p[1], log_fd); /* under the lock: the reaper knows it at once */
 	s->pid = pid > 0 ? pid : 0;
 	/* A pool guest boots and waits at a lower priority (serve/pool.c); `bulkhead start`
 	 * plans before it starts any helper, and each inherits this. */

@@ -31,13 +31,6 @@ struct walk {
 	bool stop; /* a bound was met: nothing more is looked at */
 };
 
-static bool ends_with(const char *s, const char *tail)
-{
-	size_t n = strlen(s), k = strlen(tail);
-
-	return n >= k && !strcasecmp(s + n - k, tail);
-}
-
 /* Says why the scan is not complete (the first reason stays). */
 static void incomplete(struct walk *w, const char *before, const char *where, const char *after)
 {
@@ -50,8 +43,7 @@ static void incomplete(struct walk *w, const char *before, const char *where, co
 	w->s->complete = false;
 }
 
-static int add_path(struct walk *w, const char *path, const char *why,
-		    enum share_found_kind kind)
+static int add_path(struct walk *w, const char *path, const char *why, enum share_found_kind kind)
 {
 	struct share_scan *s = w->s;
 
@@ -87,12 +79,12 @@ static int add_includes(struct walk *w, const char *buf, size_t n)
 		size_t dl = slash ? (size_t)(slash - w->path) : 0, o = 0;
 		struct stat st;
 
-		if (paths[i][0] == '/' || paths[i][0] == '~' ||
-		    dl + 1 + lens[i] >= sizeof(rel))
+		if (paths[i][0] == '/' || paths[i][0] == '~' || dl + 1 + lens[i] >= sizeof(rel))
 			continue; /* outside the share: not the guest's to read */
 		snprintf(rel, sizeof(rel), "%.*s%s%.*s", (int)dl, w->path, dl ? "/" : "",
 			 (int)lens[i], paths[i]);
-		/* "a/b/../c" as git would walk it; a path that climbs out of the share is dropped. */
+		/* "a/b/../c" as git would walk it; a path that climbs out of the share is dropped.
+		 */
 		bool out_of_share = false;
 		for (char *c = rel, *next; c && *c && !out_of_share; c = next) {
 			next = strchr(c, '/');
@@ -178,7 +170,7 @@ static int check_file(struct walk *w, int dfd, const char *name)
 	/* Longer than the scan reads of one file. A credential file's name (.env, a git
 	 * config, .netrc) with more than that is a credential file as a whole: what lies past
 	 * the bound was not looked at. Certificates and JSON run long for good reasons: said. */
-	if (ends_with(name, ".json") || ends_with(name, ".pem")) {
+	if (share_scan_ends(name, ".json") || share_scan_ends(name, ".pem")) {
 		incomplete(w, "", w->path, " is longer than the 64 KiB it reads of a file");
 		return 0;
 	}
@@ -202,11 +194,12 @@ static int check_link(struct walk *w, int dfd, const char *name)
 	/* Every *.json and *.pem is read for a key block: as links (a monorepo's tsconfig.json,
 	 * a CA bundle) they are too common to count by name; what they point to is scanned. A
 	 * Docker login file is a credential file by its name alone. */
-	if (read_it && !docker && (ends_with(name, ".json") || ends_with(name, ".pem")))
+	if (read_it && !docker && (share_scan_ends(name, ".json") || share_scan_ends(name, ".pem")))
 		read_it = false;
 	if (why || read_it || !strcmp(name, ".aws") || !strcmp(name, ".docker"))
-		return add(w, "a symbolic link named as a credential file is (what it points to "
-			      "is what the guest reads)",
+		return add(w,
+			   "a symbolic link named as a credential file is (what it points to "
+			   "is what the guest reads)",
 			   SHARE_FOUND_FILE);
 	return 0;
 }

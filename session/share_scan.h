@@ -98,6 +98,8 @@ void share_scan_quote(const char *path, char *out, size_t outlen);
 const char *share_scan_match(const char *path, bool git_dir, const char *buf, size_t n,
 			     bool *read_it, enum share_found_kind *kind,
 			     const struct share_scan_opts *o);
+/* Whether name S ends with TAIL, without regard to case (".JSON" is ".json"). */
+bool share_scan_ends(const char *s, const char *tail);
 /* Whether PATH is a git config git reads (GIT_DIR as above). */
 bool share_scan_git_config(const char *path, bool git_dir);
 /* Whether a directory named NAME at relative PATH is left unvisited (dependencies, .git's

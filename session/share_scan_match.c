@@ -17,7 +17,7 @@ static const char *base(const char *path)
 	return s ? s + 1 : path;
 }
 
-static bool ends(const char *s, const char *tail)
+bool share_scan_ends(const char *s, const char *tail)
 {
 	size_t n = strlen(s), k = strlen(tail);
 
@@ -33,7 +33,8 @@ static bool parent_is(const char *path, const char *dir)
 	if (b == path)
 		return false;
 	p = b - 1; /* the '/' */
-	return (size_t)(p - path) >= k && !strncmp(p - k, dir, k) && (p - k == path || p[-k - 1] == '/');
+	return (size_t)(p - path) >= k && !strncmp(p - k, dir, k) &&
+	       (p - k == path || p[-k - 1] == '/');
 }
 
 /* A line of BUF (N bytes) that starts, after blanks, with KEY (case-insensitive) and has a
@@ -89,8 +90,8 @@ static bool env_assigns(const char *buf, size_t n)
 		if (ln - j > 7 && !strncmp(line + j, "export ", 7))
 			j += 7;
 		s = j;
-		while (j < ln && (isalnum((unsigned char)line[j]) || line[j] == '_' || line[j] == '-' ||
-				  line[j] == '.'))
+		while (j < ln && (isalnum((unsigned char)line[j]) || line[j] == '_' ||
+				  line[j] == '-' || line[j] == '.'))
 			j++;
 		if (j == s || isdigit((unsigned char)line[s]))
 			continue;
@@ -100,7 +101,8 @@ static bool env_assigns(const char *buf, size_t n)
 			continue;
 		j++;
 		bool quoted = false;
-		while (j < ln && (line[j] == ' ' || line[j] == '\t' || line[j] == '"' || line[j] == '\'')) {
+		while (j < ln &&
+		       (line[j] == ' ' || line[j] == '\t' || line[j] == '"' || line[j] == '\'')) {
 			quoted |= line[j] != ' ' && line[j] != '\t';
 			j++;
 		}
@@ -119,22 +121,23 @@ static bool contains(const char *buf, size_t n, const char *what)
 
 static bool env_name(const char *b)
 {
-	static const char *const tmpl[] = { ".example", ".sample", ".template", ".dist", ".tmpl",
-					    NULL };
+	static const char *const tmpl[] = { ".example", ".sample", ".template",
+					    ".dist",	".tmpl",   NULL };
 
 	if (strcmp(b, ".env") && strncmp(b, ".env.", 5) && strcmp(b, ".env~") &&
 	    strcmp(b, ".envrc") && !(strlen(b) > 4 && !strcasecmp(b + strlen(b) - 4, ".env")))
 		return false; /* .env, .env.local, .env~, .envrc (direnv), prod.env */
 	for (size_t i = 0; tmpl[i]; i++)
-		if (ends(b, tmpl[i]))
+		if (share_scan_ends(b, tmpl[i]))
 			return false;
 	return true;
 }
 
 static bool key_store(const char *b)
 {
-	return ends(b, ".p12") || ends(b, ".pfx") || ends(b, ".ppk") || ends(b, ".jks") ||
-	       ends(b, ".keystore");
+	return share_scan_ends(b, ".p12") || share_scan_ends(b, ".pfx") ||
+	       share_scan_ends(b, ".ppk") || share_scan_ends(b, ".jks") ||
+	       share_scan_ends(b, ".keystore");
 }
 
 /* A git config: .git/config and .git/config.worktree, a submodule's under .git/modules/, a
@@ -179,8 +182,9 @@ const char *share_scan_match(const char *path, bool git_dir, const char *buf, si
 	       !strcmp(b, "_netrc") || !strcmp(b, ".npmrc") || !strcmp(b, ".pypirc") ||
 	       (!strcmp(b, "config.json") && parent_is(path, ".docker")) ||
 	       ((!strcmp(b, "credentials") || !strcmp(b, "config")) && parent_is(path, ".aws")) ||
-	       ends(b, ".pem") || ends(b, ".key") || (!strncasecmp(b, "id_", 3) && !ends(b, ".pub")) ||
-	       ends(b, ".json") || share_scan_git_config(path, git_dir);
+	       share_scan_ends(b, ".pem") || share_scan_ends(b, ".key") ||
+	       (!strncasecmp(b, "id_", 3) && !share_scan_ends(b, ".pub")) ||
+	       share_scan_ends(b, ".json") || share_scan_git_config(path, git_dir);
 	if (!want)
 		return NULL;
 	if (!buf) {
@@ -194,14 +198,16 @@ const char *share_scan_match(const char *path, bool git_dir, const char *buf, si
 	if (!strcmp(b, ".netrc") || !strcmp(b, "_netrc"))
 		return has_value(buf, n, "password", true) ? "a .netrc password" : NULL;
 	if (!strcmp(b, ".npmrc"))
-		return has_value(buf, n, "_authToken", false) || has_value(buf, n, "_auth", false) ||
+		return has_value(buf, n, "_authToken", false) ||
+				       has_value(buf, n, "_auth", false) ||
 				       has_value(buf, n, "_password", false)
 			       ? "an npm token"
 			       : NULL;
 	if (!strcmp(b, ".pypirc"))
 		return has_value(buf, n, "password", false) ? "a PyPI password" : NULL;
 	if (!strcmp(b, "config.json") && parent_is(path, ".docker"))
-		return has_value(buf, n, "\"auth", false) || has_value(buf, n, "\"identitytoken", false) ||
+		return has_value(buf, n, "\"auth", false) ||
+				       has_value(buf, n, "\"identitytoken", false) ||
 				       has_value(buf, n, "\"password", false) ||
 				       has_value(buf, n, "\"registrytoken", false)
 			       ? "a registry login"
@@ -221,21 +227,24 @@ const char *share_scan_match(const char *path, bool git_dir, const char *buf, si
 		free(clean);
 		*kind = t == -2 ? SHARE_FOUND_FILE : SHARE_FOUND_GIT_CONFIG;
 		if (t == -2)
-			return "a git config beyond a sure cleaning (a continued value, an escape or "
+			return "a git config beyond a sure cleaning (a continued value, an escape "
+			       "or "
 			       "quote near a URL, a URL query, or an include)";
 		if (t < 0)
 			return "a git config that could not be checked (out of memory)";
 		return t ? "a git remote or header with a credential" : NULL;
 	}
 	if (contains(buf, n, "PRIVATE KEY-----"))
-		return ends(b, ".json") ? "a service account's private key" : "a private key";
+		return share_scan_ends(b, ".json") ? "a service account's private key"
+						   : "a private key";
 	return NULL;
 }
 
 bool share_scan_skip_dir(const char *path, const char *name, const struct share_scan_opts *o)
 {
-	static const char *const deps[] = { "node_modules", ".venv",	    "venv",	 "__pycache__",
-					    ".tox",	    ".mypy_cache", ".pytest_cache", NULL };
+	static const char *const deps[] = { "node_modules",  ".venv", "venv",
+					    "__pycache__",   ".tox",  ".mypy_cache",
+					    ".pytest_cache", NULL };
 
 	for (size_t i = 0; deps[i]; i++)
 		if (!strcmp(name, deps[i]))

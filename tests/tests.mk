@@ -166,7 +166,7 @@ $(BUILD)/tests/fd-connect: $(OBJ)/tests/tools/fd_connect.o
 test-programs: $(BUILD)/tests/fd-connect
 # The work directory's files and tar streams (serve/), fetched through libmicrohttpd; lib/ again
 # after them, for what they use of it.
-$(BUILD)/tests/test_serve_files: $(OBJ)/serve/files.o $(OBJ)/serve/archive.o
+$(BUILD)/tests/test_serve_files: $(OBJ)/serve/files.o $(OBJ)/serve/archive.o $(OBJ)/serve/archive_pack.o
 $(BUILD)/tests/test_serve_files: UNIT_LIBS += $(LIB_A) -larchive -lmicrohttpd
 # The table of a session request's fields as JSON (tests/e2e/test_request_schema.sh).
 $(BUILD)/tests/request-schema: $(OBJ)/tests/tools/request_schema.o $(SESSION_LIB) $(IMAGE_LIB) \

@@ -73,4 +73,25 @@ if grep -q "option '--mem' needs a value" "$TMP/err"; then
 else
 	not_ok "an option without its value" "$(cat "$TMP/err")"
 fi
+
+# --request: the API's JSON body, checked by the same table before anything starts (the
+# daemon hands its supervisors their requests this way: test_serve.sh boots with them).
+for case in '{"mem_mib": 70000}|"mem_mib": expected MIB, 64 to' '{"pool": true}|unknown field "pool"' \
+	'{"work": "rel"}|"work" must be an absolute path' '{"cpus": 1, "cpus": 2}|duplicate' \
+	'{"work_rules": ["a:ro"]}|"work_rules" must be an object' 'not json|not JSON'; do
+	body=${case%%|*} want=${case#*|}
+	printf '%s' "$body" | "$BULKHEAD" start --request - 2> "$TMP/err"
+	rc=$?
+	if [ $rc -eq 125 ] && grep -qF -- "$want" "$TMP/err"; then
+		ok "start --request $body is refused: $want"
+	else
+		not_ok "start --request $body" "exit $rc" "$(cat "$TMP/err")"
+	fi
+done
+"$BULKHEAD" start --request "$TMP/none.json" 2> "$TMP/err"
+if grep -q "none.json: No such file" "$TMP/err"; then
+	ok "start --request with no such file names it"
+else
+	not_ok "start --request with no such file" "$(cat "$TMP/err")"
+fi
 plan_done

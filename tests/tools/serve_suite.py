@@ -8,6 +8,7 @@ import hashlib
 import http.client
 import json
 import os
+import shutil
 import socket
 import sys
 import threading
@@ -501,6 +502,21 @@ def group_files():
            out.split() == [b"0", b"touch=1"] and b"SERVESECRET" not in out, out)
     call("DELETE", "/v1/sessions/" + h["id"])
     os.remove(env_file)
+    # As many rules as the API takes (64) reach the supervisor whole, the share with them: the
+    # last rule holds as surely as the first.
+    for i in range(64):
+        os.makedirs(os.path.join(sys.argv[3], "many", "d%02d" % i), exist_ok=True)
+    with open(os.path.join(sys.argv[3], "many", "d63", "f"), "w") as f:
+        f.write("seen")
+    rules = {"many/d%02d" % i: "ro" for i in range(63)}
+    rules["many/d63"] = "hidden"
+    h = create(work=sys.argv[3], work_rules=rules)
+    out, _, _, _ = exec_frames(h["id"], ["sh", "-c", "ls /work/many | wc -l; ls -A /work/many/d63 "
+                                         "| wc -l; touch /work/many/d00/x 2>/dev/null; echo $?"])
+    report("64 work_rules: the share given, the first read-only, the last hidden",
+           out.split() == [b"64", b"0", b"1"], out)
+    call("DELETE", "/v1/sessions/" + h["id"])
+    shutil.rmtree(os.path.join(sys.argv[3], "many"))
     # A session deleted while requests for it are still in flight (a request's answer sent
     # but its hold on the session not yet let go): each of them answered, the daemon alive
     # (a sanitizer build of it says so if the session is used after it was freed).
