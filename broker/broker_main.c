@@ -29,7 +29,7 @@
 #include "broker/session.h"
 #include "broker/rules.h"
 #include "broker/upstream_tls.h"
-#include "broker/vault.h"
+#include "broker/vault_live.h"
 #include "lib/unix_listen.h"
 
 /* How long a worker keeps a silent connection before the loop takes it back: long enough
@@ -85,43 +85,28 @@ static int load_secrets_file(const char *path)
 	return 0;
 }
 
-/* --vault: the real source. The value is copied out of the vault's locked page
- * into the buffer the proxy wipes and frees after use. */
-static struct vault *vault;
+/* --vault: the real source, kept current (vault_live.h). The value is copied out of the
+ * vault's locked page into the buffer the proxy wipes and frees after use. */
+static struct vault_live *vault;
 
 static int vault_secret_get(void *arg, const char *name, uint8_t **val, size_t *len)
 {
-	unsigned char *locked;
-	size_t n;
 	(void)arg;
-	int rc = vault_get(vault, name, &locked, &n);
-	if (rc < 0)
-		return rc;
-	*val = malloc(n + 1);
-	if (*val) {
-		memcpy(*val, locked, n);
-		*len = n;
-	}
-	vault_secret_free(locked, n);
-	return *val ? 0 : -ENOMEM;
+	return vault_live_get(vault, name, val, len);
 }
 
 static int open_vault(const char *path, const char *key_file)
 {
-	char err[512], keybuf[4096];
-	struct vault_cred *cred = NULL;
+	char err[512] = "", keybuf[4096];
 	if (!key_file) {
 		if (snprintf(keybuf, sizeof(keybuf), "%s.key", path) >= (int)sizeof(keybuf))
 			return -1;
 		key_file = keybuf;
 	}
-	if (vault_cred_load(VAULT_CRED_KEY_FILE, key_file, &cred, err, sizeof(err)) < 0 ||
-	    vault_open(path, cred, VAULT_RDONLY, &vault, err, sizeof(err)) < 0) {
+	if (vault_live_open(path, key_file, &vault, err, sizeof(err)) < 0) {
 		fprintf(stderr, "bulkhead-broker: %s\n", err);
-		vault_cred_free(cred);
 		return -1;
 	}
-	vault_cred_free(cred);
 	return 0;
 }
 

@@ -40,10 +40,13 @@ struct head {
 	int in_value; /* the last callback was a header value */
 };
 
+/* A secret as this connection's current request sees it. Each request reads it again (a
+ * vault replaced on disk serves new requests: broker/vault_live.h); a value the connection
+ * had before stays in its scrubber, so an echo of an old value is scrubbed too. */
 struct secret_slot {
 	uint8_t *val;
 	size_t len;
-	int state; /* 0 not loaded, 1 loaded, -1 unavailable */
+	int state; /* 0 not loaded for this request, 1 loaded, -1 unavailable */
 };
 
 struct conn {

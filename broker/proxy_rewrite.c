@@ -21,17 +21,36 @@ const struct secret_slot *proxy_rewrite_secret(struct conn *c, const struct rule
 {
 	struct secret_slot *sl = &c->secrets[s - c->cfg->rules->secrets];
 
-	if (!sl->state) {
-		sl->state = -1;
-		if (c->cfg->secrets &&
-		    !c->cfg->secrets->get(c->cfg->secrets->arg, s->name, &sl->val, &sl->len)) {
-			sl->state = 1;
-			/* Every secret is scrubbed from every response, whichever host sent it. */
-			if (scrub_add_secret(&c->scrub, sl->val, sl->len))
-				sl->state = -1;
+	uint8_t *val = NULL;
+	size_t len = 0;
+
+	if (sl->state)
+		return sl->state == 1 ? sl : NULL;
+	sl->state = -1;
+	if (!c->cfg->secrets || c->cfg->secrets->get(c->cfg->secrets->arg, s->name, &val, &len))
+		return NULL;
+	if (sl->val && sl->len == len && !CRYPTO_memcmp(sl->val, val, len)) {
+		OPENSSL_cleanse(val, len); /* the value the connection had: scrubbed already */
+		free(val);
+	} else {
+		if (sl->val) {
+			OPENSSL_cleanse(sl->val, sl->len);
+			free(sl->val);
+		}
+		sl->val = val;
+		sl->len = len;
+		/* Every secret is scrubbed from every response, whichever host sent it; a value
+		 * replaced stays scrubbed with the new one. */
+		if (scrub_add_secret(&c->scrub, val, len)) {
+			OPENSSL_cleanse(sl->val, sl->len); /* never used unscrubbed: read again */
+			free(sl->val);
+			sl->val = NULL;
+			sl->len = 0;
+			return NULL;
 		}
 	}
-	return sl->state == 1 ? sl : NULL;
+	sl->state = 1;
+	return sl;
 }
 
 void proxy_rewrite_wipe(struct conn *c)
