@@ -94,8 +94,10 @@ static size_t find_brokers(char socks[][PATH_MAX], size_t max)
 /* All pending approvals, each tagged with the socket of the broker that holds it. */
 json_t *approvals_collect(void (*complain)(const char *why))
 {
-	static char socks[MAX_BROKERS][PATH_MAX];
-	size_t n = find_brokers(socks, MAX_BROKERS), i, k;
+	/* Each caller's own (the session API asks from many threads at once): 1 MiB is too much
+	 * for a thread's stack and was a data race as one static array. */
+	char(*socks)[PATH_MAX] = calloc(MAX_BROKERS, sizeof(*socks));
+	size_t n = socks ? find_brokers(socks, MAX_BROKERS) : 0, i, k;
 	json_t *all = json_array(),
 	       *req = json_pack("{siss}", CONTROL_KEY_VERSION, CONTROL_PROTO_VERSION,
 				CONTROL_KEY_OP, CONTROL_OP_APPROVALS_LIST);
@@ -115,6 +117,7 @@ json_t *approvals_collect(void (*complain)(const char *why))
 		json_decref(ans);
 	}
 	json_decref(req);
+	free(socks);
 	return all;
 }
 

@@ -274,12 +274,14 @@ static int send_pending(struct exec_client *c)
 }
 
 /* Takes "~." (at a line's start) out of what we read, in place; a held "~" goes out with
- * the next byte. buf has room for one byte more than n. Returns the bytes to send. */
+ * the next byte. buf has room for one byte more than n. Returns the bytes to send. The input
+ * is moved up one byte first: output byte k is at most input byte i + 1, so every write
+ * lands on a byte already read (no copy, nothing shared between threads). */
 static size_t escapes(struct exec_client *c, uint8_t *buf, size_t n)
 {
-	static uint8_t in[AGENT_MAX_PAYLOAD];
+	const uint8_t *in = buf + 1;
 	size_t k = 0;
-	memcpy(in, buf, n);
+	memmove(buf + 1, buf, n);
 	for (size_t i = 0; i < n; i++) {
 		uint8_t b = in[i];
 		if (c->esc_state == ESC_TILDE) {

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,32 +12,36 @@
 
 static char bindir[PATH_MAX];
 static char libdir[PATH_MAX];
+/* Found once, whichever thread asks first (the session API asks from many). */
+static pthread_once_t found = PTHREAD_ONCE_INIT;
 
-const char *paths_bindir(void)
+static void find_dirs(void)
 {
-	if (bindir[0])
-		return bindir;
 	ssize_t n = readlink("/proc/self/exe", bindir, sizeof(bindir) - 1);
 	if (n <= 0) {
 		strcpy(bindir, ".");
-		return bindir;
+	} else {
+		bindir[n] = '\0';
+		char *slash = strrchr(bindir, '/');
+		if (slash)
+			*slash = '\0';
 	}
-	bindir[n] = '\0';
-	char *slash = strrchr(bindir, '/');
-	if (slash)
-		*slash = '\0';
+	const char *env = getenv("BULKHEAD_LIBDIR");
+	if (env && *env)
+		snprintf(libdir, sizeof(libdir), "%s", env);
+	else
+		snprintf(libdir, sizeof(libdir), "%s/../lib/bulkhead", bindir);
+}
+
+const char *paths_bindir(void)
+{
+	pthread_once(&found, find_dirs);
 	return bindir;
 }
 
 const char *paths_libdir(void)
 {
-	if (libdir[0])
-		return libdir;
-	const char *env = getenv("BULKHEAD_LIBDIR");
-	if (env && *env)
-		snprintf(libdir, sizeof(libdir), "%s", env);
-	else
-		snprintf(libdir, sizeof(libdir), "%s/../lib/bulkhead", paths_bindir());
+	pthread_once(&found, find_dirs);
 	return libdir;
 }
 

@@ -198,6 +198,30 @@ def group_cold():
     call("DELETE", "/v1/sessions/" + s["id"])
 
 
+def approvals_at_once():
+    """GET /v1/approvals from 8 clients at once, while the daemon's own thread looks for new
+    approvals every second: each lists every broker's control socket, so none may share its
+    list with another (a ThreadSanitizer build fails on a shared one: make test-tsan)."""
+    answers, lock = [], threading.Lock()
+
+    def ask():
+        for _ in range(15):
+            try:
+                st, js, _, _ = call("GET", "/v1/approvals", timeout=30)
+                ok = st == 200 and isinstance(js.get("approvals"), list)
+            except Exception as ex:  # noqa: BLE001 - the daemon's death shows here
+                ok = repr(ex)
+            with lock:
+                answers.append(ok)
+    ts = [threading.Thread(target=ask) for _ in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    report("approvals listed by 8 clients at once: 120 answers, each a list",
+           answers == [True] * 120, sorted(set(map(str, answers))))
+
+
 def group_many():
     """200 execs across 10 concurrent sessions, every byte and exit code checked."""
     sids = []
@@ -236,6 +260,7 @@ def group_many():
     report("10 concurrent sessions made", len(sids) == 10, (sids, errors[:2]))
     report("200 execs across 10 sessions: every byte and exit code right", not bad
            and len(sids) == 10, bad[:3])
+    approvals_at_once()  # with the 10 sessions' run directories to look through
     for sid in sids:
         call("DELETE", "/v1/sessions/" + sid)
 
