@@ -12,7 +12,7 @@
 # their ratio, the relay's throughput and the broker's against it, and the broker's CPU per
 # request; then the goals of issue 19, measured vs goal.
 # Usage: DURATION=1 CONNS="1 8 64 512" MODES="plain connect" KEEPALIVE="1 0" ROUNDS=3 \
-#        bench/broker-overhead.sh
+#        SOURCE=file|vault bench/broker-overhead.sh
 # (DURATION: seconds each run measures, or N: requests per run instead; WARMUP: unmeasured
 # requests per connection first (default: about 200 per run with keep-alive, at least 1 per
 # connection; about 20 per run without);
@@ -98,6 +98,16 @@ cat > "$tmp/rules.json" << RULES
 RULES
 printf '{"TOK": "%s"}\n' "$SECRET" > "$tmp/secrets.json"
 chmod 600 "$tmp/secrets.json"
+# SOURCE=vault: the secret from an encrypted vault instead (each request reads it again and
+# checks the vault file for a replacement: what that costs shows beside SOURCE=file).
+source_opt="--secrets-file $tmp/secrets.json"
+if [ "${SOURCE:-file}" = vault ]; then
+	XDG_CONFIG_HOME="$tmp/cfg" "$BUILD/bin/bulkhead" vault init > /dev/null ||
+		fail "bulkhead vault init failed"
+	printf '%s' "$SECRET" | XDG_CONFIG_HOME="$tmp/cfg" "$BUILD/bin/bulkhead" vault put TOK ||
+		fail "bulkhead vault put failed"
+	source_opt="--vault $tmp/cfg/bulkhead/vault"
+fi
 
 # One broker per event loop, all up at once, so every round measures each beside the same
 # direct run. Each serves its session CA as bulkhead-init fetches it, for the CONNECT runs.
@@ -105,8 +115,9 @@ for loop in $LOOPS; do
 	opt=""
 	[ "$loop" = default ] || opt="--event-loop $loop"
 	# shellcheck disable=SC2086 # opt is one option and its value, or nothing
+	# shellcheck disable=SC2086 # source_opt is one option and its value
 	"$BROKER" --listen "$tmp/$loop.sock" --rules "$tmp/rules.json" $opt \
-		--secrets-file "$tmp/secrets.json" --ca-file "$tmp/ca.pem" --quiet 2> "$tmp/$loop.err" &
+		$source_opt --ca-file "$tmp/ca.pem" --quiet 2> "$tmp/$loop.err" &
 	echo $! > "$tmp/$loop.pid"
 	pids="$pids $!"
 	wait_for -S "$tmp/$loop.sock" || fail "the broker ($loop) did not start: $(cat "$tmp/$loop.err")"
