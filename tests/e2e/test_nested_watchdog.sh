@@ -10,7 +10,7 @@
 top=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$TMP/t/tests/nested" "$TMP/t/tests/e2e"
 cp "$top/tests/nested/l1-run.sh" "$top/tests/nested/watchdog.sh" "$TMP/t/tests/nested/"
-printf 'echo "ok 1 - before the hang"\nsleep 300 &\nwait\n' > "$TMP/t/tests/e2e/test_hangs.sh"
+printf 'echo "ok 1 - before the hang"\nsleep 3017 &\nwait\n' > "$TMP/t/tests/e2e/test_hangs.sh"
 printf 'echo "ok 1 - fine"\necho "1..1"\nexit 0\n' > "$TMP/t/tests/e2e/test_fine.sh"
 start=$(date +%s)
 (cd "$TMP/t" && NESTED_BUDGET=3 timeout -s KILL 60 sh tests/nested/l1-run.sh test_hangs,test_fine) \
@@ -22,7 +22,7 @@ grep -q '^| [0-9.]* ok 1 - before the hang$' "$r" && ok "a hanging step's output
 grep -q '^| not ok - test_hangs hung: stopped by its watchdog$' "$r" && ok "the hang is a failure" ||
 	not_ok "the hang is a failure" "$(cat "$r")"
 grep -q '^| # watchdog: still running after 3 s' "$r" &&
-	grep -q '^| # process [0-9]* (sleep): sleep 300' "$r" &&
+	grep -q '^| # process [0-9]* (sleep): sleep 3017' "$r" &&
 	grep -q '^| # .*thread [0-9]* (sleep) S (sleeping)' "$r" &&
 	grep -q '^| # last output lines:' "$r" &&
 	ok "the watchdog shows each process of the step with its threads' state before the kill" ||
@@ -33,5 +33,6 @@ grep -q '^end test_fine 0 ' "$r" && grep -q '^| [0-9.]* ok 1 - fine$' "$r" && gr
 	ok "the next step runs and the plan ends" || not_ok "the next step runs and the plan ends" "$(cat "$r")"
 [ $took -lt 30 ] && ok "no stall: the whole plan took $took s with a 3 s budget" ||
 	not_ok "no stall" "the plan took $took s"
-check_eq "nothing of the hung step is left" "" "$(pgrep -f 'sleep 300' || true)"
+# (3017 s: a number of this suite's own, so that only its own step is looked for)
+check_eq "nothing of the hung step is left" "" "$(pgrep -f 'sleep 3017' || true)"
 plan_done

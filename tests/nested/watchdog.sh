@@ -39,5 +39,8 @@ for c in $(find /tmp -maxdepth 3 -name 'console*' -type f -mmin -10 2> /dev/null
 done
 echo "kernel's last messages:"
 dmesg | tail -n 10 | sed 's/^/  /'
-for p in $pids; do kill -KILL "$p" 2> /dev/null; done
+# Descendants first, PID last, with TERM ignored meanwhile: the runner stops this watchdog (TERM
+# to its session) as soon as PID ends, which must not cut the kills short and leave a child.
+trap '' TERM
+for p in $(printf '%s\n' $pids | tac); do kill -KILL "$p" 2> /dev/null; done
 echo "watchdog: killed $(echo $pids | wc -w) processes"
