@@ -95,6 +95,12 @@ static int vault_secret_get(void *arg, const char *name, uint8_t **val, size_t *
 	return vault_live_get(vault, name, val, len);
 }
 
+static unsigned vault_secret_gen(void *arg)
+{
+	(void)arg;
+	return vault_live_generation(vault);
+}
+
 static int open_vault(const char *path, const char *key_file)
 {
 	char err[512] = "", keybuf[4096];
@@ -147,8 +153,8 @@ static void raise_nofile(void)
 static int load(const struct broker_cmdline *o, struct broker_common *common, struct rules *rules)
 {
 	static struct policy policy;
-	static struct secret_source src = { file_secret_get, NULL };
-	static struct secret_source vsrc = { vault_secret_get, NULL };
+	static struct secret_source src = { file_secret_get, NULL, NULL };
+	static struct secret_source vsrc = { vault_secret_get, NULL, vault_secret_gen };
 	static struct hold_budget hold_total, buf_total, h2_total;
 	char err[512];
 

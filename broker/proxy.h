@@ -24,6 +24,9 @@
 struct secret_source {
 	int (*get)(void *arg, const char *name, uint8_t **val, size_t *len);
 	void *arg;
+	/* Where values can change while the broker runs (a vault replaced on disk): a number that
+	 * changes when they may have, asked once per request. NULL: they never change. */
+	unsigned (*generation)(void *arg);
 };
 
 struct proxy_config {

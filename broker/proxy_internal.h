@@ -40,16 +40,18 @@ struct head {
 	int in_value; /* the last callback was a header value */
 };
 
-/* A secret as this connection's current request sees it. Each request reads it again (a
- * vault replaced on disk serves new requests: broker/vault_live.h); a value the connection
- * had before stays in its scrubber, so an echo of an old value is scrubbed too. */
+/* A secret as this connection's requests see it: read again when the source's generation
+ * has changed since (a vault replaced on disk serves the next request: broker/vault_live.h);
+ * a value the connection had before stays in its scrubber, so an echo of it is scrubbed. */
 struct secret_slot {
 	uint8_t *val;
 	size_t len;
-	int state; /* 0 not loaded for this request, 1 loaded, -1 unavailable */
+	int state;    /* 0 not loaded, 1 loaded, -1 unavailable */
+	unsigned gen; /* the source's generation it was read at */
 };
 
 struct conn {
+	unsigned secrets_gen; /* the secret source's generation for the current request */
 	const struct proxy_config *cfg;
 	int fd;
 	unsigned long id;

@@ -60,8 +60,8 @@ static int rq_value(http_parser *p, const char *at, size_t len)
 void proxy_request_reset(struct conn *c)
 {
 	proxy_head_reset(&c->req);
-	for (size_t i = 0; c->secrets && i < c->cfg->rules->n_secrets; i++)
-		c->secrets[i].state = 0; /* read again by the next request */
+	if (c->cfg->secrets && c->cfg->secrets->generation) /* a changed vault: read again */
+		c->secrets_gen = c->cfg->secrets->generation(c->cfg->secrets->arg);
 	c->is_head = c->chunked_in = c->client_10 = c->expect_continue = 0;
 	c->resp_started = c->resp_done = c->has_body = 0;
 	c->connect_ok = c->serve_ca = c->head_seen = 0;

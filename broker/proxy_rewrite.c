@@ -24,8 +24,9 @@ const struct secret_slot *proxy_rewrite_secret(struct conn *c, const struct rule
 	uint8_t *val = NULL;
 	size_t len = 0;
 
-	if (sl->state)
+	if (sl->state && sl->gen == c->secrets_gen)
 		return sl->state == 1 ? sl : NULL;
+	sl->gen = c->secrets_gen;
 	sl->state = -1;
 	if (!c->cfg->secrets || c->cfg->secrets->get(c->cfg->secrets->arg, s->name, &val, &len))
 		return NULL;

@@ -28,6 +28,7 @@ struct vault_live {
 	struct vault *v;
 	struct file_id loaded, refused; /* the file in use; the last one that could not be */
 	bool have_refused;
+	unsigned gen; /* new files taken */
 };
 
 static void file_id_of(const struct stat *st, struct file_id *id)
@@ -92,6 +93,7 @@ static void refresh(struct vault_live *l)
 			l->v = nv;
 			l->loaded = now;
 			l->have_refused = false;
+			l->gen++;
 			fprintf(stderr, "bulkhead-broker: vault %s changed: %zu entries in use from now\n",
 				l->path, vault_count(nv));
 			return;
@@ -105,6 +107,15 @@ static void refresh(struct vault_live *l)
 		"bulkhead-broker: vault %s changed but cannot be used (%s); the one loaded before "
 		"stays in use\n",
 		l->path, err);
+}
+
+unsigned vault_live_generation(struct vault_live *l)
+{
+	pthread_mutex_lock(&l->lock);
+	refresh(l);
+	unsigned gen = l->gen;
+	pthread_mutex_unlock(&l->lock);
+	return gen;
 }
 
 int vault_live_get(struct vault_live *l, const char *name, uint8_t **val, size_t *len)

@@ -16,6 +16,9 @@ struct vault_live;
  * 0, or -1 with ERR. */
 int vault_live_open(const char *path, const char *key_file, struct vault_live **out, char *err,
 		    size_t errlen);
+/* A number that changes each time a new file is taken (the file is looked at first): a reader
+ * that read its values at this number needs not read them again. */
+unsigned vault_live_generation(struct vault_live *l);
 /* NAME's value as the vault on disk holds it now (a reload first if the file changed): a
  * malloc'd copy the caller wipes and frees. 0, or a negative errno (-ENOENT: no such entry). */
 int vault_live_get(struct vault_live *l, const char *name, uint8_t **val, size_t *len);
