@@ -101,6 +101,19 @@ static unsigned vault_secret_gen(void *arg)
 	return vault_live_generation(vault);
 }
 
+static unsigned vault_secret_current(void *arg)
+{
+	(void)arg;
+	return vault_live_current(vault);
+}
+
+static int vault_secret_retired(void *arg, const char *name, unsigned after, unsigned *serial,
+				uint8_t **val, size_t *len)
+{
+	(void)arg;
+	return vault_live_retired(vault, name, after, serial, val, len);
+}
+
 static int open_vault(const char *path, const char *key_file)
 {
 	char err[512] = "", keybuf[4096];
@@ -153,8 +166,9 @@ static void raise_nofile(void)
 static int load(const struct broker_cmdline *o, struct broker_common *common, struct rules *rules)
 {
 	static struct policy policy;
-	static struct secret_source src = { file_secret_get, NULL, NULL };
-	static struct secret_source vsrc = { vault_secret_get, NULL, vault_secret_gen };
+	static struct secret_source src = { .get = file_secret_get };
+	static struct secret_source vsrc = { vault_secret_get, NULL, vault_secret_gen,
+					     vault_secret_current, vault_secret_retired };
 	static struct hold_budget hold_total, buf_total, h2_total;
 	char err[512];
 

@@ -27,6 +27,14 @@ struct secret_source {
 	/* Where values can change while the broker runs (a vault replaced on disk): a number that
 	 * changes when they may have, asked once per request. NULL: they never change. */
 	unsigned (*generation)(void *arg);
+	/* The same number as another request made it, without looking for a change: asked at
+	 * each read from an upstream, so that a stream open across a change scrubs the new
+	 * values. NULL with generation NULL. */
+	unsigned (*current)(void *arg);
+	/* The values NAME held before (replaced, removed), for the scrubber: the first one with a
+	 * serial over AFTER, as get() returns values; -ENOENT when there is none. May be NULL. */
+	int (*retired)(void *arg, const char *name, unsigned after, unsigned *serial, uint8_t **val,
+		       size_t *len);
 };
 
 struct proxy_config {

@@ -46,8 +46,9 @@ struct head {
 struct secret_slot {
 	uint8_t *val;
 	size_t len;
-	int state;    /* 0 not loaded, 1 loaded, -1 unavailable */
-	unsigned gen; /* the source's generation it was read at */
+	int state;	       /* 0 not loaded, 1 loaded, -1 unavailable */
+	unsigned gen;	       /* the source's generation it was read at */
+	unsigned retired_seen; /* the last of its retired values the scrubber has */
 };
 
 struct conn {
@@ -118,13 +119,13 @@ struct conn {
 	char secret_name[DECIDE_MAX_INJECT * (RULES_NAME_MAX + 1)]; /* all, joined by "," */
 	const char *inj_names[DECIDE_MAX_INJECT]; /* every secret injected (names in rules) */
 	size_t n_inj_names;
-	int port;	     /* the request's port, its scheme's default when the URL has none */
-	int audit_due;	     /* a request began and has no audit record yet */
-	int audit_reserved;  /* room for its record is set aside (audit_reserve) */
-	const char *outcome; /* AUDIT_OUTCOME_* when the guest's side ended the request */
-	int head_seen;	     /* the head's end was parsed: fields after it are trailers */
-	int64_t head_t0_ms; /* when the head now arriving began (head_clock set) */
-	int head_clock, rcv_ms;	 /* rcv_ms: the guest socket's receive timeout now */
+	int port;		/* the request's port, its scheme's default when the URL has none */
+	int audit_due;		/* a request began and has no audit record yet */
+	int audit_reserved;	/* room for its record is set aside (audit_reserve) */
+	const char *outcome;	/* AUDIT_OUTCOME_* when the guest's side ended the request */
+	int head_seen;		/* the head's end was parsed: fields after it are trailers */
+	int64_t head_t0_ms;	/* when the head now arriving began (head_clock set) */
+	int head_clock, rcv_ms; /* rcv_ms: the guest socket's receive timeout now */
 	/* In a tunnel: when the guest's TLS must have brought what it is bringing (its handshake,
 	 * or the records of a request head; from their first byte), in monotonic ms; 0: no such
 	 * deadline. tls_late: a read was refused for it (proxy_tunnel.c). */
@@ -250,6 +251,10 @@ void proxy_io_timeouts(int fd, int ms);
 /* proxy_rewrite.c: secrets, placeholders, the path check and the upstream head. */
 const struct secret_slot *proxy_rewrite_secret(struct conn *c, const struct rules_secret *s);
 void proxy_rewrite_wipe(struct conn *c);
+/* Before bytes read from an upstream are scrubbed: when the secret source changed since this
+ * connection read its values (another connection took a new vault), the new values (and those
+ * retired) join the scrubber, also in the middle of an answer. */
+void proxy_rewrite_catch_up(struct conn *c);
 int proxy_rewrite_placeholders(struct conn *c, const struct rules_req *q, const char *t, size_t len,
 			       struct secbuf *out, int mode);
 int proxy_rewrite_path_ok(const char *p, size_t len);

@@ -102,9 +102,16 @@ ssize_t proxy_io_client_read(struct conn *c, void *b, size_t n)
 
 ssize_t proxy_io_up_read(struct conn *c, void *b, size_t n)
 {
+	ssize_t got;
+
 	if (proxy_io_client_flush(c))
 		return -1;
-	return c->up_h2 ? h2_up_read(c->up_h2, b, n) : side_read(c->up_fd, c->up_ssl, b, n);
+	got = c->up_h2 ? h2_up_read(c->up_h2, b, n) : side_read(c->up_fd, c->up_ssl, b, n);
+	/* After the read: the upstream could only echo a value another connection sent it once
+	 * that connection had read it, which changed the source's number first. */
+	if (got > 0)
+		proxy_rewrite_catch_up(c);
+	return got;
 }
 
 int proxy_io_up_wait(struct conn *c, int ms)

@@ -15,7 +15,45 @@
 
 #include <openssl/crypto.h>
 
+/* Why a value cannot be a header field's (rules_field_value_ok). */
+#define CTL_WHY "it holds a control character (only tab is allowed)"
+
 /* --- secrets ---------------------------------------------------------------------------- */
+
+/* Adds VAL to the connection's scrubber, and VAL without the blanks at its ends (a server reads
+ * a header's value without them, and may echo it so). */
+static int scrub_value(struct conn *c, const uint8_t *val, size_t len)
+{
+	size_t a = 0, b = len;
+
+	while (a < b && (val[a] == ' ' || val[a] == '\t'))
+		a++;
+	while (b > a && (val[b - 1] == ' ' || val[b - 1] == '\t'))
+		b--;
+	if (scrub_add_secret(&c->scrub, val, len))
+		return -1;
+	return (a || b < len) ? scrub_add_secret(&c->scrub, val + a, b - a) : 0;
+}
+
+/* The values secret S held before (a vault's replaced or removed ones) that this connection's
+ * scrubber does not have yet: an old credential may still be valid upstream. */
+static int scrub_retired(struct conn *c, const struct rules_secret *s, struct secret_slot *sl)
+{
+	const struct secret_source *src = c->cfg->secrets;
+	unsigned serial;
+	uint8_t *val;
+	size_t len;
+	int rc = 0;
+
+	while (!rc && src->retired &&
+	       src->retired(src->arg, s->name, sl->retired_seen, &serial, &val, &len) == 0) {
+		rc = scrub_value(c, val, len);
+		OPENSSL_cleanse(val, len);
+		free(val);
+		sl->retired_seen = serial;
+	}
+	return rc;
+}
 
 const struct secret_slot *proxy_rewrite_secret(struct conn *c, const struct rules_secret *s)
 {
@@ -28,7 +66,13 @@ const struct secret_slot *proxy_rewrite_secret(struct conn *c, const struct rule
 		return sl->state == 1 ? sl : NULL;
 	sl->gen = c->secrets_gen;
 	sl->state = -1;
-	if (!c->cfg->secrets || c->cfg->secrets->get(c->cfg->secrets->arg, s->name, &val, &len))
+	if (!c->cfg->secrets)
+		return NULL;
+	/* Every secret is scrubbed from every response, whichever host sent it, with the values
+	 * it held before; a value replaced stays scrubbed with the new one. */
+	if (scrub_retired(c, s, sl))
+		return NULL;
+	if (c->cfg->secrets->get(c->cfg->secrets->arg, s->name, &val, &len))
 		return NULL;
 	if (sl->val && sl->len == len && !CRYPTO_memcmp(sl->val, val, len)) {
 		OPENSSL_cleanse(val, len); /* the value the connection had: scrubbed already */
@@ -40,18 +84,30 @@ const struct secret_slot *proxy_rewrite_secret(struct conn *c, const struct rule
 		}
 		sl->val = val;
 		sl->len = len;
-		/* Every secret is scrubbed from every response, whichever host sent it; a value
-		 * replaced stays scrubbed with the new one. */
-		if (scrub_add_secret(&c->scrub, val, len)) {
+		if (scrub_value(c, val, len)) {
 			OPENSSL_cleanse(sl->val, sl->len); /* never used unscrubbed: read again */
 			free(sl->val);
 			sl->val = NULL;
 			sl->len = 0;
+			sl->state = 0;
 			return NULL;
 		}
 	}
 	sl->state = 1;
 	return sl;
+}
+
+void proxy_rewrite_catch_up(struct conn *c)
+{
+	const struct secret_source *src = c->cfg->secrets;
+	unsigned g;
+	size_t i;
+
+	if (!src || !src->current || (g = src->current(src->arg)) == c->secrets_gen)
+		return;
+	c->secrets_gen = g;
+	for (i = 0; i < c->cfg->rules->n_secrets; i++)
+		proxy_rewrite_secret(c, &c->cfg->rules->secrets[i]);
 }
 
 void proxy_rewrite_wipe(struct conn *c)
@@ -89,7 +145,7 @@ int proxy_rewrite_placeholders(struct conn *c, const struct rules_req *q, const 
 		const char *at = memmem(t, len, RULES_PLACEHOLDER, RULES_PLACEHOLDER_N);
 		const struct rules_secret *s;
 		const struct secret_slot *sl;
-		size_t nl, i;
+		size_t nl;
 
 		if (!at) {
 			if (out)
@@ -126,14 +182,12 @@ int proxy_rewrite_placeholders(struct conn *c, const struct rules_req *q, const 
 				OPENSSL_cleanse(e, strlen(e));
 				free(e);
 			} else {
-				for (i = 0; mode == PH_HEADER && i < sl->len; i++)
-					if (sl->val[i] == '\r' || sl->val[i] == '\n' ||
-					    !sl->val[i]) {
-						proxy_fail(c, 502,
-							   "secret %s cannot travel in a header",
-							   s->name);
-						return -1;
-					}
+				if (mode == PH_HEADER && !rules_field_value_ok(sl->val, sl->len)) {
+					proxy_fail(c, 502,
+						   "secret %s cannot travel in a header: %s",
+						   s->name, CTL_WHY);
+					return -1;
+				}
 				secbuf_add(out, sl->val, sl->len);
 			}
 		}
@@ -197,7 +251,7 @@ static char *inject_value(struct conn *c, const struct rules_secret *s)
 	}
 	r = rules_render(s, sl->val, sl->len);
 	if (!r && s->kind != RULES_INJECT_QUERY)
-		proxy_fail(c, 502, "secret %s cannot travel in a header", s->name);
+		proxy_fail(c, 502, "secret %s cannot travel in a header: %s", s->name, CTL_WHY);
 	return r;
 }
 

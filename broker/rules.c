@@ -434,6 +434,14 @@ char *rules_pct_encode(const uint8_t *val, size_t len)
 	return out;
 }
 
+bool rules_field_value_ok(const uint8_t *val, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((val[i] < 0x20 && val[i] != '\t') || val[i] == 0x7f)
+			return false;
+	return true;
+}
+
 char *rules_render(const struct rules_secret *s, const uint8_t *val, size_t len)
 {
 	char *out = NULL;
@@ -445,6 +453,8 @@ char *rules_render(const struct rules_secret *s, const uint8_t *val, size_t len)
 		if (val[i] == '\r' || val[i] == '\n' || val[i] == 0)
 			return NULL;
 	if (s->kind == RULES_INJECT_HEADER) {
+		if (!rules_field_value_ok(val, len))
+			return NULL;
 		const char *at = strstr(s->template, "{}");
 		size_t pre = (size_t)(at - s->template), post = strlen(at + 2);
 

@@ -4,6 +4,7 @@
 #ifndef BULKHEAD_BROKER_RULES_H
 #define BULKHEAD_BROKER_RULES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,7 +56,7 @@ struct rules {
 	struct rules_work_path {
 		char *path;
 		int mode;
-	} *work_paths;
+	} * work_paths;
 	size_t n_work_paths;
 	int work_secrets;
 	char **work_allow;
@@ -94,8 +95,12 @@ int rules_default_port(enum rules_scheme s);
 
 /* Renders the credential for SECRET: for HEADER and BASIC the header value, for QUERY the
  * percent-encoded parameter value. Returns a malloc'd NUL-terminated string (caller wipes),
- * or NULL (out of memory, or a value that cannot travel in a header: CR, LF or NUL). */
+ * or NULL (out of memory, or a value that cannot travel in a header: CR, LF or NUL; for
+ * HEADER any control character but tab, as rules_field_value_ok). */
 char *rules_render(const struct rules_secret *s, const uint8_t *val, size_t len);
+/* Whether VAL may be (part of) a header field's value as sent: no control character but tab
+ * (RFC 9110 5.5); a server reads DEL or 0x01 differently from what the scrubber was given. */
+bool rules_field_value_ok(const uint8_t *val, size_t len);
 /* Percent-encodes everything but RFC 3986 unreserved characters. Caller wipes and frees. */
 char *rules_pct_encode(const uint8_t *val, size_t len);
 

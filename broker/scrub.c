@@ -233,24 +233,12 @@ static uint8_t hex_pair(const uint8_t *end)
 	return (uint8_t)(h << 4 | l);
 }
 
-int scrub_feed(struct scrub *s, const uint8_t *in, size_t n, scrub_out_fn out, void *arg)
+/* Runs the matcher over the N bytes held after s->total, which it then counts as fed. */
+static int scan(struct scrub *s, size_t n)
 {
-	size_t held = s->total - s->base, i;
+	size_t i;
 	int rc;
 
-	if (!n)
-		return 0;
-	if (!s->n_pats)
-		return out(arg, in, n);
-	if (held + n > s->hold_cap) {
-		uint8_t *h = secbuf_regrow(s->hold, s->hold_cap, held, held + n);
-
-		if (!h)
-			return -ENOMEM;
-		s->hold = h;
-		s->hold_cap = held + n;
-	}
-	memcpy(s->hold + held, in, n);
 	for (i = 0; i < n; i++) {
 		uint64_t q = ++s->total;
 		const uint8_t *end = s->hold + (q - s->base);
@@ -273,7 +261,43 @@ int scrub_feed(struct scrub *s, const uint8_t *in, size_t n, scrub_out_fn out, v
 		if (rc)
 			return rc;
 	}
+	return 0;
+}
+
+int scrub_feed(struct scrub *s, const uint8_t *in, size_t n, scrub_out_fn out, void *arg)
+{
+	size_t held = s->total - s->base;
+	int rc;
+
+	if (!n)
+		return 0;
+	if (!s->n_pats)
+		return out(arg, in, n);
+	if (held + n > s->hold_cap) {
+		uint8_t *h = secbuf_regrow(s->hold, s->hold_cap, held, held + n);
+
+		if (!h)
+			return -ENOMEM;
+		s->hold = h;
+		s->hold_cap = held + n;
+	}
+	memcpy(s->hold + held, in, n);
+	if ((rc = scan(s, n)))
+		return rc;
 	return release(s, s->total >= s->lag - 1 ? s->total - (s->lag - 1) : 0, out, arg);
+}
+
+/* After the patterns changed (scrub_compile cleared the state): the bytes held are matched
+ * again from the first. A match in progress never began before them (the lag is at least any
+ * match's span), so nothing that could still be replaced is missed. */
+int scrub_rescan(struct scrub *s)
+{
+	size_t held = s->total - s->base;
+
+	s->total = s->base;
+	s->n_ranges = 0;
+	s->hexrun = 0;
+	return scan(s, held);
 }
 
 static void stream_reset(struct scrub *s)

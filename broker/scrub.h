@@ -32,7 +32,7 @@ struct scrub_range {
 };
 
 struct scrub {
-	/* Patterns and their compiled tables (fixed once the secrets are loaded). */
+	/* Patterns and their compiled tables (compiled again when a secret is added). */
 	struct scrub_pat *pats;
 	size_t n_pats;
 	size_t words;			 /* state words */
@@ -60,8 +60,9 @@ typedef int (*scrub_out_fn)(void *arg, const uint8_t *b, size_t n);
 
 void scrub_init(struct scrub *s);
 /* Adds VALUE (copied; wiped on scrub_free) in every form the matcher knows: the value, and
- * its base64 at each alignment (the part fixed by VALUE alone). Call between messages: the
- * lag is fixed by the patterns loaded. */
+ * its base64 at each alignment (the part fixed by VALUE alone); a value known already adds
+ * nothing. Within a message (a secret that changed while a stream was open), the bytes held
+ * are matched again with the new patterns; the lag grows from the next feed when it must. */
 int scrub_add_secret(struct scrub *s, const uint8_t *val, size_t n);
 /* The fixed lag L: the last L-1 bytes of a message are held until more arrive or it ends.
  * 0 without secrets (then bytes pass through at once: there is nothing to find). */

@@ -73,5 +73,6 @@ uint64_t scrub_match_start(struct scrub *s, const struct scrub_pat *p, const uin
 
 /* Rebuilds the tables from s->pats and sets the lag. */
 int scrub_compile(struct scrub *s);
+int scrub_rescan(struct scrub *s);
 
 #endif

@@ -11,6 +11,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+/* Adds a pattern unless the scrubber has it already: 1 added, 0 known, or a negative errno. */
 static int add_pat(struct scrub *s, const uint8_t (*acc)[2], size_t m, int b64)
 {
 	struct scrub_pat *p;
@@ -32,7 +33,7 @@ static int add_pat(struct scrub *s, const uint8_t (*acc)[2], size_t m, int b64)
 	p->m = m;
 	p->b64 = b64;
 	s->n_pats++;
-	return 0;
+	return 1;
 }
 
 /* The encoding of VALUE preceded by OFF (0..2) unknown bytes: only the characters whose six
@@ -79,7 +80,7 @@ int scrub_add_secret(struct scrub *s, const uint8_t *val, size_t n)
 {
 	uint8_t(*acc)[2];
 	size_t i, off;
-	int rc;
+	int rc, added;
 
 	if (!n)
 		return 0;
@@ -93,9 +94,17 @@ int scrub_add_secret(struct scrub *s, const uint8_t *val, size_t n)
 	rc = add_pat(s, (const uint8_t(*)[2])acc, n, 0);
 	OPENSSL_cleanse(acc, n * sizeof(*acc));
 	free(acc);
-	for (off = 0; off < 3 && !rc; off++)
-		rc = add_b64(s, val, n, off);
-	return rc ? rc : scrub_compile(s);
+	added = rc > 0;
+	for (off = 0; off < 3 && rc >= 0; off++)
+		added |= (rc = add_b64(s, val, n, off)) > 0;
+	if (rc < 0)
+		return rc;
+	/* A message in progress (a value that changed while a stream was open) is matched again
+	 * from what is held: no held byte goes out unmatched against the new patterns. */
+	if (!added)
+		return 0;
+	rc = scrub_compile(s);
+	return rc ? rc : scrub_rescan(s);
 }
 
 size_t scrub_lag(const struct scrub *s)

@@ -113,7 +113,8 @@ int vault_open(const char *path, const struct vault_cred *cred, int flags, struc
 		if (rc < 0)
 			goto fail;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO put in the vault's place is refused below, never waited on. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		rc = -errno;

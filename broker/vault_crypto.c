@@ -36,7 +36,8 @@ const char *vault_ossl_err(void)
 
 static int open_private(const char *path, const char *what, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO in the file's place is refused below, never waited on. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		int e = errno;
 		errbuf_set(err, errlen, "cannot open %s %s: %s", what, path, strerror(e));

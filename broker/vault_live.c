@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <openssl/crypto.h>
+
 struct file_id {
 	dev_t dev;
 	ino_t ino;
@@ -21,14 +23,26 @@ struct file_id {
 	struct timespec mtime, ctime;
 };
 
+/* A value a secret held before: replaced or removed by a new file. */
+struct retired {
+	char name[VAULT_NAME_MAX + 1];
+	unsigned char *val; /* locked (vault_secret_alloc) */
+	size_t len;
+	unsigned serial;
+};
+
 struct vault_live {
 	pthread_mutex_t lock;
-	char *path;
+	char *path, *key_path;
 	struct vault_cred *cred;
 	struct vault *v;
 	struct file_id loaded, refused; /* the file in use; the last one that could not be */
+	struct file_id key_refused;	/* the key file when that one was refused */
 	bool have_refused;
-	unsigned gen; /* new files taken */
+	_Atomic unsigned gen; /* new files taken */
+	struct retired retired[VAULT_LIVE_RETIRED_MAX];
+	size_t n_retired;
+	unsigned serial; /* the last value retired */
 };
 
 static void file_id_of(const struct stat *st, struct file_id *id)
@@ -48,7 +62,9 @@ int vault_live_open(const char *path, const char *key_file, struct vault_live **
 {
 	struct vault_live *l = calloc(1, sizeof(*l));
 	struct stat st;
-	if (!l || !(l->path = strdup(path))) {
+	if (!l || !(l->path = strdup(path)) || !(l->key_path = strdup(key_file))) {
+		if (l)
+			free(l->path);
 		free(l);
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -69,32 +85,100 @@ int vault_live_open(const char *path, const char *key_file, struct vault_live **
 	return 0;
 fail:
 	vault_cred_free(l->cred);
+	free(l->key_path);
 	free(l->path);
 	free(l);
 	return -1;
+}
+
+/* Keeps OLD's value of each secret that NV changes or removes, so that echoes of it are still
+ * scrubbed (vault_live_retired); the oldest goes when the list is full. */
+static void retire_changed(struct vault_live *l, const struct vault *old, const struct vault *nv)
+{
+	struct vault_entry_info e;
+
+	for (size_t i = 0; vault_entry(old, i, &e) == 0; i++) {
+		unsigned char *was, *now;
+		size_t wn, nn;
+		bool kept = false;
+
+		if (vault_get(old, e.name, &was, &wn) < 0)
+			continue;
+		if (vault_get(nv, e.name, &now, &nn) == 0) {
+			kept = nn == wn && CRYPTO_memcmp(now, was, wn) == 0;
+			vault_secret_free(now, nn);
+		}
+		if (kept || !wn) {
+			vault_secret_free(was, wn);
+			continue;
+		}
+		if (l->n_retired == VAULT_LIVE_RETIRED_MAX) {
+			vault_secret_free(l->retired[0].val, l->retired[0].len);
+			memmove(l->retired, l->retired + 1, sizeof(l->retired[0]) * --l->n_retired);
+		}
+		struct retired *r = &l->retired[l->n_retired++];
+		snprintf(r->name, sizeof(r->name), "%s", e.name);
+		r->val = was;
+		r->len = wn;
+		r->serial = ++l->serial;
+	}
+}
+
+/* The key file, read again when the vault cannot be opened with the key kept: a key put in its
+ * place after `bulkhead vault rotate-key` is taken with the file it opens. */
+static int open_with_new_key(struct vault_live *l, struct vault **nv)
+{
+	struct vault_cred *cred = NULL;
+	char kerr[256];
+
+	if (vault_cred_load(VAULT_CRED_KEY_FILE, l->key_path, &cred, kerr, sizeof(kerr)) < 0 ||
+	    vault_open(l->path, cred, VAULT_RDONLY, nv, kerr, sizeof(kerr)) < 0) {
+		vault_cred_free(cred);
+		return -1;
+	}
+	vault_cred_free(l->cred);
+	l->cred = cred;
+	return 0;
+}
+
+static void key_file_id(const struct vault_live *l, struct file_id *id)
+{
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	if (stat(l->key_path, &st) == 0)
+		file_id_of(&st, id);
 }
 
 /* Takes a new file at the path when there is one. Called with the lock held. */
 static void refresh(struct vault_live *l)
 {
 	struct stat st;
-	struct file_id now;
+	struct file_id now, key;
 	char err[512] = "";
 	if (stat(l->path, &st) < 0) {
 		snprintf(err, sizeof(err), "%s: %s", l->path, strerror(errno));
 		memset(&now, 0, sizeof(now));
 	} else {
 		file_id_of(&st, &now);
-		if (same(&now, &l->loaded) || (l->have_refused && same(&now, &l->refused)))
+		if (same(&now, &l->loaded))
 			return;
+		key_file_id(l, &key);
+		if (l->have_refused && same(&now, &l->refused) && same(&key, &l->key_refused))
+			return; /* refused already, and no new key since */
 		struct vault *nv = NULL;
-		if (vault_open(l->path, l->cred, VAULT_RDONLY, &nv, err, sizeof(err)) == 0) {
+		int rc = vault_open(l->path, l->cred, VAULT_RDONLY, &nv, err, sizeof(err));
+		if (rc == -EBADMSG && open_with_new_key(l, &nv) == 0)
+			rc = 0;
+		if (rc == 0) {
+			retire_changed(l, l->v, nv);
 			vault_close(l->v);
 			l->v = nv;
 			l->loaded = now;
 			l->have_refused = false;
 			l->gen++;
-			fprintf(stderr, "bulkhead-broker: vault %s changed: %zu entries in use from now\n",
+			fprintf(stderr,
+				"bulkhead-broker: vault %s changed: %zu entries in use from now\n",
 				l->path, vault_count(nv));
 			return;
 		}
@@ -102,6 +186,7 @@ static void refresh(struct vault_live *l)
 	if (l->have_refused && same(&now, &l->refused))
 		return; /* said already */
 	l->refused = now;
+	key_file_id(l, &l->key_refused);
 	l->have_refused = true;
 	fprintf(stderr,
 		"bulkhead-broker: vault %s changed but cannot be used (%s); the one loaded before "
@@ -116,6 +201,37 @@ unsigned vault_live_generation(struct vault_live *l)
 	unsigned gen = l->gen;
 	pthread_mutex_unlock(&l->lock);
 	return gen;
+}
+
+unsigned vault_live_current(struct vault_live *l)
+{
+	return l->gen;
+}
+
+int vault_live_retired(struct vault_live *l, const char *name, unsigned after, unsigned *serial,
+		       uint8_t **val, size_t *len)
+{
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&l->lock);
+	for (size_t i = 0; i < l->n_retired; i++) {
+		const struct retired *r = &l->retired[i];
+
+		if (r->serial <= after || strcmp(r->name, name))
+			continue;
+		*val = malloc(r->len);
+		if (!*val) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(*val, r->val, r->len);
+		*len = r->len;
+		*serial = r->serial;
+		rc = 0;
+		break;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return rc;
 }
 
 int vault_live_get(struct vault_live *l, const char *name, uint8_t **val, size_t *len)

@@ -3,12 +3,18 @@
  * whole (a rename), so a running broker notices a new file by its identity (device, inode,
  * size, times) at the next secret it reads, opens it with the key it kept, and from then on
  * serves its values: no restart, no session ends. A new file that cannot be used (damaged,
- * another key, unreadable) leaves the one loaded before in use, and is said once on stderr. */
+ * unreadable, another key than the key file holds) leaves the one loaded before in use, and is
+ * said once on stderr. The key file is read again when the kept key fails: a key moved into its
+ * place after `bulkhead vault rotate-key` is taken with the file. The values a new file replaced
+ * or removed are kept (the last VAULT_LIVE_RETIRED_MAX), so that echoes of them are still
+ * scrubbed from every connection's answers. */
 #ifndef BULKHEAD_BROKER_VAULT_LIVE_H
 #define BULKHEAD_BROKER_VAULT_LIVE_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#define VAULT_LIVE_RETIRED_MAX 64
 
 struct vault_live;
 
@@ -19,6 +25,13 @@ int vault_live_open(const char *path, const char *key_file, struct vault_live **
 /* A number that changes each time a new file is taken (the file is looked at first): a reader
  * that read its values at this number needs not read them again. */
 unsigned vault_live_generation(struct vault_live *l);
+/* The same number without looking at the file (no lock, no system call): a value another
+ * reader took has changed it already. */
+unsigned vault_live_current(struct vault_live *l);
+/* The first value NAME held before (replaced or removed) whose serial is over AFTER, oldest
+ * first: a malloc'd copy and its serial. 0, or -ENOENT when there is none. */
+int vault_live_retired(struct vault_live *l, const char *name, unsigned after, unsigned *serial,
+		       uint8_t **val, size_t *len);
 /* NAME's value as the vault on disk holds it now (a reload first if the file changed): a
  * malloc'd copy the caller wipes and frees. 0, or a negative errno (-ENOENT: no such entry). */
 int vault_live_get(struct vault_live *l, const char *name, uint8_t **val, size_t *len);

@@ -5,7 +5,11 @@
 # serving two sessions takes a `bulkhead vault put` for the next request, on a connection kept
 # alive across the change too, and no session ends; a damaged new file leaves the value before
 # in use and is said once; a good file after it is taken again; a secret removed from the vault
-# fails the requests that need it with a status naming the secret, never its value.
+# fails the requests that need it with a status naming the secret, never its value. What a
+# red-team round found, each a check: a stream open across a change scrubs the new value; old
+# and removed values are scrubbed on every connection; a value with blanks at its ends is
+# scrubbed as the server reads it; a FIFO in the vault's place never hangs a request; a key put
+# in place after `vault rotate-key` is taken; a control character never goes into a header.
 . "$(dirname "$0")/lib.sh"
 
 BROKER=$BIN/bulkhead-broker
@@ -21,7 +25,7 @@ put() { printf '%s' "$1" | "$BULKHEAD" vault put PTOK > /dev/null 2> "$D/put.err
 "$BULKHEAD" vault init > /dev/null 2> "$D/put.err" && put "$V1" ||
 	{ not_ok "vault init and put" "$(cat "$D/put.err")"; plan_done; exit 1; }
 
-python3 "$RECORD" "$D/up.log" > "$D/up.port" 2> "$D/up.err" &
+python3 "$RECORD" "$D/up.log" --echo > "$D/up.port" 2> "$D/up.err" &
 pids="$pids $!"
 PORT=$(wait_port "$D/up.port")
 cat > "$D/scope.json" << EOF2
@@ -39,9 +43,13 @@ broker_register "$D/ctl.sock" b "$D/scope.json" "$D/b.sock" "$D"
 URL="http://127.0.0.1:$PORT/api/x"
 # key_of N: the X-Api-Key the upstream received with its Nth request.
 key_of() { sed -n "${1}p" "$D/up.log" | tr '|' '\n' | sed -n 's/^ *X-Api-Key: //p' | tr -d ' '; }
-# ask SESSION: one request on a connection of its own; its status line.
-ask() { printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' "$URL" |
-	"$CLIENT" raw "$D/$1.sock" | head -n 1 | tr -d '\r'; }
+# get SESSION [PATH]: one request on a connection of its own; the whole answer.
+get() {
+	printf 'GET http://127.0.0.1:%s%s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' \
+		"$PORT" "${2:-/api/x}" | timeout 20 "$CLIENT" raw "$D/$1.sock"
+}
+# ask SESSION: the status line of get's answer.
+ask() { get "$1" | head -n 1 | tr -d '\r'; }
 
 # A connection kept alive across the change: its next request carries the new value.
 mkfifo "$D/go"
@@ -98,6 +106,81 @@ case $st in
 esac
 check_eq "nothing reached the upstream without its secret" 6 "$(wc -l < "$D/up.log")"
 exec 7>&-
+
+# The secret back: every value it held before stays scrubbed, on a connection that never
+# carried any of them too.
+V4='rot-FOUR-7734-dd' V5='rot-FIVE-7735-ee'
+put "$V4" || not_ok "vault put after rm" "$(cat "$D/put.err")"
+check_eq "the secret put back is served" "HTTP/1.1 200 OK" "$(ask a)"
+get b /seen > "$D/seen.out"
+if grep -q '^seen: \[bulkhead:redacted\]' "$D/seen.out" && ! grep -qF -e "$V1" -e "$V2" -e "$V3" -e "$V4" "$D/seen.out"; then
+	ok "an upstream echoing every value it was ever given: none reaches a new connection"
+else
+	not_ok "old and removed values are scrubbed on a new connection" "$(cat "$D/seen.out")"
+fi
+
+# A stream open across a change: the new value, carried by another connection and echoed
+# into the open stream, is scrubbed.
+get a /stream > "$D/stream.out" &
+spid=$!
+i=0; while ! grep -q 'REQ GET /stream' "$D/up.log" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+put "$V5" || not_ok "vault put under an open stream" "$(cat "$D/put.err")"
+check_eq "under the open stream, another connection is served" "HTTP/1.1 200 OK" "$(ask a)"
+check_eq "... with the new value" "$V5" "$(key_of "$(wc -l < "$D/up.log")")"
+get b /release > /dev/null
+wait "$spid"
+if grep -q 'bulkhead:redacted' "$D/stream.out" &&
+	! grep -qF -e "$V1" -e "$V2" -e "$V3" -e "$V4" -e "$V5" "$D/stream.out"; then
+	ok "a stream open across a vault change scrubs the value taken after it began"
+else
+	not_ok "a stream open across a change scrubs the new value" "$(cat "$D/stream.out")"
+fi
+
+# A value with blanks at its ends: the server reads it without them; that echo is scrubbed.
+V6='rot-SIX-7736-ff'
+put "  $V6	 " || not_ok "vault put of a value with blanks" "$(cat "$D/put.err")"
+check_eq "a value with blanks at its ends is served" "HTTP/1.1 200 OK" "$(ask a)"
+get b /seen > "$D/seen6.out"
+grep -qF "$V6" "$D/seen6.out" && not_ok "the value as the server read it is scrubbed" "$(cat "$D/seen6.out")" ||
+	ok "the value as the server read it (blanks dropped) is scrubbed"
+
+# A FIFO in the vault's place: requests are served with the values loaded before, at once.
+cp "$V" "$D/good"
+mkfifo "$D/fifo" && mv "$D/fifo" "$V"
+check_eq "a FIFO renamed over the vault hangs no request" "HTTP/1.1 200 OK" "$(ask a)"
+check_eq "... nor the other session's" "HTTP/1.1 200 OK" "$(ask b)"
+grep -q "changed but cannot be used.*not a regular file" "$D/broker.log" &&
+	ok "the FIFO is refused as not a regular file" ||
+	not_ok "the FIFO is refused as not a regular file" "$(tail -n 3 "$D/broker.log")"
+mv "$D/good" "$V"
+
+# vault rotate-key: the broker keeps its key until a new one is in the key file's place; then
+# it takes the file and the key together.
+taken=$(grep -c 'entries in use from now' "$D/broker.log")
+"$BULKHEAD" vault rotate-key --new-key-file "$D/new.key" > /dev/null 2> "$D/put.err" ||
+	not_ok "vault rotate-key" "$(cat "$D/put.err")"
+check_eq "after rotate-key, requests are served with the values loaded before" \
+	"HTTP/1.1 200 OK" "$(ask a)"
+mv "$D/new.key" "$V.key"
+ask a > /dev/null
+check_eq "with the new key in the key file's place, the file is taken" $((taken + 1)) \
+	"$(grep -c 'entries in use from now' "$D/broker.log")"
+V7='rot-SEVEN-7737-gg'
+put "$V7" || not_ok "vault put under the new key" "$(cat "$D/put.err")"
+check_eq "a put under the new key is served" "HTTP/1.1 200 OK" "$(ask a)"
+check_eq "... with its value" "$V7" "$(key_of "$(wc -l < "$D/up.log")")"
+
+# A control character other than tab never goes into a header.
+n=$(wc -l < "$D/up.log")
+printf 'rot-DEL-\177-\001' | "$BULKHEAD" vault put PTOK > /dev/null 2> "$D/put.err"
+get a > "$D/ctl.out"
+case $(head -n 1 "$D/ctl.out" | tr -d '\r') in
+"HTTP/1.1 502"*) grep -q 'control character' "$D/ctl.out" &&
+	ok "a value with DEL or 0x01 is refused for a header, saying why" ||
+	not_ok "the refusal says why" "$(cat "$D/ctl.out")" ;;
+*) not_ok "a value with DEL or 0x01 is refused for a header" "$(cat "$D/ctl.out")" ;;
+esac
+check_eq "... and nothing reached the upstream" "$n" "$(wc -l < "$D/up.log")"
 kill -0 "$bpid" 2> /dev/null && ok "the broker serves on: no restart" || not_ok "the broker is alive"
 for s in a b; do # still registered: the broker answers them (without the secret: 5xx)
 	case $(ask "$s") in

@@ -40,7 +40,7 @@ static int proxy_rewrite_secret(void *arg, const char *name, uint8_t **val, size
 	return *val ? 0 : -ENOMEM;
 }
 
-static const struct secret_source source = { proxy_rewrite_secret, NULL, NULL };
+static const struct secret_source source = { .get = proxy_rewrite_secret };
 
 static int setup(void)
 {

@@ -33,7 +33,7 @@ static int fake_get(void *arg, const char *name, uint8_t **val, size_t *len)
 	return 0;
 }
 
-static struct secret_source src = { fake_get, NULL, NULL };
+static struct secret_source src = { .get = fake_get };
 
 struct srv {
 	int fd;

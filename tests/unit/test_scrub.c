@@ -389,6 +389,47 @@ static void test_flush_separates(void **state)
 	scrub_free(&s);
 }
 
+/* A value added in the middle of a message (a vault changed while a stream was open): what is
+ * held is matched again, so the new value is replaced wherever it sits in the held bytes, and a
+ * secret known before, cut by the addition, is still found whole. Also after bytes went out
+ * (a message longer than the lag). Adding a known value changes nothing. */
+static void test_added_mid_message(void **state)
+{
+	static const char added[] = "rotated-Value-7789";
+	char in[4200], want[4200];
+	struct scrub s;
+	struct out o;
+	size_t pre, k, n_pats;
+
+	(void)state;
+	for (pre = 0; pre <= 3000; pre += 3000) {
+		memset(in, 'x', pre);
+		snprintf(in + pre, sizeof(in) - pre, "a %s b %s c", SECRET, added);
+		memset(want, 'x', pre);
+		snprintf(want + pre, sizeof(want) - pre, "a %s b %s c", R, R);
+		for (k = pre; k <= strlen(in); k++) {
+			setup_secret(&s, SECRET);
+			o.n = 0;
+			o.b[0] = 0;
+			assert_int_equal(scrub_feed(&s, (const uint8_t *)in, k, collect, &o), 0);
+			assert_int_equal(
+				scrub_add_secret(&s, (const uint8_t *)added, strlen(added)), 0);
+			assert_int_equal(scrub_feed(&s, (const uint8_t *)in + k, strlen(in) - k,
+						    collect, &o),
+					 0);
+			assert_int_equal(scrub_flush(&s, collect, &o), 0);
+			if (strcmp(o.b, want))
+				fail_msg("added after %zu of %zu bytes: got \"%s\"", k, strlen(in),
+					 o.b + pre);
+			n_pats = s.n_pats;
+			assert_int_equal(
+				scrub_add_secret(&s, (const uint8_t *)added, strlen(added)), 0);
+			assert_int_equal(s.n_pats, n_pats);
+			scrub_free(&s);
+		}
+	}
+}
+
 /* --- the fixed lag ------------------------------------------------------------------------- */
 
 static uint64_t rng = 88172645463325252ull;
@@ -590,6 +631,7 @@ int main(void)
 		cmocka_unit_test(test_overlap),
 		cmocka_unit_test(test_long_secret),
 		cmocka_unit_test(test_flush_separates),
+		cmocka_unit_test(test_added_mid_message),
 		cmocka_unit_test(test_fixed_lag),
 		cmocka_unit_test(test_lag_value),
 		cmocka_unit_test(test_adversarial_input),
