@@ -200,6 +200,7 @@ int vault_entry(const struct vault *v, size_t i, struct vault_entry_info *out)
 	if (i >= v->n)
 		return -ENOENT;
 	out->name = v->ents[i].name;
+	out->kind = v->ents[i].kind;
 	out->size = v->ents[i].len;
 	out->created = v->ents[i].created;
 	out->updated = v->ents[i].updated;
@@ -228,13 +229,21 @@ int vault_get(const struct vault *v, const char *name, unsigned char **buf, size
 	return 0;
 }
 
-/* Seals and writes next (locked plaintext) under key/hdr; on success it becomes v's. */
+int vault_kind(const struct vault *v, const char *name)
+{
+	const struct entry *e = find(v, name);
+
+	return e ? (int)e->kind : -ENOENT;
+}
+
+/* Seals and writes next (locked plaintext, version 2) under key/hdr; on success it becomes v's. */
 static int commit(struct vault *v, unsigned char *hdr, unsigned char *key, unsigned char *next,
 		  size_t next_len, char *err, size_t errlen)
 {
-	unsigned char *old = v->plain;
+	unsigned char *old = v->plain, old_hdr[VAULT_HDR_LEN];
 	size_t old_len = v->plain_len;
 	bool renamed;
+	vault_put_be(hdr + 8, VAULT_VERSION, 2);
 	int rc = seal_and_write(v->path, hdr, key, next, next_len, false, &renamed, err, errlen);
 	/* A failed directory fsync still means the rename happened: the new content is what
 	 * the file holds now, so adopt it once the rename succeeded. */
@@ -244,21 +253,23 @@ static int commit(struct vault *v, unsigned char *hdr, unsigned char *key, unsig
 	}
 	v->plain = next;
 	v->plain_len = next_len;
-	if (vault_parse_plain(v) < 0) { /* cannot happen: we built it */
+	memcpy(old_hdr, v->hdr, VAULT_HDR_LEN);
+	memcpy(v->hdr, hdr, VAULT_HDR_LEN); /* the version parse reads */
+	if (vault_parse_plain(v) < 0) {	    /* cannot happen: we built it */
 		v->plain = old;
 		v->plain_len = old_len;
+		memcpy(v->hdr, old_hdr, VAULT_HDR_LEN);
 		vault_secret_free(next, next_len);
 		return -EPROTO;
 	}
 	vault_secret_free(old, old_len);
-	memcpy(v->hdr, hdr, VAULT_HDR_LEN);
 	if (key != v->key)
 		memcpy(v->key, key, KEY_LEN);
 	return rc;
 }
 
-static int edit(struct vault *v, const char *name, const unsigned char *val, size_t len, char *err,
-		size_t errlen)
+static int edit(struct vault *v, const char *name, enum vault_kind kind, const unsigned char *val,
+		size_t len, char *err, size_t errlen)
 {
 	if (v->lock_fd < 0) {
 		errbuf_set(err, errlen, "vault %s was opened read-only", v->path);
@@ -281,7 +292,7 @@ static int edit(struct vault *v, const char *name, const unsigned char *val, siz
 	}
 	unsigned char *next;
 	size_t next_len;
-	int rc = vault_build_plain(v, name, val, len, &next, &next_len);
+	int rc = vault_build_plain(v, name, kind, val, len, &next, &next_len);
 	if (rc < 0) {
 		errbuf_set(err, errlen, "vault %s would exceed its limits (%d secrets, %d bytes)",
 			   v->path, VAULT_ENTRIES_MAX, VAULT_PLAIN_MAX);
@@ -292,19 +303,25 @@ static int edit(struct vault *v, const char *name, const unsigned char *val, siz
 	return commit(v, hdr, v->key, next, next_len, err, errlen);
 }
 
+int vault_put_kind(struct vault *v, const char *name, enum vault_kind kind,
+		   const unsigned char *val, size_t len, char *err, size_t errlen)
+{
+	if (!val || kind > VAULT_KIND_MAX) {
+		errbuf_set(err, errlen, val ? "unknown secret kind" : "no value given");
+		return -EINVAL;
+	}
+	return edit(v, name, kind, val, len, err, errlen);
+}
+
 int vault_put(struct vault *v, const char *name, const unsigned char *val, size_t len, char *err,
 	      size_t errlen)
 {
-	if (!val) {
-		errbuf_set(err, errlen, "no value given");
-		return -EINVAL;
-	}
-	return edit(v, name, val, len, err, errlen);
+	return vault_put_kind(v, name, VAULT_KIND_STATIC, val, len, err, errlen);
 }
 
 int vault_rm(struct vault *v, const char *name, char *err, size_t errlen)
 {
-	return edit(v, name, NULL, 0, err, errlen);
+	return edit(v, name, VAULT_KIND_STATIC, NULL, 0, err, errlen);
 }
 
 int vault_rekey(struct vault *v, const struct vault_cred *cred, const struct vault_kdf *kdf,
@@ -316,22 +333,22 @@ int vault_rekey(struct vault *v, const struct vault_cred *cred, const struct vau
 	}
 	unsigned char hdr[VAULT_HDR_LEN];
 	unsigned char *key = vault_secret_alloc(KEY_LEN);
-	unsigned char *next = vault_secret_alloc(v->plain_len);
+	unsigned char *next = NULL;
+	size_t next_len = 0;
 	int rc = -ENOMEM;
-	if (!key || !next) {
+	if (!key || vault_build_plain(v, NULL, VAULT_KIND_STATIC, NULL, 0, &next, &next_len) < 0) {
 		errbuf_set(err, errlen, "out of memory re-keying vault %s", v->path);
 		goto out;
 	}
-	memcpy(next, v->plain, v->plain_len);
 	rc = vault_new_header(hdr, cred, kdf);
 	if (rc == 0)
 		rc = vault_derive_key(hdr, cred, key, v->path, err, errlen);
 	if (rc == 0) {
-		rc = commit(v, hdr, key, next, v->plain_len, err, errlen);
+		rc = commit(v, hdr, key, next, next_len, err, errlen);
 		next = NULL; /* commit owns it now */
 	}
 out:
-	vault_secret_free(next, v->plain_len);
+	vault_secret_free(next, next_len);
 	vault_secret_free(key, KEY_LEN);
 	return rc;
 }

@@ -9,11 +9,11 @@
 #include <stdint.h>
 
 /*
- * File format, version 1 (all integers big-endian):
+ * File format, version 2 (all integers big-endian):
  *
  *   off len  field
  *     0   8  magic "BHVAULT\0"
- *     8   2  format version (1)
+ *     8   2  format version (2; 1 is read too)
  *    10   1  kdf: 1 = key file (HKDF-SHA256), 2 = passphrase (scrypt)
  *    11   1  scrypt log2(N)      (0 for a key file)
  *    12   4  scrypt r            (0 for a key file)
@@ -26,11 +26,12 @@
  *
  * The whole 56-byte header is the GCM additional data, so no header byte can change
  * unnoticed. The plaintext is a list of entries sorted by name:
- *   u32 count, then per entry: u8 name length, name, u64 created, u64 updated (Unix
- *   seconds), u32 value length, value.
+ *   u32 count, then per entry: u8 name length, name, u8 kind (enum vault_kind; version 2
+ *   only, version 1 entries are static), u64 created, u64 updated (Unix seconds), u32 value
+ *   length, value. Every write makes a version 2 file.
  */
 #define VAULT_MAGIC	   "BHVAULT"
-#define VAULT_VERSION	   1
+#define VAULT_VERSION	   2
 #define VAULT_HDR_LEN	   56
 #define VAULT_TAG_LEN	   16
 #define VAULT_NAME_MAX	   64
@@ -55,8 +56,18 @@ extern const struct vault_kdf vault_kdf_default;
 struct vault_cred; /* key material in locked memory */
 struct vault;
 
+/* What an entry's value is (broker/cred.h reads the typed ones): a static value is injected as
+ * it is; the others are a JSON document from which the broker obtains what it injects. */
+enum vault_kind {
+	VAULT_KIND_STATIC = 0,
+	VAULT_KIND_OAUTH2_REFRESH = 1,
+	VAULT_KIND_OAUTH2_CLIENT = 2, /* oauth2-client-credentials */
+	VAULT_KIND_MAX = VAULT_KIND_OAUTH2_CLIENT,
+};
+
 struct vault_entry_info {
 	const char *name; /* valid until the vault changes or closes */
+	enum vault_kind kind;
 	size_t size;
 	int64_t created, updated;
 };
@@ -95,6 +106,8 @@ size_t vault_count(const struct vault *v);
 int vault_entry(const struct vault *v, size_t i, struct vault_entry_info *out);
 /* A copy of the value in its own locked memory; release it with vault_secret_free. */
 int vault_get(const struct vault *v, const char *name, unsigned char **buf, size_t *len);
+/* NAME's kind, or -ENOENT. */
+int vault_kind(const struct vault *v, const char *name);
 /* Wipes and unmaps a buffer from vault_get or vault_secret_alloc. */
 void vault_secret_free(unsigned char *buf, size_t len);
 /* Locked, non-dumpable, wiped-on-fork memory for a plaintext secret (NULL on failure). */
@@ -104,6 +117,9 @@ unsigned char *vault_secret_alloc(size_t len);
  * on any failure the previous file is intact. They need VAULT_RDWR. */
 int vault_put(struct vault *v, const char *name, const unsigned char *val, size_t len, char *err,
 	      size_t errlen);
+/* vault_put with a kind (vault_put stores VAULT_KIND_STATIC). */
+int vault_put_kind(struct vault *v, const char *name, enum vault_kind kind,
+		   const unsigned char *val, size_t len, char *err, size_t errlen);
 int vault_rm(struct vault *v, const char *name, char *err, size_t errlen);
 /* Re-encrypts under a new key file or passphrase (new salt, new nonce). */
 int vault_rekey(struct vault *v, const struct vault_cred *cred, const struct vault_kdf *kdf,

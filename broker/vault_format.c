@@ -73,9 +73,10 @@ int vault_check_header(const unsigned char *h, size_t file_len, const char *path
 		return file_len < VAULT_HDR_LEN + VAULT_TAG_LEN ? -EBADMSG : -EPROTO;
 	}
 	unsigned ver = (unsigned)vault_get_be(h + 8, 2);
-	if (ver != VAULT_VERSION) {
-		errbuf_set(err, errlen, "vault %s has format version %u; this bulkhead reads %d",
-			   path, ver, VAULT_VERSION);
+	if (ver != 1 && ver != VAULT_VERSION) {
+		errbuf_set(err, errlen,
+			   "vault %s has format version %u; this bulkhead reads 1 to %d", path, ver,
+			   VAULT_VERSION);
 		return -EPROTO;
 	}
 	unsigned kdf = h[10], log2n = h[11];
@@ -109,6 +110,7 @@ int vault_check_header(const unsigned char *h, size_t file_len, const char *path
 int vault_parse_plain(struct vault *v)
 {
 	const unsigned char *p = v->plain, *end = v->plain + v->plain_len;
+	const size_t kb = vault_get_be(v->hdr + 8, 2) >= 2; /* a kind byte per entry */
 	if (end - p < 4)
 		return -EPROTO;
 	uint64_t n = vault_get_be(p, 4);
@@ -119,7 +121,7 @@ int vault_parse_plain(struct vault *v)
 	if (n && !e)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		if (end - p < 1 || end - p < 1 + p[0] + 8 + 8 + 4)
+		if (end - p < 1 || (size_t)(end - p) < 1 + p[0] + kb + 8 + 8 + 4)
 			goto bad;
 		size_t nl = p[0];
 		if (nl == 0 || nl > VAULT_NAME_MAX)
@@ -130,6 +132,10 @@ int vault_parse_plain(struct vault *v)
 		    (i > 0 && strcmp(e[i - 1].name, e[i].name) >= 0))
 			goto bad;
 		p += 1 + nl;
+		e[i].kind = kb ? p[0] : VAULT_KIND_STATIC;
+		if (e[i].kind > VAULT_KIND_MAX)
+			goto bad;
+		p += kb;
 		e[i].created = (int64_t)vault_get_be(p, 8);
 		e[i].updated = (int64_t)vault_get_be(p + 8, 8);
 		size_t vl = (size_t)vault_get_be(p + 16, 4);
@@ -153,16 +159,17 @@ bad:
 
 static size_t entry_size(size_t name_len, size_t val_len)
 {
-	return 1 + name_len + 8 + 8 + 4 + val_len;
+	return 1 + name_len + 1 + 8 + 8 + 4 + val_len;
 }
 
-static unsigned char *emit(unsigned char *p, const char *name, int64_t created, int64_t updated,
-			   const unsigned char *val, size_t len)
+static unsigned char *emit(unsigned char *p, const char *name, enum vault_kind kind,
+			   int64_t created, int64_t updated, const unsigned char *val, size_t len)
 {
 	size_t nl = strlen(name);
 	*p++ = (unsigned char)nl;
 	memcpy(p, name, nl);
 	p += nl;
+	*p++ = (unsigned char)kind;
 	vault_put_be(p, (uint64_t)created, 8);
 	vault_put_be(p + 8, (uint64_t)updated, 8);
 	vault_put_be(p + 16, len, 4);
@@ -171,11 +178,13 @@ static unsigned char *emit(unsigned char *p, const char *name, int64_t created, 
 	return p + len;
 }
 
-/* Builds the next plaintext in fresh locked memory: v's entries with name set to val
- * (val NULL: name removed). */
-int vault_build_plain(const struct vault *v, const char *name, const unsigned char *val, size_t len,
-		      unsigned char **out, size_t *out_len)
+/* Builds the next plaintext (version 2) in fresh locked memory: v's entries with name set to
+ * val (val NULL: name removed; name NULL: v's entries as they are). */
+int vault_build_plain(const struct vault *v, const char *name, enum vault_kind kind,
+		      const unsigned char *val, size_t len, unsigned char **out, size_t *out_len)
 {
+	if (!name)
+		name = "";
 	size_t total = 4, count = 0;
 	bool done = false;
 	for (size_t i = 0; i < v->n; i++)
@@ -201,11 +210,12 @@ int vault_build_plain(const struct vault *v, const char *name, const unsigned ch
 		if (cmp == 0)
 			created = e->created;
 		if (cmp >= 0 && val && !done) {
-			p = emit(p, name, created, now, val, len);
+			p = emit(p, name, kind, created, now, val, len);
 			done = true;
 		}
 		if (e && cmp != 0)
-			p = emit(p, e->name, e->created, e->updated, v->plain + e->off, e->len);
+			p = emit(p, e->name, e->kind, e->created, e->updated, v->plain + e->off,
+				 e->len);
 	}
 	*out = buf;
 	*out_len = total;

@@ -36,6 +36,7 @@ struct vault_cred {
 
 struct entry {
 	char name[VAULT_NAME_MAX + 1];
+	enum vault_kind kind;
 	size_t off, len; /* the value, inside vault.plain */
 	int64_t created, updated;
 };
@@ -58,8 +59,8 @@ int vault_new_header(unsigned char *h, const struct vault_cred *c, const struct 
 int vault_check_header(const unsigned char *h, size_t file_len, const char *path, char *err,
 		       size_t errlen);
 int vault_parse_plain(struct vault *v);
-int vault_build_plain(const struct vault *v, const char *name, const unsigned char *val, size_t len,
-		      unsigned char **out, size_t *out_len);
+int vault_build_plain(const struct vault *v, const char *name, enum vault_kind kind,
+		      const unsigned char *val, size_t len, unsigned char **out, size_t *out_len);
 
 /* vault_crypto.c */
 /* The queued OpenSSL error as text, for messages (clears the queue). */

@@ -2,6 +2,7 @@
 /* tests/unit/test_vault.c: the vault round-trips, refuses every changed or cut byte, wrong
  * keys and loose key files, validates names, re-keys, and survives a failed write. */
 #include "broker/vault.h"
+#include "broker/vault_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -283,10 +284,10 @@ static void test_header_tampering_refused(void **state)
 	size_t len;
 	unsigned char *f = read_file(vpath, &len);
 
-	f[9] = 2; /* a future version */
+	f[9] = 3; /* a future version */
 	assert_int_equal(open_copy(f, len, c), -EPROTO);
-	assert_non_null(strstr(err, "version 2"));
-	f[9] = 1;
+	assert_non_null(strstr(err, "version 3"));
+	f[9] = 2;
 
 	/* Turned into a "passphrase" vault with a monstrous scrypt cost: refused before any
 	 * derivation runs (the header bounds are checked first). */
@@ -507,6 +508,80 @@ static void test_secret_memory(void **state)
 	vault_secret_free(NULL, 0);
 }
 
+/* Seals PLAIN under key1 into vpath with format version VER, as an older or hand-made file. */
+static void seal_by_hand(unsigned ver, const unsigned char *plain, size_t n)
+{
+	struct vault_cred *c = cred(VAULT_CRED_KEY_FILE, key1);
+	unsigned char f[VAULT_HDR_LEN + 256 + VAULT_TAG_LEN], key[32];
+
+	assert_true(n <= 256);
+	assert_int_equal(vault_new_header(f, c, NULL), 0);
+	vault_put_be(f + 8, ver, 2);
+	vault_put_be(f + 48, n, 8);
+	assert_int_equal(vault_derive_key(f, c, key, vpath, err, sizeof(err)), 0);
+	assert_int_equal(
+		vault_gcm(true, key, f, plain, n, f + VAULT_HDR_LEN, f + VAULT_HDR_LEN + n), 0);
+	unlink(vpath);
+	write_file(vpath, f, VAULT_HDR_LEN + n + VAULT_TAG_LEN, 0600);
+	vault_cred_free(c);
+}
+
+/* A version 1 file (no kinds) is read, its entries static, and the next write makes version 2
+ * keeping them; a kind round-trips; an unknown kind byte is refused. */
+static void test_versions_and_kinds(void **state)
+{
+	/* count 1; "OLD"; created 1; updated 2; value "v1-value" */
+	static const unsigned char v1[] = { 0, 0, 0, 1, 3,   'O', 'L', 'D', 0,	 0,   0,   0,
+					    0, 0, 0, 1, 0,   0,	  0,   0,   0,	 0,   0,   2,
+					    0, 0, 0, 8, 'v', '1', '-', 'v', 'a', 'l', 'u', 'e' };
+	unsigned char v2[sizeof(v1) + 1], *val;
+	struct vault_cred *c = cred(VAULT_CRED_KEY_FILE, key1);
+	struct vault_entry_info e;
+	struct vault *v;
+	size_t n, len;
+
+	(void)state;
+	seal_by_hand(1, v1, sizeof(v1));
+	assert_int_equal(vault_open(vpath, c, VAULT_RDWR, &v, err, sizeof(err)), 0);
+	assert_int_equal(vault_get(v, "OLD", &val, &n), 0);
+	assert_memory_equal(val, "v1-value", 8);
+	vault_secret_free(val, n);
+	assert_int_equal(vault_kind(v, "OLD"), VAULT_KIND_STATIC);
+	assert_int_equal(vault_put_kind(v, "TOK", VAULT_KIND_OAUTH2_REFRESH,
+					(const unsigned char *)"{}", 2, err, sizeof(err)),
+			 0);
+	assert_int_equal(vault_put_kind(v, "BAD", (enum vault_kind)99, (const unsigned char *)"{}",
+					2, err, sizeof(err)),
+			 -EINVAL);
+	vault_close(v);
+	unsigned char *f = read_file(vpath, &len);
+	assert_int_equal(vault_get_be(f + 8, 2), 2);
+	free(f);
+	assert_int_equal(vault_open(vpath, c, VAULT_RDONLY, &v, err, sizeof(err)), 0);
+	assert_int_equal(vault_kind(v, "OLD"), VAULT_KIND_STATIC);
+	assert_int_equal(vault_kind(v, "TOK"), VAULT_KIND_OAUTH2_REFRESH);
+	assert_int_equal(vault_entry(v, 1, &e), 0);
+	assert_string_equal(e.name, "TOK");
+	assert_int_equal(e.kind, VAULT_KIND_OAUTH2_REFRESH);
+	assert_int_equal(vault_get(v, "OLD", &val, &n), 0);
+	assert_memory_equal(val, "v1-value", 8);
+	vault_secret_free(val, n);
+	vault_close(v);
+
+	/* The same entry as version 2 with a kind this version does not know. */
+	memcpy(v2, v1, 8);
+	v2[8] = 99;
+	memcpy(v2 + 9, v1 + 8, sizeof(v1) - 8);
+	seal_by_hand(2, v2, sizeof(v2));
+	assert_int_equal(vault_open(vpath, c, VAULT_RDONLY, &v, err, sizeof(err)), -EPROTO);
+	v2[8] = VAULT_KIND_OAUTH2_CLIENT;
+	seal_by_hand(2, v2, sizeof(v2));
+	assert_int_equal(vault_open(vpath, c, VAULT_RDONLY, &v, err, sizeof(err)), 0);
+	assert_int_equal(vault_kind(v, "OLD"), VAULT_KIND_OAUTH2_CLIENT);
+	vault_close(v);
+	vault_cred_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -522,6 +597,7 @@ int main(void)
 		cmocka_unit_test(test_failed_write_keeps_old_vault),
 		cmocka_unit_test(test_stale_temp_removed),
 		cmocka_unit_test(test_secret_memory),
+		cmocka_unit_test(test_versions_and_kinds),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
