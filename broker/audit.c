@@ -212,6 +212,28 @@ static json_t *ws_object(const struct audit_ws *w)
 }
 
 /* Builds the line's JSON; NULL when out of memory. Insertion order is the key order. */
+static json_t *creds_array(const struct audit_record *r)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < r->n_creds; i++) {
+		const struct audit_cred *c = &r->creds[i];
+		json_t *o = json_pack("{s:s, s:s}", "name", c->name, "kind", c->kind);
+
+		if (o && c->token_id)
+			json_object_set_new(o, "token_id", json_string(c->token_id));
+		if (o && c->token_id)
+			json_object_set_new(o, "expires_at",
+					    c->expires_at ? json_integer(c->expires_at)
+							  : json_null());
+		if (!o || json_array_append_new(a, o)) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 static char *render(const struct audit_record *r, const char *prev)
 {
 	json_t *o = json_object();
@@ -231,6 +253,7 @@ static char *render(const struct audit_record *r, const char *prev)
 		{ "target_sha256", r->target_sha256 ? json_string(r->target_sha256) : json_null() },
 		{ "rule", field(r->rule) },
 		{ "secrets", names(r->secrets, r->n_secrets) },
+		{ "credentials", r->n_creds ? creds_array(r) : NULL },
 		{ "decision", field(r->decision) },
 		{ "layer", field(r->layer) },
 		{ "approval", field(r->approval) },
@@ -244,7 +267,8 @@ static char *render(const struct audit_record *r, const char *prev)
 	};
 	bool ok = true;
 	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
-		if (!strcmp(kv[i].key, "websocket") && !r->ws)
+		if ((!strcmp(kv[i].key, "websocket") && !r->ws) ||
+		    (!strcmp(kv[i].key, "credentials") && !r->n_creds))
 			continue;
 		else if (!kv[i].val || json_object_set_new(o, kv[i].key, kv[i].val) < 0)
 			ok = false; /* set_new releases val even when it fails */

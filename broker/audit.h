@@ -52,7 +52,7 @@
 #define AUDIT_OUTCOME_OVER_BUDGET   "over_budget"   /* holding it would exceed a hold budget */
 #define AUDIT_OUTCOME_OVER_LIMIT    "over_limit"    /* a connection past a connection limit */
 #define AUDIT_OUTCOME_EVICTED	    "evicted" /* an idle connection closed for another session */
-#define AUDIT_OUTCOME_IDLE	    "idle_timeout"  /* a connection idle past its deadline */
+#define AUDIT_OUTCOME_IDLE	    "idle_timeout" /* a connection idle past its deadline */
 
 /* A WebSocket's record: its messages each way and how it closed. */
 struct audit_ws {
@@ -60,6 +60,14 @@ struct audit_ws {
 	unsigned long messages_in;  /* upstream -> guest */
 	int close_code;		    /* the first close frame's code; 0: none came */
 	const char *closed_by;	    /* "guest", "upstream", "broker" (idle, failure), "tripwire" */
+};
+
+/* What one injected secret was ("credentials": [...]): its kind and, for an obtained token,
+ * the token's id (a hash prefix, never the value) and expiry. */
+struct audit_cred {
+	const char *name, *kind;
+	const char *token_id; /* NULL: none (a static value) */
+	int64_t expires_at;   /* Unix seconds; 0: none given */
 };
 
 struct audit_record {
@@ -80,8 +88,10 @@ struct audit_record {
 	uint64_t bytes_out;   /* guest -> upstream */
 	uint64_t bytes_in;    /* upstream -> guest */
 	uint64_t duration_us;
-	uint64_t time_ms;	   /* Unix time in milliseconds; 0: now */
-	const struct audit_ws *ws; /* a WebSocket's ("websocket": {...}); NULL: omitted */
+	uint64_t time_ms;		/* Unix time in milliseconds; 0: now */
+	const struct audit_ws *ws;	/* a WebSocket's ("websocket": {...}); NULL: omitted */
+	const struct audit_cred *creds; /* each injected secret's kind; omitted when none */
+	size_t n_creds;
 };
 
 struct audit; /* one caller at a time: the broker appends from its event loop */

@@ -29,6 +29,9 @@
 #include "broker/session.h"
 #include "broker/rules.h"
 #include "broker/upstream_tls.h"
+#include "broker/cred.h"
+#include "broker/cred_source.h"
+#include "broker/token_cache.h"
 #include "broker/vault_live.h"
 #include "lib/unix_listen.h"
 
@@ -41,11 +44,16 @@
  * it is a regular file only its owner can read. The vault replaces it. */
 static json_t *secrets_json;
 
-static int file_secret_get(void *arg, const char *name, uint8_t **val, size_t *len)
+static int file_secret_get(void *arg, const struct rules_secret *s, int flags, uint8_t **val,
+			   size_t *len, int64_t *until_ms, char *why, size_t whylen)
 {
-	json_t *v = json_object_get(secrets_json, name);
+	json_t *v = json_object_get(secrets_json, s->name);
 
 	(void)arg;
+	(void)flags;
+	(void)until_ms;
+	(void)why;
+	(void)whylen;
 	if (!json_is_string(v))
 		return -ENOENT;
 	*len = json_string_length(v);
@@ -88,31 +96,6 @@ static int load_secrets_file(const char *path)
 /* --vault: the real source, kept current (vault_live.h). The value is copied out of the
  * vault's locked page into the buffer the proxy wipes and frees after use. */
 static struct vault_live *vault;
-
-static int vault_secret_get(void *arg, const char *name, uint8_t **val, size_t *len)
-{
-	(void)arg;
-	return vault_live_get(vault, name, val, len);
-}
-
-static unsigned vault_secret_gen(void *arg)
-{
-	(void)arg;
-	return vault_live_generation(vault);
-}
-
-static unsigned vault_secret_current(void *arg)
-{
-	(void)arg;
-	return vault_live_current(vault);
-}
-
-static int vault_secret_retired(void *arg, const char *name, unsigned after, unsigned *serial,
-				uint8_t **val, size_t *len)
-{
-	(void)arg;
-	return vault_live_retired(vault, name, after, serial, val, len);
-}
 
 static int open_vault(const char *path, const char *key_file)
 {
@@ -167,8 +150,6 @@ static int load(const struct broker_cmdline *o, struct broker_common *common, st
 {
 	static struct policy policy;
 	static struct secret_source src = { .get = file_secret_get };
-	static struct secret_source vsrc = { vault_secret_get, NULL, vault_secret_gen,
-					     vault_secret_current, vault_secret_retired };
 	static struct hold_budget hold_total, buf_total, h2_total;
 	char err[512];
 
@@ -202,7 +183,22 @@ static int load(const struct broker_cmdline *o, struct broker_common *common, st
 		fprintf(stderr, "bulkhead-broker: %s\n", err);
 		return 1;
 	}
-	common->secrets = o->vault_path ? &vsrc : o->secrets_path ? &src : NULL;
+	if (vault) {
+		/* Token documents are parsed with jansson: every buffer it frees is wiped. */
+		cred_json_wipe_on_free();
+		struct token_cache_cfg tcfg = {
+			.tls = common->tls,
+			.policy = common->policy,
+			.vault = vault,
+			.timeout_ms = o->io_timeout_s < 10 ? (int)o->io_timeout_s * 1000 : 10000,
+		};
+		if (asprintf(&tcfg.state_path, "%s.state", o->vault_path) < 0) {
+			fprintf(stderr, "bulkhead-broker: out of memory\n");
+			return 1;
+		}
+		token_cache_init(&tcfg);
+	}
+	common->secrets = vault ? cred_source_vault(vault) : o->secrets_path ? &src : NULL;
 	common->io_timeout_ms = (int)o->io_timeout_s * 1000;
 	common->head_timeout_ms = (int)o->head_timeout_s * 1000;
 	common->stream_idle_ms = (int)o->stream_idle_s * 1000;

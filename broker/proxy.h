@@ -20,12 +20,19 @@
 #include <pthread.h>
 
 /* Where secret values come from (the vault, or a test file). get() returns 0 and a malloc'd
- * value the caller wipes and frees, -ENOENT when NAME is unknown, or another negative errno. */
+ * value the caller wipes and frees, -ENOENT when S is unknown, or another negative errno with
+ * one line in why (never a value): for a typed vault entry, the value is the access token the
+ * broker obtained (token_cache.h). */
+#define SECRET_PEEK 1 /* get(): only what is known without asking anyone (-ENOENT otherwise) */
 struct secret_source {
-	int (*get)(void *arg, const char *name, uint8_t **val, size_t *len);
+	/* FLAGS: SECRET_PEEK or 0; *UNTIL_MS (monotonic) is left as it is for a value valid
+	 * until the generation changes, or set to when it must be asked for again. */
+	int (*get)(void *arg, const struct rules_secret *s, int flags, uint8_t **val, size_t *len,
+		   int64_t *until_ms, char *why, size_t whylen);
 	void *arg;
-	/* Where values can change while the broker runs (a vault replaced on disk): a number that
-	 * changes when they may have, asked once per request. NULL: they never change. */
+	/* Where values can change while the broker runs (a vault replaced on disk, a token
+	 * refreshed): a number that changes when they may have, asked once per request. NULL: they
+	 * never change. */
 	unsigned (*generation)(void *arg);
 	/* The same number as another request made it, without looking for a change: asked at
 	 * each read from an upstream, so that a stream open across a change scrubs the new
@@ -35,6 +42,14 @@ struct secret_source {
 	 * serial over AFTER, as get() returns values; -ENOENT when there is none. May be NULL. */
 	int (*retired)(void *arg, const char *name, unsigned after, unsigned *serial, uint8_t **val,
 		       size_t *len);
+	/* An upstream answered 401 to a request that carried VAL for S. May be NULL. */
+	void (*unauthorized)(void *arg, const struct rules_secret *s, const uint8_t *val,
+			     size_t len);
+	/* For the audit record: S's kind ("static", "oauth2-refresh", ...) and, when VAL (what
+	 * the request carried) is an obtained token, its id and expiry (Unix seconds; 0: none
+	 * known). May be NULL: static. */
+	void (*describe)(void *arg, const struct rules_secret *s, const uint8_t *val, size_t len,
+			 const char **kind, char id[24], int64_t *expires);
 };
 
 struct proxy_config {

@@ -90,6 +90,21 @@ static void audit_request(struct conn *c, int status, uint64_t duration_us)
 	if (strncmp(c->rule, "tripwire:", 9) == 0)
 		decision = "tripwire";
 	target_sha(c, sha);
+	struct audit_cred creds[DECIDE_MAX_INJECT];
+	char ids[DECIDE_MAX_INJECT][24];
+	size_t n_creds = 0;
+	const struct secret_source *src = cfg->secrets;
+
+	for (size_t i = 0; src && src->describe && i < c->n_inj_names; i++) {
+		struct audit_cred *a = &creds[n_creds++];
+
+		const struct secret_slot *sl = &c->secrets[c->inj[i] - cfg->rules->secrets];
+
+		a->name = c->inj[i]->name;
+		src->describe(src->arg, c->inj[i], sl->state == 1 ? sl->val : NULL, sl->len,
+			      &a->kind, ids[n_creds - 1], &a->expires_at);
+		a->token_id = ids[n_creds - 1][0] ? ids[n_creds - 1] : NULL;
+	}
 	struct audit_record r = {
 		.session = cfg->session,
 		.method = c->method[0] ? c->method : "-",
@@ -111,6 +126,8 @@ static void audit_request(struct conn *c, int status, uint64_t duration_us)
 		.bytes_in = c->bytes_down,
 		.duration_us = duration_us,
 		.ws = c->ws_open ? &c->ws_stats : NULL,
+		.creds = creds,
+		.n_creds = n_creds,
 	};
 	pthread_mutex_lock(cfg->audit_lock);
 	int rc = audit_append(cfg->audit, &r);
@@ -140,8 +157,7 @@ void proxy_audit_log(struct conn *c, int status)
 		return;
 	if (c->ws_open)
 		snprintf(ws, sizeof(ws), " websocket out=%lu in=%lu close=%d by=%s",
-			 c->ws_stats.messages_out, c->ws_stats.messages_in,
-			 c->ws_stats.close_code,
+			 c->ws_stats.messages_out, c->ws_stats.messages_in, c->ws_stats.close_code,
 			 c->ws_stats.closed_by ? c->ws_stats.closed_by : "broker");
 	fprintf(stderr,
 		"bulkhead-broker: conn=%lu %s %s -> %d rule=%s up=%zu down=%zu scrubbed=%zu "

@@ -46,9 +46,11 @@ struct head {
 struct secret_slot {
 	uint8_t *val;
 	size_t len;
-	int state;	       /* 0 not loaded, 1 loaded, -1 unavailable */
+	int state;	       /* 0 not loaded (or unavailable: asked again), 1 loaded */
 	unsigned gen;	       /* the source's generation it was read at */
+	int64_t until_ms;      /* monotonic: an obtained token is asked for again from then */
 	unsigned retired_seen; /* the last of its retired values the scrubber has */
+	char why[200];	       /* why it is not available (the source's words) */
 };
 
 struct conn {
@@ -118,6 +120,7 @@ struct conn {
 	int have_target;
 	char secret_name[DECIDE_MAX_INJECT * (RULES_NAME_MAX + 1)]; /* all, joined by "," */
 	const char *inj_names[DECIDE_MAX_INJECT]; /* every secret injected (names in rules) */
+	const struct rules_secret *inj[DECIDE_MAX_INJECT]; /* the same secrets */
 	size_t n_inj_names;
 	int port;		/* the request's port, its scheme's default when the URL has none */
 	int audit_due;		/* a request began and has no audit record yet */
@@ -250,11 +253,18 @@ void proxy_io_up_close(struct conn *c);
 void proxy_io_timeouts(int fd, int ms);
 /* proxy_rewrite.c: secrets, placeholders, the path check and the upstream head. */
 const struct secret_slot *proxy_rewrite_secret(struct conn *c, const struct rules_secret *s);
+/* Every secret the rules name into the scrubber, as far as it is known without asking anyone (an
+ * obtained token not yet obtained cannot be echoed). */
+void proxy_rewrite_scrub_all(struct conn *c);
 void proxy_rewrite_wipe(struct conn *c);
 /* Before bytes read from an upstream are scrubbed: when the secret source changed since this
  * connection read its values (another connection took a new vault), the new values (and those
  * retired) join the scrubber, also in the middle of an answer. */
 void proxy_rewrite_catch_up(struct conn *c);
+/* 503 naming secret S and, when the source said, why it is not available. */
+void proxy_fail_unavailable(struct conn *c, const struct rules_secret *s);
+/* The upstream answered 401: the source may drop an obtained token the request carried. */
+void proxy_rewrite_unauthorized(struct conn *c);
 int proxy_rewrite_placeholders(struct conn *c, const struct rules_req *q, const char *t, size_t len,
 			       struct secbuf *out, int mode);
 int proxy_rewrite_path_ok(const char *p, size_t len);

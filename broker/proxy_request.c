@@ -228,6 +228,7 @@ static int request_decide(struct conn *c, struct request_plan *r)
 	c->layer = decide_layer_name(d.layer);
 	for (i = 0; i < d.n_inject; i++) {
 		c->inj_names[i] = d.inject[i]->name;
+		c->inj[i] = d.inject[i];
 		at += (size_t)snprintf(c->secret_name + at, sizeof(c->secret_name) - at, "%s%s",
 				       i ? "," : "", d.inject[i]->name);
 		if (at >= sizeof(c->secret_name))
@@ -256,9 +257,8 @@ static int request_tripwire(struct conn *c, const struct request_plan *r)
 	size_t i;
 
 	/* Every secret the rules name is scrubbed from every response, whichever host sent it
-	 * (a host may echo what another request carried), so all are loaded, once. */
-	for (i = 0; i < c->cfg->rules->n_secrets; i++)
-		proxy_rewrite_secret(c, &c->cfg->rules->secrets[i]);
+	 * (a host may echo what another request carried), so all are loaded. */
+	proxy_rewrite_scrub_all(c);
 	/* The URL as sent and as canonical: decoding may spell a placeholder out. */
 	if (proxy_rewrite_placeholders(c, &r->q, r->url, c->req.url_len, NULL, PH_URL) ||
 	    proxy_rewrite_placeholders(c, &r->q, r->path, strlen(r->path), NULL, PH_URL) ||

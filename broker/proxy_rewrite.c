@@ -2,6 +2,7 @@
 /* broker/proxy_rewrite.c: what goes upstream — secrets loaded once per connection, the
  * placeholder tripwire and replacement, path checks, and the rewritten request head. */
 #include "broker/proxy_internal.h"
+#include "lib/mono.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -55,24 +56,26 @@ static int scrub_retired(struct conn *c, const struct rules_secret *s, struct se
 	return rc;
 }
 
-const struct secret_slot *proxy_rewrite_secret(struct conn *c, const struct rules_secret *s)
+/* Reads S into its slot (FLAGS: SECRET_PEEK or 0) and scrubs the value; the slot, or NULL with
+ * the source's reason in the slot. */
+static struct secret_slot *load(struct conn *c, const struct rules_secret *s, int flags)
 {
 	struct secret_slot *sl = &c->secrets[s - c->cfg->rules->secrets];
-
+	const struct secret_source *src = c->cfg->secrets;
+	int64_t until = INT64_MAX;
 	uint8_t *val = NULL;
 	size_t len = 0;
 
-	if (sl->state && sl->gen == c->secrets_gen)
-		return sl->state == 1 ? sl : NULL;
-	sl->gen = c->secrets_gen;
-	sl->state = -1;
-	if (!c->cfg->secrets)
+	if (sl->state == 1 && sl->gen == c->secrets_gen && mono_ms() < sl->until_ms)
+		return sl;
+	sl->state = 0;
+	sl->why[0] = 0;
+	if (!src)
 		return NULL;
 	/* Every secret is scrubbed from every response, whichever host sent it, with the values
 	 * it held before; a value replaced stays scrubbed with the new one. */
-	if (scrub_retired(c, s, sl))
-		return NULL;
-	if (c->cfg->secrets->get(c->cfg->secrets->arg, s->name, &val, &len))
+	if (scrub_retired(c, s, sl) ||
+	    src->get(src->arg, s, flags, &val, &len, &until, sl->why, sizeof(sl->why)))
 		return NULL;
 	if (sl->val && sl->len == len && !CRYPTO_memcmp(sl->val, val, len)) {
 		OPENSSL_cleanse(val, len); /* the value the connection had: scrubbed already */
@@ -89,25 +92,54 @@ const struct secret_slot *proxy_rewrite_secret(struct conn *c, const struct rule
 			free(sl->val);
 			sl->val = NULL;
 			sl->len = 0;
-			sl->state = 0;
 			return NULL;
 		}
 	}
+	sl->gen = c->secrets_gen;
+	sl->until_ms = until;
 	sl->state = 1;
 	return sl;
+}
+
+const struct secret_slot *proxy_rewrite_secret(struct conn *c, const struct rules_secret *s)
+{
+	return load(c, s, 0);
+}
+
+void proxy_rewrite_scrub_all(struct conn *c)
+{
+	for (size_t i = 0; i < c->cfg->rules->n_secrets; i++)
+		load(c, &c->cfg->rules->secrets[i], SECRET_PEEK);
 }
 
 void proxy_rewrite_catch_up(struct conn *c)
 {
 	const struct secret_source *src = c->cfg->secrets;
 	unsigned g;
-	size_t i;
 
 	if (!src || !src->current || (g = src->current(src->arg)) == c->secrets_gen)
 		return;
 	c->secrets_gen = g;
-	for (i = 0; i < c->cfg->rules->n_secrets; i++)
-		proxy_rewrite_secret(c, &c->cfg->rules->secrets[i]);
+	proxy_rewrite_scrub_all(c);
+}
+
+void proxy_fail_unavailable(struct conn *c, const struct rules_secret *s)
+{
+	const char *why = c->secrets[s - c->cfg->rules->secrets].why;
+
+	proxy_fail(c, 503, "secret %s is not available%s%s", s->name, why[0] ? ": " : "", why);
+}
+
+void proxy_rewrite_unauthorized(struct conn *c)
+{
+	const struct secret_source *src = c->cfg->secrets;
+
+	for (size_t i = 0; src && src->unauthorized && i < c->n_inj_names; i++) {
+		const struct secret_slot *sl = &c->secrets[c->inj[i] - c->cfg->rules->secrets];
+
+		if (sl->state == 1)
+			src->unauthorized(src->arg, c->inj[i], sl->val, sl->len);
+	}
 }
 
 void proxy_rewrite_wipe(struct conn *c)
@@ -170,7 +202,7 @@ int proxy_rewrite_placeholders(struct conn *c, const struct rules_req *q, const 
 		if (out) {
 			sl = proxy_rewrite_secret(c, s);
 			if (!sl) {
-				proxy_fail(c, 503, "secret %s is not available", s->name);
+				proxy_fail_unavailable(c, s);
 				return -1;
 			}
 			if (mode == PH_URL) {
@@ -246,7 +278,7 @@ static char *inject_value(struct conn *c, const struct rules_secret *s)
 	char *r;
 
 	if (!sl) {
-		proxy_fail(c, 503, "secret %s is not available", s->name);
+		proxy_fail_unavailable(c, s);
 		return NULL;
 	}
 	r = rules_render(s, sl->val, sl->len);

@@ -60,7 +60,7 @@ static char *dup_str(json_t *o, const char *key, int *bad)
 	return s;
 }
 
-static int parse_dest(json_t *o, struct rules_dest *d, const char *where, char *err, size_t errlen)
+int rules_parse_dest(json_t *o, struct rules_dest *d, const char *where, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "scheme", "host",	     "port",
 					    "method", "path_prefix", "allow_addresses",
@@ -130,7 +130,7 @@ static int parse_dest(json_t *o, struct rules_dest *d, const char *where, char *
 	return 0;
 }
 
-static void free_dest(struct rules_dest *d)
+void rules_free_dest(struct rules_dest *d)
 {
 	free(d->method);
 	free(d->path_prefix);
@@ -152,8 +152,8 @@ static int parse_dests(json_t *a, struct rules_dest **out, size_t *n, const char
 		char w[128];
 
 		snprintf(w, sizeof(w), "%s[%zu]", where, i);
-		if (parse_dest(v, &(*out)[i], w, err, errlen)) {
-			free_dest(&(*out)[i]);
+		if (rules_parse_dest(v, &(*out)[i], w, err, errlen)) {
+			rules_free_dest(&(*out)[i]);
 			return -1;
 		}
 		*n = i + 1;
@@ -214,7 +214,7 @@ static int parse_inject(json_t *o, struct rules_secret *s, const char *where, ch
 static int parse_secret(json_t *o, struct rules_secret *s, const char *where, char *err,
 			size_t errlen)
 {
-	static const char *const keys[] = { "name", "inject", "destinations", NULL };
+	static const char *const keys[] = { "name", "inject", "destinations", "oauth_scope", NULL };
 	json_t *v;
 	const char *n;
 	size_t i;
@@ -241,6 +241,25 @@ static int parse_secret(json_t *o, struct rules_secret *s, const char *where, ch
 	if (!s->n_dests)
 		return errbuf_fail(err, errlen, -1, "%s: a secret needs at least one destination",
 				   where);
+	v = json_object_get(o, "oauth_scope");
+	if (v) {
+		/* RFC 6749 3.3: space-separated %x21 / %x23-5B / %x5D-7E tokens. */
+		const char *sc = json_is_string(v) ? json_string_value(v) : "";
+		size_t k, n_sc = strlen(sc);
+
+		for (k = 0; k < n_sc; k++)
+			if (sc[k] != ' ' &&
+			    (sc[k] < 0x21 || sc[k] > 0x7e || sc[k] == '"' || sc[k] == '\\'))
+				break;
+		if (!n_sc || n_sc > 1024 || k < n_sc)
+			return errbuf_fail(
+				err, errlen, -1,
+				"%s: \"oauth_scope\" must be 1..1024 characters of OAuth "
+				"scope tokens separated by spaces",
+				where);
+		if (!(s->oauth_scope = strdup(sc)))
+			return errbuf_fail(err, errlen, -1, "out of memory");
+	}
 	return 0;
 }
 
@@ -327,14 +346,15 @@ void rules_free(struct rules *r)
 
 	for (i = 0; i < r->n_secrets; i++) {
 		for (j = 0; j < r->secrets[i].n_dests; j++)
-			free_dest(&r->secrets[i].dests[j]);
+			rules_free_dest(&r->secrets[i].dests[j]);
 		free(r->secrets[i].dests);
 		free(r->secrets[i].field);
 		free(r->secrets[i].template);
+		free(r->secrets[i].oauth_scope);
 	}
 	free(r->secrets);
 	for (j = 0; j < r->n_allow; j++)
-		free_dest(&r->allow[j]);
+		rules_free_dest(&r->allow[j]);
 	free(r->allow);
 	free(r->work);
 	for (j = 0; j < r->n_work_paths; j++)

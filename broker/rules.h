@@ -40,6 +40,7 @@ struct rules_secret {
 	char *template; /* HEADER: value with one "{}"; BASIC: the user name; QUERY: unused */
 	struct rules_dest *dests;
 	size_t n_dests;
+	char *oauth_scope; /* for an oauth2-client-credentials entry: the narrower scope, or NULL */
 };
 
 struct rules {

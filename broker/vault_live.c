@@ -91,6 +91,20 @@ fail:
 	return -1;
 }
 
+/* Keeps VAL (locked memory, now the list's) as a value NAME held before. Lock held. */
+static void retire(struct vault_live *l, const char *name, unsigned char *val, size_t len)
+{
+	if (l->n_retired == VAULT_LIVE_RETIRED_MAX) {
+		vault_secret_free(l->retired[0].val, l->retired[0].len);
+		memmove(l->retired, l->retired + 1, sizeof(l->retired[0]) * --l->n_retired);
+	}
+	struct retired *r = &l->retired[l->n_retired++];
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->val = val;
+	r->len = len;
+	r->serial = ++l->serial;
+}
+
 /* Keeps OLD's value of each secret that NV changes or removes, so that echoes of it are still
  * scrubbed (vault_live_retired); the oldest goes when the list is full. */
 static void retire_changed(struct vault_live *l, const struct vault *old, const struct vault *nv)
@@ -102,7 +116,8 @@ static void retire_changed(struct vault_live *l, const struct vault *old, const 
 		size_t wn, nn;
 		bool kept = false;
 
-		if (vault_get(old, e.name, &was, &wn) < 0)
+		/* A typed entry's document is never injected (token_cache.c retires its tokens). */
+		if (e.kind != VAULT_KIND_STATIC || vault_get(old, e.name, &was, &wn) < 0)
 			continue;
 		if (vault_get(nv, e.name, &now, &nn) == 0) {
 			kept = nn == wn && CRYPTO_memcmp(now, was, wn) == 0;
@@ -112,15 +127,7 @@ static void retire_changed(struct vault_live *l, const struct vault *old, const 
 			vault_secret_free(was, wn);
 			continue;
 		}
-		if (l->n_retired == VAULT_LIVE_RETIRED_MAX) {
-			vault_secret_free(l->retired[0].val, l->retired[0].len);
-			memmove(l->retired, l->retired + 1, sizeof(l->retired[0]) * --l->n_retired);
-		}
-		struct retired *r = &l->retired[l->n_retired++];
-		snprintf(r->name, sizeof(r->name), "%s", e.name);
-		r->val = was;
-		r->len = wn;
-		r->serial = ++l->serial;
+		retire(l, e.name, was, wn);
 	}
 }
 
@@ -236,11 +243,19 @@ int vault_live_retired(struct vault_live *l, const char *name, unsigned after, u
 
 int vault_live_get(struct vault_live *l, const char *name, uint8_t **val, size_t *len)
 {
+	return vault_live_get_kind(l, name, NULL, val, len);
+}
+
+int vault_live_get_kind(struct vault_live *l, const char *name, enum vault_kind *kind,
+			uint8_t **val, size_t *len)
+{
 	unsigned char *locked;
 	size_t n;
 	pthread_mutex_lock(&l->lock);
 	refresh(l);
 	int rc = vault_get(l->v, name, &locked, &n);
+	if (rc == 0 && kind)
+		*kind = (enum vault_kind)vault_kind(l->v, name);
 	pthread_mutex_unlock(&l->lock);
 	if (rc < 0)
 		return rc;
@@ -251,4 +266,54 @@ int vault_live_get(struct vault_live *l, const char *name, uint8_t **val, size_t
 	}
 	vault_secret_free(locked, n);
 	return *val ? 0 : -ENOMEM;
+}
+
+void vault_live_retire(struct vault_live *l, const char *name, const uint8_t *val, size_t len)
+{
+	unsigned char *copy = len ? vault_secret_alloc(len) : NULL;
+
+	if (!copy)
+		return;
+	memcpy(copy, val, len);
+	pthread_mutex_lock(&l->lock);
+	retire(l, name, copy, len);
+	l->gen++;
+	pthread_mutex_unlock(&l->lock);
+}
+
+void vault_live_bump(struct vault_live *l)
+{
+	l->gen++;
+}
+
+int vault_live_update(struct vault_live *l, const char *name, enum vault_kind kind,
+		      const uint8_t *was, size_t was_len, const uint8_t *val, size_t len, char *err,
+		      size_t errlen)
+{
+	struct vault *v = NULL;
+	unsigned char *cur = NULL;
+	size_t cur_len = 0;
+	int rc;
+
+	pthread_mutex_lock(&l->lock);
+	rc = vault_open(l->path, l->cred, VAULT_RDWR, &v, err, errlen);
+	if (rc == 0 && (vault_kind(v, name) != (int)kind || vault_get(v, name, &cur, &cur_len) ||
+			cur_len != was_len || CRYPTO_memcmp(cur, was, was_len))) {
+		snprintf(err, errlen, "entry %s changed in the vault meanwhile; it is kept", name);
+		rc = -ESTALE;
+	}
+	if (rc == 0)
+		rc = vault_put_kind(v, name, kind, val, len, err, errlen);
+	vault_secret_free(cur, cur_len);
+	vault_close(v);
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+int vault_live_kind(struct vault_live *l, const char *name)
+{
+	pthread_mutex_lock(&l->lock);
+	int k = vault_kind(l->v, name);
+	pthread_mutex_unlock(&l->lock);
+	return k;
 }

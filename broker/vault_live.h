@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "broker/vault.h"
+
 #define VAULT_LIVE_RETIRED_MAX 64
 
 struct vault_live;
@@ -35,5 +37,21 @@ int vault_live_retired(struct vault_live *l, const char *name, unsigned after, u
 /* NAME's value as the vault on disk holds it now (a reload first if the file changed): a
  * malloc'd copy the caller wipes and frees. 0, or a negative errno (-ENOENT: no such entry). */
 int vault_live_get(struct vault_live *l, const char *name, uint8_t **val, size_t *len);
+/* The same with the entry's kind (KIND may be NULL). */
+int vault_live_get_kind(struct vault_live *l, const char *name, enum vault_kind *kind,
+			uint8_t **val, size_t *len);
+/* NAME's kind in the vault loaded (no look at the file), or -ENOENT. */
+int vault_live_kind(struct vault_live *l, const char *name);
+/* A value obtained for NAME that is no longer used (an access token replaced): kept among the
+ * retired values, and the generation changes so that connections scrub it. */
+void vault_live_retire(struct vault_live *l, const char *name, const uint8_t *val, size_t len);
+/* The generation changes: what a secret reads as may have (a new access token). */
+void vault_live_bump(struct vault_live *l);
+/* Writes VAL as NAME (of KIND) into the file, when the file still holds WAS for it (a rotated
+ * refresh token written back; never over a change made meanwhile). 0, or a negative errno
+ * with ERR (-ESTALE: the entry changed). */
+int vault_live_update(struct vault_live *l, const char *name, enum vault_kind kind,
+		      const uint8_t *was, size_t was_len, const uint8_t *val, size_t len, char *err,
+		      size_t errlen);
 
 #endif

@@ -2,6 +2,7 @@
 /* cli/vault_cmd.c: `bulkhead vault init|put|list|rm|rotate-key` — edits the broker's vault.
  * Secret values come only from stdin or --from-file, never argv or the environment. */
 #include "cli/broker_cmds.h"
+#include "broker/cred.h"
 #include "broker/vault.h"
 
 #include <errno.h>
@@ -17,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #define EXIT_VAULT_FAILED 125
 
 static const char vault_usage[] =
@@ -26,7 +29,19 @@ static const char vault_usage[] =
 	"  put NAME             store NAME; the value is read from stdin (hidden when it is a\n"
 	"                       terminal) or --from-file FILE; one trailing newline is dropped\n"
 	"                       unless --raw\n"
-	"  list                 names, sizes and update times (never values)\n"
+	"    --kind KIND        static (the default: the value is injected as it is), or an\n"
+	"                       entry from which the broker obtains what it injects, the value\n"
+	"                       being a JSON document (checked here):\n"
+	"                       oauth2-refresh: {\"token_url\", \"client_id\", "
+	"\"client_secret\"?,\n"
+	"                         \"refresh_token\", \"scope\"?, \"client_auth\"?, "
+	"\"allow_addresses\"?}\n"
+	"                       oauth2-client-credentials: {\"token_url\", \"client_id\",\n"
+	"                         \"client_secret\", \"scope\"?, \"client_auth\"?, "
+	"\"allow_addresses\"?}\n"
+	"                       (token_url https only; client_auth \"basic\" or \"body\")\n"
+	"  list                 names, sizes, update times and kinds (never values); for an\n"
+	"                       OAuth 2 entry, its token as the broker last said (VAULT.state)\n"
 	"  rm NAME              remove NAME\n"
 	"  rotate-key           re-encrypt under --new-key-file FILE (made if missing) or\n"
 	"                       --new-passphrase-file FILE; the old key stops working\n"
@@ -44,6 +59,7 @@ static const char vault_usage[] =
 struct vopts {
 	const char *vault, *key_file, *pass_file, *new_key_file, *new_pass_file, *from_file;
 	bool raw;
+	int kind; /* enum vault_kind */
 	char vault_buf[PATH_MAX], key_buf[PATH_MAX];
 };
 
@@ -179,8 +195,64 @@ static int do_init(struct vopts *o)
 	return 0;
 }
 
-static int do_list(struct vault *v)
+/* "1h2m", "40s": an interval for people. */
+static void span(long long s, char *out, size_t n)
 {
+	if (s >= 3600)
+		snprintf(out, n, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+	else if (s >= 60)
+		snprintf(out, n, "%lldm%02llds", s / 60, s % 60);
+	else
+		snprintf(out, n, "%llds", s);
+}
+
+/* What the broker last said of NAME's token (VAULT.state, written by bulkhead-broker): never a
+ * value, only its id, expiry, last refresh and last error. */
+static void token_state(json_t *state, const char *name)
+{
+	const char *key;
+	json_t *e;
+	long long now = (long long)time(NULL);
+
+	json_object_foreach(state, key, e)
+	{
+		size_t nl = strlen(name);
+		long long exp = json_integer_value(json_object_get(e, "expires_at"));
+		long long last = json_integer_value(json_object_get(e, "last_refresh"));
+		const char *id = json_string_value(json_object_get(e, "token_id"));
+		const char *err = json_string_value(json_object_get(e, "last_error"));
+		const char *scope = json_string_value(json_object_get(e, "scope"));
+		char a[32], b[32];
+
+		if (strncmp(key, name, nl) || (key[nl] && key[nl] != ' '))
+			continue;
+		printf("    token%s%s: ", scope ? " for scope " : "", scope ? scope : "");
+		span(exp - now, a, sizeof(a));
+		span(now - last, b, sizeof(b));
+		if (!id)
+			printf("none held");
+		else if (exp > now)
+			printf("%s, expires in %s", id, a);
+		else if (exp)
+			printf("%s, expired", id);
+		else
+			printf("%s, no expiry given", id);
+		if (last)
+			printf(", refreshed %s ago", b);
+		if (err)
+			printf(", last error: %s", err);
+		printf("\n");
+	}
+}
+
+static int do_list(struct vault *v, const char *vault_path)
+{
+	char state_path[PATH_MAX + 8];
+	json_t *state = NULL;
+
+	if (snprintf(state_path, sizeof(state_path), "%s.state", vault_path) <
+	    (int)sizeof(state_path))
+		state = json_load_file(state_path, 0, NULL);
 	for (size_t i = 0; i < vault_count(v); i++) {
 		struct vault_entry_info e;
 		vault_entry(v, i, &e);
@@ -189,8 +261,12 @@ static int do_list(struct vault *v)
 		struct tm tm;
 		if (!gmtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm))
 			snprintf(when, sizeof(when), "?");
-		printf("%-32s %6zu bytes  updated %s\n", e.name, e.size, when);
+		printf("%-32s %6zu bytes  updated %s  %s\n", e.name, e.size, when,
+		       cred_kind_name(e.kind));
+		if (e.kind != VAULT_KIND_STATIC && json_is_object(state))
+			token_state(state, e.name);
 	}
+	json_decref(state);
 	return 0;
 }
 
@@ -221,19 +297,32 @@ static int run(const char *sub, const char *name, struct vopts *o)
 		}
 		if (get_value(o, name, val, &len))
 			goto out;
+		if (o->kind != VAULT_KIND_STATIC) {
+			struct cred_doc d;
+
+			if (cred_doc_parse((enum vault_kind)o->kind, val, len, &d, err,
+					   sizeof(err))) {
+				rc = fail(err);
+				goto out;
+			}
+			cred_doc_free(&d);
+		}
 	}
 	if (vault_open(o->vault, c, list ? VAULT_RDONLY : VAULT_RDWR, &v, err, sizeof(err)) < 0) {
 		rc = fail(err);
 		goto out;
 	}
 	if (list) {
-		rc = do_list(v);
+		rc = do_list(v, o->vault);
 	} else if (put) {
-		if (vault_put(v, name, val, len, err, sizeof(err)) < 0)
+		if (vault_put_kind(v, name, (enum vault_kind)o->kind, val, len, err, sizeof(err)) <
+		    0)
 			rc = fail(err);
 		else
-			rc = printf("stored %s (%zu bytes)\n", name, len) < 0 ? EXIT_VAULT_FAILED
-									      : 0;
+			rc = printf("stored %s (%zu bytes, %s)\n", name, len,
+				    cred_kind_name((enum vault_kind)o->kind)) < 0
+				     ? EXIT_VAULT_FAILED
+				     : 0;
 	} else if (rotate) {
 		struct stat st;
 		if (o->new_key_file && lstat(o->new_key_file, &st) < 0 && errno == ENOENT) {
@@ -277,6 +366,7 @@ int cmd_vault(int argc, char **argv)
 		{ "new-passphrase-file", required_argument, NULL, 'P' },
 		{ "from-file", required_argument, NULL, 'f' },
 		{ "raw", no_argument, NULL, 'r' },
+		{ "kind", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -314,6 +404,11 @@ int cmd_vault(int argc, char **argv)
 		case 'r':
 			o.raw = true;
 			break;
+		case 'i':
+			if ((o.kind = cred_kind_of(optarg)) < 0)
+				return fail("--kind is static, oauth2-refresh or "
+					    "oauth2-client-credentials");
+			break;
 		case 'h':
 			fputs(vault_usage, stdout);
 			return 0;
@@ -340,8 +435,8 @@ int cmd_vault(int argc, char **argv)
 			    "with . or -)");
 	if (o.key_file && o.pass_file)
 		return fail("give --key-file or --passphrase-file, not both");
-	if ((o.from_file || o.raw) && strcmp(sub, "put") != 0)
-		return fail("--from-file and --raw go with put");
+	if ((o.from_file || o.raw || o.kind) && strcmp(sub, "put") != 0)
+		return fail("--from-file, --raw and --kind go with put");
 	if ((o.new_key_file || o.new_pass_file) && strcmp(sub, "rotate-key") != 0)
 		return fail("--new-key-file and --new-passphrase-file go with rotate-key");
 	if (!o.vault && default_vault(&o))
@@ -354,5 +449,6 @@ int cmd_vault(int argc, char **argv)
 	}
 	if (strcmp(sub, "init") == 0)
 		return do_init(&o);
+	cred_json_wipe_on_free(); /* a typed entry's document is parsed with jansson */
 	return run(sub, named ? pos[0] : NULL, &o);
 }

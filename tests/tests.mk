@@ -31,7 +31,7 @@ FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c v
 # The VMM's vhost-user front end against a hostile back end (its log lines kept quiet there).
 FUZZ_DEPS_fuzz_vu_front := vmm/virtio/vu_front.c vmm/virtio/vhost_user_dev.c vmm/virtio/mmio.c \
                            vmm/bus.c vmm/gmem.c vmm/vm.c vmm/stop.c vmm/x86/vm_arch.c lib/vhost_user.c
-FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/control.c broker/session.c broker/loop%.c,$(BROKER_SRCS)) \
+FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/cred_source.c broker/token_%.c broker/control.c broker/session.c broker/loop%.c,$(BROKER_SRCS)) \
                              lib/json_where.c lib/json_strict.c lib/errbuf.c lib/io.c lib/relpath.c
 FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -ljansson -lpthread
 # The loaders of the two policy layers: the global policy and a session's scope.
@@ -86,7 +86,7 @@ SAN_BUILD  ?= build-san
 SAN_SUITES ?= unit/ e2e/test_broker_proxy e2e/test_broker_harden e2e/test_broker_session e2e/test_broker_scale \
               e2e/test_broker_resume e2e/test_broker_h2 e2e/test_broker_grpc e2e/test_approvals e2e/test_policy \
               e2e/test_broker_strict e2e/test_broker_audit e2e/test_scrub_oracle e2e/test_scrub_forms \
-              e2e/test_vault e2e/test_vault_rotate e2e/test_vsock e2e/test_vhost_user e2e/test_serve e2e/test_broker_stream_scale e2e/test_broker_stream_epoll
+              e2e/test_vault e2e/test_vault_rotate e2e/test_broker_oauth e2e/test_vsock e2e/test_vhost_user e2e/test_serve e2e/test_broker_stream_scale e2e/test_broker_stream_epoll
 test-san:
 	$(MAKE) BUILD=$(SAN_BUILD) SAN=address,undefined test-programs
 	@BUILD=$(SAN_BUILD) sh tests/run.sh $(SAN_SUITES)

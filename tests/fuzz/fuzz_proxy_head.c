@@ -30,17 +30,22 @@ static struct rules rules;
 static struct proxy_config cfg;
 static char out[OUT_MAX];
 
-static int proxy_rewrite_secret(void *arg, const char *name, uint8_t **val, size_t *len)
+static int fixed_secret(void *arg, const struct rules_secret *s, int flags, uint8_t **val,
+			size_t *len, int64_t *until_ms, char *why, size_t whylen)
 {
 	(void)arg;
-	if (strcmp(name, "TOK"))
+	(void)flags;
+	(void)until_ms;
+	(void)why;
+	(void)whylen;
+	if (strcmp(s->name, "TOK"))
 		return -ENOENT;
 	*val = (uint8_t *)strdup(SECRET);
 	*len = strlen(SECRET);
 	return *val ? 0 : -ENOMEM;
 }
 
-static const struct secret_source source = { .get = proxy_rewrite_secret };
+static const struct secret_source source = { .get = fixed_secret };
 
 static int setup(void)
 {

@@ -23,10 +23,15 @@
 static struct rules rules;
 static struct proxy_config cfg;
 
-static int fake_get(void *arg, const char *name, uint8_t **val, size_t *len)
+static int fake_get(void *arg, const struct rules_secret *s, int flags, uint8_t **val, size_t *len,
+		    int64_t *until_ms, char *why, size_t whylen)
 {
 	(void)arg;
-	if (strcmp(name, "TOK"))
+	(void)flags;
+	(void)until_ms;
+	(void)why;
+	(void)whylen;
+	if (strcmp(s->name, "TOK"))
 		return -ENOENT;
 	*val = (uint8_t *)strdup("tok-value-123");
 	*len = strlen("tok-value-123");

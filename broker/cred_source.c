@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* broker/cred_source.c: secrets by kind from the vault (cred_source.h). */
+#include "broker/cred_source.h"
+
+#include "broker/cred.h"
+#include "broker/token_cache.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+static int get(void *arg, const struct rules_secret *s, int flags, uint8_t **val, size_t *len,
+	       int64_t *until_ms, char *why, size_t whylen)
+{
+	enum vault_kind kind = VAULT_KIND_STATIC;
+	uint8_t *doc;
+	size_t n;
+	int rc = vault_live_get_kind(arg, s->name, &kind, &doc, &n);
+
+	if (rc) {
+		snprintf(why, whylen,
+			 rc == -ENOENT ? "the vault has no entry of that name"
+				       : "the vault cannot be read");
+		return rc;
+	}
+	if (kind == VAULT_KIND_STATIC) {
+		*val = doc;
+		*len = n;
+		return 0;
+	}
+	rc = flags & SECRET_PEEK ? token_cache_peek(s->name, s->oauth_scope, val, len, until_ms)
+				 : token_cache_get(s->name, kind, doc, n, s->oauth_scope, val, len,
+						   until_ms, why, whylen);
+	OPENSSL_cleanse(doc, n);
+	free(doc);
+	return rc;
+}
+
+static unsigned generation(void *arg)
+{
+	return vault_live_generation(arg);
+}
+
+static unsigned current(void *arg)
+{
+	return vault_live_current(arg);
+}
+
+static int retired(void *arg, const char *name, unsigned after, unsigned *serial, uint8_t **val,
+		   size_t *len)
+{
+	return vault_live_retired(arg, name, after, serial, val, len);
+}
+
+static void unauthorized(void *arg, const struct rules_secret *s, const uint8_t *val, size_t len)
+{
+	(void)arg;
+	token_cache_unauthorized(s->name, s->oauth_scope, val, len);
+}
+
+static void describe(void *arg, const struct rules_secret *s, const uint8_t *val, size_t len,
+		     const char **kind, char id[24], int64_t *expires)
+{
+	int k = vault_live_kind(arg, s->name);
+	char now_id[24];
+
+	id[0] = 0;
+	*expires = 0;
+	*kind = cred_kind_name(k < 0 ? VAULT_KIND_STATIC : (enum vault_kind)k);
+	if (k <= VAULT_KIND_STATIC || !val)
+		return;
+	token_cache_id(val, len, id);
+	if (token_cache_info(s->name, s->oauth_scope, now_id, expires) || strcmp(now_id, id))
+		*expires = 0; /* replaced since: its expiry is not kept */
+}
+
+const struct secret_source *cred_source_vault(struct vault_live *v)
+{
+	static struct secret_source src = { .get = get,
+					    .generation = generation,
+					    .current = current,
+					    .retired = retired,
+					    .unauthorized = unauthorized,
+					    .describe = describe };
+
+	src.arg = v;
+	return &src;
+}

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* broker/token_cache.c: obtained access tokens (token_cache.h). One lock guards the table;
+ * a refresh runs without it, marked busy, and wakes the requests waiting on it. */
+#include "broker/token_cache.h"
+
+#include "broker/cred.h"
+#include "broker/token_http.h"
+#include "lib/mono.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+struct tok {
+	char name[VAULT_NAME_MAX + 1];
+	char *scope; /* the rule's, or NULL */
+	enum vault_kind kind;
+	uint8_t *doc; /* the document in use (with a rotated refresh token) */
+	size_t doc_len;
+	uint8_t vault_sum[SHA256_DIGEST_LENGTH]; /* of the vault's document it follows */
+	char *access;
+	size_t alen;
+	int64_t refresh_at_ms, expires_ms; /* monotonic; INT64_MAX: never */
+	int64_t expires_wall, last_refresh_wall, last_try_ms, next_try_ms, got_ms;
+	bool busy, from_401, drop_401, refused;
+	unsigned fails;
+	char id[24];
+	char last_error[256];
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t done;
+	struct token_cache_cfg cfg;
+	struct tok t[TOKEN_CACHE_MAX];
+	size_t n;
+} tc = { .lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER };
+
+void token_cache_init(const struct token_cache_cfg *cfg)
+{
+	tc.cfg = *cfg;
+}
+
+static bool same_scope(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+static struct tok *find(const char *name, const char *scope)
+{
+	for (size_t i = 0; i < tc.n; i++)
+		if (!strcmp(tc.t[i].name, name) && same_scope(tc.t[i].scope, scope))
+			return &tc.t[i];
+	return NULL;
+}
+
+static void wipe_free(void *p, size_t n)
+{
+	if (p)
+		OPENSSL_cleanse(p, n);
+	free(p);
+}
+
+static void drop_token(struct tok *t)
+{
+	wipe_free(t->access, t->alen);
+	t->access = NULL;
+	t->alen = 0;
+	t->id[0] = 0;
+	t->expires_wall = 0;
+}
+
+/* The document changed in the vault (or is new here): start from it, errors forgotten. */
+static int adopt(struct tok *t, enum vault_kind kind, const uint8_t *doc, size_t len,
+		 const uint8_t sum[SHA256_DIGEST_LENGTH])
+{
+	uint8_t *copy = malloc(len);
+
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, doc, len);
+	wipe_free(t->doc, t->doc_len);
+	t->doc = copy;
+	t->doc_len = len;
+	t->kind = kind;
+	memcpy(t->vault_sum, sum, SHA256_DIGEST_LENGTH);
+	if (t->access)
+		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen);
+	drop_token(t);
+	t->fails = 0;
+	t->refused = false;
+	t->next_try_ms = 0;
+	t->last_error[0] = 0;
+	return 0;
+}
+
+static void write_state(void)
+{
+	json_t *o = json_object();
+	char tmp[4200];
+	int fd;
+
+	if (!o || !tc.cfg.state_path)
+		goto out;
+	for (size_t i = 0; i < tc.n; i++) {
+		const struct tok *t = &tc.t[i];
+		json_t *e = json_pack(
+			"{s:s, s:s?, s:s?, s:I, s:I, s:s?, s:I}", "kind", cred_kind_name(t->kind),
+			"scope", t->scope, "token_id", t->id[0] ? t->id : NULL, "expires_at",
+			(json_int_t)t->expires_wall, "last_refresh",
+			(json_int_t)t->last_refresh_wall, "last_error",
+			t->last_error[0] ? t->last_error : NULL, "failures", (json_int_t)t->fails);
+		char key[VAULT_NAME_MAX + 300];
+
+		snprintf(key, sizeof(key), "%s%s%s", t->name, t->scope ? " " : "",
+			 t->scope ? t->scope : "");
+		if (e)
+			json_object_set_new(o, key, e);
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", tc.cfg.state_path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		goto out;
+	if (json_dumpfd(o, fd, JSON_INDENT(1) | JSON_SORT_KEYS) || close(fd) ||
+	    rename(tmp, tc.cfg.state_path))
+		unlink(tmp);
+out:
+	json_decref(o);
+}
+
+void token_cache_id(const uint8_t *tok, size_t n, char id[24])
+{
+	uint8_t h[SHA256_DIGEST_LENGTH];
+
+	SHA256(tok, n, h);
+	snprintf(id, 24, "sha256:%02x%02x%02x%02x%02x%02x", h[0], h[1], h[2], h[3], h[4], h[5]);
+}
+
+/* The form for T's grant: refresh_token or client_credentials, and the scope. */
+static char *grant_form(const struct cred_doc *d, const char *scope)
+{
+	char *rt = NULL, *sc = NULL, *form = NULL;
+	const char *want = scope ? scope : d->scope;
+
+	if (d->kind == VAULT_KIND_OAUTH2_REFRESH &&
+	    !(rt = rules_pct_encode((const uint8_t *)d->refresh_token, strlen(d->refresh_token))))
+		return NULL;
+	if (want && !(sc = rules_pct_encode((const uint8_t *)want, strlen(want))))
+		goto out;
+	if (asprintf(&form, "grant_type=%s%s%s%s%s",
+		     rt ? "refresh_token&refresh_token=" : "client_credentials", rt ? rt : "",
+		     sc ? "&scope=" : "", sc ? sc : "", "") < 0)
+		form = NULL;
+out:
+	if (rt)
+		wipe_free(rt, strlen(rt));
+	free(sc);
+	return form;
+}
+
+/* The refresh itself, without the lock: KIND's document DOC, for SCOPE. 0 with *REPLY; or -1
+ * with WHY and *REFUSED (asking again will not help). */
+static int refresh(enum vault_kind kind, const uint8_t *doc, size_t len, const char *scope,
+		   struct token_reply *reply, bool *refused, char *why, size_t whylen)
+{
+	struct cred_doc d;
+	char *form;
+	int rc;
+
+	*refused = false;
+	if (cred_doc_parse(kind, doc, len, &d, why, whylen)) {
+		*refused = true; /* a broken document stays broken until it changes */
+		return -1;
+	}
+	form = grant_form(&d, scope);
+	if (!form) {
+		snprintf(why, whylen, "out of memory");
+		cred_doc_free(&d);
+		return -1;
+	}
+	rc = token_http_post(tc.cfg.tls, tc.cfg.policy, &d, form, tc.cfg.timeout_ms, reply, refused,
+			     why, whylen);
+	wipe_free(form, strlen(form));
+	cred_doc_free(&d);
+	return rc;
+}
+
+/* A good answer taken (lock held): the new token, its expiry, a rotated refresh token. */
+static void take(struct tok *t, struct token_reply *r)
+{
+	int64_t now = mono_ms(), life = r->expires_in;
+
+	if (t->access)
+		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen);
+	drop_token(t);
+	t->alen = strlen(r->access_token);
+	t->access = r->access_token;
+	r->access_token = NULL;
+	token_cache_id((const uint8_t *)t->access, t->alen, t->id);
+	t->got_ms = now;
+	if (life > 366LL * 86400)
+		life = 366LL * 86400;
+	if (life < 0) {
+		t->expires_ms = t->refresh_at_ms = INT64_MAX; /* until a 401 says otherwise */
+		t->expires_wall = 0;
+	} else {
+		int64_t margin = life / 4 < 60 ? life / 4 : 60;
+
+		t->expires_ms = now + life * 1000;
+		t->refresh_at_ms = now + (life - margin) * 1000;
+		t->expires_wall = (int64_t)time(NULL) + life;
+	}
+	t->last_refresh_wall = (int64_t)time(NULL);
+	t->from_401 = t->drop_401;
+	t->drop_401 = false;
+	t->fails = 0;
+	t->last_error[0] = 0;
+	if (r->refresh_token && t->kind == VAULT_KIND_OAUTH2_REFRESH) {
+		uint8_t *nd = NULL;
+		size_t nl = 0;
+		char err[256];
+
+		if (cred_doc_with_refresh(t->doc, t->doc_len, r->refresh_token, &nd, &nl) == 0) {
+			if (vault_live_update(tc.cfg.vault, t->name, t->kind, t->doc, t->doc_len,
+					      nd, nl, err, sizeof(err)) == 0)
+				SHA256(nd, nl, t->vault_sum);
+			else
+				fprintf(stderr,
+					"bulkhead-broker: %s: the rotated refresh token could not "
+					"be "
+					"written to the vault (%s); it is used from memory\n",
+					t->name, err);
+			wipe_free(t->doc, t->doc_len);
+			t->doc = nd;
+			t->doc_len = nl;
+		}
+	}
+	vault_live_bump(tc.cfg.vault);
+}
+
+static int copy_out(const struct tok *t, uint8_t **val, size_t *len, int64_t *until_ms)
+{
+	*val = malloc(t->alen + 1);
+	if (!*val)
+		return -ENOMEM;
+	memcpy(*val, t->access, t->alen);
+	*len = t->alen;
+	*until_ms = mono_ms() < t->refresh_at_ms ? t->refresh_at_ms : 0;
+	return 0;
+}
+
+int token_cache_peek(const char *name, const char *scope, uint8_t **val, size_t *len,
+		     int64_t *until_ms)
+{
+	const struct tok *t;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&tc.lock);
+	t = find(name, scope);
+	if (t && t->access)
+		rc = copy_out(t, val, len, until_ms);
+	pthread_mutex_unlock(&tc.lock);
+	return rc;
+}
+
+int token_cache_get(const char *name, enum vault_kind kind, const uint8_t *doc, size_t doclen,
+		    const char *scope, uint8_t **val, size_t *len, int64_t *until_ms, char *why,
+		    size_t whylen)
+{
+	uint8_t sum[SHA256_DIGEST_LENGTH];
+	int64_t deadline = mono_ms() + tc.cfg.timeout_ms + 1000;
+	struct tok *t;
+	int rc = -EAGAIN;
+
+	SHA256(doc, doclen, sum);
+	pthread_mutex_lock(&tc.lock);
+	t = find(name, scope);
+	if (!t) {
+		if (tc.n == TOKEN_CACHE_MAX) {
+			pthread_mutex_unlock(&tc.lock);
+			snprintf(why, whylen, "the broker holds %d tokens already",
+				 TOKEN_CACHE_MAX);
+			return -ENOSPC;
+		}
+		t = &tc.t[tc.n];
+		memset(t, 0, sizeof(*t));
+		snprintf(t->name, sizeof(t->name), "%s", name);
+		if (scope && !(t->scope = strdup(scope))) {
+			pthread_mutex_unlock(&tc.lock);
+			return -ENOMEM;
+		}
+		tc.n++;
+	}
+	for (;;) {
+		int64_t now = mono_ms();
+		struct token_reply reply = { 0 };
+		char err[sizeof(t->last_error)];
+		bool refused = false;
+		uint8_t *use;
+		size_t use_len;
+
+		if (!t->busy && (!t->doc || memcmp(sum, t->vault_sum, sizeof(sum))) &&
+		    adopt(t, kind, doc, doclen, sum)) {
+			rc = -ENOMEM;
+			break;
+		}
+		/* Fresh, or refreshed less than a second ago (a token that expires at once must
+		 * not make every request a refresh). */
+		if (t->access && (now < t->refresh_at_ms || now < t->last_try_ms + 1000)) {
+			rc = copy_out(t, val, len, until_ms);
+			break;
+		}
+		/* Being refreshed, or failing lately: a token still valid is still used. */
+		if ((t->busy || t->refused || now < t->next_try_ms) && t->access &&
+		    now < t->expires_ms) {
+			rc = copy_out(t, val, len, until_ms);
+			break;
+		}
+		if (t->busy) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += (deadline - now) / 1000 + 1;
+			if (now >= deadline ||
+			    pthread_cond_timedwait(&tc.done, &tc.lock, &ts) == ETIMEDOUT) {
+				snprintf(why, whylen,
+					 "its token is being refreshed and that took too long");
+				break;
+			}
+			continue;
+		}
+		if (t->refused || now < t->next_try_ms) {
+			snprintf(why, whylen, "%s%s", t->last_error,
+				 t->refused ? "; fix the entry with bulkhead vault put"
+					    : "; the broker tries again shortly");
+			break;
+		}
+		/* This request refreshes; the others wait for it. */
+		t->busy = true;
+		t->last_try_ms = now;
+		use_len = t->doc_len;
+		use = malloc(use_len);
+		if (use)
+			memcpy(use, t->doc, use_len);
+		pthread_mutex_unlock(&tc.lock);
+		snprintf(err, sizeof(err), "out of memory");
+		rc = use ? refresh(t->kind, use, use_len, t->scope, &reply, &refused, err,
+				   sizeof(err))
+			 : -1;
+		wipe_free(use, use_len);
+		pthread_mutex_lock(&tc.lock);
+		t->busy = false;
+		if (rc == 0) {
+			take(t, &reply);
+		} else {
+			unsigned shift = t->fails < 6 ? t->fails : 6;
+
+			snprintf(t->last_error, sizeof(t->last_error), "%s", err);
+			t->refused = refused;
+			t->fails++;
+			t->next_try_ms = mono_ms() + ((1000LL << shift) < TOKEN_BACKOFF_MAX * 1000
+							      ? (1000LL << shift)
+							      : TOKEN_BACKOFF_MAX * 1000);
+			fprintf(stderr, "bulkhead-broker: %s: token refresh failed: %s\n", t->name,
+				t->last_error);
+		}
+		token_reply_free(&reply);
+		pthread_cond_broadcast(&tc.done);
+		write_state();
+		if (rc == 0) {
+			rc = copy_out(t, val, len, until_ms);
+			break;
+		}
+		snprintf(why, whylen, "%s%s", t->last_error,
+			 t->refused ? "; fix the entry with bulkhead vault put" : "");
+		rc = -EAGAIN;
+		if (t->access && mono_ms() < t->expires_ms) {
+			rc = copy_out(t, val, len, until_ms);
+			break;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&tc.lock);
+	return rc;
+}
+
+void token_cache_unauthorized(const char *name, const char *scope, const uint8_t *val, size_t len)
+{
+	struct tok *t;
+
+	pthread_mutex_lock(&tc.lock);
+	t = find(name, scope);
+	/* A token got after a 401 is dropped by another only once it is a minute old. */
+	if (t && t->access && !t->busy && (!t->from_401 || mono_ms() - t->got_ms > 60000) &&
+	    t->alen == len && !CRYPTO_memcmp(t->access, val, len)) {
+		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen);
+		drop_token(t);
+		t->drop_401 = true; /* the next token is not dropped by a 401 again */
+		t->last_try_ms = 0;
+		write_state();
+	}
+	pthread_mutex_unlock(&tc.lock);
+}
+
+int token_cache_info(const char *name, const char *scope, char id[24], int64_t *expires)
+{
+	const struct tok *t;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&tc.lock);
+	t = find(name, scope);
+	if (t && t->access) {
+		memcpy(id, t->id, 24);
+		*expires = t->expires_wall;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&tc.lock);
+	return rc;
+}

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* broker/token_http.c: one token request (token_http.h): the form POSTed with HTTP/1.1 over
+ * verified TLS, the answer parsed by http_parser and jansson, each field checked. */
+#include "broker/token_http.h"
+
+#include "broker/dest.h"
+#include "broker/upstream_tls.h"
+#include "lib/errbuf.h"
+#include "lib/mono.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <http_parser.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+struct answer {
+	char *body;
+	size_t len;
+	int done, too_big;
+};
+
+static int on_body(http_parser *p, const char *at, size_t n)
+{
+	struct answer *a = p->data;
+
+	if (a->len + n > TOKEN_ANSWER_MAX) {
+		a->too_big = 1;
+		return -1;
+	}
+	memcpy(a->body + a->len, at, n);
+	a->len += n;
+	return 0;
+}
+
+static int on_done(http_parser *p)
+{
+	((struct answer *)p->data)->done = 1;
+	return 0;
+}
+
+static const http_parser_settings answer_settings = {
+	.on_body = on_body,
+	.on_message_complete = on_done,
+};
+
+/* The client's credentials, as D says: "Basic base64(id:secret)" with both form-encoded
+ * (RFC 6749 2.3.1), or nothing (they go in the form). */
+static char *basic_auth(const struct cred_doc *d)
+{
+	char *id = rules_pct_encode((const uint8_t *)d->client_id, strlen(d->client_id));
+	char *sec = d->client_secret ? rules_pct_encode((const uint8_t *)d->client_secret,
+							strlen(d->client_secret))
+				     : strdup("");
+	char *plain = NULL, *out = NULL;
+	int n;
+
+	if (id && sec && (n = asprintf(&plain, "%s:%s", id, sec)) >= 0 &&
+	    (out = malloc(4 * ((size_t)n + 2) / 3 + 8)))
+		EVP_EncodeBlock((unsigned char *)out, (unsigned char *)plain, n);
+	if (plain) {
+		OPENSSL_cleanse(plain, strlen(plain));
+		free(plain);
+	}
+	if (sec)
+		OPENSSL_cleanse(sec, strlen(sec));
+	free(id);
+	free(sec);
+	return out;
+}
+
+/* The request, whole: head and form. */
+static char *request(const struct cred_doc *d, const char *form)
+{
+	char *auth = NULL, *extra = NULL, *req = NULL;
+	char host[RULES_HOST_MAX + 16];
+	int v6 = strchr(d->endpoint.host, ':') != NULL;
+
+	if (d->endpoint.port == 443)
+		snprintf(host, sizeof(host), v6 ? "[%s]" : "%s", d->endpoint.host);
+	else
+		snprintf(host, sizeof(host), v6 ? "[%s]:%u" : "%s:%u", d->endpoint.host,
+			 d->endpoint.port);
+	if (d->auth_in_body) {
+		char *id = rules_pct_encode((const uint8_t *)d->client_id, strlen(d->client_id));
+		char *sec = d->client_secret ? rules_pct_encode((const uint8_t *)d->client_secret,
+								strlen(d->client_secret))
+					     : NULL;
+
+		if (!id || asprintf(&extra, "&client_id=%s%s%s", id, sec ? "&client_secret=" : "",
+				    sec ? sec : "") < 0)
+			extra = NULL;
+		free(id);
+		if (sec) {
+			OPENSSL_cleanse(sec, strlen(sec));
+			free(sec);
+		}
+		if (!extra)
+			return NULL;
+	} else if (!(auth = basic_auth(d))) {
+		return NULL;
+	}
+	if (asprintf(&req,
+		     "POST %s HTTP/1.1\r\nHost: %s\r\n"
+		     "Content-Type: application/x-www-form-urlencoded\r\n"
+		     "Accept: application/json\r\nConnection: close\r\n%s%s%s"
+		     "Content-Length: %zu\r\n\r\n%s%s",
+		     d->path, host, auth ? "Authorization: Basic " : "", auth ? auth : "",
+		     auth ? "\r\n" : "", strlen(form) + (extra ? strlen(extra) : 0), form,
+		     extra ? extra : "") < 0)
+		req = NULL;
+	if (auth) {
+		OPENSSL_cleanse(auth, strlen(auth));
+		free(auth);
+	}
+	if (extra) {
+		OPENSSL_cleanse(extra, strlen(extra));
+		free(extra);
+	}
+	return req;
+}
+
+static void sock_timeouts(int fd, int64_t ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+	if (ms <= 0)
+		tv = (struct timeval){ 0, 1000 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* Sends REQ and reads the answer into A within DEADLINE; its status, or -1 with why. */
+static int exchange(SSL *ssl, int fd, const char *req, int64_t deadline, struct answer *a,
+		    const char *host, char *why, size_t whylen)
+{
+	http_parser p;
+	char buf[16384];
+	size_t off = 0, n = strlen(req);
+
+	while (off < n) {
+		int w;
+
+		sock_timeouts(fd, deadline - mono_ms());
+		w = SSL_write(ssl, req + off, (int)(n - off));
+		if (w <= 0)
+			return errbuf_fail(why, whylen, -1, "token endpoint %s: sending failed",
+					   host);
+		off += (size_t)w;
+	}
+	http_parser_init(&p, HTTP_RESPONSE);
+	p.data = a;
+	while (!a->done) {
+		int r;
+
+		if (mono_ms() >= deadline)
+			return errbuf_fail(why, whylen, -1, "token endpoint %s: no answer in time",
+					   host);
+		sock_timeouts(fd, deadline - mono_ms());
+		r = SSL_read(ssl, buf, sizeof(buf));
+		if (r <= 0) {
+			http_parser_execute(&p, &answer_settings, NULL, 0); /* a close may end it */
+			if (a->done)
+				break;
+			return errbuf_fail(
+				why, whylen, -1,
+				mono_ms() >= deadline - 20
+					? "token endpoint %s: no answer in time"
+					: "token endpoint %s: the connection ended before the "
+					  "answer did",
+				host);
+		}
+		if (http_parser_execute(&p, &answer_settings, buf, (size_t)r) != (size_t)r &&
+		    !a->done)
+			return errbuf_fail(why, whylen, -1,
+					   a->too_big ? "token endpoint %s: answer over %d bytes"
+						      : "token endpoint %s: malformed HTTP answer",
+					   host, TOKEN_ANSWER_MAX);
+	}
+	return (int)p.status_code;
+}
+
+/* A text from the endpoint, fit for a log line: printable ASCII only, at most 120 bytes. */
+static void clean(const char *in, char *out, size_t outlen)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; in && in[i] && j + 1 < outlen && j < 120; i++)
+		out[j++] = in[i] >= 0x20 && in[i] < 0x7f ? in[i] : '?';
+	out[j] = 0;
+}
+
+static int read_reply(json_t *o, struct token_reply *out, const char *host, char *why,
+		      size_t whylen)
+{
+	json_t *at = json_object_get(o, "access_token"), *rt = json_object_get(o, "refresh_token"),
+	       *ex = json_object_get(o, "expires_in"), *tt = json_object_get(o, "token_type");
+	const char *s;
+	size_t n;
+
+	if (!json_is_string(at) || !(n = json_string_length(at)) || n > CRED_FIELD_MAX)
+		return errbuf_fail(why, whylen, -1, "token endpoint %s: no usable access_token",
+				   host);
+	s = json_string_value(at);
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
+			return errbuf_fail(why, whylen, -1,
+					   "token endpoint %s: access_token is not printable ASCII",
+					   host);
+	if (rt && (!json_is_string(rt) || !json_string_length(rt) ||
+		   json_string_length(rt) > CRED_FIELD_MAX))
+		return errbuf_fail(why, whylen, -1, "token endpoint %s: bad refresh_token", host);
+	out->expires_in = -1;
+	if (json_is_integer(ex))
+		out->expires_in = json_integer_value(ex);
+	else if (json_is_string(ex) && json_string_length(ex) < 12 &&
+		 strspn(json_string_value(ex), "0123456789") == json_string_length(ex))
+		out->expires_in = atoll(json_string_value(ex));
+	else if (ex && !json_is_null(ex))
+		return errbuf_fail(why, whylen, -1, "token endpoint %s: bad expires_in", host);
+	if (out->expires_in < -1)
+		out->expires_in = 0;
+	clean(json_is_string(tt) ? json_string_value(tt) : "", out->token_type,
+	      sizeof(out->token_type));
+	out->access_token = strdup(s);
+	out->refresh_token = rt ? strdup(json_string_value(rt)) : NULL;
+	if (!out->access_token || (rt && !out->refresh_token)) {
+		token_reply_free(out);
+		return errbuf_fail(why, whylen, -1, "out of memory");
+	}
+	return 0;
+}
+
+int token_http_post(SSL_CTX *tls, const struct policy *p, const struct cred_doc *d,
+		    const char *form, int timeout_ms, struct token_reply *out, bool *refused,
+		    char *why, size_t whylen)
+{
+	const char *host = d->endpoint.host;
+	int64_t deadline = mono_ms() + timeout_ms;
+	struct answer a = { 0 };
+	char *req = NULL;
+	SSL *ssl = NULL;
+	json_t *o = NULL;
+	int fd, status, rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	*refused = false;
+	fd = dest_connect(&d->endpoint, p, timeout_ms, why, whylen);
+	if (fd < 0)
+		return -1;
+	sock_timeouts(fd, deadline - mono_ms());
+	ssl = tlsup_connect(tls, NULL, fd, host, d->endpoint.port, 0, why, whylen);
+	if (!ssl)
+		goto out;
+	if (!(req = request(d, form)) || !(a.body = malloc(TOKEN_ANSWER_MAX + 1))) {
+		errbuf_set(why, whylen, "out of memory");
+		goto out;
+	}
+	status = exchange(ssl, fd, req, deadline, &a, host, why, whylen);
+	if (status < 0)
+		goto out;
+	o = json_loadb(a.body, a.len, JSON_REJECT_DUPLICATES, NULL);
+	if (status != 200) {
+		json_t *e = json_object_get(o, "error");
+		char code[128] = "", desc[128] = "";
+
+		clean(json_is_string(e) ? json_string_value(e) : "", code, sizeof(code));
+		clean(json_string_value(json_object_get(o, "error_description")), desc,
+		      sizeof(desc));
+		*refused = (status == 400 || status == 401) &&
+			   (!strcmp(code, "invalid_grant") || !strcmp(code, "invalid_client") ||
+			    !strcmp(code, "unauthorized_client"));
+		errbuf_set(why, whylen, "token endpoint %s answered %d%s%s%s%s%s", host, status,
+			   code[0] ? ": " : "", code, desc[0] ? " (" : "", desc,
+			   desc[0] ? ")" : "");
+		goto out;
+	}
+	if (!json_is_object(o)) {
+		errbuf_set(why, whylen, "token endpoint %s: the answer is not a JSON object", host);
+		goto out;
+	}
+	rc = read_reply(o, out, host, why, whylen);
+out:
+	json_decref(o);
+	if (req) {
+		OPENSSL_cleanse(req, strlen(req));
+		free(req);
+	}
+	if (a.body) {
+		OPENSSL_cleanse(a.body, a.len);
+		free(a.body);
+	}
+	if (ssl)
+		tlsup_close(ssl);
+	close(fd);
+	return rc;
+}
+
+static void wipe(char **s)
+{
+	if (*s) {
+		OPENSSL_cleanse(*s, strlen(*s));
+		free(*s);
+		*s = NULL;
+	}
+}
+
+void token_reply_free(struct token_reply *r)
+{
+	wipe(&r->access_token);
+	wipe(&r->refresh_token);
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* broker/token_http.h: one request to an OAuth 2 token endpoint (RFC 6749 section 3.2), as the
+ * broker makes it: the endpoint resolved and judged like any destination (dest.h), verified
+ * TLS, one deadline for the whole exchange, the answer bounded, and nothing of it ever
+ * relayed to a guest. */
+#ifndef BULKHEAD_BROKER_TOKEN_HTTP_H
+#define BULKHEAD_BROKER_TOKEN_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+
+#include "broker/cred.h"
+#include "broker/policy.h"
+
+#define TOKEN_ANSWER_MAX (64 * 1024) /* the endpoint's whole answer */
+
+struct token_reply {
+	char *access_token;   /* malloc'd; the caller wipes */
+	char *refresh_token;  /* a rotated one, or NULL */
+	long long expires_in; /* seconds; -1 when the answer gave none */
+	char token_type[24];
+};
+
+/* POSTs FORM (application/x-www-form-urlencoded, without the client's credentials: they are
+ * added as D says) to D's token endpoint within TIMEOUT_MS. 0 with OUT filled; or -1 with one
+ * line in why that never holds a secret, and *refused set when the endpoint refused the grant
+ * itself (invalid_grant, invalid_client, unauthorized_client): trying again will not help. */
+int token_http_post(SSL_CTX *tls, const struct policy *p, const struct cred_doc *d,
+		    const char *form, int timeout_ms, struct token_reply *out, bool *refused,
+		    char *why, size_t whylen);
+void token_reply_free(struct token_reply *r);
+
+#endif
