@@ -237,9 +237,13 @@ int session_opts_parse(int argc, char **argv, bool detached, struct session_requ
 			if (f->type == REQ_OWN) {
 				if ((rc = own_field(f, optarg, o)) >= 0)
 					return rc;
-			} else if (request_field_set(o, f, f->metavar ? optarg : "", err,
-						     sizeof(err)) < 0) {
-				return bad("%s", err);
+			} else {
+				const char *text = f->metavar ? optarg : "";
+				char name[160];
+
+				snprintf(name, sizeof(name), "--%s '%.100s'", f->flag, text);
+				if (request_field_set(o, f, name, text, err, sizeof(err)) < 0)
+					return bad("%s", err);
 			}
 		}
 	}

@@ -50,6 +50,17 @@ enum MHD_Result route_list(struct MHD_Connection *c, struct req *q)
 	return http_reply(c, 200, serve_sessions_json(&q->peer));
 }
 
+/* Answers STATUS with session S as the API shows it, and lets S go. */
+static enum MHD_Result reply_session(struct MHD_Connection *c, unsigned status,
+				     struct serve_session *s)
+{
+	pthread_mutex_lock(&serve.lock);
+	json_t *o = serve_session_json(s);
+	pthread_mutex_unlock(&serve.lock);
+	serve_session_put(s);
+	return http_reply(c, status, o);
+}
+
 enum MHD_Result route_create(struct MHD_Connection *c, struct req *q)
 {
 	json_t *body = http_body_json(q);
@@ -63,11 +74,7 @@ enum MHD_Result route_create(struct MHD_Connection *c, struct req *q)
 	json_decref(body);
 	if (!s)
 		return http_reply_err(c, err, q->why);
-	pthread_mutex_lock(&serve.lock);
-	json_t *o = serve_session_json(s);
-	pthread_mutex_unlock(&serve.lock);
-	serve_session_put(s);
-	return http_reply(c, 201, o);
+	return reply_session(c, 201, s);
 }
 
 enum MHD_Result route_get(struct MHD_Connection *c, struct req *q)
@@ -75,11 +82,7 @@ enum MHD_Result route_get(struct MHD_Connection *c, struct req *q)
 	struct serve_session *s = serve_session_get(q->id, &q->peer);
 	if (!s)
 		return http_reply_err(c, SERVE_E_NOT_FOUND, "no such session");
-	pthread_mutex_lock(&serve.lock);
-	json_t *o = serve_session_json(s);
-	pthread_mutex_unlock(&serve.lock);
-	serve_session_put(s);
-	return http_reply(c, 200, o);
+	return reply_session(c, 200, s);
 }
 
 enum MHD_Result route_delete(struct MHD_Connection *c, struct req *q)

@@ -167,8 +167,8 @@ bool request_field_choice_ok(const struct request_field *f, const char *text)
 	return false;
 }
 
-int request_field_set(struct session_request *r, const struct request_field *f, const char *text,
-		      char *err, size_t errlen)
+int request_field_set(struct session_request *r, const struct request_field *f, const char *name,
+		      const char *text, char *err, size_t errlen)
 {
 	char *at = (char *)r + f->off, *end, what[96];
 	double v;
@@ -205,7 +205,7 @@ int request_field_set(struct session_request *r, const struct request_field *f, 
 		if (!*text)
 			break;
 		if (*n >= (size_t)f->max) {
-			snprintf(err, errlen, "--%s: more than %.0f", f->flag, f->max);
+			snprintf(err, errlen, "%s: more than %.0f", name, f->max);
 			return -1;
 		}
 		((const char **)(void *)at)[(*n)++] = text;
@@ -217,7 +217,7 @@ int request_field_set(struct session_request *r, const struct request_field *f, 
 	case REQ_OWN:
 		break;
 	}
-	snprintf(err, errlen, "--%s '%s': expected %s", f->flag, text, what);
+	snprintf(err, errlen, "%s: expected %s", name, what);
 	return -1;
 }
 

@@ -53,9 +53,10 @@ const struct request_field *request_field_by_key(const char *key);
 const struct request_field *request_field_by_flag(const char *flag);
 
 struct session_request;
-/* The command line's TEXT for field F into R. 0, or -1 with ERR saying what F takes. */
-int request_field_set(struct session_request *r, const struct request_field *f, const char *text,
-		      char *err, size_t errlen);
+/* The command line's TEXT for field F into R. 0, or -1 with ERR saying what F takes, after NAME:
+ * the words that name what was given, as the caller's user gave it ("--mem '9'", "\"mem_mib\""). */
+int request_field_set(struct session_request *r, const struct request_field *f, const char *name,
+		      const char *text, char *err, size_t errlen);
 /* Whether the number V fits field F (REQ_UINT: whole). 0, or -1 with ERR naming F's key. */
 int request_field_number_ok(const struct request_field *f, double v, char *err, size_t errlen);
 /* Whether TEXT is one of F's choices. */

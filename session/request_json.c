@@ -26,22 +26,27 @@ static const char *kept(json_t *keep, const char *text)
 static int set(struct session_request *r, const struct request_field *f, const char *text,
 	       char *err, size_t errlen)
 {
-	char why[256];
+	char name[80];
+
 	if (!text) {
 		snprintf(err, errlen, "\"%s\": out of memory", f->key);
 		return -1;
 	}
-	if (request_field_set(r, f, text, why, sizeof(why)) == 0)
-		return 0;
-	/* The setter names the option (--mem '9': expected ...) or the key already. */
-	const char *said = strstr(why, "expected");
-	if (!said && !strncmp(why, "--", 2) && strstr(why, ": "))
-		said = strstr(why, ": ") + 2; /* "--work-rule: more than 64" */
-	if (why[0] == '"')
-		snprintf(err, errlen, "%s", why);
-	else
-		snprintf(err, errlen, "\"%s\": %s", f->key, said ? said : why);
-	return -1;
+	snprintf(name, sizeof(name), "\"%s\"", f->key);
+	return request_field_set(r, f, name, text, err, errlen) == 0 ? 0 : -1;
+}
+
+/* "A<SEP>B" (the setter's DIR:MODE or KEY=VALUE), kept alive in KEEP; NULL when out of memory. */
+static const char *kept_join(json_t *keep, const char *a, char sep, const char *b)
+{
+	char *made = NULL;
+	const char *text;
+
+	if (asprintf(&made, "%s%c%s", a, sep, b) < 0)
+		return NULL;
+	text = kept(keep, made);
+	free(made);
+	return text;
 }
 
 static int wrong(const char *key, const char *shape, char *err, size_t errlen)
@@ -67,8 +72,7 @@ static const char *scalar(json_t *v, char buf[64])
 }
 
 /* "work" with "work_ro": the table's DIR[:ro] text. */
-static int work_field(json_t *o, struct session_request *r, json_t *keep, char *err,
-		      size_t errlen)
+static int work_field(json_t *o, struct session_request *r, json_t *keep, char *err, size_t errlen)
 {
 	json_t *w = json_object_get(o, "work"), *ro = json_object_get(o, "work_ro");
 	if (ro && !json_is_boolean(ro))
@@ -77,12 +81,9 @@ static int work_field(json_t *o, struct session_request *r, json_t *keep, char *
 		return ro ? wrong("work_ro", "given with \"work\"", err, errlen) : 0;
 	if (!json_is_string(w) || json_string_value(w)[0] != '/')
 		return wrong("work", "an absolute path", err, errlen);
-	char *spec = NULL;
-	if (asprintf(&spec, "%s:%s", json_string_value(w), json_is_true(ro) ? "ro" : "rw") < 0)
-		spec = NULL;
-	const char *text = spec ? kept(keep, spec) : NULL;
-	free(spec);
-	return set(r, request_field_by_key("work"), text, err, errlen);
+	return set(r, request_field_by_key("work"),
+		   kept_join(keep, json_string_value(w), ':', json_is_true(ro) ? "ro" : "rw"), err,
+		   errlen);
 }
 
 /* A REQ_LIST field: an array of strings, or for "work_rules" an object PATH: MODE. */
@@ -97,15 +98,12 @@ static int list_field(const struct request_field *f, json_t *v, struct session_r
 		json_t *mode;
 		json_object_foreach(v, path, mode)
 		{
-			char *rule = NULL;
 			if (!json_is_string(mode))
-				return wrong("work_rules", "an object of \"PATH\": \"rw|ro|hidden\"",
-					     err, errlen);
-			if (asprintf(&rule, "%s:%s", path, json_string_value(mode)) < 0)
-				rule = NULL;
-			const char *text = rule ? kept(keep, rule) : NULL;
-			free(rule);
-			if (set(r, f, text, err, errlen) < 0)
+				return wrong("work_rules",
+					     "an object of \"PATH\": \"rw|ro|hidden\"", err,
+					     errlen);
+			if (set(r, f, kept_join(keep, path, ':', json_string_value(mode)), err,
+				errlen) < 0)
 				return -1;
 		}
 		return 0;
@@ -125,8 +123,7 @@ static int list_field(const struct request_field *f, json_t *v, struct session_r
 }
 
 /* "env": {"KEY": "VALUE"}, as -e KEY=VALUE. */
-static int env_field(json_t *v, struct session_request *r, json_t *keep, char *err,
-		     size_t errlen)
+static int env_field(json_t *v, struct session_request *r, json_t *keep, char *err, size_t errlen)
 {
 	if (!json_is_object(v))
 		return wrong("env", "an object of \"KEY\": \"VALUE\" strings", err, errlen);
@@ -140,11 +137,7 @@ static int env_field(json_t *v, struct session_request *r, json_t *keep, char *e
 			snprintf(err, errlen, "\"env\": more than %d variables", RUN_MAX_ENV);
 			return -1;
 		}
-		char *kv = NULL;
-		if (asprintf(&kv, "%s=%s", k, json_string_value(val)) < 0)
-			kv = NULL;
-		const char *text = kv ? kept(keep, kv) : NULL;
-		free(kv);
+		const char *text = kept_join(keep, k, '=', json_string_value(val));
 		if (!text) {
 			snprintf(err, errlen, "\"env\": out of memory");
 			return -1;
@@ -154,8 +147,7 @@ static int env_field(json_t *v, struct session_request *r, json_t *keep, char *e
 	return 0;
 }
 
-int request_from_json(json_t *o, struct session_request *r, json_t *keep, char *err,
-		      size_t errlen)
+int request_from_json(json_t *o, struct session_request *r, json_t *keep, char *err, size_t errlen)
 {
 	if (!json_is_object(o))
 		return wrong("the request", "a JSON object", err, errlen);
