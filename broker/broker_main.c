@@ -287,8 +287,23 @@ static int serve_session(const struct broker_cmdline *o, const struct broker_com
 			return 1;
 		}
 	}
-	for (;;)
-		pause(); /* the session's threads serve; a signal ends the process */
+	/* The session's threads serve until TERM or INT (blocked in every thread since main
+	 * began): then what was obtained for the session alone is revoked, and the signal ends the
+	 * process as it would have. */
+	sigset_t ends;
+	int sig = SIGTERM;
+
+	sigemptyset(&ends);
+	sigaddset(&ends, SIGTERM);
+	sigaddset(&ends, SIGINT);
+	while (sigwait(&ends, &sig))
+		;
+	if (common->secrets && common->secrets->session_end)
+		common->secrets->session_end(common->secrets->arg, rules);
+	signal(sig, SIG_DFL);
+	pthread_sigmask(SIG_UNBLOCK, &ends, NULL);
+	raise(sig);
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -304,6 +319,15 @@ int main(int argc, char **argv)
 	/* Workers come and go by the hundred: glibc would give each a heap arena of its own and
 	 * keep their memory after they end. A few arenas shared serve the broker as well. */
 	mallopt(M_ARENA_MAX, 4);
+	/* TERM and INT wait for the main thread (serve_session); every thread made from here on
+	 * inherits the mask. */
+	sigset_t ends;
+
+	sigemptyset(&ends);
+	sigaddset(&ends, SIGTERM);
+	sigaddset(&ends, SIGINT);
+	if (!o.control || o.rules_path)
+		pthread_sigmask(SIG_BLOCK, &ends, NULL);
 	rc = load(&o, &common, &rules);
 	if (!rc)
 		rc = lock_down(&o);

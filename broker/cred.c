@@ -13,11 +13,15 @@
 
 #include <jansson.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 
 static const char *const kind_names[] = {
 	[VAULT_KIND_STATIC] = "static",
 	[VAULT_KIND_OAUTH2_REFRESH] = "oauth2-refresh",
 	[VAULT_KIND_OAUTH2_CLIENT] = "oauth2-client-credentials",
+	[VAULT_KIND_GITHUB_APP] = "github-app",
 };
 
 const char *cred_kind_name(enum vault_kind k)
@@ -60,7 +64,7 @@ static int field(json_t *o, const char *key, bool required, char **out, char *er
 		return errbuf_fail(err, errlen, -1, "\"%s\" must be a string of 1 to %d characters",
 				   key, CRED_FIELD_MAX);
 	s = json_string_value(v);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && strcmp(key, "private_key"); i++)
 		if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
 			if (s[i] != ' ' || strcmp(key, "scope"))
 				return errbuf_fail(err, errlen, -1,
@@ -83,7 +87,8 @@ static int token_url(struct cred_doc *d, const char *url, json_t *addrs, char *e
 	int rc;
 
 	if (strncmp(url, "https://", 8))
-		return errbuf_fail(err, errlen, -1, "\"token_url\" must begin with https://");
+		return errbuf_fail(err, errlen, -1,
+				   "\"token_url\" (or \"api_url\") must begin with https://");
 	hl = strcspn(h, "/?#");
 	rest = h + hl;
 	if (memchr(h, '@', hl) || strchr(rest, '#'))
@@ -129,6 +134,57 @@ static int token_url(struct cred_doc *d, const char *url, json_t *addrs, char *e
 	return d->path ? 0 : errbuf_fail(err, errlen, -1, "out of memory");
 }
 
+/* An id GitHub gives: digits, as a JSON number or string. */
+static int id_field(json_t *o, const char *key, char **out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+	char buf[24];
+	const char *s = buf;
+
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
+	else if (json_is_string(v) && json_string_length(v) && json_string_length(v) < 20 &&
+		 strspn(json_string_value(v), "0123456789") == json_string_length(v))
+		s = json_string_value(v);
+	else
+		return errbuf_fail(err, errlen, -1, "\"%s\" must be GitHub's number for it", key);
+	return (*out = strdup(s)) ? 0 : errbuf_fail(err, errlen, -1, "out of memory");
+}
+
+/* A github-app document: the App, its installation, its RSA key (checked by loading it). */
+static int github_doc(json_t *o, struct cred_doc *d, char *err, size_t errlen)
+{
+	static const char *const keys[] = { "app_id",  "installation_id", "private_key",
+					    "api_url", "allow_addresses", NULL };
+	char *url = NULL;
+	BIO *b;
+	EVP_PKEY *k = NULL;
+	int rc = -1;
+
+	if (rules_check_keys(o, keys, "github-app", err, errlen) ||
+	    id_field(o, "app_id", &d->app_id, err, errlen) ||
+	    id_field(o, "installation_id", &d->installation_id, err, errlen) ||
+	    field(o, "private_key", true, &d->private_key, err, errlen) ||
+	    field(o, "api_url", false, &url, err, errlen))
+		goto out;
+	b = BIO_new_mem_buf(d->private_key, -1);
+	if (b)
+		k = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+	BIO_free(b);
+	ERR_clear_error();
+	if (!k || EVP_PKEY_base_id(k) != EVP_PKEY_RSA) {
+		errbuf_set(err, errlen,
+			   "github-app: \"private_key\" must be the App's RSA key in PEM");
+		goto out;
+	}
+	rc = token_url(d, url ? url : "https://api.github.com",
+		       json_object_get(o, "allow_addresses"), err, errlen);
+out:
+	EVP_PKEY_free(k);
+	free(url);
+	return rc;
+}
+
 int cred_doc_parse(enum vault_kind kind, const uint8_t *val, size_t len, struct cred_doc *d,
 		   char *err, size_t errlen)
 {
@@ -154,6 +210,10 @@ int cred_doc_parse(enum vault_kind kind, const uint8_t *val, size_t len, struct 
 		return -1;
 	}
 	snprintf(where, sizeof(where), "%s", cred_kind_name(kind));
+	if (kind == VAULT_KIND_GITHUB_APP) {
+		rc = github_doc(o, d, err, errlen);
+		goto out;
+	}
 	if (rules_check_keys(o, keys, where, err, errlen))
 		goto out;
 	if (field(o, "token_url", true, &url, err, errlen) ||
@@ -202,6 +262,9 @@ void cred_doc_free(struct cred_doc *d)
 	wipe_str(&d->client_secret);
 	wipe_str(&d->refresh_token);
 	wipe_str(&d->scope);
+	wipe_str(&d->app_id);
+	wipe_str(&d->installation_id);
+	wipe_str(&d->private_key);
 	free(d->path);
 	d->path = NULL;
 	rules_free_dest(&d->endpoint);

@@ -7,7 +7,11 @@
  *                               "scope"?, "client_auth"?, "allow_addresses"?}
  *   oauth2-client-credentials  {"token_url", "client_id", "client_secret", "scope"?,
  *                               "client_auth"?, "allow_addresses"?}
+ *   github-app                 {"app_id", "installation_id", "private_key" (PEM, RSA),
+ *                               "api_url"? (default https://api.github.com), "allow_addresses"?}
  *
+ * A github-app entry mints, per session, an installation token narrowed to what the rule's
+ * "github" object names (repositories, permissions), revoked when the session ends.
  * token_url is https only; client_auth is "basic" (HTTP Basic, the default, RFC 6749 2.3.1) or
  * "body" (client_id and client_secret in the form); allow_addresses lists the non-public
  * addresses the endpoint may have, as a rule's destination does. */
@@ -29,9 +33,10 @@ struct cred_doc {
 	char *path;		    /* the token URL's path (and query) */
 	char *client_id, *client_secret, *refresh_token, *scope; /* NULL when absent */
 	bool auth_in_body;
+	char *app_id, *installation_id, *private_key; /* github-app */
 };
 
-/* "static", "oauth2-refresh", "oauth2-client-credentials". */
+/* "static", "oauth2-refresh", "oauth2-client-credentials", "github-app". */
 const char *cred_kind_name(enum vault_kind k);
 /* The kind named NAME, or -1. */
 int cred_kind_of(const char *name);

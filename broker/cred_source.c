@@ -12,6 +12,19 @@
 
 #include <openssl/crypto.h>
 
+/* What narrows S's token: the rule's OAuth scope, or its "github" object. */
+static const char *scope_of(const struct rules_secret *s, enum vault_kind kind)
+{
+	return kind == VAULT_KIND_GITHUB_APP ? s->narrow : s->oauth_scope;
+}
+
+/* A github-app token is its session's own (S belongs to the session's rules); others are
+ * shared by the broker's sessions. */
+static const void *owner_of(const struct rules_secret *s, enum vault_kind kind)
+{
+	return kind == VAULT_KIND_GITHUB_APP ? s : NULL;
+}
+
 static int get(void *arg, const struct rules_secret *s, int flags, uint8_t **val, size_t *len,
 	       int64_t *until_ms, char *why, size_t whylen)
 {
@@ -31,9 +44,12 @@ static int get(void *arg, const struct rules_secret *s, int flags, uint8_t **val
 		*len = n;
 		return 0;
 	}
-	rc = flags & SECRET_PEEK ? token_cache_peek(s->name, s->oauth_scope, val, len, until_ms)
-				 : token_cache_get(s->name, kind, doc, n, s->oauth_scope, val, len,
-						   until_ms, why, whylen);
+	if (flags & SECRET_PEEK)
+		rc = token_cache_peek(s->name, scope_of(s, kind), owner_of(s, kind), val, len,
+				      until_ms);
+	else
+		rc = token_cache_get(s->name, kind, doc, n, scope_of(s, kind), owner_of(s, kind),
+				     val, len, until_ms, why, whylen);
 	OPENSSL_cleanse(doc, n);
 	free(doc);
 	return rc;
@@ -57,8 +73,18 @@ static int retired(void *arg, const char *name, unsigned after, unsigned *serial
 
 static void unauthorized(void *arg, const struct rules_secret *s, const uint8_t *val, size_t len)
 {
+	int k = vault_live_kind(arg, s->name);
+
+	if (k > VAULT_KIND_STATIC)
+		token_cache_unauthorized(s->name, scope_of(s, (enum vault_kind)k),
+					 owner_of(s, (enum vault_kind)k), val, len);
+}
+
+static void session_end(void *arg, const struct rules *r)
+{
 	(void)arg;
-	token_cache_unauthorized(s->name, s->oauth_scope, val, len);
+	for (size_t i = 0; i < r->n_secrets; i++)
+		token_cache_end_owner(&r->secrets[i]);
 }
 
 static void describe(void *arg, const struct rules_secret *s, const uint8_t *val, size_t len,
@@ -73,7 +99,9 @@ static void describe(void *arg, const struct rules_secret *s, const uint8_t *val
 	if (k <= VAULT_KIND_STATIC || !val)
 		return;
 	token_cache_id(val, len, id);
-	if (token_cache_info(s->name, s->oauth_scope, now_id, expires) || strcmp(now_id, id))
+	if (token_cache_info(s->name, scope_of(s, (enum vault_kind)k),
+			     owner_of(s, (enum vault_kind)k), now_id, expires) ||
+	    strcmp(now_id, id))
 		*expires = 0; /* replaced since: its expiry is not kept */
 }
 
@@ -84,7 +112,8 @@ const struct secret_source *cred_source_vault(struct vault_live *v)
 					    .current = current,
 					    .retired = retired,
 					    .unauthorized = unauthorized,
-					    .describe = describe };
+					    .describe = describe,
+					    .session_end = session_end };
 
 	src.arg = v;
 	return &src;

@@ -50,6 +50,9 @@ struct secret_source {
 	 * known). May be NULL: static. */
 	void (*describe)(void *arg, const struct rules_secret *s, const uint8_t *val, size_t len,
 			 const char **kind, char id[24], int64_t *expires);
+	/* The session whose rules are R ended: what was obtained for it alone is revoked. May be
+	 * NULL. */
+	void (*session_end)(void *arg, const struct rules *r);
 };
 
 struct proxy_config {

@@ -40,7 +40,8 @@ struct rules_secret {
 	char *template; /* HEADER: value with one "{}"; BASIC: the user name; QUERY: unused */
 	struct rules_dest *dests;
 	size_t n_dests;
-	char *oauth_scope; /* for an oauth2-client-credentials entry: the narrower scope, or NULL */
+	char *oauth_scope; /* for an OAuth 2 entry: the narrower scope, or NULL */
+	char *narrow;	   /* for a github-app entry: the token's narrowing (JSON), or NULL */
 };
 
 struct rules {

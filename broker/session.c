@@ -75,6 +75,8 @@ static void session_free(struct broker_session *s)
 			strerror(-rc));
 	mitm_ca_free(s->cfg.mitm);
 	tls_resume_free(s->cfg.resume);
+	if (s->cfg.secrets && s->cfg.secrets->session_end)
+		s->cfg.secrets->session_end(s->cfg.secrets->arg, &s->rules);
 	rules_free(&s->rules);
 	hold_budget_destroy(&s->hold);
 	hold_budget_destroy(&s->buf);

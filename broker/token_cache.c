@@ -4,6 +4,7 @@
 #include "broker/token_cache.h"
 
 #include "broker/cred.h"
+#include "broker/github_app.h"
 #include "broker/token_http.h"
 #include "lib/mono.h"
 
@@ -22,8 +23,9 @@
 #include <openssl/sha.h>
 
 struct tok {
-	char name[VAULT_NAME_MAX + 1];
-	char *scope; /* the rule's, or NULL */
+	char name[VAULT_NAME_MAX + 1]; /* "": a free slot */
+	char *scope;		       /* the rule's, or NULL */
+	const void *owner;	       /* a session's own token (github-app), or NULL: shared */
 	enum vault_kind kind;
 	uint8_t *doc; /* the document in use (with a rotated refresh token) */
 	size_t doc_len;
@@ -56,12 +58,33 @@ static bool same_scope(const char *a, const char *b)
 	return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
-static struct tok *find(const char *name, const char *scope)
+static struct tok *find(const char *name, const char *scope, const void *owner)
 {
 	for (size_t i = 0; i < tc.n; i++)
-		if (!strcmp(tc.t[i].name, name) && same_scope(tc.t[i].scope, scope))
+		if (!strcmp(tc.t[i].name, name) && same_scope(tc.t[i].scope, scope) &&
+		    tc.t[i].owner == owner)
 			return &tc.t[i];
 	return NULL;
+}
+
+/* A slot for a new token: a free one, or one more. NULL when the table is full. */
+static struct tok *slot(void)
+{
+	for (size_t i = 0; i < tc.n; i++)
+		if (!tc.t[i].name[0])
+			return &tc.t[i];
+	return tc.n < TOKEN_CACHE_MAX ? &tc.t[tc.n++] : NULL;
+}
+
+/* Whether T, or for a refresh token any token of its entry, is being refreshed: one refresh
+ * token is one chain (a rotation makes the one before it useless), so an entry's scopes
+ * refresh one at a time. Lock held. */
+static bool busy(const struct tok *t)
+{
+	for (size_t i = 0; t->kind == VAULT_KIND_OAUTH2_REFRESH && i < tc.n; i++)
+		if (tc.t[i].busy && !strcmp(tc.t[i].name, t->name))
+			return true;
+	return t->busy;
 }
 
 static void wipe_free(void *p, size_t n)
@@ -122,8 +145,10 @@ static void write_state(void)
 			t->last_error[0] ? t->last_error : NULL, "failures", (json_int_t)t->fails);
 		char key[VAULT_NAME_MAX + 300];
 
-		snprintf(key, sizeof(key), "%s%s%s", t->name, t->scope ? " " : "",
-			 t->scope ? t->scope : "");
+		if (!t->name[0])
+			continue;
+		snprintf(key, sizeof(key), "%s%s%s%s", t->name, t->scope ? " " : "",
+			 t->scope ? t->scope : "", t->owner ? " (a session's)" : "");
 		if (e)
 			json_object_set_new(o, key, e);
 	}
@@ -182,6 +207,12 @@ static int refresh(enum vault_kind kind, const uint8_t *doc, size_t len, const c
 		*refused = true; /* a broken document stays broken until it changes */
 		return -1;
 	}
+	if (kind == VAULT_KIND_GITHUB_APP) {
+		rc = github_app_mint(tc.cfg.tls, tc.cfg.policy, &d, scope, tc.cfg.timeout_ms, reply,
+				     refused, why, whylen);
+		cred_doc_free(&d);
+		return rc;
+	}
 	form = grant_form(&d, scope);
 	if (!form) {
 		snprintf(why, whylen, "out of memory");
@@ -193,6 +224,32 @@ static int refresh(enum vault_kind kind, const uint8_t *doc, size_t len, const c
 	wipe_free(form, strlen(form));
 	cred_doc_free(&d);
 	return rc;
+}
+
+/* The entry's document as this broker rewrote it (a rotated refresh token): every token of the
+ * entry (other scopes) takes it as its own, so none sees a change of the entry, drops its
+ * token and refreshes in turn (which would rotate again, and so on), nor refreshes with the
+ * refresh token the rotation ended. WRITTEN: the vault holds it now. Lock held. */
+static void follow_rotation(const struct tok *from, const uint8_t *nd, size_t nl, bool written)
+{
+	uint8_t sum[SHA256_DIGEST_LENGTH];
+
+	SHA256(nd, nl, sum);
+	for (size_t i = 0; i < tc.n; i++) {
+		struct tok *t = &tc.t[i];
+		uint8_t *copy;
+
+		if (strcmp(t->name, from->name) || t->kind != from->kind)
+			continue;
+		if (written) /* else the vault still holds the document before, which they follow */
+			memcpy(t->vault_sum, sum, sizeof(sum));
+		if (t == from || !(copy = malloc(nl)))
+			continue; /* FROM takes ND below */
+		memcpy(copy, nd, nl);
+		wipe_free(t->doc, t->doc_len);
+		t->doc = copy;
+		t->doc_len = nl;
+	}
 }
 
 /* A good answer taken (lock held): the new token, its expiry, a rotated refresh token. */
@@ -231,10 +288,11 @@ static void take(struct tok *t, struct token_reply *r)
 		char err[256];
 
 		if (cred_doc_with_refresh(t->doc, t->doc_len, r->refresh_token, &nd, &nl) == 0) {
-			if (vault_live_update(tc.cfg.vault, t->name, t->kind, t->doc, t->doc_len,
-					      nd, nl, err, sizeof(err)) == 0)
-				SHA256(nd, nl, t->vault_sum);
-			else
+			bool written = vault_live_update(tc.cfg.vault, t->name, t->kind, t->doc,
+							 t->doc_len, nd, nl, err, sizeof(err)) == 0;
+
+			follow_rotation(t, nd, nl, written);
+			if (!written)
 				fprintf(stderr,
 					"bulkhead-broker: %s: the rotated refresh token could not "
 					"be "
@@ -259,14 +317,14 @@ static int copy_out(const struct tok *t, uint8_t **val, size_t *len, int64_t *un
 	return 0;
 }
 
-int token_cache_peek(const char *name, const char *scope, uint8_t **val, size_t *len,
-		     int64_t *until_ms)
+int token_cache_peek(const char *name, const char *scope, const void *owner, uint8_t **val,
+		     size_t *len, int64_t *until_ms)
 {
 	const struct tok *t;
 	int rc = -ENOENT;
 
 	pthread_mutex_lock(&tc.lock);
-	t = find(name, scope);
+	t = find(name, scope, owner);
 	if (t && t->access)
 		rc = copy_out(t, val, len, until_ms);
 	pthread_mutex_unlock(&tc.lock);
@@ -274,8 +332,8 @@ int token_cache_peek(const char *name, const char *scope, uint8_t **val, size_t 
 }
 
 int token_cache_get(const char *name, enum vault_kind kind, const uint8_t *doc, size_t doclen,
-		    const char *scope, uint8_t **val, size_t *len, int64_t *until_ms, char *why,
-		    size_t whylen)
+		    const char *scope, const void *owner, uint8_t **val, size_t *len,
+		    int64_t *until_ms, char *why, size_t whylen)
 {
 	uint8_t sum[SHA256_DIGEST_LENGTH];
 	int64_t deadline = mono_ms() + tc.cfg.timeout_ms + 1000;
@@ -284,22 +342,21 @@ int token_cache_get(const char *name, enum vault_kind kind, const uint8_t *doc, 
 
 	SHA256(doc, doclen, sum);
 	pthread_mutex_lock(&tc.lock);
-	t = find(name, scope);
+	t = find(name, scope, owner);
 	if (!t) {
-		if (tc.n == TOKEN_CACHE_MAX) {
+		if (!(t = slot())) {
 			pthread_mutex_unlock(&tc.lock);
 			snprintf(why, whylen, "the broker holds %d tokens already",
 				 TOKEN_CACHE_MAX);
 			return -ENOSPC;
 		}
-		t = &tc.t[tc.n];
 		memset(t, 0, sizeof(*t));
-		snprintf(t->name, sizeof(t->name), "%s", name);
 		if (scope && !(t->scope = strdup(scope))) {
 			pthread_mutex_unlock(&tc.lock);
 			return -ENOMEM;
 		}
-		tc.n++;
+		snprintf(t->name, sizeof(t->name), "%s", name);
+		t->owner = owner;
 	}
 	for (;;) {
 		int64_t now = mono_ms();
@@ -309,7 +366,7 @@ int token_cache_get(const char *name, enum vault_kind kind, const uint8_t *doc, 
 		uint8_t *use;
 		size_t use_len;
 
-		if (!t->busy && (!t->doc || memcmp(sum, t->vault_sum, sizeof(sum))) &&
+		if (!busy(t) && (!t->doc || memcmp(sum, t->vault_sum, sizeof(sum))) &&
 		    adopt(t, kind, doc, doclen, sum)) {
 			rc = -ENOMEM;
 			break;
@@ -321,12 +378,12 @@ int token_cache_get(const char *name, enum vault_kind kind, const uint8_t *doc, 
 			break;
 		}
 		/* Being refreshed, or failing lately: a token still valid is still used. */
-		if ((t->busy || t->refused || now < t->next_try_ms) && t->access &&
+		if ((busy(t) || t->refused || now < t->next_try_ms) && t->access &&
 		    now < t->expires_ms) {
 			rc = copy_out(t, val, len, until_ms);
 			break;
 		}
-		if (t->busy) {
+		if (busy(t)) {
 			struct timespec ts;
 
 			clock_gettime(CLOCK_REALTIME, &ts);
@@ -394,12 +451,13 @@ int token_cache_get(const char *name, enum vault_kind kind, const uint8_t *doc, 
 	return rc;
 }
 
-void token_cache_unauthorized(const char *name, const char *scope, const uint8_t *val, size_t len)
+void token_cache_unauthorized(const char *name, const char *scope, const void *owner,
+			      const uint8_t *val, size_t len)
 {
 	struct tok *t;
 
 	pthread_mutex_lock(&tc.lock);
-	t = find(name, scope);
+	t = find(name, scope, owner);
 	/* A token got after a 401 is dropped by another only once it is a minute old. */
 	if (t && t->access && !t->busy && (!t->from_401 || mono_ms() - t->got_ms > 60000) &&
 	    t->alen == len && !CRYPTO_memcmp(t->access, val, len)) {
@@ -412,13 +470,14 @@ void token_cache_unauthorized(const char *name, const char *scope, const uint8_t
 	pthread_mutex_unlock(&tc.lock);
 }
 
-int token_cache_info(const char *name, const char *scope, char id[24], int64_t *expires)
+int token_cache_info(const char *name, const char *scope, const void *owner, char id[24],
+		     int64_t *expires)
 {
 	const struct tok *t;
 	int rc = -ENOENT;
 
 	pthread_mutex_lock(&tc.lock);
-	t = find(name, scope);
+	t = find(name, scope, owner);
 	if (t && t->access) {
 		memcpy(id, t->id, 24);
 		*expires = t->expires_wall;
@@ -426,4 +485,58 @@ int token_cache_info(const char *name, const char *scope, char id[24], int64_t *
 	}
 	pthread_mutex_unlock(&tc.lock);
 	return rc;
+}
+
+void token_cache_end_owner(const void *owner)
+{
+	struct {
+		char name[VAULT_NAME_MAX + 1];
+		char *token;
+		uint8_t *doc;
+		size_t doc_len;
+		enum vault_kind kind;
+	} gone[16];
+	size_t n = 0, i;
+
+	pthread_mutex_lock(&tc.lock);
+	for (i = 0; i < tc.n; i++) {
+		struct tok *t = &tc.t[i];
+
+		if (!t->name[0] || t->owner != owner || t->busy)
+			continue;
+		if (t->access && n < sizeof(gone) / sizeof(gone[0]) &&
+		    (gone[n].doc = malloc(t->doc_len))) {
+			snprintf(gone[n].name, sizeof(gone[n].name), "%s", t->name);
+			memcpy(gone[n].doc, t->doc, t->doc_len);
+			gone[n].doc_len = t->doc_len;
+			gone[n].kind = t->kind;
+			gone[n].token = t->access; /* taken over: revoked below */
+			t->access = NULL;
+			n++;
+		}
+		drop_token(t);
+		wipe_free(t->doc, t->doc_len);
+		free(t->scope);
+		memset(t, 0, sizeof(*t));
+	}
+	write_state();
+	pthread_mutex_unlock(&tc.lock);
+	for (i = 0; i < n; i++) {
+		struct cred_doc d;
+		char why[256];
+
+		if (gone[i].kind == VAULT_KIND_GITHUB_APP &&
+		    cred_doc_parse(gone[i].kind, gone[i].doc, gone[i].doc_len, &d, why,
+				   sizeof(why)) == 0) {
+			if (github_app_revoke(tc.cfg.tls, tc.cfg.policy, &d, gone[i].token,
+					      tc.cfg.timeout_ms, why, sizeof(why)))
+				fprintf(stderr,
+					"bulkhead-broker: %s: the session's token could not be "
+					"revoked: %s\n",
+					gone[i].name, why);
+			cred_doc_free(&d);
+		}
+		wipe_free(gone[i].token, strlen(gone[i].token));
+		wipe_free(gone[i].doc, gone[i].doc_len);
+	}
 }

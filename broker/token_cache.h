@@ -10,7 +10,9 @@
  * refresh token: invalid_grant) is not asked again until the entry changes in the vault. A
  * 401 from an API drops the token that got it, once per token: a guest cannot make the broker
  * refresh in a loop. A rotated refresh token is written back to the vault (vault_live_update)
- * and used from then on even if that write fails. Replaced tokens join the retired values, so
+ * and used from then on even if that write fails. A github-app token is a session's own, minted
+ * narrowed to its rule and revoked when the session ends. Replaced tokens join the retired
+ * values, so
  * every connection scrubs them. The cache's state (no value) goes to STATE_PATH for `bulkhead
  * vault list`. */
 #ifndef BULKHEAD_BROKER_TOKEN_CACHE_H
@@ -38,19 +40,25 @@ struct token_cache_cfg {
 
 void token_cache_init(const struct token_cache_cfg *cfg);
 /* The access token for entry NAME (KIND, its document DOC) and SCOPE (the rule's narrower
- * scope; NULL: the document's): a malloc'd copy the caller wipes, and in *UNTIL_MS (monotonic)
- * when to ask again. 0, or a negative errno with one line in why naming no value. */
+ * scope, or a github-app rule's narrowing; NULL: the document's), shared by the broker's
+ * sessions or OWNER's own (a session's github-app token; NULL: shared): a malloc'd copy the
+ * caller wipes, and in *UNTIL_MS (monotonic) when to ask again. 0, or a negative errno with
+ * one line in why naming no value. */
 int token_cache_get(const char *name, enum vault_kind kind, const uint8_t *doc, size_t doclen,
-		    const char *scope, uint8_t **val, size_t *len, int64_t *until_ms, char *why,
-		    size_t whylen);
-/* The token held now for NAME and SCOPE, without asking anyone: 0, or -ENOENT. */
-int token_cache_peek(const char *name, const char *scope, uint8_t **val, size_t *len,
-		     int64_t *until_ms);
-/* An upstream answered 401 to a request that carried VAL for NAME and SCOPE. */
-void token_cache_unauthorized(const char *name, const char *scope, const uint8_t *val, size_t len);
+		    const char *scope, const void *owner, uint8_t **val, size_t *len,
+		    int64_t *until_ms, char *why, size_t whylen);
+/* The token held now for NAME, SCOPE and OWNER, without asking anyone: 0, or -ENOENT. */
+int token_cache_peek(const char *name, const char *scope, const void *owner, uint8_t **val,
+		     size_t *len, int64_t *until_ms);
+/* An upstream answered 401 to a request that carried VAL for NAME, SCOPE and OWNER. */
+void token_cache_unauthorized(const char *name, const char *scope, const void *owner,
+			      const uint8_t *val, size_t len);
+/* OWNER's session ended: its own tokens (github-app) are forgotten and revoked. */
+void token_cache_end_owner(const void *owner);
 /* For the audit record: the current token's id ("sha256:" and 12 hex digits) and expiry (Unix
  * seconds, 0 when it has none). 0, or -ENOENT. */
-int token_cache_info(const char *name, const char *scope, char id[24], int64_t *expires);
+int token_cache_info(const char *name, const char *scope, const void *owner, char id[24],
+		     int64_t *expires);
 /* A token's id: "sha256:" and the first 12 hex digits of its SHA-256. */
 void token_cache_id(const uint8_t *tok, size_t n, char id[24]);
 

@@ -77,54 +77,48 @@ static char *basic_auth(const struct cred_doc *d)
 	return out;
 }
 
-/* The request, whole: head and form. */
-static char *request(const struct cred_doc *d, const char *form)
+/* The form's client part when D puts the client's credentials in the body (else ""). */
+static char *client_in_form(const struct cred_doc *d)
 {
-	char *auth = NULL, *extra = NULL, *req = NULL;
-	char host[RULES_HOST_MAX + 16];
-	int v6 = strchr(d->endpoint.host, ':') != NULL;
+	char *id, *sec = NULL, *extra = NULL;
 
-	if (d->endpoint.port == 443)
-		snprintf(host, sizeof(host), v6 ? "[%s]" : "%s", d->endpoint.host);
+	if (!d->auth_in_body)
+		return strdup("");
+	id = rules_pct_encode((const uint8_t *)d->client_id, strlen(d->client_id));
+	if (d->client_secret)
+		sec = rules_pct_encode((const uint8_t *)d->client_secret, strlen(d->client_secret));
+	if (!id || (d->client_secret && !sec) ||
+	    asprintf(&extra, "&client_id=%s%s%s", id, sec ? "&client_secret=" : "",
+		     sec ? sec : "") < 0)
+		extra = NULL;
+	free(id);
+	if (sec) {
+		OPENSSL_cleanse(sec, strlen(sec));
+		free(sec);
+	}
+	return extra;
+}
+
+/* The request, whole: METHOD PATH, the headers every call carries, AUTH and BODY. */
+static char *request(const struct rules_dest *ep, const char *method, const char *path,
+		     const char *auth, const char *ctype, const char *body)
+{
+	char host[RULES_HOST_MAX + 16], *req = NULL;
+	int v6 = strchr(ep->host, ':') != NULL;
+	size_t n = body ? strlen(body) : 0;
+
+	if (ep->port == 443)
+		snprintf(host, sizeof(host), v6 ? "[%s]" : "%s", ep->host);
 	else
-		snprintf(host, sizeof(host), v6 ? "[%s]:%u" : "%s:%u", d->endpoint.host,
-			 d->endpoint.port);
-	if (d->auth_in_body) {
-		char *id = rules_pct_encode((const uint8_t *)d->client_id, strlen(d->client_id));
-		char *sec = d->client_secret ? rules_pct_encode((const uint8_t *)d->client_secret,
-								strlen(d->client_secret))
-					     : NULL;
-
-		if (!id || asprintf(&extra, "&client_id=%s%s%s", id, sec ? "&client_secret=" : "",
-				    sec ? sec : "") < 0)
-			extra = NULL;
-		free(id);
-		if (sec) {
-			OPENSSL_cleanse(sec, strlen(sec));
-			free(sec);
-		}
-		if (!extra)
-			return NULL;
-	} else if (!(auth = basic_auth(d))) {
-		return NULL;
-	}
+		snprintf(host, sizeof(host), v6 ? "[%s]:%u" : "%s:%u", ep->host, ep->port);
 	if (asprintf(&req,
-		     "POST %s HTTP/1.1\r\nHost: %s\r\n"
-		     "Content-Type: application/x-www-form-urlencoded\r\n"
-		     "Accept: application/json\r\nConnection: close\r\n%s%s%s"
-		     "Content-Length: %zu\r\n\r\n%s%s",
-		     d->path, host, auth ? "Authorization: Basic " : "", auth ? auth : "",
-		     auth ? "\r\n" : "", strlen(form) + (extra ? strlen(extra) : 0), form,
-		     extra ? extra : "") < 0)
+		     "%s %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n"
+		     "User-Agent: bulkhead-broker\r\nConnection: close\r\n%s%s%s"
+		     "%s%s%sContent-Length: %zu\r\n\r\n%s",
+		     method, path, host, auth ? "Authorization: " : "", auth ? auth : "",
+		     auth ? "\r\n" : "", ctype ? "Content-Type: " : "", ctype ? ctype : "",
+		     ctype ? "\r\n" : "", n, body ? body : "") < 0)
 		req = NULL;
-	if (auth) {
-		OPENSSL_cleanse(auth, strlen(auth));
-		free(auth);
-	}
-	if (extra) {
-		OPENSSL_cleanse(extra, strlen(extra));
-		free(extra);
-	}
 	return req;
 }
 
@@ -188,8 +182,7 @@ static int exchange(SSL *ssl, int fd, const char *req, int64_t deadline, struct 
 	return (int)p.status_code;
 }
 
-/* A text from the endpoint, fit for a log line: printable ASCII only, at most 120 bytes. */
-static void clean(const char *in, char *out, size_t outlen)
+void token_http_clean(const char *in, char *out, size_t outlen)
 {
 	size_t j = 0;
 
@@ -228,8 +221,8 @@ static int read_reply(json_t *o, struct token_reply *out, const char *host, char
 		return errbuf_fail(why, whylen, -1, "token endpoint %s: bad expires_in", host);
 	if (out->expires_in < -1)
 		out->expires_in = 0;
-	clean(json_is_string(tt) ? json_string_value(tt) : "", out->token_type,
-	      sizeof(out->token_type));
+	token_http_clean(json_is_string(tt) ? json_string_value(tt) : "", out->token_type,
+			 sizeof(out->token_type));
 	out->access_token = strdup(s);
 	out->refresh_token = rt ? strdup(json_string_value(rt)) : NULL;
 	if (!out->access_token || (rt && !out->refresh_token)) {
@@ -239,42 +232,88 @@ static int read_reply(json_t *o, struct token_reply *out, const char *host, char
 	return 0;
 }
 
+static void wipe(char **s)
+{
+	if (*s) {
+		OPENSSL_cleanse(*s, strlen(*s));
+		free(*s);
+		*s = NULL;
+	}
+}
+
+int token_http_call(SSL_CTX *tls, const struct policy *p, const struct rules_dest *ep,
+		    const char *method, const char *path, const char *auth, const char *ctype,
+		    const char *body, int timeout_ms, int *status, json_t **answer, char *why,
+		    size_t whylen)
+{
+	int64_t deadline = mono_ms() + timeout_ms;
+	struct answer a = { 0 };
+	char *req = NULL;
+	SSL *ssl = NULL;
+	int fd, rc = -1;
+
+	*answer = NULL;
+	fd = dest_connect(ep, p, timeout_ms, why, whylen);
+	if (fd < 0)
+		return -1;
+	sock_timeouts(fd, deadline - mono_ms());
+	ssl = tlsup_connect(tls, NULL, fd, ep->host, ep->port, 0, why, whylen);
+	if (!ssl)
+		goto out;
+	if (!(req = request(ep, method, path, auth, ctype, body)) ||
+	    !(a.body = malloc(TOKEN_ANSWER_MAX + 1))) {
+		errbuf_set(why, whylen, "out of memory");
+		goto out;
+	}
+	*status = exchange(ssl, fd, req, deadline, &a, ep->host, why, whylen);
+	if (*status < 0)
+		goto out;
+	*answer = json_loadb(a.body, a.len, JSON_REJECT_DUPLICATES, NULL);
+	rc = 0;
+out:
+	if (req) {
+		OPENSSL_cleanse(req, strlen(req));
+		free(req);
+	}
+	if (a.body) {
+		OPENSSL_cleanse(a.body, a.len);
+		free(a.body);
+	}
+	if (ssl)
+		tlsup_close(ssl);
+	close(fd);
+	return rc;
+}
+
 int token_http_post(SSL_CTX *tls, const struct policy *p, const struct cred_doc *d,
 		    const char *form, int timeout_ms, struct token_reply *out, bool *refused,
 		    char *why, size_t whylen)
 {
 	const char *host = d->endpoint.host;
-	int64_t deadline = mono_ms() + timeout_ms;
-	struct answer a = { 0 };
-	char *req = NULL;
-	SSL *ssl = NULL;
+	char *auth = NULL, *basic = NULL, *extra = client_in_form(d), *body = NULL;
 	json_t *o = NULL;
-	int fd, status, rc = -1;
+	int status, rc = -1;
 
-	memset(out, 0, sizeof(*out));
+	memset(out, 0, sizeof(out[0]));
 	*refused = false;
-	fd = dest_connect(&d->endpoint, p, timeout_ms, why, whylen);
-	if (fd < 0)
-		return -1;
-	sock_timeouts(fd, deadline - mono_ms());
-	ssl = tlsup_connect(tls, NULL, fd, host, d->endpoint.port, 0, why, whylen);
-	if (!ssl)
-		goto out;
-	if (!(req = request(d, form)) || !(a.body = malloc(TOKEN_ANSWER_MAX + 1))) {
+	if (!extra || (!d->auth_in_body && !(basic = basic_auth(d))) ||
+	    (basic && asprintf(&auth, "Basic %s", basic) < 0) ||
+	    asprintf(&body, "%s%s", form, extra) < 0) {
 		errbuf_set(why, whylen, "out of memory");
+		auth = body = NULL;
 		goto out;
 	}
-	status = exchange(ssl, fd, req, deadline, &a, host, why, whylen);
-	if (status < 0)
+	if (token_http_call(tls, p, &d->endpoint, "POST", d->path, auth,
+			    "application/x-www-form-urlencoded", body, timeout_ms, &status, &o, why,
+			    whylen))
 		goto out;
-	o = json_loadb(a.body, a.len, JSON_REJECT_DUPLICATES, NULL);
 	if (status != 200) {
 		json_t *e = json_object_get(o, "error");
 		char code[128] = "", desc[128] = "";
 
-		clean(json_is_string(e) ? json_string_value(e) : "", code, sizeof(code));
-		clean(json_string_value(json_object_get(o, "error_description")), desc,
-		      sizeof(desc));
+		token_http_clean(json_is_string(e) ? json_string_value(e) : "", code, sizeof(code));
+		token_http_clean(json_string_value(json_object_get(o, "error_description")), desc,
+				 sizeof(desc));
 		*refused = (status == 400 || status == 401) &&
 			   (!strcmp(code, "invalid_grant") || !strcmp(code, "invalid_client") ||
 			    !strcmp(code, "unauthorized_client"));
@@ -290,27 +329,11 @@ int token_http_post(SSL_CTX *tls, const struct policy *p, const struct cred_doc 
 	rc = read_reply(o, out, host, why, whylen);
 out:
 	json_decref(o);
-	if (req) {
-		OPENSSL_cleanse(req, strlen(req));
-		free(req);
-	}
-	if (a.body) {
-		OPENSSL_cleanse(a.body, a.len);
-		free(a.body);
-	}
-	if (ssl)
-		tlsup_close(ssl);
-	close(fd);
+	wipe(&auth);
+	wipe(&basic);
+	wipe(&extra);
+	wipe(&body);
 	return rc;
-}
-
-static void wipe(char **s)
-{
-	if (*s) {
-		OPENSSL_cleanse(*s, strlen(*s));
-		free(*s);
-		*s = NULL;
-	}
 }
 
 void token_reply_free(struct token_reply *r)

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
 #include <openssl/ssl.h>
 
 #include "broker/cred.h"
@@ -32,5 +33,14 @@ int token_http_post(SSL_CTX *tls, const struct policy *p, const struct cred_doc 
 		    const char *form, int timeout_ms, struct token_reply *out, bool *refused,
 		    char *why, size_t whylen);
 void token_reply_free(struct token_reply *r);
+/* One HTTPS request to EP within TIMEOUT_MS: METHOD PATH with an Authorization of AUTH and a
+ * BODY of type CTYPE (each may be NULL), Accept and User-Agent set. 0 with *STATUS and *ANSWER
+ * (the answer's JSON; NULL when it is none; the caller frees it); or -1 with why. */
+int token_http_call(SSL_CTX *tls, const struct policy *p, const struct rules_dest *ep,
+		    const char *method, const char *path, const char *auth, const char *ctype,
+		    const char *body, int timeout_ms, int *status, json_t **answer, char *why,
+		    size_t whylen);
+/* A text from an endpoint, fit for a log line: printable ASCII only, at most 120 bytes. */
+void token_http_clean(const char *in, char *out, size_t outlen);
 
 #endif

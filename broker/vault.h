@@ -62,7 +62,8 @@ enum vault_kind {
 	VAULT_KIND_STATIC = 0,
 	VAULT_KIND_OAUTH2_REFRESH = 1,
 	VAULT_KIND_OAUTH2_CLIENT = 2, /* oauth2-client-credentials */
-	VAULT_KIND_MAX = VAULT_KIND_OAUTH2_CLIENT,
+	VAULT_KIND_GITHUB_APP = 3,
+	VAULT_KIND_MAX = VAULT_KIND_GITHUB_APP,
 };
 
 struct vault_entry_info {

@@ -30,16 +30,15 @@ static const char vault_usage[] =
 	"                       terminal) or --from-file FILE; one trailing newline is dropped\n"
 	"                       unless --raw\n"
 	"    --kind KIND        static (the default: the value is injected as it is), or an\n"
-	"                       entry from which the broker obtains what it injects, the value\n"
-	"                       being a JSON document (checked here):\n"
-	"                       oauth2-refresh: {\"token_url\", \"client_id\", "
-	"\"client_secret\"?,\n"
-	"                         \"refresh_token\", \"scope\"?, \"client_auth\"?, "
-	"\"allow_addresses\"?}\n"
-	"                       oauth2-client-credentials: {\"token_url\", \"client_id\",\n"
-	"                         \"client_secret\", \"scope\"?, \"client_auth\"?, "
-	"\"allow_addresses\"?}\n"
-	"                       (token_url https only; client_auth \"basic\" or \"body\")\n"
+	"                       entry from which the broker obtains what it injects; its\n"
+	"                       value is a JSON object (checked here) with the keys:\n"
+	"                       oauth2-refresh: token_url client_id refresh_token, and\n"
+	"                         client_secret scope client_auth allow_addresses if needed\n"
+	"                       oauth2-client-credentials: token_url client_id client_secret,\n"
+	"                         and scope client_auth allow_addresses if needed\n"
+	"                       github-app: app_id installation_id private_key (PEM), and\n"
+	"                         api_url (https://api.github.com) allow_addresses if needed\n"
+	"                       (URLs https only; client_auth \"basic\" or \"body\")\n"
 	"  list                 names, sizes, update times and kinds (never values); for an\n"
 	"                       OAuth 2 entry, its token as the broker last said (VAULT.state)\n"
 	"  rm NAME              remove NAME\n"
@@ -406,8 +405,8 @@ int cmd_vault(int argc, char **argv)
 			break;
 		case 'i':
 			if ((o.kind = cred_kind_of(optarg)) < 0)
-				return fail("--kind is static, oauth2-refresh or "
-					    "oauth2-client-credentials");
+				return fail("--kind is static, oauth2-refresh, "
+					    "oauth2-client-credentials or github-app");
 			break;
 		case 'h':
 			fputs(vault_usage, stdout);

@@ -31,7 +31,7 @@ FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c v
 # The VMM's vhost-user front end against a hostile back end (its log lines kept quiet there).
 FUZZ_DEPS_fuzz_vu_front := vmm/virtio/vu_front.c vmm/virtio/vhost_user_dev.c vmm/virtio/mmio.c \
                            vmm/bus.c vmm/gmem.c vmm/vm.c vmm/stop.c vmm/x86/vm_arch.c lib/vhost_user.c
-FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/cred_source.c broker/token_%.c broker/control.c broker/session.c broker/loop%.c,$(BROKER_SRCS)) \
+FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/cred_source.c broker/token_%.c broker/github_app.c broker/control.c broker/session.c broker/loop%.c,$(BROKER_SRCS)) \
                              lib/json_where.c lib/json_strict.c lib/errbuf.c lib/io.c lib/relpath.c
 FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -ljansson -lpthread
 # The loaders of the two policy layers: the global policy and a session's scope.

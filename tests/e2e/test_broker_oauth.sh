@@ -197,6 +197,44 @@ for m in garbage notjson huge hang; do
 	sleep 2.2 # the token expires: the next request asks the endpoint
 done
 
+# One refresh token, two scopes (session b's rule narrows it): each scope gets its token once,
+# and a rotation by one is followed by the other, never a refresh in turn at every request.
+sed '/"name": "API_TOKEN"/s/$/\n      "oauth_scope": "read",/' "$D/scope.json" > "$D/scope-b.json"
+grep -c oauth_scope "$D/scope-b.json" | grep -q 2 || not_ok "session b's scope narrows API_TOKEN" "$(cat "$D/scope-b.json")"
+broker_register "$D/ctl.sock" b "$D/scope-b.json" "$D/b.sock" "$D"
+getb() {
+	printf 'GET https://localhost:%s%s HTTP/1.1\r\nHost: localhost:%s\r\nConnection: close\r\n\r\n' \
+		"$PORT" "$1" "$PORT" | timeout 30 "$CLIENT" raw "$D/b.sock" | tee -a "$D/seen" |
+		head -n 1 | tr -d '\r'
+}
+status /api/warm > /dev/null
+r=$(stat_of refresh)
+n=0
+for i in 1 2 3 4; do
+	[ "$(status /api/alt-a$i)" = "HTTP/1.1 200 OK" ] && n=$((n + 1))
+	[ "$(getb /api/alt-b$i)" = "HTTP/1.1 200 OK" ] && n=$((n + 1))
+done
+check_eq "two scopes of one refresh token, alternating: all eight served" 8 "$n"
+# One for the new scope, and one more if session a's token reached its refresh time meanwhile;
+# a refresh in turn at each request would make eight.
+n=$(($(stat_of refresh) - r))
+[ "$n" -ge 1 ] && [ "$n" -le 2 ] && ok "... with a refresh for the new scope, none in turn ($n)" ||
+	not_ok "alternating scopes refresh in turn" "$n refreshes for 8 requests"
+grep -q 'grant=refresh_token scope=read ok' "$D/issued.log" &&
+	ok "session b's token was asked for its narrower scope" ||
+	not_ok "session b's token was asked for its narrower scope" "$(grep grant= "$D/issued.log" | tail -n 3)"
+sleep 2.2
+r=$(stat_of refresh)
+n=0
+for i in 1 2 3; do
+	[ "$(status /api/exp-a$i)" = "HTTP/1.1 200 OK" ] && n=$((n + 1))
+	[ "$(getb /api/exp-b$i)" = "HTTP/1.1 200 OK" ] && n=$((n + 1))
+done
+check_eq "after an expiry both scopes are served, each refreshing with the chain's newest token" 6 "$n"
+n=$(($(stat_of refresh) - r))
+[ "$n" -ge 2 ] && [ "$n" -le 3 ] && ok "... one refresh per scope ($n)" ||
+	not_ok "one refresh per scope after an expiry" "$n refreshes for 6 requests"
+
 # Client credentials with the narrower scope the rule asks for.
 check_eq "client credentials: served" "HTTP/1.1 200 OK" "$(status /cc/one)"
 grep -q '^grant=client_credentials scope=read ok' "$D/issued.log" &&

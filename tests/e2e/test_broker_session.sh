@@ -100,6 +100,41 @@ else
 	ok "the audit log never holds the secret's value"
 fi
 
+# An OAuth 2 entry: the broker obtains the access token (python3-oauthlib as token endpoint and
+# API, tests/tools/oauth_provider.py); the guest sees none of the tokens or the client's secret
+# in what it receives, its environment, its files or its RAM.
+if debian_python oauthlib; then
+	"$PY" "$(dirname "$0")/../tools/oauth_provider.py" "$TMP/up.pem" "$TMP/up.key" \
+		"$TMP/oauth.log" 60 agent client-S3cret-9902 rt-session-4410-kk > "$TMP/oauth.port" \
+		2> "$TMP/oauth.err" &
+	OPID=$!
+	OPORT=$(wait_port "$TMP/oauth.port")
+	printf '{"token_url": "https://localhost:%s/token", "client_id": "agent", "client_secret": "client-S3cret-9902", "refresh_token": "rt-session-4410-kk", "allow_addresses": ["127.0.0.1"]}' \
+		"$OPORT" | "$BULKHEAD" vault put oauth --kind oauth2-refresh --vault "$TMP/vault" > /dev/null 2>&1
+	sed -e "s/\"name\": \"api\"/\"name\": \"oauth\"/" -e "s/\"port\": $PORT/\"port\": $OPORT/" \
+		-e 's|"/v1/"|"/api"|' "$TMP/scope.json" > "$TMP/oscope.json"
+	run_capture run --engine qemu --ram-file "$TMP/oauth.ram" --scope "$TMP/oscope.json" \
+		--vault "$TMP/vault" --ca-file "$TMP/ca.pem" -- sh -c "
+		wget -q -O - http://localhost:$OPORT/api/one; echo; wget -q -O - http://localhost:$OPORT/api/two
+		echo; env; cat /proc/self/environ; true"
+	kill $OPID 2> /dev/null
+	[ "$(grep -c '"your_token": "\[bulkhead:redacted\]"' "$TMP/out")" = 2 ] &&
+		ok "a guest calls an OAuth API twice with the token the broker obtained (its echo scrubbed)" ||
+		not_ok "a guest calls an OAuth API with the obtained token" "$(head -c 600 "$TMP/out")" "$(cat "$TMP/err")"
+	leak=
+	for v in $(sed -n 's/^issued //p' "$TMP/oauth.log") client-S3cret-9902 rt-session-4410-kk; do
+		grep -qaF "$v" "$TMP/out" "$TMP/err" "$TMP/oauth.ram" && leak="$leak ${v%%-*}"
+	done
+	if [ -s "$TMP/oauth.ram" ] && grep -qaF "/api/two" "$TMP/oauth.ram" && [ -z "$leak" ] &&
+		grep -q '^issued at-' "$TMP/oauth.log"; then
+		ok "no access token, refresh token or client secret in the guest's output, environment, files or RAM"
+	else
+		not_ok "no OAuth token in the guest" "leak:$leak ram:$(stat -c %s "$TMP/oauth.ram" 2> /dev/null)"
+	fi
+else
+	skip "an OAuth 2 entry in a session" "python3-oauthlib is not installed (make deps)"
+fi
+
 # No scope: the guest reaches nothing at all.
 run_capture run -- wget -q -T 5 -O - "http://localhost:$PORT/v1/items"
 if [ "$rc" != 0 ] && [ ! -s "$TMP/out" ]; then

@@ -20,15 +20,14 @@ import base64
 import http.server
 import json
 import secrets
-import socketserver
-import ssl
 import sys
 import threading
 import time
 import urllib.parse
 
-from oauthlib.common import Request
 from oauthlib.oauth2 import RequestValidator, Server
+
+import tls_server
 
 CERT, KEY, LOG, EXPIRES, CLIENT, SECRET, REFRESH = sys.argv[1:8]
 EXPIRES = int(EXPIRES)
@@ -188,16 +187,4 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.reply(200, out)
 
 
-class Srv(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass
-
-
-srv = Srv(("127.0.0.1", 0), Handler)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(CERT, KEY)
-srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-print(srv.server_address[1], flush=True)
-srv.serve_forever()
+tls_server.serve(Handler, CERT, KEY)
