@@ -12,7 +12,7 @@
 # their ratio, the relay's throughput and the broker's against it, and the broker's CPU per
 # request; then the goals of issue 19, measured vs goal.
 # Usage: DURATION=1 CONNS="1 8 64 512" MODES="plain connect" KEEPALIVE="1 0" ROUNDS=3 \
-#        SOURCE=file|vault bench/broker-overhead.sh
+#        SOURCE=file|vault|oauth bench/broker-overhead.sh
 # (DURATION: seconds each run measures, or N: requests per run instead; WARMUP: unmeasured
 # requests per connection first (default: about 200 per run with keep-alive, at least 1 per
 # connection; about 20 per run without);
@@ -106,6 +106,22 @@ if [ "${SOURCE:-file}" = vault ]; then
 		fail "bulkhead vault init failed"
 	printf '%s' "$SECRET" | XDG_CONFIG_HOME="$tmp/cfg" "$BUILD/bin/bulkhead" vault put TOK ||
 		fail "bulkhead vault put failed"
+	source_opt="--vault $tmp/cfg/bulkhead/vault"
+elif [ "$SOURCE" = oauth ]; then
+	# SOURCE=oauth: an oauth2-refresh entry (tests/tools/oauth_provider.py, tokens for an hour):
+	# the token is obtained once; each request then asks the cache for it.
+	debian_python oauthlib || fail "SOURCE=oauth needs python3-oauthlib (make deps)"
+	"$PY" "$(dirname "$0")/../tests/tools/oauth_provider.py" "$tmp/leaf.pem" "$tmp/leaf.key" \
+		"$tmp/oauth.log" 3600 bench bench-client-S3cret rt-bench-0001 > "$tmp/oauth.port" \
+		2> "$tmp/oauth.err" &
+	pids="$pids $!"
+	wait_for -s "$tmp/oauth.port" || fail "the token endpoint did not start: $(cat "$tmp/oauth.err")"
+	XDG_CONFIG_HOME="$tmp/cfg" "$BUILD/bin/bulkhead" vault init > /dev/null ||
+		fail "bulkhead vault init failed"
+	printf '{"token_url": "https://localhost:%s/token", "client_id": "bench", "client_secret": "bench-client-S3cret", "refresh_token": "rt-bench-0001", "allow_addresses": ["127.0.0.1"]}' \
+		"$(cat "$tmp/oauth.port")" |
+		XDG_CONFIG_HOME="$tmp/cfg" "$BUILD/bin/bulkhead" vault put TOK --kind oauth2-refresh ||
+		fail "bulkhead vault put --kind oauth2-refresh failed"
 	source_opt="--vault $tmp/cfg/bulkhead/vault"
 fi
 
