@@ -114,13 +114,10 @@ int github_app_mint(SSL_CTX *tls, const struct policy *p, const struct cred_doc 
 			    narrow ? narrow : "{}", timeout_ms, &status, &o, why, whylen))
 		goto out;
 	if (status != 201) {
-		char msg[128] = "";
-
-		token_http_clean(json_string_value(json_object_get(o, "message")), msg,
-				 sizeof(msg));
+		/* GitHub's message may repeat what it was sent: only the status is said. */
 		*refused = status == 401 || status == 403 || status == 404 || status == 422;
-		errbuf_set(why, whylen, "GitHub %s answered %d%s%s", d->endpoint.host, status,
-			   msg[0] ? ": " : "", msg);
+		errbuf_set(why, whylen, "GitHub %s answered %d to the App's token request",
+			   d->endpoint.host, status);
 		goto out;
 	}
 	t = json_object_get(o, "token");

@@ -103,6 +103,26 @@ static void drop_token(struct tok *t)
 	t->expires_wall = 0;
 }
 
+/* What the document holds that only the token endpoint may see (the client's secret, the
+ * refresh token) joins the values scrubbed for NAME: an endpoint that is also a destination
+ * could echo them. Lock held. */
+static void scrub_doc_secrets(const char *name, enum vault_kind kind, const uint8_t *doc,
+			      size_t len)
+{
+	struct cred_doc d;
+	char err[64];
+
+	if (cred_doc_parse(kind, doc, len, &d, err, sizeof(err)))
+		return;
+	if (d.client_secret)
+		vault_live_retire(tc.cfg.vault, name, (const uint8_t *)d.client_secret,
+				  strlen(d.client_secret));
+	if (d.refresh_token)
+		vault_live_retire(tc.cfg.vault, name, (const uint8_t *)d.refresh_token,
+				  strlen(d.refresh_token));
+	cred_doc_free(&d);
+}
+
 /* The document changed in the vault (or is new here): start from it, errors forgotten. */
 static int adopt(struct tok *t, enum vault_kind kind, const uint8_t *doc, size_t len,
 		 const uint8_t sum[SHA256_DIGEST_LENGTH])
@@ -120,6 +140,7 @@ static int adopt(struct tok *t, enum vault_kind kind, const uint8_t *doc, size_t
 	if (t->access)
 		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen);
 	drop_token(t);
+	scrub_doc_secrets(t->name, kind, doc, len);
 	t->fails = 0;
 	t->refused = false;
 	t->next_try_ms = 0;
@@ -287,6 +308,8 @@ static void take(struct tok *t, struct token_reply *r)
 		size_t nl = 0;
 		char err[256];
 
+		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)r->refresh_token,
+				  strlen(r->refresh_token));
 		if (cred_doc_with_refresh(t->doc, t->doc_len, r->refresh_token, &nd, &nl) == 0) {
 			bool written = vault_live_update(tc.cfg.vault, t->name, t->kind, t->doc,
 							 t->doc_len, nd, nl, err, sizeof(err)) == 0;

@@ -182,20 +182,27 @@ static int exchange(SSL *ssl, int fd, const char *req, int64_t deadline, struct 
 	return (int)p.status_code;
 }
 
-void token_http_clean(const char *in, char *out, size_t outlen)
+const char *token_http_error_code(const char *error)
 {
-	size_t j = 0;
+	/* RFC 6749 5.2 and 6750 3.1: no other word of the endpoint's reaches a log or a guest. */
+	static const char *const codes[] = { "invalid_request",		"invalid_client",
+					     "invalid_grant",		"unauthorized_client",
+					     "unsupported_grant_type",	"invalid_scope",
+					     "temporarily_unavailable", "server_error",
+					     "access_denied",		"invalid_token",
+					     "insufficient_scope",	NULL };
 
-	for (size_t i = 0; in && in[i] && j + 1 < outlen && j < 120; i++)
-		out[j++] = in[i] >= 0x20 && in[i] < 0x7f ? in[i] : '?';
-	out[j] = 0;
+	for (size_t i = 0; error && codes[i]; i++)
+		if (!strcmp(error, codes[i]))
+			return codes[i];
+	return error ? "an error code of its own" : "";
 }
 
 static int read_reply(json_t *o, struct token_reply *out, const char *host, char *why,
 		      size_t whylen)
 {
 	json_t *at = json_object_get(o, "access_token"), *rt = json_object_get(o, "refresh_token"),
-	       *ex = json_object_get(o, "expires_in"), *tt = json_object_get(o, "token_type");
+	       *ex = json_object_get(o, "expires_in");
 	const char *s;
 	size_t n;
 
@@ -221,8 +228,6 @@ static int read_reply(json_t *o, struct token_reply *out, const char *host, char
 		return errbuf_fail(why, whylen, -1, "token endpoint %s: bad expires_in", host);
 	if (out->expires_in < -1)
 		out->expires_in = 0;
-	token_http_clean(json_is_string(tt) ? json_string_value(tt) : "", out->token_type,
-			 sizeof(out->token_type));
 	out->access_token = strdup(s);
 	out->refresh_token = rt ? strdup(json_string_value(rt)) : NULL;
 	if (!out->access_token || (rt && !out->refresh_token)) {
@@ -308,18 +313,14 @@ int token_http_post(SSL_CTX *tls, const struct policy *p, const struct cred_doc 
 			    whylen))
 		goto out;
 	if (status != 200) {
-		json_t *e = json_object_get(o, "error");
-		char code[128] = "", desc[128] = "";
+		const char *code =
+			token_http_error_code(json_string_value(json_object_get(o, "error")));
 
-		token_http_clean(json_is_string(e) ? json_string_value(e) : "", code, sizeof(code));
-		token_http_clean(json_string_value(json_object_get(o, "error_description")), desc,
-				 sizeof(desc));
 		*refused = (status == 400 || status == 401) &&
 			   (!strcmp(code, "invalid_grant") || !strcmp(code, "invalid_client") ||
 			    !strcmp(code, "unauthorized_client"));
-		errbuf_set(why, whylen, "token endpoint %s answered %d%s%s%s%s%s", host, status,
-			   code[0] ? ": " : "", code, desc[0] ? " (" : "", desc,
-			   desc[0] ? ")" : "");
+		errbuf_set(why, whylen, "token endpoint %s answered %d%s%s", host, status,
+			   code[0] ? ": " : "", code);
 		goto out;
 	}
 	if (!json_is_object(o)) {

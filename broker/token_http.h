@@ -22,7 +22,6 @@ struct token_reply {
 	char *access_token;   /* malloc'd; the caller wipes */
 	char *refresh_token;  /* a rotated one, or NULL */
 	long long expires_in; /* seconds; -1 when the answer gave none */
-	char token_type[24];
 };
 
 /* POSTs FORM (application/x-www-form-urlencoded, without the client's credentials: they are
@@ -40,7 +39,9 @@ int token_http_call(SSL_CTX *tls, const struct policy *p, const struct rules_des
 		    const char *method, const char *path, const char *auth, const char *ctype,
 		    const char *body, int timeout_ms, int *status, json_t **answer, char *why,
 		    size_t whylen);
-/* A text from an endpoint, fit for a log line: printable ASCII only, at most 120 bytes. */
-void token_http_clean(const char *in, char *out, size_t outlen);
+/* ERROR (an endpoint's "error") when it is one of OAuth 2's codes, else a fixed text ("" for
+ * none): an endpoint's own words (its error_description, a message) may hold what it was sent,
+ * so they reach neither a guest nor a log. */
+const char *token_http_error_code(const char *error);
 
 #endif

@@ -91,9 +91,16 @@ fail:
 	return -1;
 }
 
-/* Keeps VAL (locked memory, now the list's) as a value NAME held before. Lock held. */
+/* Keeps VAL (locked memory, now the list's) as a value NAME held before, unless it is kept
+ * already. Lock held. */
 static void retire(struct vault_live *l, const char *name, unsigned char *val, size_t len)
 {
+	for (size_t i = 0; i < l->n_retired; i++)
+		if (l->retired[i].len == len && !strcmp(l->retired[i].name, name) &&
+		    !CRYPTO_memcmp(l->retired[i].val, val, len)) {
+			vault_secret_free(val, len);
+			return;
+		}
 	if (l->n_retired == VAULT_LIVE_RETIRED_MAX) {
 		vault_secret_free(l->retired[0].val, l->retired[0].len);
 		memmove(l->retired, l->retired + 1, sizeof(l->retired[0]) * --l->n_retired);

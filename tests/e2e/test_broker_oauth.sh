@@ -235,6 +235,27 @@ n=$(($(stat_of refresh) - r))
 [ "$n" -ge 2 ] && [ "$n" -le 3 ] && ok "... one refresh per scope ($n)" ||
 	not_ok "one refresh per scope after an expiry" "$n refreshes for 6 requests"
 
+# What only the token endpoint holds (the client's secret, refresh tokens) is scrubbed when an
+# API repeats it; an endpoint repeating what it was sent in its error reaches neither the client
+# nor the broker's log.
+get /api/tattle > "$D/tattle.out"
+grep -q '"client_secret": "\[bulkhead:redacted\]"' "$D/tattle.out" &&
+	! grep -qF -e "$CSECRET" -e "$RT0" "$D/tattle.out" &&
+	ok "an API repeating the client's secret and refresh tokens: all scrubbed" ||
+	not_ok "an API repeating the client's secret and refresh tokens is scrubbed" "$(tail -n 1 "$D/tattle.out")"
+control mode?m=tattle > /dev/null
+sleep 2.2
+get /api/tattled > "$D/tattled.out"
+b64=$(printf 'agent:%s' "$CSECRET" | base64 -w0)
+if grep -q '^HTTP/1.1 503' "$D/tattled.out" && grep -q 'an error code of its own' "$D/tattled.out" &&
+	! grep -qF -e "$b64" -e "$CSECRET" "$D/tattled.out" "$D/broker.log"; then
+	ok "an endpoint repeating the client's credentials in its error: only its status is said"
+else
+	not_ok "an endpoint's own words reach no one" "$(tail -n 1 "$D/tattled.out")"
+fi
+control mode?m=ok > /dev/null
+check_eq "... and then served again" "HTTP/1.1 200 OK" "$(served /api/after-tattle)"
+
 # Client credentials with the narrower scope the rule asks for.
 check_eq "client credentials: served" "HTTP/1.1 200 OK" "$(status /cc/one)"
 grep -q '^grant=client_credentials scope=read ok' "$D/issued.log" &&

@@ -11,8 +11,9 @@ python3-oauthlib (its Server: refresh_token and client_credentials grants, RFC 6
   token (so a broker must scrub it); an expired or revoked one gets 401.
 - /control/...: what a test does to the server, never through the broker:
   revoke-access (every access token stops working), revoke-refresh, seed?rt=VALUE (a new
-  refresh token for the client), mode?m=ok|down|hang|garbage|huge|notjson (how /token
-  answers), stats (counts as JSON).
+  refresh token for the client), mode?m=ok|down|hang|garbage|huge|notjson|tattle (how /token
+  answers; tattle: 400 repeating what it was sent), stats (counts as JSON). GET /api/tattle
+  also repeats the client's secret and every live refresh token.
 LOG gets one line per token request ("grant=... scope=... ok|error") and every token issued
 ("issued TOKEN"), so a test can look for them anywhere they must not be. Prints its port.
 """
@@ -141,6 +142,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(200, "\x00\xff not json at all")
         if m == "notjson":
             return self.reply(200, "[1, 2, 3]")
+        if m == "tattle":  # an endpoint that repeats what it was sent, in its own words
+            said = self.headers.get("Authorization", "") + " " + body
+            return self.reply(400, json.dumps({"error": said, "error_description": said}))
         if m == "huge":
             pad = "x" * (200 * 1024)
             return self.reply(200, '{"access_token": "at-huge", "pad": "%s"}' % pad)
@@ -169,7 +173,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not valid:
             return self.reply(401, '{"error": "invalid_token"}',
                               headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
-        self.reply(200, json.dumps({"ok": True, "path": path, "your_token": tok}))
+        out = {"ok": True, "path": path, "your_token": tok}
+        if path.startswith("/api/tattle"):  # an API that repeats what only the endpoint holds
+            with lock:
+                out["refresh_tokens"] = list(refresh)
+            out["client_secret"] = SECRET
+        self.reply(200, json.dumps(out))
 
     def control(self, what, q):
         with lock:
