@@ -273,6 +273,33 @@ static void follow_rotation(const struct tok *from, const uint8_t *nd, size_t nl
 	}
 }
 
+/* The endpoint rotated T's refresh token to RT: written back to the vault (the entry's other
+ * scopes follow), or kept in memory when that fails. Lock held. */
+static void keep_rotation(struct tok *t, const char *rt)
+{
+	uint8_t *nd = NULL;
+	size_t nl = 0;
+	char err[256];
+
+	if (t->kind != VAULT_KIND_OAUTH2_REFRESH)
+		return;
+	vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)rt, strlen(rt));
+	if (cred_doc_with_refresh(t->doc, t->doc_len, rt, &nd, &nl) == 0) {
+		bool written = vault_live_update(tc.cfg.vault, t->name, t->kind, t->doc, t->doc_len,
+						 nd, nl, err, sizeof(err)) == 0;
+
+		follow_rotation(t, nd, nl, written);
+		if (!written)
+			fprintf(stderr,
+				"bulkhead-broker: %s: the rotated refresh token could not be "
+				"written to the vault (%s); it is used from memory\n",
+				t->name, err);
+		wipe_free(t->doc, t->doc_len);
+		t->doc = nd;
+		t->doc_len = nl;
+	}
+}
+
 /* A good answer taken (lock held): the new token, its expiry, a rotated refresh token. */
 static void take(struct tok *t, struct token_reply *r)
 {
@@ -303,29 +330,8 @@ static void take(struct tok *t, struct token_reply *r)
 	t->drop_401 = false;
 	t->fails = 0;
 	t->last_error[0] = 0;
-	if (r->refresh_token && t->kind == VAULT_KIND_OAUTH2_REFRESH) {
-		uint8_t *nd = NULL;
-		size_t nl = 0;
-		char err[256];
-
-		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)r->refresh_token,
-				  strlen(r->refresh_token));
-		if (cred_doc_with_refresh(t->doc, t->doc_len, r->refresh_token, &nd, &nl) == 0) {
-			bool written = vault_live_update(tc.cfg.vault, t->name, t->kind, t->doc,
-							 t->doc_len, nd, nl, err, sizeof(err)) == 0;
-
-			follow_rotation(t, nd, nl, written);
-			if (!written)
-				fprintf(stderr,
-					"bulkhead-broker: %s: the rotated refresh token could not "
-					"be "
-					"written to the vault (%s); it is used from memory\n",
-					t->name, err);
-			wipe_free(t->doc, t->doc_len);
-			t->doc = nd;
-			t->doc_len = nl;
-		}
-	}
+	if (r->refresh_token)
+		keep_rotation(t, r->refresh_token);
 	vault_live_bump(tc.cfg.vault);
 }
 
@@ -447,6 +453,8 @@ int token_cache_get(const char *name, enum vault_kind kind, const uint8_t *doc, 
 
 			snprintf(t->last_error, sizeof(t->last_error), "%s", err);
 			t->refused = refused;
+			if (reply.refresh_token) /* the rest refused, but the old one has ended */
+				keep_rotation(t, reply.refresh_token);
 			t->fails++;
 			t->next_try_ms = mono_ms() + ((1000LL << shift) < TOKEN_BACKOFF_MAX * 1000
 							      ? (1000LL << shift)

@@ -198,42 +198,44 @@ const char *token_http_error_code(const char *error)
 	return error ? "an error code of its own" : "";
 }
 
+/* Whether S (N bytes) is printable ASCII without blanks: what a token may hold. */
+static bool token_text(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
+			return false;
+	return n && n <= CRED_FIELD_MAX;
+}
+
+/* A good answer's fields into OUT. A rotated refresh token is taken first and kept even when
+ * the rest is refused: the endpoint has ended the one before it. An expires_in that is not a
+ * number of seconds counts as none (the token is then used until a 401). */
 static int read_reply(json_t *o, struct token_reply *out, const char *host, char *why,
 		      size_t whylen)
 {
 	json_t *at = json_object_get(o, "access_token"), *rt = json_object_get(o, "refresh_token"),
 	       *ex = json_object_get(o, "expires_in");
-	const char *s;
-	size_t n;
 
-	if (!json_is_string(at) || !(n = json_string_length(at)) || n > CRED_FIELD_MAX)
-		return errbuf_fail(why, whylen, -1, "token endpoint %s: no usable access_token",
-				   host);
-	s = json_string_value(at);
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
-			return errbuf_fail(why, whylen, -1,
-					   "token endpoint %s: access_token is not printable ASCII",
-					   host);
-	if (rt && (!json_is_string(rt) || !json_string_length(rt) ||
-		   json_string_length(rt) > CRED_FIELD_MAX))
+	if (json_is_string(rt) && token_text(json_string_value(rt), json_string_length(rt)) &&
+	    !(out->refresh_token = strdup(json_string_value(rt))))
+		return errbuf_fail(why, whylen, -1, "out of memory");
+	if (rt && !out->refresh_token)
 		return errbuf_fail(why, whylen, -1, "token endpoint %s: bad refresh_token", host);
+	if (!json_is_string(at) || !token_text(json_string_value(at), json_string_length(at)))
+		return errbuf_fail(why, whylen, -1,
+				   "token endpoint %s: no usable access_token (printable ASCII, "
+				   "at most %d bytes)",
+				   host, CRED_FIELD_MAX);
 	out->expires_in = -1;
-	if (json_is_integer(ex))
-		out->expires_in = json_integer_value(ex);
-	else if (json_is_string(ex) && json_string_length(ex) < 12 &&
+	if (json_is_number(ex) && json_number_value(ex) >= 0 && json_number_value(ex) < 1e12)
+		out->expires_in = (long long)json_number_value(ex);
+	else if (json_is_string(ex) && json_string_length(ex) && json_string_length(ex) < 12 &&
 		 strspn(json_string_value(ex), "0123456789") == json_string_length(ex))
 		out->expires_in = atoll(json_string_value(ex));
-	else if (ex && !json_is_null(ex))
-		return errbuf_fail(why, whylen, -1, "token endpoint %s: bad expires_in", host);
-	if (out->expires_in < -1)
-		out->expires_in = 0;
-	out->access_token = strdup(s);
-	out->refresh_token = rt ? strdup(json_string_value(rt)) : NULL;
-	if (!out->access_token || (rt && !out->refresh_token)) {
-		token_reply_free(out);
+	else if (json_is_number(ex))
+		out->expires_in = 0; /* negative: expired already */
+	if (!(out->access_token = strdup(json_string_value(at))))
 		return errbuf_fail(why, whylen, -1, "out of memory");
-	}
 	return 0;
 }
 
@@ -273,7 +275,8 @@ int token_http_call(SSL_CTX *tls, const struct policy *p, const struct rules_des
 	*status = exchange(ssl, fd, req, deadline, &a, ep->host, why, whylen);
 	if (*status < 0)
 		goto out;
-	*answer = json_loadb(a.body, a.len, JSON_REJECT_DUPLICATES, NULL);
+	/* Integers past 64 bits as reals: an answer is not refused whole for one of them. */
+	*answer = json_loadb(a.body, a.len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, NULL);
 	rc = 0;
 out:
 	if (req) {

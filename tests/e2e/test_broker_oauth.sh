@@ -256,6 +256,22 @@ fi
 control mode?m=ok > /dev/null
 check_eq "... and then served again" "HTTP/1.1 200 OK" "$(served /api/after-tattle)"
 
+# An answer that rotated the refresh token but whose access token cannot be used: the new
+# refresh token is kept (the old one has ended), so the next try succeeds. An expires_in
+# written as a real is taken.
+control mode?m=half > /dev/null
+sleep 2.2
+get /api/half > "$D/half.out"
+grep -q 'no usable access_token' "$D/half.out" && ok "an unusable access token: 503 saying so" ||
+	not_ok "an unusable access token: 503 saying so" "$(tail -n 1 "$D/half.out")"
+control mode?m=float > /dev/null
+check_eq "the refresh token it rotated is kept: the next try is served" "HTTP/1.1 200 OK" \
+	"$(served /api/after-half)"
+grep -q 'grant=refresh_token .*error.*invalid_grant' "$D/issued.log" &&
+	not_ok "no refresh with an ended refresh token" "$(grep invalid_grant "$D/issued.log")" ||
+	ok "no refresh was made with an ended refresh token"
+control mode?m=ok > /dev/null
+
 # Client credentials with the narrower scope the rule asks for.
 check_eq "client credentials: served" "HTTP/1.1 200 OK" "$(status /cc/one)"
 grep -q '^grant=client_credentials scope=read ok' "$D/issued.log" &&

@@ -11,8 +11,9 @@ python3-oauthlib (its Server: refresh_token and client_credentials grants, RFC 6
   token (so a broker must scrub it); an expired or revoked one gets 401.
 - /control/...: what a test does to the server, never through the broker:
   revoke-access (every access token stops working), revoke-refresh, seed?rt=VALUE (a new
-  refresh token for the client), mode?m=ok|down|hang|garbage|huge|notjson|tattle (how /token
-  answers; tattle: 400 repeating what it was sent), stats (counts as JSON). GET /api/tattle
+  refresh token for the client), mode?m=ok|down|hang|garbage|huge|notjson|tattle|half|float (how
+  /token answers; tattle: 400 repeating what it was sent; half: a refresh token rotated with
+  an access token that cannot be used; float: expires_in as a real), stats (counts as JSON). GET /api/tattle
   also repeats the client's secret and every live refresh token.
 LOG gets one line per token request ("grant=... scope=... ok|error") and every token issued
 ("issued TOKEN"), so a test can look for them anywhere they must not be. Prints its port.
@@ -151,6 +152,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         headers, out, status = server.create_token_response(
             "https://localhost/token", "POST", body, dict(self.headers))
         ok = status == 200
+        if ok and m in ("half", "float"):  # a real grant (the refresh token rotated) ...
+            token = json.loads(out)
+            if m == "half":  # ... whose access token cannot be used
+                token["access_token"] = "not a token"
+            else:  # ... whose expires_in is a JSON real
+                token["expires_in"] = EXPIRES + 0.5
+            out = json.dumps(token)
         if ok:
             with lock:
                 stats["refresh" if grant == "refresh_token" else "client_credentials"] += 1
