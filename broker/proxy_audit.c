@@ -161,11 +161,12 @@ void proxy_audit_log(struct conn *c, int status)
 			 c->ws_stats.closed_by ? c->ws_stats.closed_by : "broker");
 	fprintf(stderr,
 		"bulkhead-broker: conn=%lu %s %s -> %d rule=%s up=%zu down=%zu scrubbed=%zu "
-		"messages=%lu ms=%.2f%s%s%s%s%s\n",
+		"messages=%lu forms=%zu ms=%.2f%s%s%s%s%s\n",
 		c->id, c->method[0] ? c->method : "-", c->log_path, status,
 		c->rule[0] ? c->rule : "-", c->bytes_up, c->bytes_down, c->scrub.replaced,
-		c->messages, ms, c->err_status ? " why=" : "", c->err_status ? c->err_msg : "",
-		c->outcome ? " outcome=" : "", c->outcome ? c->outcome : "", ws);
+		c->messages, c->scrub.n_pats, ms, c->err_status ? " why=" : "",
+		c->err_status ? c->err_msg : "", c->outcome ? " outcome=" : "",
+		c->outcome ? c->outcome : "", ws);
 }
 
 void proxy_audit_release(struct conn *c)

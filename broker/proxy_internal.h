@@ -261,6 +261,10 @@ void proxy_rewrite_wipe(struct conn *c);
  * connection read its values (another connection took a new vault), the new values (and those
  * retired) join the scrubber, also in the middle of an answer. */
 void proxy_rewrite_catch_up(struct conn *c);
+/* Between two requests, when the source changed: the scrubber starts again from the values
+ * that are still to be scrubbed (current, and retired that have not expired), so a connection
+ * kept alive for hours does not scrub every token it ever saw. */
+void proxy_rewrite_scrub_anew(struct conn *c);
 /* 503 naming secret S and, when the source said, why it is not available. */
 void proxy_fail_unavailable(struct conn *c, const struct rules_secret *s);
 /* The upstream answered 401: the source may drop an obtained token the request carried. */

@@ -60,8 +60,13 @@ static int rq_value(http_parser *p, const char *at, size_t len)
 void proxy_request_reset(struct conn *c)
 {
 	proxy_head_reset(&c->req);
-	if (c->cfg->secrets && c->cfg->secrets->generation) /* a changed vault: read again */
-		c->secrets_gen = c->cfg->secrets->generation(c->cfg->secrets->arg);
+	if (c->cfg->secrets && c->cfg->secrets->generation) { /* a changed vault: read again */
+		unsigned gen = c->cfg->secrets->generation(c->cfg->secrets->arg);
+
+		if (gen != c->secrets_gen)
+			proxy_rewrite_scrub_anew(c);
+		c->secrets_gen = gen;
+	}
 	c->is_head = c->chunked_in = c->client_10 = c->expect_continue = 0;
 	c->resp_started = c->resp_done = c->has_body = 0;
 	c->connect_ok = c->serve_ca = c->head_seen = 0;

@@ -112,6 +112,26 @@ void proxy_rewrite_scrub_all(struct conn *c)
 		load(c, &c->cfg->rules->secrets[i], SECRET_PEEK);
 }
 
+void proxy_rewrite_scrub_anew(struct conn *c)
+{
+	size_t i;
+
+	scrub_free(&c->scrub);
+	scrub_init(&c->scrub);
+	for (i = 0; c->secrets && i < c->cfg->rules->n_secrets; i++) {
+		struct secret_slot *sl = &c->secrets[i];
+
+		if (sl->val) { /* read again, and scrubbed again: no value is "had already" */
+			OPENSSL_cleanse(sl->val, sl->len);
+			free(sl->val);
+		}
+		sl->val = NULL;
+		sl->len = 0;
+		sl->state = 0;
+		sl->retired_seen = 0;
+	}
+}
+
 void proxy_rewrite_catch_up(struct conn *c)
 {
 	const struct secret_source *src = c->cfg->secrets;

@@ -116,10 +116,10 @@ static void scrub_doc_secrets(const char *name, enum vault_kind kind, const uint
 		return;
 	if (d.client_secret)
 		vault_live_retire(tc.cfg.vault, name, (const uint8_t *)d.client_secret,
-				  strlen(d.client_secret));
+				  strlen(d.client_secret), INT64_MAX);
 	if (d.refresh_token)
 		vault_live_retire(tc.cfg.vault, name, (const uint8_t *)d.refresh_token,
-				  strlen(d.refresh_token));
+				  strlen(d.refresh_token), INT64_MAX);
 	cred_doc_free(&d);
 }
 
@@ -138,7 +138,8 @@ static int adopt(struct tok *t, enum vault_kind kind, const uint8_t *doc, size_t
 	t->kind = kind;
 	memcpy(t->vault_sum, sum, SHA256_DIGEST_LENGTH);
 	if (t->access)
-		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen);
+		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen,
+				  t->expires_ms);
 	drop_token(t);
 	scrub_doc_secrets(t->name, kind, doc, len);
 	t->fails = 0;
@@ -273,6 +274,20 @@ static void follow_rotation(const struct tok *from, const uint8_t *nd, size_t nl
 	}
 }
 
+/* T's document's refresh token is scrubbed until UNTIL_MS. Lock held. */
+static void retire_doc_rt(const struct tok *t, int64_t until_ms)
+{
+	struct cred_doc d;
+	char err[64];
+
+	if (cred_doc_parse(t->kind, t->doc, t->doc_len, &d, err, sizeof(err)))
+		return;
+	if (d.refresh_token)
+		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)d.refresh_token,
+				  strlen(d.refresh_token), until_ms);
+	cred_doc_free(&d);
+}
+
 /* The endpoint rotated T's refresh token to RT: written back to the vault (the entry's other
  * scopes follow), or kept in memory when that fails. Lock held. */
 static void keep_rotation(struct tok *t, const char *rt)
@@ -283,7 +298,10 @@ static void keep_rotation(struct tok *t, const char *rt)
 
 	if (t->kind != VAULT_KIND_OAUTH2_REFRESH)
 		return;
-	vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)rt, strlen(rt));
+	/* The new one is scrubbed; the one it replaced has ended at the endpoint, so it no
+	 * longer needs to be (its place in the list is freed for others). */
+	vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)rt, strlen(rt), INT64_MAX);
+	retire_doc_rt(t, mono_ms());
 	if (cred_doc_with_refresh(t->doc, t->doc_len, rt, &nd, &nl) == 0) {
 		bool written = vault_live_update(tc.cfg.vault, t->name, t->kind, t->doc, t->doc_len,
 						 nd, nl, err, sizeof(err)) == 0;
@@ -306,7 +324,8 @@ static void take(struct tok *t, struct token_reply *r)
 	int64_t now = mono_ms(), life = r->expires_in;
 
 	if (t->access)
-		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen);
+		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen,
+				  t->expires_ms);
 	drop_token(t);
 	t->alen = strlen(r->access_token);
 	t->access = r->access_token;
@@ -492,7 +511,9 @@ void token_cache_unauthorized(const char *name, const char *scope, const void *o
 	/* A token got after a 401 is dropped by another only once it is a minute old. */
 	if (t && t->access && !t->busy && (!t->from_401 || mono_ms() - t->got_ms > 60000) &&
 	    t->alen == len && !CRYPTO_memcmp(t->access, val, len)) {
-		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen);
+		/* refused by the API: nothing to protect any more */
+		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen,
+				  mono_ms());
 		drop_token(t);
 		t->drop_401 = true; /* the next token is not dropped by a 401 again */
 		t->last_try_ms = 0;

@@ -5,6 +5,7 @@
 #include "broker/vault_live.h"
 
 #include "broker/vault.h"
+#include "lib/mono.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -29,6 +30,7 @@ struct retired {
 	unsigned char *val; /* locked (vault_secret_alloc) */
 	size_t len;
 	unsigned serial;
+	int64_t until_ms; /* monotonic: no longer scrubbed from then (a token that expired) */
 };
 
 struct vault_live {
@@ -93,13 +95,24 @@ fail:
 
 /* Keeps VAL (locked memory, now the list's) as a value NAME held before, unless it is kept
  * already. Lock held. */
-static void retire(struct vault_live *l, const char *name, unsigned char *val, size_t len)
+static void retire(struct vault_live *l, const char *name, unsigned char *val, size_t len,
+		   int64_t until_ms)
 {
 	for (size_t i = 0; i < l->n_retired; i++)
 		if (l->retired[i].len == len && !strcmp(l->retired[i].name, name) &&
 		    !CRYPTO_memcmp(l->retired[i].val, val, len)) {
+			l->retired[i].until_ms = until_ms;
 			vault_secret_free(val, len);
 			return;
+		}
+	/* The place of one that is scrubbed no more, else of the oldest. */
+	for (size_t i = 0; i < l->n_retired; i++)
+		if (l->retired[i].until_ms <= mono_ms()) {
+			vault_secret_free(l->retired[i].val, l->retired[i].len);
+			memmove(l->retired + i, l->retired + i + 1,
+				sizeof(l->retired[0]) * (l->n_retired - i - 1));
+			l->n_retired--;
+			break;
 		}
 	if (l->n_retired == VAULT_LIVE_RETIRED_MAX) {
 		vault_secret_free(l->retired[0].val, l->retired[0].len);
@@ -110,6 +123,7 @@ static void retire(struct vault_live *l, const char *name, unsigned char *val, s
 	r->val = val;
 	r->len = len;
 	r->serial = ++l->serial;
+	r->until_ms = until_ms;
 }
 
 /* Keeps OLD's value of each secret that NV changes or removes, so that echoes of it are still
@@ -134,7 +148,7 @@ static void retire_changed(struct vault_live *l, const struct vault *old, const 
 			vault_secret_free(was, wn);
 			continue;
 		}
-		retire(l, e.name, was, wn);
+		retire(l, e.name, was, wn, INT64_MAX);
 	}
 }
 
@@ -231,7 +245,7 @@ int vault_live_retired(struct vault_live *l, const char *name, unsigned after, u
 	for (size_t i = 0; i < l->n_retired; i++) {
 		const struct retired *r = &l->retired[i];
 
-		if (r->serial <= after || strcmp(r->name, name))
+		if (r->serial <= after || strcmp(r->name, name) || r->until_ms <= mono_ms())
 			continue;
 		*val = malloc(r->len);
 		if (!*val) {
@@ -275,7 +289,8 @@ int vault_live_get_kind(struct vault_live *l, const char *name, enum vault_kind 
 	return *val ? 0 : -ENOMEM;
 }
 
-void vault_live_retire(struct vault_live *l, const char *name, const uint8_t *val, size_t len)
+void vault_live_retire(struct vault_live *l, const char *name, const uint8_t *val, size_t len,
+		       int64_t until_ms)
 {
 	unsigned char *copy = len ? vault_secret_alloc(len) : NULL;
 
@@ -283,7 +298,7 @@ void vault_live_retire(struct vault_live *l, const char *name, const uint8_t *va
 		return;
 	memcpy(copy, val, len);
 	pthread_mutex_lock(&l->lock);
-	retire(l, name, copy, len);
+	retire(l, name, copy, len, until_ms);
 	l->gen++;
 	pthread_mutex_unlock(&l->lock);
 }

@@ -7,7 +7,7 @@
  * said once on stderr. The key file is read again when the kept key fails: a key moved into its
  * place after `bulkhead vault rotate-key` is taken with the file. The values a new file replaced
  * or removed are kept (the last VAULT_LIVE_RETIRED_MAX), so that echoes of them are still
- * scrubbed from every connection's answers. */
+ * scrubbed from every connection's answers; an obtained token only until it expires. */
 #ifndef BULKHEAD_BROKER_VAULT_LIVE_H
 #define BULKHEAD_BROKER_VAULT_LIVE_H
 
@@ -42,9 +42,12 @@ int vault_live_get_kind(struct vault_live *l, const char *name, enum vault_kind 
 			uint8_t **val, size_t *len);
 /* NAME's kind in the vault loaded (no look at the file), or -ENOENT. */
 int vault_live_kind(struct vault_live *l, const char *name);
-/* A value obtained for NAME that is no longer used (an access token replaced): kept among the
- * retired values, and the generation changes so that connections scrub it. */
-void vault_live_retire(struct vault_live *l, const char *name, const uint8_t *val, size_t len);
+/* A value obtained for NAME that is no longer used (an access token replaced) or that only an
+ * endpoint may see: kept among the retired values until UNTIL_MS (monotonic; INT64_MAX: for
+ * good, a token's expiry: while it could still be used), and the generation changes so that
+ * connections scrub it. Retiring a value kept already sets its time. */
+void vault_live_retire(struct vault_live *l, const char *name, const uint8_t *val, size_t len,
+		       int64_t until_ms);
 /* The generation changes: what a secret reads as may have (a new access token). */
 void vault_live_bump(struct vault_live *l);
 /* Writes VAL as NAME (of KIND) into the file, when the file still holds WAS for it (a rotated
