@@ -94,6 +94,13 @@ static void wipe_free(void *p, size_t n)
 	free(p);
 }
 
+/* A value replaced is scrubbed a while after it ends: a server's clock, or an endpoint's grace
+ * for a rotated refresh token, may let it work a little longer. */
+static int64_t after_grace(int64_t end_ms)
+{
+	return end_ms > INT64_MAX - TOKEN_GRACE_MS ? INT64_MAX : end_ms + TOKEN_GRACE_MS;
+}
+
 static void drop_token(struct tok *t)
 {
 	wipe_free(t->access, t->alen);
@@ -139,7 +146,7 @@ static int adopt(struct tok *t, enum vault_kind kind, const uint8_t *doc, size_t
 	memcpy(t->vault_sum, sum, SHA256_DIGEST_LENGTH);
 	if (t->access)
 		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen,
-				  t->expires_ms);
+				  after_grace(t->expires_ms));
 	drop_token(t);
 	scrub_doc_secrets(t->name, kind, doc, len);
 	t->fails = 0;
@@ -325,7 +332,7 @@ static void take(struct tok *t, struct token_reply *r)
 
 	if (t->access)
 		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen,
-				  t->expires_ms);
+				  after_grace(t->expires_ms));
 	drop_token(t);
 	t->alen = strlen(r->access_token);
 	t->access = r->access_token;

@@ -27,8 +27,9 @@
 #include "broker/vault.h"
 #include "broker/vault_live.h"
 
-#define TOKEN_CACHE_MAX	  256 /* entries x scopes */
-#define TOKEN_BACKOFF_MAX 60  /* seconds */
+#define TOKEN_CACHE_MAX	  256		  /* entries x scopes */
+#define TOKEN_BACKOFF_MAX 60		  /* seconds */
+#define TOKEN_GRACE_MS	  (5 * 60 * 1000) /* a replaced token is scrubbed this long after it ends */
 
 struct token_cache_cfg {
 	SSL_CTX *tls;		     /* verified upstream TLS */

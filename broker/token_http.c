@@ -198,13 +198,15 @@ const char *token_http_error_code(const char *error)
 	return error ? "an error code of its own" : "";
 }
 
-/* Whether S (N bytes) is printable ASCII without blanks: what a token may hold. */
-static bool token_text(const char *s, size_t n)
+/* Whether S (N bytes) can be a token: TOKEN_MIN to CRED_FIELD_MAX printable ASCII characters,
+ * a space only where SPACE allows (a refresh token: RFC 6749 A.17). A shorter one would make
+ * the scrubber replace common text in every answer. */
+static bool token_text(const char *s, size_t n, bool space)
 {
 	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
+		if ((unsigned char)s[i] < (space ? 0x20 : 0x21) || (unsigned char)s[i] > 0x7e)
 			return false;
-	return n && n <= CRED_FIELD_MAX;
+	return n >= TOKEN_MIN && n <= CRED_FIELD_MAX;
 }
 
 /* A good answer's fields into OUT. A rotated refresh token is taken first and kept even when
@@ -216,16 +218,17 @@ static int read_reply(json_t *o, struct token_reply *out, const char *host, char
 	json_t *at = json_object_get(o, "access_token"), *rt = json_object_get(o, "refresh_token"),
 	       *ex = json_object_get(o, "expires_in");
 
-	if (json_is_string(rt) && token_text(json_string_value(rt), json_string_length(rt)) &&
+	if (json_is_string(rt) && token_text(json_string_value(rt), json_string_length(rt), true) &&
 	    !(out->refresh_token = strdup(json_string_value(rt))))
 		return errbuf_fail(why, whylen, -1, "out of memory");
 	if (rt && !out->refresh_token)
 		return errbuf_fail(why, whylen, -1, "token endpoint %s: bad refresh_token", host);
-	if (!json_is_string(at) || !token_text(json_string_value(at), json_string_length(at)))
+	if (!json_is_string(at) ||
+	    !token_text(json_string_value(at), json_string_length(at), false))
 		return errbuf_fail(why, whylen, -1,
-				   "token endpoint %s: no usable access_token (printable ASCII, "
-				   "at most %d bytes)",
-				   host, CRED_FIELD_MAX);
+				   "token endpoint %s: no usable access_token (%d to %d printable "
+				   "ASCII characters)",
+				   host, TOKEN_MIN, CRED_FIELD_MAX);
 	out->expires_in = -1;
 	if (json_is_number(ex) && json_number_value(ex) >= 0 && json_number_value(ex) < 1e12)
 		out->expires_in = (long long)json_number_value(ex);

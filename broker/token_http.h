@@ -17,6 +17,7 @@
 #include "broker/policy.h"
 
 #define TOKEN_ANSWER_MAX (64 * 1024) /* the endpoint's whole answer */
+#define TOKEN_MIN	 8	     /* characters of an access or refresh token, at least */
 
 struct token_reply {
 	char *access_token;   /* malloc'd; the caller wipes */

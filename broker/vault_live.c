@@ -93,6 +93,13 @@ fail:
 	return -1;
 }
 
+static void drop_retired(struct vault_live *l, size_t i)
+{
+	vault_secret_free(l->retired[i].val, l->retired[i].len);
+	memmove(l->retired + i, l->retired + i + 1, sizeof(l->retired[0]) * (l->n_retired - i - 1));
+	l->n_retired--;
+}
+
 /* Keeps VAL (locked memory, now the list's) as a value NAME held before, unless it is kept
  * already. Lock held. */
 static void retire(struct vault_live *l, const char *name, unsigned char *val, size_t len,
@@ -105,19 +112,25 @@ static void retire(struct vault_live *l, const char *name, unsigned char *val, s
 			vault_secret_free(val, len);
 			return;
 		}
-	/* The place of one that is scrubbed no more, else of the oldest. */
-	for (size_t i = 0; i < l->n_retired; i++)
-		if (l->retired[i].until_ms <= mono_ms()) {
-			vault_secret_free(l->retired[i].val, l->retired[i].len);
-			memmove(l->retired + i, l->retired + i + 1,
-				sizeof(l->retired[0]) * (l->n_retired - i - 1));
-			l->n_retired--;
-			break;
+	/* Those scrubbed no more go; then, while NAME's values for a time (obtained tokens)
+	 * would hold more than VAULT_LIVE_RETIRED_BYTES (each costs every connection's scrubber
+	 * its length), the oldest of them; and the oldest of all when the list is full. Values
+	 * kept for good (a vault's, a client's secret) are bounded by the list alone. */
+	size_t held = until_ms == INT64_MAX ? 0 : len;
+	for (size_t i = l->n_retired; i-- > 0;)
+		if (l->retired[i].until_ms <= mono_ms())
+			drop_retired(l, i);
+		else if (!strcmp(l->retired[i].name, name) && l->retired[i].until_ms != INT64_MAX)
+			held += l->retired[i].len;
+	for (size_t i = 0; i < l->n_retired && held > VAULT_LIVE_RETIRED_BYTES;)
+		if (!strcmp(l->retired[i].name, name) && l->retired[i].until_ms != INT64_MAX) {
+			held -= l->retired[i].len;
+			drop_retired(l, i);
+		} else {
+			i++;
 		}
-	if (l->n_retired == VAULT_LIVE_RETIRED_MAX) {
-		vault_secret_free(l->retired[0].val, l->retired[0].len);
-		memmove(l->retired, l->retired + 1, sizeof(l->retired[0]) * --l->n_retired);
-	}
+	if (l->n_retired == VAULT_LIVE_RETIRED_MAX)
+		drop_retired(l, 0);
 	struct retired *r = &l->retired[l->n_retired++];
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->val = val;

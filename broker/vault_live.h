@@ -7,7 +7,8 @@
  * said once on stderr. The key file is read again when the kept key fails: a key moved into its
  * place after `bulkhead vault rotate-key` is taken with the file. The values a new file replaced
  * or removed are kept (the last VAULT_LIVE_RETIRED_MAX), so that echoes of them are still
- * scrubbed from every connection's answers; an obtained token only until it expires. */
+ * scrubbed from every connection's answers; an obtained token until five minutes after it
+ * expires (at most VAULT_LIVE_RETIRED_BYTES of them a name). */
 #ifndef BULKHEAD_BROKER_VAULT_LIVE_H
 #define BULKHEAD_BROKER_VAULT_LIVE_H
 
@@ -16,7 +17,8 @@
 
 #include "broker/vault.h"
 
-#define VAULT_LIVE_RETIRED_MAX 64
+#define VAULT_LIVE_RETIRED_MAX	 64
+#define VAULT_LIVE_RETIRED_BYTES (16 * 1024) /* one name's retired tokens, all together */
 
 struct vault_live;
 

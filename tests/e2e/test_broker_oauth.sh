@@ -303,25 +303,30 @@ echo "$rec" | grep -q '"credentials":\[{"name":"API_TOKEN","kind":"oauth2-refres
 	ok "the audit record names the kind, the token id and its expiry" ||
 	not_ok "the audit record names the kind, the token id and its expiry" "$rec"
 # A connection kept alive across many refreshes scrubs what is still to be scrubbed, not every
-# token it ever saw: the broker's count of the forms its scrubber holds stays level.
+# token it ever saw: replaced tokens are scrubbed a while, but an entry's retired values hold
+# at most 16 KiB, so with tokens of 8,003 characters at most two of them: once two were
+# replaced, the broker's count of the forms a connection's scrubber holds grows no more.
+control mode?m=big > /dev/null
 mkfifo "$D/go"
 "$PY" "$(dirname "$0")/../tools/keepalive_client.py" "$D/a.sock" "https://localhost:$PORT/api/keep" \
 	"$D/go" > "$D/keep.out" 2> "$D/keep.err" &
 pids="$pids $!"
 exec 7> "$D/go"
 forms() { sed -n 's|.*GET https://localhost:[0-9]*/api/keep -> 200 .* forms=\([0-9]*\) .*|\1|p' "$D/broker.log" | tail -n 1; }
+sleep 2.2
 for i in 1 2 3 4 5 6; do
 	echo go >&7
 	j=0; while [ "$(wc -l < "$D/keep.out")" -lt $i ] && [ $j -lt 100 ]; do sleep 0.05; j=$((j + 1)); done
-	[ $i = 2 ] && f2=$(forms)
+	[ $i = 3 ] && f3=$(forms)
 	[ $i -lt 6 ] && sleep 2.2
 done
 f6=$(forms)
 exec 7>&-
+control mode?m=ok > /dev/null
 check_eq "six requests on one connection across five refreshes are served" 6 "$(grep -c '200 OK' "$D/keep.out")"
-[ -n "$f2" ] && [ -n "$f6" ] && [ "$f6" -le "$f2" ] &&
-	ok "its scrubber holds as many forms after five refreshes as after one ($f2, $f6)" ||
-	not_ok "a kept-alive connection's scrubber stays level" "after one: $f2, after five: $f6"
+[ -n "$f3" ] && [ -n "$f6" ] && [ "$f6" -le "$f3" ] &&
+	ok "its scrubber holds no more forms after five refreshes than after two ($f3, $f6)" ||
+	not_ok "a kept-alive connection's scrubber stays bounded" "after two: $f3, after five: $f6"
 
 # No token, refresh token or client secret anywhere it must not be.
 leaks=0

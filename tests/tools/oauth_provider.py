@@ -13,7 +13,8 @@ python3-oauthlib (its Server: refresh_token and client_credentials grants, RFC 6
   revoke-access (every access token stops working), revoke-refresh, seed?rt=VALUE (a new
   refresh token for the client), mode?m=ok|down|hang|garbage|huge|notjson|tattle|half|float (how
   /token answers; tattle: 400 repeating what it was sent; half: a refresh token rotated with
-  an access token that cannot be used; float: expires_in as a real), stats (counts as JSON). GET /api/tattle
+  an access token that cannot be used; float: expires_in as a real; big: tokens of
+  8,003 characters), stats (counts as JSON). GET /api/tattle
   also repeats the client's secret and every live refresh token.
 LOG gets one line per token request ("grant=... scope=... ok|error") and every token issued
 ("issued TOKEN"), so a test can look for them anywhere they must not be. Prints its port.
@@ -100,7 +101,7 @@ class Validator(RequestValidator):
 
 
 server = Server(Validator(), token_expires_in=EXPIRES,
-                token_generator=lambda r: "at-" + secrets.token_hex(16),
+                token_generator=lambda r: "at-" + secrets.token_hex(4000 if mode[0] == "big" else 16),
                 refresh_token_generator=lambda r: "rt-" + secrets.token_hex(16))
 
 
