@@ -22,6 +22,7 @@ static const char *const kind_names[] = {
 	[VAULT_KIND_OAUTH2_REFRESH] = "oauth2-refresh",
 	[VAULT_KIND_OAUTH2_CLIENT] = "oauth2-client-credentials",
 	[VAULT_KIND_GITHUB_APP] = "github-app",
+	[VAULT_KIND_AWS_SIGV4] = "aws-sigv4",
 };
 
 const char *cred_kind_name(enum vault_kind k)
@@ -185,6 +186,30 @@ out:
 	return rc;
 }
 
+/* An aws-sigv4 document: an access key id (AKIA/ASIA and 16..128 of A-Z 0-9), its secret key and,
+ * for temporary credentials, their session token. */
+static int aws_doc(json_t *o, struct cred_doc *d, char *err, size_t errlen)
+{
+	static const char *const keys[] = { "access_key_id", "secret_access_key", "session_token",
+					    NULL };
+	size_t n;
+
+	if (rules_check_keys(o, keys, "aws-sigv4", err, errlen) ||
+	    field(o, "access_key_id", true, &d->access_key_id, err, errlen) ||
+	    field(o, "secret_access_key", true, &d->secret_access_key, err, errlen) ||
+	    field(o, "session_token", false, &d->session_token, err, errlen))
+		return -1;
+	n = strlen(d->access_key_id);
+	if (n < 16 || n > 128 ||
+	    strspn(d->access_key_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != n)
+		return errbuf_fail(err, errlen, -1,
+				   "aws-sigv4: \"access_key_id\" must be 16 to 128 of A-Z and 0-9");
+	if (strlen(d->secret_access_key) < 16)
+		return errbuf_fail(err, errlen, -1,
+				   "aws-sigv4: \"secret_access_key\" is shorter than any AWS key");
+	return 0;
+}
+
 int cred_doc_parse(enum vault_kind kind, const uint8_t *val, size_t len, struct cred_doc *d,
 		   char *err, size_t errlen)
 {
@@ -210,8 +235,9 @@ int cred_doc_parse(enum vault_kind kind, const uint8_t *val, size_t len, struct 
 		return -1;
 	}
 	snprintf(where, sizeof(where), "%s", cred_kind_name(kind));
-	if (kind == VAULT_KIND_GITHUB_APP) {
-		rc = github_doc(o, d, err, errlen);
+	if (kind == VAULT_KIND_GITHUB_APP || kind == VAULT_KIND_AWS_SIGV4) {
+		rc = kind == VAULT_KIND_GITHUB_APP ? github_doc(o, d, err, errlen)
+						   : aws_doc(o, d, err, errlen);
 		goto out;
 	}
 	if (rules_check_keys(o, keys, where, err, errlen))
@@ -265,6 +291,9 @@ void cred_doc_free(struct cred_doc *d)
 	wipe_str(&d->app_id);
 	wipe_str(&d->installation_id);
 	wipe_str(&d->private_key);
+	wipe_str(&d->access_key_id);
+	wipe_str(&d->secret_access_key);
+	wipe_str(&d->session_token);
 	free(d->path);
 	d->path = NULL;
 	rules_free_dest(&d->endpoint);

@@ -9,7 +9,9 @@
  *                               "client_auth"?, "allow_addresses"?}
  *   github-app                 {"app_id", "installation_id", "private_key" (PEM, RSA),
  *                               "api_url"? (default https://api.github.com), "allow_addresses"?}
+ *   aws-sigv4                  {"access_key_id", "secret_access_key", "session_token"?}
  *
+ * An aws-sigv4 entry is never injected: the broker signs each request with it (aws_sigv4.h).
  * A github-app entry mints, per session, an installation token narrowed to what the rule's
  * "github" object names (repositories, permissions), revoked when the session ends.
  * token_url is https only; client_auth is "basic" (HTTP Basic, the default, RFC 6749 2.3.1) or
@@ -33,10 +35,11 @@ struct cred_doc {
 	char *path;		    /* the token URL's path (and query) */
 	char *client_id, *client_secret, *refresh_token, *scope; /* NULL when absent */
 	bool auth_in_body;
-	char *app_id, *installation_id, *private_key; /* github-app */
+	char *app_id, *installation_id, *private_key;		 /* github-app */
+	char *access_key_id, *secret_access_key, *session_token; /* aws-sigv4 */
 };
 
-/* "static", "oauth2-refresh", "oauth2-client-credentials", "github-app". */
+/* "static", "oauth2-refresh", "oauth2-client-credentials", "github-app", "aws-sigv4". */
 const char *cred_kind_name(enum vault_kind k);
 /* The kind named NAME, or -1. */
 int cred_kind_of(const char *name);

@@ -25,6 +25,33 @@ static const void *owner_of(const struct rules_secret *s, enum vault_kind kind)
 	return kind == VAULT_KIND_GITHUB_APP ? s : NULL;
 }
 
+/* An aws-sigv4 entry is handed to the signer whole (proxy_aws.c), and only to it; its secret key
+ * and session token join the values scrubbed for the entry, for good. */
+static int aws_entry(void *arg, const struct rules_secret *s, int flags, uint8_t *doc, size_t n,
+		     char *why, size_t whylen)
+{
+	struct cred_doc d;
+	char err[160];
+
+	if (!(flags & SECRET_PEEK) && s->kind != RULES_INJECT_AWS_SIGV4) {
+		snprintf(why, whylen,
+			 "it is an aws-sigv4 key, which signs requests: its rule must say "
+			 "\"inject\": {\"aws_sigv4\": ...}");
+		return -EPERM;
+	}
+	if (cred_doc_parse(VAULT_KIND_AWS_SIGV4, doc, n, &d, err, sizeof(err))) {
+		snprintf(why, whylen, "its entry is damaged: %s", err);
+		return -EINVAL;
+	}
+	vault_live_retire(arg, s->name, (const uint8_t *)d.secret_access_key,
+			  strlen(d.secret_access_key), INT64_MAX);
+	if (d.session_token)
+		vault_live_retire(arg, s->name, (const uint8_t *)d.session_token,
+				  strlen(d.session_token), INT64_MAX);
+	cred_doc_free(&d);
+	return 0;
+}
+
 static int get(void *arg, const struct rules_secret *s, int flags, uint8_t **val, size_t *len,
 	       int64_t *until_ms, char *why, size_t whylen)
 {
@@ -39,10 +66,21 @@ static int get(void *arg, const struct rules_secret *s, int flags, uint8_t **val
 				       : "the vault cannot be read");
 		return rc;
 	}
-	if (kind == VAULT_KIND_STATIC) {
+	if (kind == VAULT_KIND_AWS_SIGV4 && (rc = aws_entry(arg, s, flags, doc, n, why, whylen))) {
+		OPENSSL_cleanse(doc, n);
+		free(doc);
+		return rc;
+	}
+	if (kind == VAULT_KIND_STATIC || kind == VAULT_KIND_AWS_SIGV4) {
 		*val = doc;
 		*len = n;
 		return 0;
+	}
+	if (s->kind == RULES_INJECT_AWS_SIGV4 && !(flags & SECRET_PEEK)) {
+		OPENSSL_cleanse(doc, n);
+		free(doc);
+		snprintf(why, whylen, "its rule signs with it, but it is no aws-sigv4 key");
+		return -EPERM;
 	}
 	if (flags & SECRET_PEEK)
 		rc = token_cache_peek(s->name, scope_of(s, kind), owner_of(s, kind), val, len,
@@ -75,7 +113,7 @@ static void unauthorized(void *arg, const struct rules_secret *s, const uint8_t 
 {
 	int k = vault_live_kind(arg, s->name);
 
-	if (k > VAULT_KIND_STATIC)
+	if (k > VAULT_KIND_STATIC && k != VAULT_KIND_AWS_SIGV4)
 		token_cache_unauthorized(s->name, scope_of(s, (enum vault_kind)k),
 					 owner_of(s, (enum vault_kind)k), val, len);
 }
@@ -96,7 +134,7 @@ static void describe(void *arg, const struct rules_secret *s, const uint8_t *val
 	id[0] = 0;
 	*expires = 0;
 	*kind = cred_kind_name(k < 0 ? VAULT_KIND_STATIC : (enum vault_kind)k);
-	if (k <= VAULT_KIND_STATIC || !val)
+	if (k <= VAULT_KIND_STATIC || k == VAULT_KIND_AWS_SIGV4 || !val)
 		return;
 	token_cache_id(val, len, id);
 	if (token_cache_info(s->name, scope_of(s, (enum vault_kind)k),

@@ -30,8 +30,10 @@ _Static_assert(REQCHECK_LINE_MAX > PROXY_MAX_HEAD, "a line as large as a head re
 /* The recorded refusal (proxy_fail) as the guest's one answer. */
 static void send_error(struct conn *c)
 {
-	char buf[700];
-	int l = proxy_error_text(buf, sizeof(buf), c->err_status, c->err_msg);
+	char buf[2048];
+	int l = c->aws ? proxy_error_aws_text(buf, sizeof(buf), c->err_status, c->err_msg,
+					      !strcmp(c->aws->aws_service, "s3"))
+		       : proxy_error_text(buf, sizeof(buf), c->err_status, c->err_msg);
 
 	/* What the refused request took is given back before the guest hears of it, so its
 	 * next request finds it; what it sent past the refusal is dropped, not left to reset

@@ -131,6 +131,8 @@ unsigned long proxy_serve(const struct proxy_config *cfg, int fd, unsigned long 
 /* The answer to a request the broker will not serve: STATUS, "Connection: close", a 503's
  * Retry-After, and "bulkhead: WHY" as the body. Returns its length, or -1 when LEN is short. */
 int proxy_error_text(char *buf, size_t len, int status, const char *why);
+/* The same, in the error body an AWS SDK reads: S3's XML (XML) or the JSON protocols'. */
+int proxy_error_aws_text(char *buf, size_t len, int status, const char *why, int xml);
 /* Reads and drops what FD holds unread (at most 64 KiB, without waiting), before an answer
  * and a close: a Unix socket closed with unread bytes resets its peer. */
 void proxy_drop_unread(int fd);

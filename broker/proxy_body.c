@@ -22,12 +22,14 @@ void proxy_body_plan(struct conn *c, size_t n_inj)
 		c->body_mode = BODY_BUFFER; /* nothing, not even the head, before the decision */
 	else if (!c->has_body)
 		c->body_mode = BODY_NONE;
+	else if (c->aws && !c->aws_payload[0])
+		c->body_mode = BODY_BUFFER; /* hashed whole, then signed */
 	else if (c->chunked_in)
 		c->body_mode = BODY_CHUNKED;
 	else if (c->rq.content_length <= PROXY_BODY_BUFFER)
 		c->body_mode = BODY_BUFFER;
-	else
-		c->body_mode = n_inj ? BODY_CHUNKED : BODY_STREAM;
+	else /* S3 takes no chunked PUT: a signed body keeps its length (and no placeholder) */
+		c->body_mode = n_inj && !c->aws ? BODY_CHUNKED : BODY_STREAM;
 	c->carry_n = 0;
 	/* The last request's held body had its secrets in it. */
 	if (c->body_buf.n)
@@ -75,8 +77,10 @@ static int body_out(struct conn *c, const char *b, size_t n)
 		if (c->body_buf.n + n > (c->hold ? PROXY_HOLD_MAX : PROXY_BODY_GROWN_MAX)) {
 			proxy_fail(c, 413, "request body larger than %d bytes %s",
 				   c->hold ? PROXY_HOLD_MAX : PROXY_BODY_GROWN_MAX,
-				   c->hold ? "cannot be held for approval"
-					   : "with its secrets replaced");
+				   c->hold  ? "cannot be held for approval"
+				   : c->aws ? "cannot be hashed to be signed (an SDK that sends "
+					      "x-amz-content-sha256 streams it)"
+					    : "with its secrets replaced");
 			return -1;
 		}
 		if (!c->hold && proxy_body_budget(c, n))
@@ -139,6 +143,8 @@ int proxy_body_send_held(struct conn *c)
 	char line[64];
 	int l = snprintf(line, sizeof(line), "Content-Length: %zu\r\n\r\n", c->body_buf.n);
 
+	if (c->aws && proxy_aws_sign(c))
+		return -1;
 	return proxy_io_up_write(c, c->up_head, c->up_head_len) ||
 			       proxy_io_up_write(c, line, (size_t)l) ||
 			       proxy_io_up_write(c, c->body_buf.b ? c->body_buf.b : "",

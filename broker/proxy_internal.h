@@ -149,6 +149,11 @@ struct conn {
 
 	size_t buf_taken; /* taken from the buffer budgets for this request (proxy_body.c) */
 
+	/* The secret that signs the current request (proxy_aws.c), or NULL; the payload hash it
+	 * signs ("": the body's, hashed when it is whole). */
+	const struct rules_secret *aws;
+	char aws_payload[72];
+
 	/* A compressed response being decoded (proxy_decode.c). */
 	struct proxy_decode *dec;
 
@@ -333,6 +338,12 @@ int proxy_body_send_held(struct conn *c);
 int proxy_body_budget(struct conn *c, size_t n);
 /* The request is over: what it took goes back. */
 void proxy_body_budget_end(struct conn *c);
+/* proxy_aws.c: a request signed with an AWS key. Its checks, after the decision (0, or -1
+ * with the refusal recorded; sets c->aws when a secret signs it); the signature, into
+ * c->up_head once it is built (and its body whole, when that is what is hashed). */
+int proxy_aws_check(struct conn *c, const char *path, const char *query, size_t qlen,
+		    const struct rules_secret **inj, size_t n_inj);
+int proxy_aws_sign(struct conn *c);
 /* proxy_hold.c: a request held whole for approval. */
 int proxy_hold_begin(struct conn *c);
 int proxy_hold_body(struct conn *c, const char *at, size_t len);

@@ -81,6 +81,7 @@ void proxy_request_reset(struct conn *c)
 	c->ws_early_n = 0;
 	c->secret_name[0] = c->approval_id[0] = 0;
 	c->n_inj_names = 0;
+	c->aws = NULL;
 	c->dest = NULL;
 	c->port = 0;
 	c->bytes_up = c->bytes_down = 0;

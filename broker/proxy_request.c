@@ -293,7 +293,8 @@ static int request_upstream_head(struct conn *c, struct request_plan *r)
 	}
 	c->up_head = o.b;
 	c->up_head_len = o.n;
-	return 0;
+	/* Signed now, unless the body it hashes must be whole first (proxy_body_send_held). */
+	return c->aws && c->body_mode != BODY_BUFFER ? proxy_aws_sign(c) : 0;
 }
 
 /* A held request waits for its decision with nothing sent upstream; any other goes now, on the
@@ -362,7 +363,9 @@ int proxy_request_headers(http_parser *p)
 	rc = request_target(c, &r);
 	if (rc)
 		return rc > 0 ? 0 : -1;
-	if (request_decide(c, &r) || request_tripwire(c, &r) || request_upstream_head(c, &r))
+	if (request_decide(c, &r) || request_tripwire(c, &r) ||
+	    proxy_aws_check(c, r.path, r.query, r.qlen, r.inj, r.n_inj) ||
+	    request_upstream_head(c, &r))
 		return -1;
 	return request_hold_or_send(c);
 }

@@ -77,6 +77,12 @@ static struct secret_slot *load(struct conn *c, const struct rules_secret *s, in
 	if (scrub_retired(c, s, sl) ||
 	    src->get(src->arg, s, flags, &val, &len, &until, sl->why, sizeof(sl->why)))
 		return NULL;
+	/* What the source retired while it answered (an AWS key's secret, kept for good). */
+	if (scrub_retired(c, s, sl)) {
+		OPENSSL_cleanse(val, len);
+		free(val);
+		return NULL;
+	}
 	if (sl->val && sl->len == len && !CRYPTO_memcmp(sl->val, val, len)) {
 		OPENSSL_cleanse(val, len); /* the value the connection had: scrubbed already */
 		free(val);
@@ -217,6 +223,21 @@ int proxy_rewrite_placeholders(struct conn *c, const struct rules_req *q, const 
 				   RULES_PLACEHOLDER, (int)(nl > 64 ? 64 : nl), t, q->host);
 			snprintf(c->rule, sizeof(c->rule), "tripwire:%.*s",
 				 (int)(nl > 64 ? 64 : nl), t);
+			return -1;
+		}
+		if (out && mode == PH_BODY && c->body_mode == BODY_STREAM) {
+			proxy_fail(c, 403,
+				   "placeholder %s%.*s in a body streamed with its length: a value "
+				   "there would change the length",
+				   RULES_PLACEHOLDER, (int)(nl > 64 ? 64 : nl), t);
+			return -1;
+		}
+		if (out && s->kind == RULES_INJECT_AWS_SIGV4) {
+			proxy_fail(
+				c, 403,
+				"placeholder %s%s: an AWS key signs requests, it is never placed "
+				"in one",
+				RULES_PLACEHOLDER, s->name);
 			return -1;
 		}
 		if (out) {
@@ -426,8 +447,8 @@ static int head_fields(struct conn *c, const struct rules_req *q, const struct r
 	for (k = 0; k < n_inj; k++) {
 		char *r;
 
-		if (inj[k]->kind == RULES_INJECT_QUERY)
-			continue;
+		if (inj[k]->kind == RULES_INJECT_QUERY || inj[k]->kind == RULES_INJECT_AWS_SIGV4)
+			continue; /* in the target; signed (proxy_aws.c) */
 		if (!(r = inject_value(c, inj[k])))
 			return -1;
 		secbuf_str(o, inj[k]->field);

@@ -164,7 +164,9 @@ static int parse_dests(json_t *a, struct rules_dest **out, size_t *n, const char
 static int parse_inject(json_t *o, struct rules_secret *s, const char *where, char *err,
 			size_t errlen)
 {
-	static const char *const keys[] = { "header", "value", "basic", "query", NULL };
+	static const char *const keys[] = {
+		"header", "value", "basic", "query", "aws_sigv4", NULL
+	};
 	int bad = 0;
 	const char *p;
 
@@ -203,76 +205,28 @@ static int parse_inject(json_t *o, struct rules_secret *s, const char *where, ch
 		if (bad || json_object_size(o) != 1 || strpbrk(s->field, "&=#?% \r\n"))
 			return errbuf_fail(err, errlen, -1,
 					   "%s: \"query\" must be a parameter name", where);
+	} else if (json_object_get(o, "aws_sigv4")) {
+		s->kind = RULES_INJECT_AWS_SIGV4;
+		s->field = strdup("Authorization");
+		if (!s->field || json_object_size(o) != 1)
+			return errbuf_fail(err, errlen, -1,
+					   "%s: \"aws_sigv4\" goes alone in \"inject\"", where);
+		return rules_parse_aws(json_object_get(o, "aws_sigv4"), s, where, err, errlen);
 	} else {
 		return errbuf_fail(err, errlen, -1,
-				   "%s: \"inject\" needs \"header\", \"basic\" or \"query\"",
+				   "%s: \"inject\" needs \"header\", \"basic\", \"query\" or "
+				   "\"aws_sigv4\"",
 				   where);
 	}
 	return 0;
-}
-
-/* A name GitHub allows for a repository or a permission: 1..100 of A-Z a-z 0-9 . _ -. */
-static bool github_name_ok(const char *n)
-{
-	size_t l = strlen(n);
-
-	return l && l <= 100 &&
-	       strspn(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-			 "0123456789._-") == l;
-}
-
-/* "github": {"repositories": [NAME...], "permissions": {NAME: "read"|"write"|"admin"}}: what a
- * github-app entry's installation token is narrowed to, kept as the request body that asks it
- * (sorted, compact: also the token's key). */
-static int parse_github(json_t *o, struct rules_secret *s, const char *where, char *err,
-			size_t errlen)
-{
-	static const char *const keys[] = { "repositories", "permissions", NULL };
-	json_t *repos = json_object_get(o, "repositories"),
-	       *perms = json_object_get(o, "permissions");
-	json_t *v;
-	const char *k;
-	size_t i;
-
-	if (!json_is_object(o) || rules_check_keys(o, keys, where, err, errlen))
-		return json_is_object(o) ? -1
-					 : errbuf_fail(err, errlen, -1,
-						       "%s: \"github\" must be an object", where);
-	if (repos &&
-	    (!json_is_array(repos) || !json_array_size(repos) || json_array_size(repos) > 500))
-		return errbuf_fail(err, errlen, -1,
-				   "%s: \"github\".\"repositories\" must be 1..500 names", where);
-	json_array_foreach(repos, i, v)
-	{
-		if (!json_is_string(v) || !github_name_ok(json_string_value(v)))
-			return errbuf_fail(err, errlen, -1,
-					   "%s: \"github\".\"repositories\" holds a name GitHub "
-					   "would not take",
-					   where);
-	}
-	if (perms && !json_is_object(perms))
-		return errbuf_fail(err, errlen, -1,
-				   "%s: \"github\".\"permissions\" must be an object", where);
-	json_object_foreach(perms, k, v)
-	{
-		const char *lv = json_string_value(v);
-
-		if (!github_name_ok(k) || !lv ||
-		    (strcmp(lv, "read") && strcmp(lv, "write") && strcmp(lv, "admin")))
-			return errbuf_fail(err, errlen, -1,
-					   "%s: \"github\".\"permissions\" maps names to \"read\", "
-					   "\"write\" or \"admin\"",
-					   where);
-	}
-	s->narrow = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-	return s->narrow ? 0 : errbuf_fail(err, errlen, -1, "out of memory");
 }
 
 static int parse_secret(json_t *o, struct rules_secret *s, const char *where, char *err,
 			size_t errlen)
 {
 	static const char *const keys[] = { "name",	   "inject", "destinations",
-					    "oauth_scope", "github", NULL };
+					    "oauth_scope", "github", "s3",
+					    NULL };
 	json_t *v;
 	const char *n;
 	size_t i;
@@ -299,27 +253,7 @@ static int parse_secret(json_t *o, struct rules_secret *s, const char *where, ch
 	if (!s->n_dests)
 		return errbuf_fail(err, errlen, -1, "%s: a secret needs at least one destination",
 				   where);
-	v = json_object_get(o, "oauth_scope");
-	if (v) {
-		/* RFC 6749 3.3: space-separated %x21 / %x23-5B / %x5D-7E tokens. */
-		const char *sc = json_is_string(v) ? json_string_value(v) : "";
-		size_t k, n_sc = strlen(sc);
-
-		for (k = 0; k < n_sc; k++)
-			if (sc[k] != ' ' &&
-			    (sc[k] < 0x21 || sc[k] > 0x7e || sc[k] == '"' || sc[k] == '\\'))
-				break;
-		if (!n_sc || n_sc > 1024 || k < n_sc)
-			return errbuf_fail(
-				err, errlen, -1,
-				"%s: \"oauth_scope\" must be 1..1024 characters of OAuth "
-				"scope tokens separated by spaces",
-				where);
-		if (!(s->oauth_scope = strdup(sc)))
-			return errbuf_fail(err, errlen, -1, "out of memory");
-	}
-	v = json_object_get(o, "github");
-	if (v && parse_github(v, s, where, err, errlen))
+	if (rules_parse_kinds(o, s, where, err, errlen))
 		return -1;
 	return 0;
 }
@@ -413,6 +347,11 @@ void rules_free(struct rules *r)
 		free(r->secrets[i].template);
 		free(r->secrets[i].oauth_scope);
 		free(r->secrets[i].narrow);
+		free(r->secrets[i].aws_service);
+		free(r->secrets[i].aws_region);
+		for (j = 0; j < r->secrets[i].n_s3; j++)
+			free(r->secrets[i].s3[j]);
+		free(r->secrets[i].s3);
 	}
 	free(r->secrets);
 	for (j = 0; j < r->n_allow; j++)

@@ -31,7 +31,13 @@ struct rules_dest {
 	size_t n_addrs;
 };
 
-enum rules_inject { RULES_INJECT_HEADER, RULES_INJECT_BASIC, RULES_INJECT_QUERY };
+/* AWS_SIGV4: the request is signed with the key (broker/aws_sigv4.h), never carries it. */
+enum rules_inject {
+	RULES_INJECT_HEADER,
+	RULES_INJECT_BASIC,
+	RULES_INJECT_QUERY,
+	RULES_INJECT_AWS_SIGV4
+};
 
 struct rules_secret {
 	char name[RULES_NAME_MAX + 1];
@@ -42,6 +48,10 @@ struct rules_secret {
 	size_t n_dests;
 	char *oauth_scope; /* for an OAuth 2 entry: the narrower scope, or NULL */
 	char *narrow;	   /* for a github-app entry: the token's narrowing (JSON), or NULL */
+	/* AWS_SIGV4: the service and region signed for; for s3, "BUCKET/KEY-PREFIX" each. */
+	char *aws_service, *aws_region;
+	char **s3;
+	size_t n_s3;
 };
 
 struct rules {

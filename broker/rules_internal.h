@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* broker/rules_internal.h: what rules.c lends rules_grant.c and cred.c; not an interface. */
+/* broker/rules_internal.h: what rules.c lends rules_grant.c, rules_kinds.c and cred.c; not an
+ * interface. */
 #ifndef BULKHEAD_BROKER_RULES_INTERNAL_H
 #define BULKHEAD_BROKER_RULES_INTERNAL_H
 
@@ -17,5 +18,12 @@ struct rules_dest;
  * also a credential's token endpoint (cred.c). 0, or -1 with err. */
 int rules_parse_dest(json_t *o, struct rules_dest *d, const char *where, char *err, size_t errlen);
 void rules_free_dest(struct rules_dest *d);
+
+struct rules_secret;
+/* rules_kinds.c: a secret's "oauth_scope", "github" and "s3" keys of O into S (after its
+ * "inject"); "inject": {"aws_sigv4": O}. 0, or -1 with err. */
+int rules_parse_kinds(json_t *o, struct rules_secret *s, const char *where, char *err,
+		      size_t errlen);
+int rules_parse_aws(json_t *o, struct rules_secret *s, const char *where, char *err, size_t errlen);
 
 #endif

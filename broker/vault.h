@@ -63,7 +63,8 @@ enum vault_kind {
 	VAULT_KIND_OAUTH2_REFRESH = 1,
 	VAULT_KIND_OAUTH2_CLIENT = 2, /* oauth2-client-credentials */
 	VAULT_KIND_GITHUB_APP = 3,
-	VAULT_KIND_MAX = VAULT_KIND_GITHUB_APP,
+	VAULT_KIND_AWS_SIGV4 = 4, /* a key that signs requests (broker/aws_sigv4.h) */
+	VAULT_KIND_MAX = VAULT_KIND_AWS_SIGV4,
 };
 
 struct vault_entry_info {

@@ -38,6 +38,8 @@ static const char vault_usage[] =
 	"                         and scope client_auth allow_addresses if needed\n"
 	"                       github-app: app_id installation_id private_key (PEM), and\n"
 	"                         api_url (https://api.github.com) allow_addresses if needed\n"
+	"                       aws-sigv4: access_key_id secret_access_key, and\n"
+	"                         session_token if needed (the broker signs with it)\n"
 	"                       (URLs https only; client_auth \"basic\" or \"body\")\n"
 	"  list                 names, sizes, update times and kinds (never values); for an\n"
 	"                       OAuth 2 entry, its token as the broker last said (VAULT.state)\n"
@@ -262,7 +264,8 @@ static int do_list(struct vault *v, const char *vault_path)
 			snprintf(when, sizeof(when), "?");
 		printf("%-32s %6zu bytes  updated %s  %s\n", e.name, e.size, when,
 		       cred_kind_name(e.kind));
-		if (e.kind != VAULT_KIND_STATIC && json_is_object(state))
+		if (e.kind != VAULT_KIND_STATIC && e.kind != VAULT_KIND_AWS_SIGV4 &&
+		    json_is_object(state))
 			token_state(state, e.name);
 	}
 	json_decref(state);
@@ -406,7 +409,7 @@ int cmd_vault(int argc, char **argv)
 		case 'i':
 			if ((o.kind = cred_kind_of(optarg)) < 0)
 				return fail("--kind is static, oauth2-refresh, "
-					    "oauth2-client-credentials or github-app");
+					    "oauth2-client-credentials, github-app or aws-sigv4");
 			break;
 		case 'h':
 			fputs(vault_usage, stdout);

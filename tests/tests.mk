@@ -38,7 +38,7 @@ FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -lja
 FUZZ_DEPS_fuzz_policy := broker/policy.c broker/policy_load.c broker/hostname.c broker/reqpath.c \
                          lib/json_where.c lib/json_strict.c lib/io.c
 FUZZ_LIBS_fuzz_policy := -ljansson
-FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/hostname.c broker/reqpath.c \
+FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/rules_kinds.c broker/hostname.c broker/reqpath.c \
                         broker/policy.c broker/policy_load.c broker/decide.c lib/json_where.c \
                         lib/json_strict.c lib/errbuf.c lib/relpath.c lib/io.c
 FUZZ_LIBS_fuzz_scope := -ljansson -lcrypto
@@ -86,7 +86,7 @@ SAN_BUILD  ?= build-san
 SAN_SUITES ?= unit/ e2e/test_broker_proxy e2e/test_broker_harden e2e/test_broker_session e2e/test_broker_scale \
               e2e/test_broker_resume e2e/test_broker_h2 e2e/test_broker_grpc e2e/test_approvals e2e/test_policy \
               e2e/test_broker_strict e2e/test_broker_audit e2e/test_scrub_oracle e2e/test_scrub_forms \
-              e2e/test_vault e2e/test_vault_rotate e2e/test_broker_oauth e2e/test_broker_github_app e2e/test_vsock e2e/test_vhost_user e2e/test_serve e2e/test_broker_stream_scale e2e/test_broker_stream_epoll
+              e2e/test_vault e2e/test_vault_rotate e2e/test_broker_oauth e2e/test_broker_github_app e2e/test_broker_aws e2e/test_vsock e2e/test_vhost_user e2e/test_serve e2e/test_broker_stream_scale e2e/test_broker_stream_epoll
 test-san:
 	$(MAKE) BUILD=$(SAN_BUILD) SAN=address,undefined test-programs
 	@BUILD=$(SAN_BUILD) sh tests/run.sh $(SAN_SUITES)

@@ -135,6 +135,45 @@ else
 	skip "an OAuth 2 entry in a session" "python3-oauthlib is not installed (make deps)"
 fi
 
+# An aws-sigv4 entry: the guest sends what an SDK with placeholder keys sends; the broker signs
+# with the real key, which a server checks with botocore's signer (tests/tools/aws_server.py);
+# the server's echo of the key is scrubbed, and the key is nowhere in the guest, its RAM included.
+if debian_python boto3; then
+	ASECRET='wJalrXUtnSESSION/K7MDENG+bPxRfi9902'
+	printf '{"AKIASESSIONKEY77TEST": ["%s", null]}' "$ASECRET" > "$TMP/keys.json"
+	"$PY" "$(dirname "$0")/../tools/aws_server.py" "$TMP/up.pem" "$TMP/up.key" "$TMP/aws.log" \
+		"$TMP/keys.json" > "$TMP/aws.port" 2> "$TMP/aws.err" &
+	APID=$!
+	APORT=$(wait_port "$TMP/aws.port")
+	printf '{"access_key_id": "AKIASESSIONKEY77TEST", "secret_access_key": "%s"}' "$ASECRET" |
+		"$BULKHEAD" vault put s3 --kind aws-sigv4 --vault "$TMP/vault" > /dev/null 2>&1
+	cat > "$TMP/ascope.json" << ASCOPE
+{ "secrets": [ { "name": "s3", "inject": { "aws_sigv4": { "service": "s3", "region": "us-east-1" } },
+    "s3": [ "agent-data/runs/" ],
+    "destinations": [ { "scheme": "https", "host": "localhost", "port": $APORT,
+                        "allow_addresses": ["127.0.0.1"] } ] } ] }
+ASCOPE
+	run_capture run --engine qemu --ram-file "$TMP/aws.ram" --scope "$TMP/ascope.json" \
+		--vault "$TMP/vault" --ca-file "$TMP/ca.pem" -e AWS_ACCESS_KEY_ID=AKIAPLACEHOLDER00000 \
+		-e AWS_SECRET_ACCESS_KEY=placeholder -- sh -c "
+		wget -q -O - --header 'X-Amz-Content-SHA256: UNSIGNED-PAYLOAD' --header \
+		'Authorization: AWS4-HMAC-SHA256 Credential=AKIAPLACEHOLDER00000/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00' \
+		http://localhost:$APORT/agent-data/runs/tattle; echo; env; true"
+	kill $APID 2> /dev/null
+	grep -q 'keys: \[bulkhead:redacted\]' "$TMP/out" &&
+		grep -q '^ok GET /agent-data/runs/tattle s3 us-east-1$' "$TMP/aws.log" &&
+		ok "a guest's S3 request is signed by the broker with the real key (its echo scrubbed)" ||
+		not_ok "a guest's S3 request is signed by the broker" "$(head -c 600 "$TMP/out")" "$(cat "$TMP/aws.log" "$TMP/err")"
+	if [ -s "$TMP/aws.ram" ] && grep -qaF "agent-data/runs/tattle" "$TMP/aws.ram" &&
+		grep -q AKIAPLACEHOLDER00000 "$TMP/out" && ! grep -qaF "$ASECRET" "$TMP/out" "$TMP/err" "$TMP/aws.ram"; then
+		ok "the guest holds only placeholder keys: no secret key in its output, environment or RAM"
+	else
+		not_ok "no AWS secret key in the guest" "ram:$(stat -c %s "$TMP/aws.ram" 2> /dev/null)"
+	fi
+else
+	skip "an aws-sigv4 entry in a session" "python3-boto3 is not installed (make deps)"
+fi
+
 # No scope: the guest reaches nothing at all.
 run_capture run -- wget -q -T 5 -O - "http://localhost:$PORT/v1/items"
 if [ "$rc" != 0 ] && [ ! -s "$TMP/out" ]; then

@@ -1,0 +1,164 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# lane: host
+# tests/e2e/test_broker_aws.sh: aws-sigv4 vault entries (broker/aws_sigv4.h, aws_s3.h), host
+# only: Debian's python3-boto3 with placeholder keys calls S3 and Lambda through a shared
+# broker, which signs each request with the real key; a local server checks every signature
+# with botocore's own signer (tests/tools/aws_server.py). Put, get, list and delete within the
+# rule's bucket prefix; refused outside it (another prefix, another bucket, a copy source,
+# a bucket's policy), for another region, as a presigned URL, as chunk-signed streaming; a
+# Lambda call whose body the broker hashes; the guest's clock ignored; a key rotated in the
+# vault taken by the next request; the secret key never in what the client received, the
+# broker's words, its records.
+. "$(dirname "$0")/lib.sh"
+
+BROKER=$BIN/bulkhead-broker
+CLIENT=$BUILD/tests/proxy-client
+TOOLS=$(dirname "$0")/../tools
+require "aws-sigv4 entries" "$BROKER" "$CLIENT" openssl
+if ! debian_python boto3; then
+	skip "aws-sigv4 entries" "python3-boto3 is not installed (make deps)"
+	plan_done
+	exit 0
+fi
+# Debian's boto3 when there is another first on PATH: the SDK this suite is about.
+/usr/bin/python3 -c 'import boto3' 2> /dev/null && PY=/usr/bin/python3
+D=$TMP
+unset https_proxy HTTPS_PROXY http_proxy HTTP_PROXY ALL_PROXY all_proxy no_proxy NO_PROXY
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE
+export AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+if ! test_pki; then
+	not_ok "test PKI made with openssl"
+	plan_done
+	exit 1
+fi
+AKID=AKIAREALKEY7Q2X9TEST SECRET='wJalrXUtnREAL/K7MDENG+bPxSECRET4471x'
+TOKEN='IQoJb3JpZ2luX2VjREALTOKEN/5521+session'
+printf '{"%s": ["%s", null]}' "$AKID" "$SECRET" > "$D/keys.json"
+"$PY" "$TOOLS/aws_server.py" "$D/up.pem" "$D/up.key" "$D/aws.log" "$D/keys.json" \
+	> "$D/aws.port" 2> "$D/aws.err" &
+pids="$pids $!"
+PORT=$(wait_port "$D/aws.port")
+
+export XDG_CONFIG_HOME="$D/cfg"
+V="$XDG_CONFIG_HOME/bulkhead/vault"
+"$BULKHEAD" vault init > /dev/null 2>&1
+printf '{"access_key_id": "%s", "secret_access_key": "%s"}' "$AKID" "$SECRET" |
+	"$BULKHEAD" vault put AWS --kind aws-sigv4 > "$D/put.out" 2> "$D/put.err"
+printf '{"access_key_id": "%s", "secret_access_key": "%s"}' "$AKID" "$SECRET" |
+	"$BULKHEAD" vault put LAMBDA --kind aws-sigv4 > /dev/null 2>&1
+grep -q 'aws-sigv4' "$D/put.out" && ok "vault put --kind aws-sigv4 checks and stores the key" ||
+	not_ok "vault put --kind aws-sigv4" "$(cat "$D/put.out" "$D/put.err")"
+printf '{"access_key_id": "%s", "secret_access_key": "%s", "region": "x"}' "$AKID" "$SECRET" |
+	"$BULKHEAD" vault put BAD --kind aws-sigv4 > /dev/null 2> "$D/put.err"
+grep -q 'unknown key "region"' "$D/put.err" && ! grep -qF "$SECRET" "$D/put.err" &&
+	ok "a document with an unknown key is refused, quoting nothing of it" ||
+	not_ok "an unknown key in an aws-sigv4 document is refused" "$(cat "$D/put.err")"
+
+dest() { # HOST [PATH_PREFIX]
+	printf '{ "scheme": "https", "host": "%s", "port": %s, %s"allow_addresses": ["127.0.0.1"] }' \
+		"$1" "$PORT" "${2:+\"path_prefix\": \"$2\", }"
+}
+cat > "$D/scope.json" << EOF2
+{ "secrets": [
+    { "name": "AWS", "inject": { "aws_sigv4": { "service": "s3", "region": "us-east-1" } },
+      "s3": [ "agent-data/runs/" ], "destinations": [ $(dest localhost) ] },
+    { "name": "LAMBDA", "inject": { "aws_sigv4": { "service": "lambda", "region": "us-east-1" } },
+      "destinations": [ $(dest 127.0.0.1 /2015-03-31/functions/agent-fn/) ] } ] }
+EOF2
+mkdir -m 700 "$D/audit"
+"$BROKER" --control "$D/ctl.sock" --vault "$V" --ca-file "$D/ca.pem" --audit-dir "$D/audit" \
+	2> "$D/broker.log" &
+bpid=$!
+pids="$pids $bpid"
+wait_socket "$D/ctl.sock" 5
+broker_register "$D/ctl.sock" a "$D/scope.json" "$D/a.sock" "$D"
+"$PY" "$TOOLS/tcp_relay.py" "$D/a.sock" > "$D/relay.port" 2> "$D/relay.err" &
+pids="$pids $!"
+RPORT=$(wait_port "$D/relay.port")
+printf 'GET /.well-known/bulkhead/ca.pem HTTP/1.1\r\nConnection: close\r\n\r\n' |
+	"$CLIENT" raw "$D/a.sock" |
+	sed -n '/^-----BEGIN CERTIFICATE-----/,/^-----END CERTIFICATE-----/p' > "$D/session-ca.pem"
+aws() { # CASE [ENDPOINT]
+	timeout 120 "$PY" "$TOOLS/aws_client.py" "http://127.0.0.1:$RPORT" "$D/session-ca.pem" \
+		"${2:-https://localhost:$PORT}" "$1" 2>> "$D/client.err" | tee -a "$D/seen"
+}
+aws s3 > "$D/s3.out"
+line() { grep "^[a-z]* $1 " "$D/s3.out" || grep "^[a-z]* $1\$" "$D/s3.out"; }
+check_eq "boto3 puts an object within the prefix, signed by the broker" ok "$(line put | cut -d' ' -f1)"
+check_eq "... and gets it back" "ok get b'hello from the session'" "$(line get)"
+check_eq "... a 256 KiB object both ways (streamed with its length)" "ok get-big True" "$(line get-big)"
+check_eq "... lists the prefix" "ok list ['runs/a.txt', 'runs/big.bin']" "$(line list)"
+check_eq "... deletes" "ok delete 204" "$(line delete)"
+check_eq "the server verified every one with the real key" 6 \
+	"$(grep -v tattle "$D/aws.log" | grep -c '^ok .* s3 us-east-1$')"
+refused() { # STEP WHAT PATTERN
+	l=$(line "$1")
+	case $l in
+	"refused $1 403 "*) echo "$l" | grep -q "$3" && ok "refused by the broker: $2" ||
+		not_ok "refused by the broker, saying why: $2" "$l" ;;
+	*) not_ok "refused by the broker: $2" "$l" ;;
+	esac
+}
+refused put-outside "a key outside the prefix" "agent-data/other/x"
+refused get-other-bucket "another bucket" "billing/runs/a.txt"
+refused list-outside "a listing of another prefix" "listing is of agent-data/other/"
+refused list-all "a listing of the whole bucket" "listing is of agent-data"
+refused copy-from-outside "a copy whose source is outside" "copy source"
+refused bucket-policy "the bucket's policy" "on the bucket itself"
+check_eq "none of those reached the server" 0 \
+	"$(grep -c -e other/ -e billing -e '?policy' -e 'runs/copy' "$D/aws.log")"
+case $(line presigned) in
+"refused presigned 400 "*"presigned URL"*) ok "a presigned URL is refused, saying why" ;;
+*) not_ok "a presigned URL is refused" "$(line presigned)" ;;
+esac
+case $(line tattle) in
+"ok tattle keys: [bulkhead:redacted]"*) ok "a server's echo of the secret key is scrubbed" ;;
+*) not_ok "a server's echo of the secret key is scrubbed" "$(line tattle)" ;;
+esac
+
+aws lambda "https://127.0.0.1:$PORT" > "$D/lambda.out"
+check_eq "boto3 invokes Lambda: the broker hashed the body to sign it" \
+	"ok invoke {\"invoked\": \"agent-fn\", \"payload\": {\"n\": 41}}" "$(cat "$D/lambda.out")"
+grep -q '^ok POST /2015-03-31/functions/agent-fn/invocations lambda us-east-1$' "$D/aws.log" &&
+	ok "... and the server verified it as lambda" || not_ok "the server verified the Lambda call" "$(tail -n 2 "$D/aws.log")"
+case $(aws region) in
+"refused other-region 403 "*"signed for s3 in eu-west-1"*) ok "a request signed for another region is refused" ;;
+*) not_ok "a request signed for another region is refused" "$(tail -n 1 "$D/seen")" ;;
+esac
+
+# Raw requests: what an SDK would not send, and a guest whose clock is wrong.
+raw() { # EXTRA-HEADERS: a GET within the prefix, the answer's status line
+	printf 'GET https://localhost:%s/agent-data/runs/a.txt HTTP/1.1\r\nHost: localhost:%s\r\n%bConnection: close\r\n\r\n' \
+		"$PORT" "$PORT" "$1" | timeout 30 "$CLIENT" raw "$D/a.sock" | tee -a "$D/seen" > "$D/raw.out"
+	head -n 1 "$D/raw.out" | tr -d '\r'
+}
+sig="Authorization: AWS4-HMAC-SHA256 Credential=AKIAPLACEHOLDER00000/20010101/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-date, Signature=00\r\n"
+check_eq "a guest whose clock says 2001: the broker's own date is signed" "HTTP/1.1 200 OK" \
+	"$(raw "${sig}X-Amz-Date: 20010101T000000Z\r\nX-Amz-Content-SHA256: UNSIGNED-PAYLOAD\r\n")"
+st=$(raw "${sig}X-Amz-Content-SHA256: STREAMING-AWS4-HMAC-SHA256-PAYLOAD\r\n")
+[ "$st" = "HTTP/1.1 400 Bad Request" ] && grep -q 'chunks are signed' "$D/raw.out" &&
+	ok "chunk-signed streaming is refused, saying why" || not_ok "chunk-signed streaming is refused" "$st $(tail -n 1 "$D/raw.out")"
+check_eq "a SigV4 Authorization that does not parse is refused" "HTTP/1.1 400 Bad Request" \
+	"$(raw 'Authorization: AWS4-HMAC-SHA256 Credential=x\r\n')"
+check_eq "a placeholder of the key is never replaced" "HTTP/1.1 403 Forbidden" \
+	"$(raw 'X-Leak: BULKHEAD_SECRET_AWS\r\n')"
+
+# Rotation: a new key in the vault signs the next request; the server knows only the new one.
+AKID2=AKIAROTATEDKEY55TEST SECRET2='rotated/SECRET+key-9902-abcdefghij'
+printf '{"%s": ["%s", "%s"]}' "$AKID2" "$SECRET2" "$TOKEN" > "$D/keys.json"
+printf '{"access_key_id": "%s", "secret_access_key": "%s", "session_token": "%s"}' \
+	"$AKID2" "$SECRET2" "$TOKEN" | "$BULKHEAD" vault put AWS --kind aws-sigv4 > /dev/null 2>&1
+check_eq "a key (with a session token) rotated in the vault signs the next request" \
+	"ok get b'hello from the session'" "$(aws get)"
+rec=$(grep -h '"path":"/agent-data/runs/a.txt"' "$D"/audit/* | tail -n 1)
+echo "$rec" | grep -q '"credentials":\[{"name":"AWS","kind":"aws-sigv4"}\]' &&
+	ok "the audit record names the key and its kind" || not_ok "the audit record names the kind" "$rec"
+
+leaks=0
+for v in "$SECRET" "$SECRET2" "$TOKEN"; do
+	grep -qF "$v" "$D/seen" "$D/client.err" "$D/broker.log" "$D"/audit/* && leaks=$((leaks + 1))
+done
+check_eq "no secret key or token in what the client received, the broker's words or records" 0 "$leaks"
+kill -0 "$bpid" 2> /dev/null && ok "the broker serves on" || not_ok "the broker is alive"
+plan_done

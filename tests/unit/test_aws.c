@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tests/unit/test_aws.c: Signature Version 4 as the broker signs (broker/aws_sigv4.h), against
+ * the example AWS publishes in its "Signature Version 4 signing process" (IAM ListUsers, whose
+ * signature is given there), the head it rewrites, and what it refuses; an S3 request's bucket
+ * and key against a rule's "s3" list (broker/aws_s3.h); the rules that say so. The signer is
+ * also checked against botocore's own, request by request, in tests/e2e/test_broker_aws.sh. */
+#include "broker/aws_s3.h"
+#include "broker/aws_sigv4.h"
+#include "broker/rules.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define AWS_EXAMPLE_TIME 1440938160 /* 20150830T123600Z */
+
+static char *sign(const char *head, const struct aws_key *k, const char *service)
+{
+	struct secbuf o = { 0 };
+
+	if (aws_sigv4_sign(head, strlen(head), k, "us-east-1", service, AWS_EMPTY_SHA256,
+			   AWS_EXAMPLE_TIME, &o))
+		return NULL;
+	secbuf_add(&o, "", 1);
+	return o.b;
+}
+
+static void test_published_example(void **state)
+{
+	const struct aws_key k = { "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+				   NULL };
+	/* The guest's own signature, date and token are dropped, whatever their case. */
+	char *out = sign("GET /?Action=ListUsers&Version=2010-05-08 HTTP/1.1\r\n"
+			 "Host: iam.amazonaws.com\r\n"
+			 "Content-Type: application/x-www-form-urlencoded; charset=utf-8\r\n"
+			 "authorization: AWS4-HMAC-SHA256 Credential=PLACEHOLDER/x\r\n"
+			 "X-AMZ-DATE: 20010101T000000Z\r\nx-amz-security-token: fake\r\n"
+			 "User-Agent: sdk\r\n\r\n",
+			 &k, "iam");
+
+	(void)state;
+	assert_non_null(out);
+	assert_non_null(strstr(out,
+			       "\r\nAuthorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/"
+			       "20150830/us-east-1/iam/aws4_request, SignedHeaders=content-type;"
+			       "host;x-amz-date, Signature=5d672d79c15b13162d9279b0855cfba6789a"
+			       "8edb4c82c400e06b5924a6f2b5d7\r\n\r\n"));
+	assert_non_null(strstr(out, "\r\nX-Amz-Date: 20150830T123600Z\r\n"));
+	assert_null(strstr(out, "PLACEHOLDER"));
+	assert_null(strstr(out, "20010101"));
+	assert_null(strstr(out, "fake"));
+	assert_non_null(strstr(out, "\r\nUser-Agent: sdk\r\n")); /* kept, not signed */
+	free(out);
+}
+
+static void test_head_shapes(void **state)
+{
+	const struct aws_key k = { "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+				   "TOKEN/with+chars" };
+	char *a, *b, *c;
+
+	(void)state;
+	/* A query in another order, spelt otherwise, signs the same; a head held for its body
+	 * (no blank line yet) gets none. */
+	a = sign(
+		"GET /?Version=2010-05-08&Action=ListUsers HTTP/1.1\r\nHost: iam.amazonaws.com\r\n",
+		&k, "iam");
+	b = sign("GET /?Action=List%55sers&Version=2010-05-08 HTTP/1.1\r\nHost: "
+		 "iam.amazonaws.com\r\n",
+		 &k, "iam");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_string_equal(strstr(a, "Signature="), strstr(b, "Signature="));
+	assert_null(strstr(a, "\r\n\r\n"));
+	assert_non_null(strstr(a, "X-Amz-Security-Token: TOKEN/with+chars\r\n"));
+	assert_non_null(strstr(a, "SignedHeaders=host;x-amz-date;x-amz-security-token,"));
+	/* The path is encoded once more for services but s3. */
+	c = sign("GET /a%20b HTTP/1.1\r\nHost: h\r\n", &k, "s3");
+	free(a);
+	a = sign("GET /a%20b HTTP/1.1\r\nHost: h\r\n", &k, "lambda");
+	assert_non_null(c);
+	assert_non_null(a);
+	assert_string_not_equal(strstr(a, "Signature="), strstr(c, "Signature="));
+	free(a);
+	free(b);
+	free(c);
+	/* Heads that do not parse. */
+	assert_null(sign("GET\r\nHost: h\r\n", &k, "s3"));
+	assert_null(sign("GET / HTTP/1.1\r\nno colon here\r\n", &k, "s3"));
+	assert_null(sign("GET relative HTTP/1.1\r\nHost: h\r\n", &k, "s3"));
+	assert_null(sign("", &k, "s3"));
+}
+
+static void test_scope_and_payload(void **state)
+{
+	char region[AWS_NAME_MAX + 1], service[AWS_NAME_MAX + 1];
+	const char *why = NULL;
+#define SCOPE(s)   aws_sigv4_scope_of(s, strlen(s), region, service)
+#define PAYLOAD(s) aws_sigv4_payload_ok(s, strlen(s), &why)
+
+	(void)state;
+	assert_int_equal(SCOPE("AWS4-HMAC-SHA256 Credential=AK/20260101/eu-west-1/s3/aws4_request, "
+			       "SignedHeaders=host, Signature=00"),
+			 1);
+	assert_string_equal(region, "eu-west-1");
+	assert_string_equal(service, "s3");
+	assert_int_equal(SCOPE("Bearer abc"), 0);
+	assert_int_equal(SCOPE("AWS4-HMAC-SHA256 Signature=00"), -1);
+	assert_int_equal(SCOPE("AWS4-HMAC-SHA256 Credential=AK/20260101/eu-west-1/s3"), -1);
+	assert_int_equal(SCOPE("AWS4-HMAC-SHA256 Credential=AK/d//s3/aws4_request"), -1);
+	assert_int_equal(PAYLOAD(AWS_EMPTY_SHA256), 0);
+	assert_int_equal(PAYLOAD("UNSIGNED-PAYLOAD"), 0);
+	assert_int_equal(PAYLOAD("STREAMING-UNSIGNED-PAYLOAD-TRAILER"), 0);
+	assert_int_equal(PAYLOAD("STREAMING-AWS4-HMAC-SHA256-PAYLOAD"), -1);
+	assert_non_null(strstr(why, "chunks are signed"));
+	assert_int_equal(PAYLOAD("STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"), -1);
+	assert_int_equal(PAYLOAD("zz"), -1);
+	assert_int_equal(
+		PAYLOAD("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b85g"), -1);
+#undef SCOPE
+#undef PAYLOAD
+}
+
+static const char *rules_json =
+	"{\"secrets\":[{\"name\":\"AWS\",\"inject\":{\"aws_sigv4\":{\"service\":\"s3\","
+	"\"region\":\"us-east-1\"}},\"s3\":[\"agent-data/runs/\",\"shared/\"],"
+	"\"destinations\":[{\"scheme\":\"https\",\"host\":\"s3.us-east-1.amazonaws.com\"}]}]}";
+
+static int s3(const struct rules *r, const char *method, const char *host, const char *path,
+	      const char *query, const char *copy)
+{
+	char why[400];
+
+	return aws_s3_allowed(&r->secrets[0], method, host, path, query, strlen(query), copy,
+			      copy ? strlen(copy) : 0, why, sizeof(why));
+}
+
+static void test_s3_paths(void **state)
+{
+	const char *h = "s3.us-east-1.amazonaws.com";
+	struct rules r;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(rules_load_json(&r, rules_json, err, sizeof(err)), 0);
+	assert_int_equal(r.secrets[0].kind, RULES_INJECT_AWS_SIGV4);
+	assert_string_equal(r.secrets[0].aws_service, "s3");
+	/* Objects: path-style and virtual-hosted, keys decoded before the prefix is compared. */
+	assert_int_equal(s3(&r, "PUT", h, "/agent-data/runs/a.txt", "", NULL), 0);
+	assert_int_equal(
+		s3(&r, "GET", "agent-data.s3.us-east-1.amazonaws.com", "/runs/a", "", NULL), 0);
+	assert_int_equal(s3(&r, "GET", h, "/agent-data/%72uns/a", "", NULL), 0);
+	assert_int_equal(s3(&r, "GET", h, "/agent-data/other/a", "", NULL), -1);
+	assert_int_equal(s3(&r, "GET", h, "/agent-data/run", "", NULL), -1);
+	assert_int_equal(s3(&r, "GET", "billing.s3.amazonaws.com", "/agent-data/runs/a", "", NULL),
+			 -1);
+	assert_int_equal(s3(&r, "GET", h, "/billing/runs/a", "", NULL), -1);
+	assert_int_equal(s3(&r, "GET", h, "/agent-data/runs/%00", "", NULL), -1);
+	assert_int_equal(s3(&r, "GET", h, "/agent-data/runs/%zz", "", NULL), -1);
+	assert_int_equal(s3(&r, "GET", h, "/shared/anything", "", NULL), 0);
+	/* Object sub-resources: multipart and tags yes, ACLs no. */
+	assert_int_equal(s3(&r, "POST", h, "/agent-data/runs/a", "uploads", NULL), 0);
+	assert_int_equal(s3(&r, "PUT", h, "/agent-data/runs/a", "partNumber=1&uploadId=x", NULL),
+			 0);
+	assert_int_equal(s3(&r, "PUT", h, "/agent-data/runs/a", "acl", NULL), -1);
+	/* The bucket: HEAD, and listings within a prefix; nothing else. */
+	assert_int_equal(s3(&r, "HEAD", h, "/agent-data", "", NULL), 0);
+	assert_int_equal(s3(&r, "HEAD", h, "/billing", "", NULL), -1);
+	assert_int_equal(s3(&r, "GET", h, "/agent-data", "list-type=2&prefix=runs%2Fx", NULL), 0);
+	assert_int_equal(s3(&r, "GET", h, "/agent-data", "list-type=2&prefix=other", NULL), -1);
+	assert_int_equal(s3(&r, "GET", h, "/agent-data", "list-type=2", NULL), -1);
+	assert_int_equal(s3(&r, "GET", h, "/shared", "list-type=2", NULL), 0);
+	assert_int_equal(s3(&r, "GET", h, "/agent-data", "policy", NULL), -1);
+	assert_int_equal(s3(&r, "POST", h, "/agent-data", "delete", NULL), -1);
+	assert_int_equal(s3(&r, "DELETE", h, "/shared", "", NULL), -1);
+	/* A copy's source is read: it must be within the list too. */
+	assert_int_equal(s3(&r, "PUT", h, "/agent-data/runs/b", "", "/shared/x?versionId=1"), 0);
+	assert_int_equal(s3(&r, "PUT", h, "/agent-data/runs/b", "", "agent-data/runs/a"), 0);
+	assert_int_equal(s3(&r, "PUT", h, "/agent-data/runs/b", "", "/billing/x"), -1);
+	assert_int_equal(s3(&r, "PUT", h, "/agent-data/runs/b", "", "nobucket"), -1);
+	rules_free(&r);
+}
+
+static void test_rules_refused(void **state)
+{
+	static const char *const bad[] = {
+		/* s3 without its buckets; buckets for another service; a bucket S3 would not
+		 * take; a service or region that is no name; aws_sigv4 with another form. */
+		"{\"secrets\":[{\"name\":\"A\",\"inject\":{\"aws_sigv4\":{\"service\":\"s3\","
+		"\"region\":\"us-east-1\"}},\"destinations\":[{\"host\":\"h\"}]}]}",
+		"{\"secrets\":[{\"name\":\"A\",\"inject\":{\"aws_sigv4\":{\"service\":\"lambda\","
+		"\"region\":\"us-east-1\"}},\"s3\":[\"b12/"
+		"\"],\"destinations\":[{\"host\":\"h\"}]}]}",
+		"{\"secrets\":[{\"name\":\"A\",\"inject\":{\"aws_sigv4\":{\"service\":\"s3\","
+		"\"region\":\"us-east-1\"}},\"s3\":[\"Bad_Bucket/"
+		"\"],\"destinations\":[{\"host\":\"h\"}]}]}",
+		"{\"secrets\":[{\"name\":\"A\",\"inject\":{\"aws_sigv4\":{\"service\":\"S3\","
+		"\"region\":\"us-east-1\"}},\"s3\":[\"b12/"
+		"\"],\"destinations\":[{\"host\":\"h\"}]}]}",
+		"{\"secrets\":[{\"name\":\"A\",\"inject\":{\"aws_sigv4\":{\"service\":\"lambda\"}},"
+		"\"destinations\":[{\"host\":\"h\"}]}]}",
+		"{\"secrets\":[{\"name\":\"A\",\"inject\":{\"aws_sigv4\":{\"service\":\"lambda\","
+		"\"region\":\"r\"},\"header\":\"X\"},\"destinations\":[{\"host\":\"h\"}]}]}",
+		"{\"secrets\":[{\"name\":\"A\",\"inject\":{\"aws_sigv4\":{\"service\":\"lambda\","
+		"\"region\":\"r\",\"x\":1}},\"destinations\":[{\"host\":\"h\"}]}]}",
+		"{\"secrets\":[{\"name\":\"A\",\"inject\":{\"aws_sigv4\":{\"service\":\"lambda\","
+		"\"region\":\"r\"}},\"oauth_scope\":\"read\",\"destinations\":[{\"host\":\"h\"}]}]"
+		"}",
+	};
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct rules r;
+
+		err[0] = 0;
+		assert_int_equal(rules_load_json(&r, bad[i], err, sizeof(err)), -1);
+		assert_true(err[0]);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_published_example), cmocka_unit_test(test_head_shapes),
+		cmocka_unit_test(test_scope_and_payload), cmocka_unit_test(test_s3_paths),
+		cmocka_unit_test(test_rules_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
