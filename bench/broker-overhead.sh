@@ -12,7 +12,7 @@
 # their ratio, the relay's throughput and the broker's against it, and the broker's CPU per
 # request; then the goals of issue 19, measured vs goal.
 # Usage: DURATION=1 CONNS="1 8 64 512" MODES="plain connect" KEEPALIVE="1 0" ROUNDS=3 \
-#        SOURCE=file|vault|oauth bench/broker-overhead.sh
+#        SOURCE=file|vault|oauth|aws bench/broker-overhead.sh
 # (DURATION: seconds each run measures, or N: requests per run instead; WARMUP: unmeasured
 # requests per connection first (default: about 200 per run with keep-alive, at least 1 per
 # connection; about 20 per run without);
@@ -123,6 +123,18 @@ elif [ "$SOURCE" = oauth ]; then
 		XDG_CONFIG_HOME="$tmp/cfg" "$BUILD/bin/bulkhead" vault put TOK --kind oauth2-refresh ||
 		fail "bulkhead vault put --kind oauth2-refresh failed"
 	source_opt="--vault $tmp/cfg/bulkhead/vault"
+elif [ "$SOURCE" = aws ]; then
+	# SOURCE=aws: an aws-sigv4 entry: no value goes in, each request is signed instead (the
+	# Signature V4 HMAC chain over its head); the echo shows the broker's Authorization.
+	XDG_CONFIG_HOME="$tmp/cfg" "$BUILD/bin/bulkhead" vault init > /dev/null ||
+		fail "bulkhead vault init failed"
+	printf '{"access_key_id": "AKIABENCHKEY00000000", "secret_access_key": "%s"}' "$SECRET" |
+		XDG_CONFIG_HOME="$tmp/cfg" "$BUILD/bin/bulkhead" vault put TOK --kind aws-sigv4 ||
+		fail "bulkhead vault put --kind aws-sigv4 failed"
+	source_opt="--vault $tmp/cfg/bulkhead/vault"
+	sed -e 's|"header": "Authorization", "value": "Bearer {}"|"aws_sigv4": { "service": "s3", "region": "us-east-1" }|' \
+		-e 's|"destinations"|"s3": [ "bench/" ], "destinations"|' "$tmp/rules.json" > "$tmp/rules.aws"
+	mv "$tmp/rules.aws" "$tmp/rules.json"
 fi
 
 # One broker per event loop, all up at once, so every round measures each beside the same
@@ -147,6 +159,7 @@ done
 # The upstream echoes the request head it got, so the broker's body carries the injected header,
 # scrubbed: every measured response proves injection and scrubbing happened.
 EXPECT="Authorization: Bearer [bulkhead:redacted]"
+[ "${SOURCE:-file}" != aws ] || EXPECT="Authorization: AWS4-HMAC-SHA256 Credential=AKIABENCHKEY00000000/"
 direct() { "$LOAD" --direct "https://127.0.0.1:$PORT/bench/x" --ca-file "$tmp/ca.pem" "$@"; }
 via() { # LOOP MODE http-load-options...
 	_l=$1 _m=$2

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* broker/token_cache.c: obtained access tokens (token_cache.h). One lock guards the table;
  * a refresh runs without it, marked busy, and wakes the requests waiting on it. */
-#include "broker/token_cache.h"
+#include "broker/token_cache_internal.h"
 
 #include "broker/cred.h"
 #include "broker/github_app.h"
-#include "broker/token_http.h"
 #include "lib/mono.h"
 
 #include <errno.h>
@@ -22,35 +21,11 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
-struct tok {
-	char name[VAULT_NAME_MAX + 1]; /* "": a free slot */
-	char *scope;		       /* the rule's, or NULL */
-	const void *owner;	       /* a session's own token (github-app), or NULL: shared */
-	enum vault_kind kind;
-	uint8_t *doc; /* the document in use (with a rotated refresh token) */
-	size_t doc_len;
-	uint8_t vault_sum[SHA256_DIGEST_LENGTH]; /* of the vault's document it follows */
-	char *access;
-	size_t alen;
-	int64_t refresh_at_ms, expires_ms; /* monotonic; INT64_MAX: never */
-	int64_t expires_wall, last_refresh_wall, last_try_ms, next_try_ms, got_ms;
-	bool busy, from_401, drop_401, refused;
-	unsigned fails;
-	char id[24];
-	char last_error[256];
-};
-
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t done;
-	struct token_cache_cfg cfg;
-	struct tok t[TOKEN_CACHE_MAX];
-	size_t n;
-} tc = { .lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER };
+struct tcache tcache = { .lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER };
 
 void token_cache_init(const struct token_cache_cfg *cfg)
 {
-	tc.cfg = *cfg;
+	tcache.cfg = *cfg;
 }
 
 static bool same_scope(const char *a, const char *b)
@@ -60,20 +35,20 @@ static bool same_scope(const char *a, const char *b)
 
 static struct tok *find(const char *name, const char *scope, const void *owner)
 {
-	for (size_t i = 0; i < tc.n; i++)
-		if (!strcmp(tc.t[i].name, name) && same_scope(tc.t[i].scope, scope) &&
-		    tc.t[i].owner == owner)
-			return &tc.t[i];
+	for (size_t i = 0; i < tcache.n; i++)
+		if (!strcmp(tcache.t[i].name, name) && same_scope(tcache.t[i].scope, scope) &&
+		    tcache.t[i].owner == owner)
+			return &tcache.t[i];
 	return NULL;
 }
 
 /* A slot for a new token: a free one, or one more. NULL when the table is full. */
 static struct tok *slot(void)
 {
-	for (size_t i = 0; i < tc.n; i++)
-		if (!tc.t[i].name[0])
-			return &tc.t[i];
-	return tc.n < TOKEN_CACHE_MAX ? &tc.t[tc.n++] : NULL;
+	for (size_t i = 0; i < tcache.n; i++)
+		if (!tcache.t[i].name[0])
+			return &tcache.t[i];
+	return tcache.n < TOKEN_CACHE_MAX ? &tcache.t[tcache.n++] : NULL;
 }
 
 /* Whether T, or for a refresh token any token of its entry, is being refreshed: one refresh
@@ -81,13 +56,13 @@ static struct tok *slot(void)
  * refresh one at a time. Lock held. */
 static bool busy(const struct tok *t)
 {
-	for (size_t i = 0; t->kind == VAULT_KIND_OAUTH2_REFRESH && i < tc.n; i++)
-		if (tc.t[i].busy && !strcmp(tc.t[i].name, t->name))
+	for (size_t i = 0; t->kind == VAULT_KIND_OAUTH2_REFRESH && i < tcache.n; i++)
+		if (tcache.t[i].busy && !strcmp(tcache.t[i].name, t->name))
 			return true;
 	return t->busy;
 }
 
-static void wipe_free(void *p, size_t n)
+void tcache_wipe_free(void *p, size_t n)
 {
 	if (p)
 		OPENSSL_cleanse(p, n);
@@ -96,14 +71,14 @@ static void wipe_free(void *p, size_t n)
 
 /* A value replaced is scrubbed a while after it ends: a server's clock, or an endpoint's grace
  * for a rotated refresh token, may let it work a little longer. */
-static int64_t after_grace(int64_t end_ms)
+int64_t tcache_after_grace(int64_t end_ms)
 {
 	return end_ms > INT64_MAX - TOKEN_GRACE_MS ? INT64_MAX : end_ms + TOKEN_GRACE_MS;
 }
 
-static void drop_token(struct tok *t)
+void tcache_drop_token(struct tok *t)
 {
-	wipe_free(t->access, t->alen);
+	tcache_wipe_free(t->access, t->alen);
 	t->access = NULL;
 	t->alen = 0;
 	t->id[0] = 0;
@@ -122,10 +97,10 @@ static void scrub_doc_secrets(const char *name, enum vault_kind kind, const uint
 	if (cred_doc_parse(kind, doc, len, &d, err, sizeof(err)))
 		return;
 	if (d.client_secret)
-		vault_live_retire(tc.cfg.vault, name, (const uint8_t *)d.client_secret,
+		vault_live_retire(tcache.cfg.vault, name, (const uint8_t *)d.client_secret,
 				  strlen(d.client_secret), INT64_MAX);
 	if (d.refresh_token)
-		vault_live_retire(tc.cfg.vault, name, (const uint8_t *)d.refresh_token,
+		vault_live_retire(tcache.cfg.vault, name, (const uint8_t *)d.refresh_token,
 				  strlen(d.refresh_token), INT64_MAX);
 	cred_doc_free(&d);
 }
@@ -139,15 +114,15 @@ static int adopt(struct tok *t, enum vault_kind kind, const uint8_t *doc, size_t
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, doc, len);
-	wipe_free(t->doc, t->doc_len);
+	tcache_wipe_free(t->doc, t->doc_len);
 	t->doc = copy;
 	t->doc_len = len;
 	t->kind = kind;
 	memcpy(t->vault_sum, sum, SHA256_DIGEST_LENGTH);
 	if (t->access)
-		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen,
-				  after_grace(t->expires_ms));
-	drop_token(t);
+		vault_live_retire(tcache.cfg.vault, t->name, (const uint8_t *)t->access, t->alen,
+				  tcache_after_grace(t->expires_ms));
+	tcache_drop_token(t);
 	scrub_doc_secrets(t->name, kind, doc, len);
 	t->fails = 0;
 	t->refused = false;
@@ -162,10 +137,10 @@ static void write_state(void)
 	char tmp[4200];
 	int fd;
 
-	if (!o || !tc.cfg.state_path)
+	if (!o || !tcache.cfg.state_path)
 		goto out;
-	for (size_t i = 0; i < tc.n; i++) {
-		const struct tok *t = &tc.t[i];
+	for (size_t i = 0; i < tcache.n; i++) {
+		const struct tok *t = &tcache.t[i];
 		json_t *e = json_pack(
 			"{s:s, s:s?, s:s?, s:I, s:I, s:s?, s:I}", "kind", cred_kind_name(t->kind),
 			"scope", t->scope, "token_id", t->id[0] ? t->id : NULL, "expires_at",
@@ -181,12 +156,12 @@ static void write_state(void)
 		if (e)
 			json_object_set_new(o, key, e);
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp", tc.cfg.state_path);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", tcache.cfg.state_path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		goto out;
 	if (json_dumpfd(o, fd, JSON_INDENT(1) | JSON_SORT_KEYS) || close(fd) ||
-	    rename(tmp, tc.cfg.state_path))
+	    rename(tmp, tcache.cfg.state_path))
 		unlink(tmp);
 out:
 	json_decref(o);
@@ -198,167 +173,6 @@ void token_cache_id(const uint8_t *tok, size_t n, char id[24])
 
 	SHA256(tok, n, h);
 	snprintf(id, 24, "sha256:%02x%02x%02x%02x%02x%02x", h[0], h[1], h[2], h[3], h[4], h[5]);
-}
-
-/* The form for T's grant: refresh_token or client_credentials, and the scope. */
-static char *grant_form(const struct cred_doc *d, const char *scope)
-{
-	char *rt = NULL, *sc = NULL, *form = NULL;
-	const char *want = scope ? scope : d->scope;
-
-	if (d->kind == VAULT_KIND_OAUTH2_REFRESH &&
-	    !(rt = rules_pct_encode((const uint8_t *)d->refresh_token, strlen(d->refresh_token))))
-		return NULL;
-	if (want && !(sc = rules_pct_encode((const uint8_t *)want, strlen(want))))
-		goto out;
-	if (asprintf(&form, "grant_type=%s%s%s%s%s",
-		     rt ? "refresh_token&refresh_token=" : "client_credentials", rt ? rt : "",
-		     sc ? "&scope=" : "", sc ? sc : "", "") < 0)
-		form = NULL;
-out:
-	if (rt)
-		wipe_free(rt, strlen(rt));
-	free(sc);
-	return form;
-}
-
-/* The refresh itself, without the lock: KIND's document DOC, for SCOPE. 0 with *REPLY; or -1
- * with WHY and *REFUSED (asking again will not help). */
-static int refresh(enum vault_kind kind, const uint8_t *doc, size_t len, const char *scope,
-		   struct token_reply *reply, bool *refused, char *why, size_t whylen)
-{
-	struct cred_doc d;
-	char *form;
-	int rc;
-
-	*refused = false;
-	if (cred_doc_parse(kind, doc, len, &d, why, whylen)) {
-		*refused = true; /* a broken document stays broken until it changes */
-		return -1;
-	}
-	if (kind == VAULT_KIND_GITHUB_APP) {
-		rc = github_app_mint(tc.cfg.tls, tc.cfg.policy, &d, scope, tc.cfg.timeout_ms, reply,
-				     refused, why, whylen);
-		cred_doc_free(&d);
-		return rc;
-	}
-	form = grant_form(&d, scope);
-	if (!form) {
-		snprintf(why, whylen, "out of memory");
-		cred_doc_free(&d);
-		return -1;
-	}
-	rc = token_http_post(tc.cfg.tls, tc.cfg.policy, &d, form, tc.cfg.timeout_ms, reply, refused,
-			     why, whylen);
-	wipe_free(form, strlen(form));
-	cred_doc_free(&d);
-	return rc;
-}
-
-/* The entry's document as this broker rewrote it (a rotated refresh token): every token of the
- * entry (other scopes) takes it as its own, so none sees a change of the entry, drops its
- * token and refreshes in turn (which would rotate again, and so on), nor refreshes with the
- * refresh token the rotation ended. WRITTEN: the vault holds it now. Lock held. */
-static void follow_rotation(const struct tok *from, const uint8_t *nd, size_t nl, bool written)
-{
-	uint8_t sum[SHA256_DIGEST_LENGTH];
-
-	SHA256(nd, nl, sum);
-	for (size_t i = 0; i < tc.n; i++) {
-		struct tok *t = &tc.t[i];
-		uint8_t *copy;
-
-		if (strcmp(t->name, from->name) || t->kind != from->kind)
-			continue;
-		if (written) /* else the vault still holds the document before, which they follow */
-			memcpy(t->vault_sum, sum, sizeof(sum));
-		if (t == from || !(copy = malloc(nl)))
-			continue; /* FROM takes ND below */
-		memcpy(copy, nd, nl);
-		wipe_free(t->doc, t->doc_len);
-		t->doc = copy;
-		t->doc_len = nl;
-	}
-}
-
-/* T's document's refresh token is scrubbed until UNTIL_MS. Lock held. */
-static void retire_doc_rt(const struct tok *t, int64_t until_ms)
-{
-	struct cred_doc d;
-	char err[64];
-
-	if (cred_doc_parse(t->kind, t->doc, t->doc_len, &d, err, sizeof(err)))
-		return;
-	if (d.refresh_token)
-		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)d.refresh_token,
-				  strlen(d.refresh_token), until_ms);
-	cred_doc_free(&d);
-}
-
-/* The endpoint rotated T's refresh token to RT: written back to the vault (the entry's other
- * scopes follow), or kept in memory when that fails. Lock held. */
-static void keep_rotation(struct tok *t, const char *rt)
-{
-	uint8_t *nd = NULL;
-	size_t nl = 0;
-	char err[256];
-
-	if (t->kind != VAULT_KIND_OAUTH2_REFRESH)
-		return;
-	/* The new one is scrubbed; the one it replaced has ended at the endpoint, so it no
-	 * longer needs to be (its place in the list is freed for others). */
-	vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)rt, strlen(rt), INT64_MAX);
-	retire_doc_rt(t, mono_ms());
-	if (cred_doc_with_refresh(t->doc, t->doc_len, rt, &nd, &nl) == 0) {
-		bool written = vault_live_update(tc.cfg.vault, t->name, t->kind, t->doc, t->doc_len,
-						 nd, nl, err, sizeof(err)) == 0;
-
-		follow_rotation(t, nd, nl, written);
-		if (!written)
-			fprintf(stderr,
-				"bulkhead-broker: %s: the rotated refresh token could not be "
-				"written to the vault (%s); it is used from memory\n",
-				t->name, err);
-		wipe_free(t->doc, t->doc_len);
-		t->doc = nd;
-		t->doc_len = nl;
-	}
-}
-
-/* A good answer taken (lock held): the new token, its expiry, a rotated refresh token. */
-static void take(struct tok *t, struct token_reply *r)
-{
-	int64_t now = mono_ms(), life = r->expires_in;
-
-	if (t->access)
-		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen,
-				  after_grace(t->expires_ms));
-	drop_token(t);
-	t->alen = strlen(r->access_token);
-	t->access = r->access_token;
-	r->access_token = NULL;
-	token_cache_id((const uint8_t *)t->access, t->alen, t->id);
-	t->got_ms = now;
-	if (life > 366LL * 86400)
-		life = 366LL * 86400;
-	if (life < 0) {
-		t->expires_ms = t->refresh_at_ms = INT64_MAX; /* until a 401 says otherwise */
-		t->expires_wall = 0;
-	} else {
-		int64_t margin = life / 4 < 60 ? life / 4 : 60;
-
-		t->expires_ms = now + life * 1000;
-		t->refresh_at_ms = now + (life - margin) * 1000;
-		t->expires_wall = (int64_t)time(NULL) + life;
-	}
-	t->last_refresh_wall = (int64_t)time(NULL);
-	t->from_401 = t->drop_401;
-	t->drop_401 = false;
-	t->fails = 0;
-	t->last_error[0] = 0;
-	if (r->refresh_token)
-		keep_rotation(t, r->refresh_token);
-	vault_live_bump(tc.cfg.vault);
 }
 
 static int copy_out(const struct tok *t, uint8_t **val, size_t *len, int64_t *until_ms)
@@ -378,11 +192,11 @@ int token_cache_peek(const char *name, const char *scope, const void *owner, uin
 	const struct tok *t;
 	int rc = -ENOENT;
 
-	pthread_mutex_lock(&tc.lock);
+	pthread_mutex_lock(&tcache.lock);
 	t = find(name, scope, owner);
 	if (t && t->access)
 		rc = copy_out(t, val, len, until_ms);
-	pthread_mutex_unlock(&tc.lock);
+	pthread_mutex_unlock(&tcache.lock);
 	return rc;
 }
 
@@ -391,23 +205,23 @@ int token_cache_get(const char *name, enum vault_kind kind, const uint8_t *doc, 
 		    int64_t *until_ms, char *why, size_t whylen)
 {
 	uint8_t sum[SHA256_DIGEST_LENGTH];
-	int64_t deadline = mono_ms() + tc.cfg.timeout_ms + 1000;
+	int64_t deadline = mono_ms() + tcache.cfg.timeout_ms + 1000;
 	struct tok *t;
 	int rc = -EAGAIN;
 
 	SHA256(doc, doclen, sum);
-	pthread_mutex_lock(&tc.lock);
+	pthread_mutex_lock(&tcache.lock);
 	t = find(name, scope, owner);
 	if (!t) {
 		if (!(t = slot())) {
-			pthread_mutex_unlock(&tc.lock);
+			pthread_mutex_unlock(&tcache.lock);
 			snprintf(why, whylen, "the broker holds %d tokens already",
 				 TOKEN_CACHE_MAX);
 			return -ENOSPC;
 		}
 		memset(t, 0, sizeof(*t));
 		if (scope && !(t->scope = strdup(scope))) {
-			pthread_mutex_unlock(&tc.lock);
+			pthread_mutex_unlock(&tcache.lock);
 			return -ENOMEM;
 		}
 		snprintf(t->name, sizeof(t->name), "%s", name);
@@ -444,7 +258,7 @@ int token_cache_get(const char *name, enum vault_kind kind, const uint8_t *doc, 
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += (deadline - now) / 1000 + 1;
 			if (now >= deadline ||
-			    pthread_cond_timedwait(&tc.done, &tc.lock, &ts) == ETIMEDOUT) {
+			    pthread_cond_timedwait(&tcache.done, &tcache.lock, &ts) == ETIMEDOUT) {
 				snprintf(why, whylen,
 					 "its token is being refreshed and that took too long");
 				break;
@@ -464,23 +278,23 @@ int token_cache_get(const char *name, enum vault_kind kind, const uint8_t *doc, 
 		use = malloc(use_len);
 		if (use)
 			memcpy(use, t->doc, use_len);
-		pthread_mutex_unlock(&tc.lock);
+		pthread_mutex_unlock(&tcache.lock);
 		snprintf(err, sizeof(err), "out of memory");
-		rc = use ? refresh(t->kind, use, use_len, t->scope, &reply, &refused, err,
-				   sizeof(err))
+		rc = use ? token_refresh_ask(t->kind, use, use_len, t->scope, &reply, &refused, err,
+					     sizeof(err))
 			 : -1;
-		wipe_free(use, use_len);
-		pthread_mutex_lock(&tc.lock);
+		tcache_wipe_free(use, use_len);
+		pthread_mutex_lock(&tcache.lock);
 		t->busy = false;
 		if (rc == 0) {
-			take(t, &reply);
+			token_refresh_take(t, &reply);
 		} else {
 			unsigned shift = t->fails < 6 ? t->fails : 6;
 
 			snprintf(t->last_error, sizeof(t->last_error), "%s", err);
 			t->refused = refused;
 			if (reply.refresh_token) /* the rest refused, but the old one has ended */
-				keep_rotation(t, reply.refresh_token);
+				token_refresh_keep_rotation(t, reply.refresh_token);
 			t->fails++;
 			t->next_try_ms = mono_ms() + ((1000LL << shift) < TOKEN_BACKOFF_MAX * 1000
 							      ? (1000LL << shift)
@@ -489,7 +303,7 @@ int token_cache_get(const char *name, enum vault_kind kind, const uint8_t *doc, 
 				t->last_error);
 		}
 		token_reply_free(&reply);
-		pthread_cond_broadcast(&tc.done);
+		pthread_cond_broadcast(&tcache.done);
 		write_state();
 		if (rc == 0) {
 			rc = copy_out(t, val, len, until_ms);
@@ -504,7 +318,7 @@ int token_cache_get(const char *name, enum vault_kind kind, const uint8_t *doc, 
 		}
 		break;
 	}
-	pthread_mutex_unlock(&tc.lock);
+	pthread_mutex_unlock(&tcache.lock);
 	return rc;
 }
 
@@ -513,20 +327,20 @@ void token_cache_unauthorized(const char *name, const char *scope, const void *o
 {
 	struct tok *t;
 
-	pthread_mutex_lock(&tc.lock);
+	pthread_mutex_lock(&tcache.lock);
 	t = find(name, scope, owner);
 	/* A token got after a 401 is dropped by another only once it is a minute old. */
 	if (t && t->access && !t->busy && (!t->from_401 || mono_ms() - t->got_ms > 60000) &&
 	    t->alen == len && !CRYPTO_memcmp(t->access, val, len)) {
 		/* refused by the API: nothing to protect any more */
-		vault_live_retire(tc.cfg.vault, t->name, (const uint8_t *)t->access, t->alen,
+		vault_live_retire(tcache.cfg.vault, t->name, (const uint8_t *)t->access, t->alen,
 				  mono_ms());
-		drop_token(t);
+		tcache_drop_token(t);
 		t->drop_401 = true; /* the next token is not dropped by a 401 again */
 		t->last_try_ms = 0;
 		write_state();
 	}
-	pthread_mutex_unlock(&tc.lock);
+	pthread_mutex_unlock(&tcache.lock);
 }
 
 int token_cache_info(const char *name, const char *scope, const void *owner, char id[24],
@@ -535,14 +349,14 @@ int token_cache_info(const char *name, const char *scope, const void *owner, cha
 	const struct tok *t;
 	int rc = -ENOENT;
 
-	pthread_mutex_lock(&tc.lock);
+	pthread_mutex_lock(&tcache.lock);
 	t = find(name, scope, owner);
 	if (t && t->access) {
 		memcpy(id, t->id, 24);
 		*expires = t->expires_wall;
 		rc = 0;
 	}
-	pthread_mutex_unlock(&tc.lock);
+	pthread_mutex_unlock(&tcache.lock);
 	return rc;
 }
 
@@ -557,9 +371,9 @@ void token_cache_end_owner(const void *owner)
 	} gone[16];
 	size_t n = 0, i;
 
-	pthread_mutex_lock(&tc.lock);
-	for (i = 0; i < tc.n; i++) {
-		struct tok *t = &tc.t[i];
+	pthread_mutex_lock(&tcache.lock);
+	for (i = 0; i < tcache.n; i++) {
+		struct tok *t = &tcache.t[i];
 
 		if (!t->name[0] || t->owner != owner || t->busy)
 			continue;
@@ -573,13 +387,13 @@ void token_cache_end_owner(const void *owner)
 			t->access = NULL;
 			n++;
 		}
-		drop_token(t);
-		wipe_free(t->doc, t->doc_len);
+		tcache_drop_token(t);
+		tcache_wipe_free(t->doc, t->doc_len);
 		free(t->scope);
 		memset(t, 0, sizeof(*t));
 	}
 	write_state();
-	pthread_mutex_unlock(&tc.lock);
+	pthread_mutex_unlock(&tcache.lock);
 	for (i = 0; i < n; i++) {
 		struct cred_doc d;
 		char why[256];
@@ -587,15 +401,15 @@ void token_cache_end_owner(const void *owner)
 		if (gone[i].kind == VAULT_KIND_GITHUB_APP &&
 		    cred_doc_parse(gone[i].kind, gone[i].doc, gone[i].doc_len, &d, why,
 				   sizeof(why)) == 0) {
-			if (github_app_revoke(tc.cfg.tls, tc.cfg.policy, &d, gone[i].token,
-					      tc.cfg.timeout_ms, why, sizeof(why)))
+			if (github_app_revoke(tcache.cfg.tls, tcache.cfg.policy, &d, gone[i].token,
+					      tcache.cfg.timeout_ms, why, sizeof(why)))
 				fprintf(stderr,
 					"bulkhead-broker: %s: the session's token could not be "
 					"revoked: %s\n",
 					gone[i].name, why);
 			cred_doc_free(&d);
 		}
-		wipe_free(gone[i].token, strlen(gone[i].token));
-		wipe_free(gone[i].doc, gone[i].doc_len);
+		tcache_wipe_free(gone[i].token, strlen(gone[i].token));
+		tcache_wipe_free(gone[i].doc, gone[i].doc_len);
 	}
 }

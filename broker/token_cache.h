@@ -12,8 +12,7 @@
  * refresh in a loop. A rotated refresh token is written back to the vault (vault_live_update)
  * and used from then on even if that write fails. A github-app token is a session's own, minted
  * narrowed to its rule and revoked when the session ends. Replaced tokens join the retired
- * values, so
- * every connection scrubs them. The cache's state (no value) goes to STATE_PATH for `bulkhead
+ * values, so every connection scrubs them. The cache's state (no value) goes to STATE_PATH for `bulkhead
  * vault list`. */
 #ifndef BULKHEAD_BROKER_TOKEN_CACHE_H
 #define BULKHEAD_BROKER_TOKEN_CACHE_H

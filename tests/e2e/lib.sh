@@ -178,13 +178,32 @@ relayed_broker() {
 	bpid=$!
 	pids="$pids $bpid"
 	wait_socket "$_d/b.sock"
-	python3 "$(dirname "$0")/../tools/tcp_relay.py" "$_d/b.sock" > "$_d/relay.port" \
-		2> "$_d/relay.err" &
+	relay_to "$_d/b.sock" "$_d"
+}
+
+# relay_to SOCK DIR: a TCP relay to the broker session socket SOCK, its port in $RELAY, and
+# that session's CA in DIR/session-ca.pem. Status 1 when either is missing.
+relay_to() {
+	python3 "$(dirname "$0")/../tools/tcp_relay.py" "$1" > "$2/relay.port" 2> "$2/relay.err" &
 	pids="$pids $!"
-	RELAY=$(wait_port "$_d/relay.port")
+	RELAY=$(wait_port "$2/relay.port")
 	printf 'GET /.well-known/bulkhead/ca.pem HTTP/1.1\r\nConnection: close\r\n\r\n' |
-		"$BUILD/tests/proxy-client" raw "$_d/b.sock" |
-		sed -n '/^-----BEGIN CERTIFICATE-----/,/^-----END CERTIFICATE-----/p' \
-			> "$_d/session-ca.pem"
-	[ -n "$RELAY" ] && [ -s "$_d/session-ca.pem" ]
+		"$BUILD/tests/proxy-client" raw "$1" |
+		sed -n '/^-----BEGIN CERTIFICATE-----/,/^-----END CERTIFICATE-----/p' > "$2/session-ca.pem"
+	[ -n "$RELAY" ] && [ -s "$2/session-ca.pem" ]
+}
+
+# vault_broker DIR VAULT: a shared bulkhead-broker (control socket DIR/ctl.sock) with the vault
+# VAULT, DIR/ca.pem as upstream CA and audit records in DIR/audit, its log DIR/broker.log and
+# pid $bpid; session "a" registered with DIR/scope.json on DIR/a.sock (broker_register); a
+# relay and the session CA as relay_to gives them.
+vault_broker() {
+	mkdir -m 700 "$1/audit"
+	"$BIN/bulkhead-broker" --control "$1/ctl.sock" --vault "$2" --ca-file "$1/ca.pem" \
+		--audit-dir "$1/audit" 2> "$1/broker.log" &
+	bpid=$!
+	pids="$pids $bpid"
+	wait_socket "$1/ctl.sock" 5
+	broker_register "$1/ctl.sock" a "$1/scope.json" "$1/a.sock" "$1"
+	relay_to "$1/a.sock" "$1"
 }

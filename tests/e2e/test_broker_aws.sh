@@ -66,19 +66,8 @@ cat > "$D/scope.json" << EOF2
     { "name": "LAMBDA", "inject": { "aws_sigv4": { "service": "lambda", "region": "us-east-1" } },
       "destinations": [ $(dest 127.0.0.1 /2015-03-31/functions/agent-fn/) ] } ] }
 EOF2
-mkdir -m 700 "$D/audit"
-"$BROKER" --control "$D/ctl.sock" --vault "$V" --ca-file "$D/ca.pem" --audit-dir "$D/audit" \
-	2> "$D/broker.log" &
-bpid=$!
-pids="$pids $bpid"
-wait_socket "$D/ctl.sock" 5
-broker_register "$D/ctl.sock" a "$D/scope.json" "$D/a.sock" "$D"
-"$PY" "$TOOLS/tcp_relay.py" "$D/a.sock" > "$D/relay.port" 2> "$D/relay.err" &
-pids="$pids $!"
-RPORT=$(wait_port "$D/relay.port")
-printf 'GET /.well-known/bulkhead/ca.pem HTTP/1.1\r\nConnection: close\r\n\r\n' |
-	"$CLIENT" raw "$D/a.sock" |
-	sed -n '/^-----BEGIN CERTIFICATE-----/,/^-----END CERTIFICATE-----/p' > "$D/session-ca.pem"
+vault_broker "$D" "$V" || not_ok "a shared broker with session a, relayed" "$(cat "$D/broker.log")"
+RPORT=$RELAY
 aws() { # CASE [ENDPOINT]
 	timeout 120 "$PY" "$TOOLS/aws_client.py" "http://127.0.0.1:$RPORT" "$D/session-ca.pem" \
 		"${2:-https://localhost:$PORT}" "$1" 2>> "$D/client.err" | tee -a "$D/seen"

@@ -13,7 +13,6 @@
 BROKER=$BIN/bulkhead-broker
 CLIENT=$BUILD/tests/proxy-client
 SERVER=$(dirname "$0")/../tools/github_app_server.py
-RELAY=$(dirname "$0")/../tools/tcp_relay.py
 require "github-app entries" "$BROKER" "$CLIENT" openssl git
 if ! debian_python jwt; then
 	skip "github-app entries" "python3-jwt is not installed (make deps)"
@@ -66,19 +65,8 @@ cat > "$D/scope.json" << EOF2
       "destinations": [ { "scheme": "https", "host": "localhost", "port": $PORT,
                           "allow_addresses": ["127.0.0.1"] } ] } ] }
 EOF2
-mkdir -m 700 "$D/audit"
-"$BROKER" --control "$D/ctl.sock" --vault "$V" --ca-file "$D/ca.pem" --audit-dir "$D/audit" \
-	2> "$D/broker.log" &
-bpid=$!
-pids="$pids $bpid"
-wait_socket "$D/ctl.sock" 5
-broker_register "$D/ctl.sock" a "$D/scope.json" "$D/a.sock" "$D"
-"$PY" "$RELAY" "$D/a.sock" > "$D/relay.port" 2> "$D/relay.err" &
-pids="$pids $!"
-RPORT=$(wait_port "$D/relay.port")
-printf 'GET /.well-known/bulkhead/ca.pem HTTP/1.1\r\nConnection: close\r\n\r\n' |
-	"$CLIENT" raw "$D/a.sock" |
-	sed -n '/^-----BEGIN CERTIFICATE-----/,/^-----END CERTIFICATE-----/p' > "$D/session-ca.pem"
+vault_broker "$D" "$V" || not_ok "a shared broker with session a, relayed" "$(cat "$D/broker.log")"
+RPORT=$RELAY
 g() { GIT_SSL_CAINFO="$D/session-ca.pem" git -c "http.proxy=http://127.0.0.1:$RPORT" "$@"; }
 
 g clone -q "https://localhost:$PORT/app.git" "$D/work" > "$D/git.out" 2>&1 &&

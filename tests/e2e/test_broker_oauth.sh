@@ -207,13 +207,18 @@ getb() {
 		"$PORT" "$1" "$PORT" | timeout 30 "$CLIENT" raw "$D/b.sock" | tee -a "$D/seen" |
 		head -n 1 | tr -d '\r'
 }
+# alternate NAME K: K requests in turn through sessions a and b; $n: how many were served, $r:
+# the refreshes before them.
+alternate() {
+	r=$(stat_of refresh)
+	n=0
+	for i in $(seq "$2"); do
+		[ "$(status /api/$1-a$i)" = "HTTP/1.1 200 OK" ] && n=$((n + 1))
+		[ "$(getb /api/$1-b$i)" = "HTTP/1.1 200 OK" ] && n=$((n + 1))
+	done
+}
 status /api/warm > /dev/null
-r=$(stat_of refresh)
-n=0
-for i in 1 2 3 4; do
-	[ "$(status /api/alt-a$i)" = "HTTP/1.1 200 OK" ] && n=$((n + 1))
-	[ "$(getb /api/alt-b$i)" = "HTTP/1.1 200 OK" ] && n=$((n + 1))
-done
+alternate alt 4
 check_eq "two scopes of one refresh token, alternating: all eight served" 8 "$n"
 # One for the new scope, and one more if session a's token reached its refresh time meanwhile;
 # a refresh in turn at each request would make eight.
@@ -224,12 +229,7 @@ grep -q 'grant=refresh_token scope=read ok' "$D/issued.log" &&
 	ok "session b's token was asked for its narrower scope" ||
 	not_ok "session b's token was asked for its narrower scope" "$(grep grant= "$D/issued.log" | tail -n 3)"
 sleep 2.2
-r=$(stat_of refresh)
-n=0
-for i in 1 2 3; do
-	[ "$(status /api/exp-a$i)" = "HTTP/1.1 200 OK" ] && n=$((n + 1))
-	[ "$(getb /api/exp-b$i)" = "HTTP/1.1 200 OK" ] && n=$((n + 1))
-done
+alternate exp 3
 check_eq "after an expiry both scopes are served, each refreshing with the chain's newest token" 6 "$n"
 n=$(($(stat_of refresh) - r))
 [ "$n" -ge 2 ] && [ "$n" -le 3 ] && ok "... one refresh per scope ($n)" ||
