@@ -331,7 +331,9 @@ int aws_sigv4_sign(const char *head, size_t len, const struct aws_key *k, const 
 	struct tm tm;
 	int n = parse(head, len, f, &m, &ml, &t, &tl, &end), rc = -1;
 
-	if (n < 0 || !gmtime_r(&now, &tm) || !strftime(date, sizeof(date), "%Y%m%dT%H%M%SZ", &tm))
+	/* Nothing may follow the head's end: it is the head alone. */
+	if (n < 0 || (end < len && len - end != 2) || !gmtime_r(&now, &tm) ||
+	    !strftime(date, sizeof(date), "%Y%m%dT%H%M%SZ", &tm))
 		return -1;
 	/* What the guest's SDK said goes; the broker's own go in. */
 	for (int j = 0; j < n; j++)

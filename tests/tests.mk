@@ -42,6 +42,11 @@ FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/rules_kinds.c
                         broker/policy.c broker/policy_load.c broker/decide.c lib/json_where.c \
                         lib/json_strict.c lib/errbuf.c lib/relpath.c lib/io.c
 FUZZ_LIBS_fuzz_scope := -ljansson -lcrypto
+# What the broker reads of a request an AWS key signs, and the signer (broker/aws_*.c).
+FUZZ_DEPS_fuzz_aws := broker/aws_sigv4.c broker/aws_s3.c broker/secbuf.c broker/rules.c \
+                      broker/rules_grant.c broker/rules_kinds.c broker/hostname.c broker/reqpath.c \
+                      lib/json_where.c lib/json_strict.c lib/errbuf.c lib/relpath.c lib/io.c
+FUZZ_LIBS_fuzz_aws := -ljansson -lcrypto
 # bulkhead-oci's reader of a bundle's config.json.
 FUZZ_DEPS_fuzz_oci_bundle := oci/bundle.c
 FUZZ_LIBS_fuzz_oci_bundle := -ljansson
@@ -49,7 +54,7 @@ FUZZ_DEPS_fuzz_response := $(FUZZ_DEPS_fuzz_proxy_head)
 FUZZ_LIBS_fuzz_response := $(FUZZ_LIBS_fuzz_proxy_head)
 # The HTTP/1.1 text an HTTP/2 stream's request becomes (broker/h2_stream.c).
 FUZZ_DEPS_fuzz_h2_stream := broker/h2_stream.c broker/h2_fields.c broker/proxy_error.c
-FUZZ_LIBS_fuzz_h2_stream := -lhttp_parser -lnghttp2
+FUZZ_LIBS_fuzz_h2_stream := -lhttp_parser -lnghttp2 -ljansson
 
 # Secondary expansion picks the target's own list.
 .SECONDEXPANSION:
