@@ -87,6 +87,31 @@ static int params_in(const char *q, size_t n, const char *const *allowed, char b
 	return 1;
 }
 
+/* Whether some parameter of the query is given twice (a server may read either). */
+static int param_twice(const char *q, size_t n, char bad[64])
+{
+	for (size_t i = 0; i < n;) {
+		const char *amp = memchr(q + i, '&', n - i), *eq;
+		size_t pl = amp ? (size_t)(amp - (q + i)) : n - i, kl;
+
+		eq = memchr(q + i, '=', pl);
+		kl = eq ? (size_t)(eq - (q + i)) : pl;
+		for (size_t j = i + pl + 1; pl && j < n;) {
+			const char *a2 = memchr(q + j, '&', n - j), *e2;
+			size_t p2 = a2 ? (size_t)(a2 - (q + j)) : n - j;
+
+			e2 = memchr(q + j, '=', p2);
+			if ((e2 ? (size_t)(e2 - (q + j)) : p2) == kl && !memcmp(q + i, q + j, kl)) {
+				snprintf(bad, 64, "%.*s", (int)(kl > 60 ? 60 : kl), q + i);
+				return 1;
+			}
+			j += p2 + 1;
+		}
+		i += pl + 1;
+	}
+	return 0;
+}
+
 /* The decoded value of parameter NAME in the query, into OUT; 0 found, -1 absent or bad. */
 static int param(const char *q, size_t n, const char *name, char *out)
 {
@@ -107,14 +132,24 @@ static int param(const char *q, size_t n, const char *name, char *out)
 	return -1;
 }
 
-/* The bucket a virtual-hosted name names: what comes before ".s3." or ".s3-", or before the
- * first '.' when that is a listed bucket. NULL: the name is not one (path-style). */
+/* The last ".s3." or ".s3-" in HOST, or NULL. */
+static const char *last_s3(const char *host)
+{
+	const char *at = NULL;
+
+	for (const char *p = host; (p = strstr(p, ".s3")); p++)
+		if (p[3] == '.' || p[3] == '-')
+			at = p;
+	return at;
+}
+
+/* The bucket a virtual-hosted name names: what comes before its last ".s3." or ".s3-" (a
+ * bucket's own name may hold ".s3."), or before the first '.' when that is a listed bucket.
+ * NULL: the name is not one (path-style). */
 static const char *host_bucket(const struct rules_secret *s, const char *host, size_t *bl)
 {
-	const char *at = strstr(host, ".s3.");
+	const char *at = last_s3(host);
 
-	if (!at)
-		at = strstr(host, ".s3-");
 	if (at && at > host) {
 		*bl = (size_t)(at - host);
 		return host;
@@ -155,6 +190,10 @@ int aws_s3_allowed(const struct rules_secret *s, const char *method, const char 
 	size_t bl;
 	int listed;
 
+	if (param_twice(query, qlen, bad)) {
+		snprintf(why, whylen, "secret %s: the parameter \"%s\" is given twice", s->name, bad);
+		return -1;
+	}
 	bucket = host_bucket(s, host, &bl);
 	k = path + 1;
 	if (!bucket) { /* path-style: /BUCKET/KEY */

@@ -25,20 +25,16 @@ static const void *owner_of(const struct rules_secret *s, enum vault_kind kind)
 	return kind == VAULT_KIND_GITHUB_APP ? s : NULL;
 }
 
-/* An aws-sigv4 entry is handed to the signer whole (proxy_aws.c), and only to it; its secret key
- * and session token join the values scrubbed for the entry, for good. */
+/* An aws-sigv4 entry is handed to the signer whole (proxy_aws.c), and only to it: under a rule
+ * that would inject it, it is not available at all. Its secret key and session token join the
+ * values scrubbed for the entry, for good. */
 static int aws_entry(void *arg, const struct rules_secret *s, int flags, uint8_t *doc, size_t n,
 		     char *why, size_t whylen)
 {
 	struct cred_doc d;
 	char err[160];
 
-	if (!(flags & SECRET_PEEK) && s->kind != RULES_INJECT_AWS_SIGV4) {
-		snprintf(why, whylen,
-			 "it is an aws-sigv4 key, which signs requests: its rule must say "
-			 "\"inject\": {\"aws_sigv4\": ...}");
-		return -EPERM;
-	}
+	(void)flags;
 	if (cred_doc_parse(VAULT_KIND_AWS_SIGV4, doc, n, &d, err, sizeof(err))) {
 		snprintf(why, whylen, "its entry is damaged: %s", err);
 		return -EINVAL;
@@ -49,6 +45,14 @@ static int aws_entry(void *arg, const struct rules_secret *s, int flags, uint8_t
 		vault_live_retire(arg, s->name, (const uint8_t *)d.session_token,
 				  strlen(d.session_token), INT64_MAX);
 	cred_doc_free(&d);
+	/* Not even for the scrubber alone (SECRET_PEEK): a value a connection holds is what it
+	 * injects, and the key's parts are scrubbed as retired values already. */
+	if (s->kind != RULES_INJECT_AWS_SIGV4) {
+		snprintf(why, whylen,
+			 "it is an aws-sigv4 key, which signs requests: its rule must say "
+			 "\"inject\": {\"aws_sigv4\": ...}");
+		return -EPERM;
+	}
 	return 0;
 }
 

@@ -36,18 +36,64 @@ static int has_param(const char *q, size_t n, const char *name)
 	return 0;
 }
 
+/* Whether field I of H is named like an earlier one. */
+static int repeated(const struct head *h, size_t i)
+{
+	for (size_t k = 0; k < i; k++)
+		if (h->h[k].name_len == h->h[i].name_len &&
+		    !strncasecmp(h->arena + h->h[k].name_off, h->arena + h->h[i].name_off,
+				 h->h[i].name_len))
+			return 1;
+	return 0;
+}
+
+/* Fields an s3 key does not sign: what ?acl would do (an object made public is read by
+ * anyone), locks that outlive the session, a website redirect. */
+static int s3_refused_field(const struct head *h, size_t i)
+{
+	static const char *const exact[] = { "x-amz-acl", "x-amz-bypass-governance-retention",
+					     "x-amz-website-redirect-location", NULL };
+	static const char *const prefix[] = { "x-amz-grant-", "x-amz-object-lock-", NULL };
+	const char *n = h->arena + h->h[i].name_off;
+	size_t nl = h->h[i].name_len;
+
+	for (size_t k = 0; exact[k]; k++)
+		if (proxy_head_is(h, i, exact[k]))
+			return 1;
+	for (size_t k = 0; prefix[k]; k++)
+		if (nl > strlen(prefix[k]) && !strncasecmp(n, prefix[k], strlen(prefix[k])))
+			return 1;
+	return 0;
+}
+
 /* The guest's fields the broker reads: its signature's scope, the payload hash, the copy
- * source. 0, or -1 with the refusal recorded. */
+ * source; an X-Amz-* field given twice (a server may read either one, or both joined) or one
+ * the rule's s3 key does not sign is refused. 0, or -1 with the refusal recorded. */
 static int guest_fields(struct conn *c, const struct rules_secret *s, const char **copy,
 			size_t *copylen)
 {
 	char region[AWS_NAME_MAX + 1], service[AWS_NAME_MAX + 1];
+	int s3 = !strcmp(s->aws_service, "s3");
 	const char *why;
 
 	for (size_t i = 0; i < c->req.n; i++) {
 		const char *v = proxy_head_val(&c->req, i);
 		size_t vl = c->req.h[i].val_len;
+		const char *name = c->req.arena + c->req.h[i].name_off;
+		int nl = (int)(c->req.h[i].name_len > 64 ? 64 : c->req.h[i].name_len);
 
+		if (c->req.h[i].name_len > 6 && !strncasecmp(name, "x-amz-", 6) &&
+		    repeated(&c->req, i)) {
+			proxy_fail(c, 400, "%.*s is given more than once", nl, name);
+			return -1;
+		}
+		if (s3 && s3_refused_field(&c->req, i)) {
+			proxy_fail(c, 403,
+				   "secret %s does not sign %.*s (object ACLs, locks and redirects "
+				   "are left to the bucket's owner)",
+				   s->name, nl, name);
+			return -1;
+		}
 		if (proxy_head_is(&c->req, i, "authorization")) {
 			int r = aws_sigv4_scope_of(v, vl, region, service);
 

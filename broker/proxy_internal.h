@@ -68,6 +68,7 @@ struct conn {
 	/* The current request. */
 	int is_head, chunked_in, client_10, expect_continue, resp_started, resp_done;
 	int has_body, in_head;
+	int cl_zero; /* the request said Content-Length: 0: the upstream is told so too */
 	int resp_headed;      /* the final response's head has been read (proxy_response.c) */
 	size_t trailers_from; /* resp's fields from this one on are its trailers */
 	const char *rp_read;  /* the upstream's bytes now being parsed ... */

@@ -67,7 +67,7 @@ void proxy_request_reset(struct conn *c)
 			proxy_rewrite_scrub_anew(c);
 		c->secrets_gen = gen;
 	}
-	c->is_head = c->chunked_in = c->client_10 = c->expect_continue = 0;
+	c->is_head = c->chunked_in = c->client_10 = c->expect_continue = c->cl_zero = 0;
 	c->resp_started = c->resp_done = c->has_body = 0;
 	c->connect_ok = c->serve_ca = c->head_seen = 0;
 	proxy_hold_end(c);

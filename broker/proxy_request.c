@@ -114,6 +114,7 @@ static int head_framing(struct conn *c, const http_parser *p, size_t *host_hdr)
 		return -1;
 	}
 	c->chunked_in = n_te == 1;
+	c->cl_zero = n_cl && !c->chunked_in && p->content_length == 0;
 	c->has_body = c->chunked_in || (n_cl && p->content_length > 0);
 	if (upgrade && proxy_ws_request(c, p))
 		return -1;

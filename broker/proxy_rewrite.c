@@ -473,6 +473,8 @@ static void head_framing(const struct conn *c, struct secbuf *o)
 	/* A held body's length is known only at its end (proxy_body_finish). */
 	if (c->body_mode == BODY_CHUNKED)
 		secbuf_str(o, "Transfer-Encoding: chunked\r\n");
+	else if (c->body_mode == BODY_NONE && c->cl_zero) /* S3 takes no PUT without a length */
+		secbuf_str(o, "Content-Length: 0\r\n");
 	else if (c->body_mode == BODY_STREAM) {
 		snprintf(line, sizeof(line), "Content-Length: %llu\r\n",
 			 (unsigned long long)c->rq.content_length);

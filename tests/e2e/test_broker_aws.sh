@@ -47,6 +47,8 @@ printf '{"access_key_id": "%s", "secret_access_key": "%s"}' "$AKID" "$SECRET" |
 	"$BULKHEAD" vault put AWS --kind aws-sigv4 > "$D/put.out" 2> "$D/put.err"
 printf '{"access_key_id": "%s", "secret_access_key": "%s"}' "$AKID" "$SECRET" |
 	"$BULKHEAD" vault put LAMBDA --kind aws-sigv4 > /dev/null 2>&1
+printf '{"access_key_id": "%s", "secret_access_key": "%s"}' "$AKID" "$SECRET" |
+	"$BULKHEAD" vault put AWSHDR --kind aws-sigv4 > /dev/null 2>&1
 grep -q 'aws-sigv4' "$D/put.out" && ok "vault put --kind aws-sigv4 checks and stores the key" ||
 	not_ok "vault put --kind aws-sigv4" "$(cat "$D/put.out" "$D/put.err")"
 printf '{"access_key_id": "%s", "secret_access_key": "%s", "region": "x"}' "$AKID" "$SECRET" |
@@ -64,7 +66,9 @@ cat > "$D/scope.json" << EOF2
     { "name": "AWS", "inject": { "aws_sigv4": { "service": "s3", "region": "us-east-1" } },
       "s3": [ "agent-data/runs/" ], "destinations": [ $(dest localhost) ] },
     { "name": "LAMBDA", "inject": { "aws_sigv4": { "service": "lambda", "region": "us-east-1" } },
-      "destinations": [ $(dest 127.0.0.1 /2015-03-31/functions/agent-fn/) ] } ] }
+      "destinations": [ $(dest 127.0.0.1 /2015-03-31/functions/agent-fn/) ] },
+    { "name": "AWSHDR", "inject": { "header": "X-Api-Key", "value": "{}" },
+      "destinations": [ $(dest 127.0.0.1 /hdr/) ] } ] }
 EOF2
 vault_broker "$D" "$V" || not_ok "a shared broker with session a, relayed" "$(cat "$D/broker.log")"
 RPORT=$RELAY
@@ -79,7 +83,9 @@ check_eq "... and gets it back" "ok get b'hello from the session'" "$(line get)"
 check_eq "... a 256 KiB object both ways (streamed with its length)" "ok get-big True" "$(line get-big)"
 check_eq "... lists the prefix" "ok list ['runs/a.txt', 'runs/big.bin']" "$(line list)"
 check_eq "... deletes" "ok delete 204" "$(line delete)"
-check_eq "the server verified every one with the real key" 6 \
+check_eq "... copies within the prefix (a PUT of no body keeps its Content-Length: 0)" \
+	"ok get-copy b'hello from the session'" "$(line get-copy)"
+check_eq "the server verified every one with the real key" 8 \
 	"$(grep -v tattle "$D/aws.log" | grep -c '^ok .* s3 us-east-1$')"
 refused() { # STEP WHAT PATTERN
 	l=$(line "$1")
@@ -95,8 +101,9 @@ refused list-outside "a listing of another prefix" "listing is of agent-data/oth
 refused list-all "a listing of the whole bucket" "listing is of agent-data"
 refused copy-from-outside "a copy whose source is outside" "copy source"
 refused bucket-policy "the bucket's policy" "on the bucket itself"
+refused public-read "an object made public (x-amz-acl)" "does not sign x-amz-acl"
 check_eq "none of those reached the server" 0 \
-	"$(grep -c -e other/ -e billing -e '?policy' -e 'runs/copy' "$D/aws.log")"
+	"$(grep -c -e other/ -e billing -e '?policy' -e 'runs/pub' "$D/aws.log")"
 case $(line presigned) in
 "refused presigned 400 "*"presigned URL"*) ok "a presigned URL is refused, saying why" ;;
 *) not_ok "a presigned URL is refused" "$(line presigned)" ;;
@@ -132,6 +139,21 @@ check_eq "a SigV4 Authorization that does not parse is refused" "HTTP/1.1 400 Ba
 	"$(raw 'Authorization: AWS4-HMAC-SHA256 Credential=x\r\n')"
 check_eq "a placeholder of the key is never replaced" "HTTP/1.1 403 Forbidden" \
 	"$(raw 'X-Leak: BULKHEAD_SECRET_AWS\r\n')"
+# What a server may read one way and the broker another: a field or a parameter given twice.
+check_eq "an x-amz-copy-source given twice is refused" "HTTP/1.1 400 Bad Request" \
+	"$(raw 'x-amz-copy-source: billing/k\r\nx-amz-copy-source: agent-data/runs/a.txt\r\n')"
+st=$(printf 'GET https://localhost:%s/agent-data?list-type=2&prefix=runs%%2F&prefix= HTTP/1.1\r\nHost: localhost:%s\r\nConnection: close\r\n\r\n' \
+	"$PORT" "$PORT" | timeout 30 "$CLIENT" raw "$D/a.sock" | tee -a "$D/seen" | head -n 1 | tr -d '\r')
+check_eq "a listing's prefix given twice is refused" "HTTP/1.1 403 Forbidden" "$st"
+check_eq "none of those reached the server" 0 "$(grep -c -e billing -e 'prefix=runs%2F&prefix' "$D/aws.log")"
+# The key under a rule that would inject it: not available, and never sent.
+st=$(printf 'GET https://127.0.0.1:%s/hdr/x HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nConnection: close\r\n\r\n' \
+	"$PORT" "$PORT" | timeout 30 "$CLIENT" raw "$D/a.sock" | tee -a "$D/seen" | tr -d '\r')
+case $st in
+"HTTP/1.1 503 "*"it is an aws-sigv4 key, which signs requests"*) ok "an aws-sigv4 key under a header rule is not available (503), never injected" ;;
+*) not_ok "an aws-sigv4 key under a header rule is refused" "$st" ;;
+esac
+check_eq "... and nothing reached the server" 0 "$(grep -c '/hdr/' "$D/aws.log")"
 
 # Rotation: a new key in the vault signs the next request; the server knows only the new one.
 AKID2=AKIAROTATEDKEY55TEST SECRET2='rotated/SECRET+key-9902-abcdefghij'

@@ -50,9 +50,16 @@ if CASE == "s3":
     step("get-other-bucket", lambda: s3.get_object(Bucket="billing", Key="runs/a.txt"))
     step("list-outside", lambda: s3.list_objects_v2(Bucket="agent-data", Prefix="other/"))
     step("list-all", lambda: s3.list_objects_v2(Bucket="agent-data"))
+    step("copy-inside", lambda: s3.copy_object(
+        Bucket="agent-data", Key="runs/copy", CopySource={"Bucket": "agent-data",
+                                                          "Key": "runs/a.txt"})
+         ["ResponseMetadata"]["HTTPStatusCode"])
+    step("get-copy", lambda: s3.get_object(Bucket="agent-data", Key="runs/copy")["Body"].read())
     step("copy-from-outside", lambda: s3.copy_object(
         Bucket="agent-data", Key="runs/copy", CopySource={"Bucket": "billing", "Key": "k"}))
     step("bucket-policy", lambda: s3.get_bucket_policy(Bucket="agent-data"))
+    step("public-read", lambda: s3.put_object(Bucket="agent-data", Key="runs/pub", Body=b"x",
+                                              ACL="public-read"))
     step("tattle", lambda: s3.get_object(Bucket="agent-data", Key="runs/tattle")["Body"]
          .read().decode())
     url = s3.generate_presigned_url("get_object", Params={"Bucket": "agent-data",

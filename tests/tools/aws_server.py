@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """tests/tools/aws_server.py CERT KEY LOG KEYS: a local HTTPS server playing S3 (path-style
-buckets: PUT, GET, HEAD, DELETE of objects, ListObjectsV2) and Lambda's Invoke, that checks
+buckets: PUT, GET, HEAD, DELETE and CopyObject of objects, ListObjectsV2) and Lambda's Invoke, that checks
 every request's Signature V4 the way AWS does, with botocore's own signer (Debian's
 python3-botocore) and the real keys: KEYS is a JSON file {ACCESS_KEY_ID: [SECRET, TOKEN or
 null]}, read again at each request (a rotated key is taken at once). Also as AWS: a request
@@ -165,6 +165,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not key and self.command == "HEAD":
             return self.answer(200)
         name = bucket + "/" + unquote(key)
+        source = self.headers.get("X-Amz-Copy-Source")
+        if self.command == "PUT" and source:
+            store[name] = store.get(unquote(source).lstrip("/"), b"")
+            return self.answer(200, ("<CopyObjectResult><ETag>\"%s\"</ETag></CopyObjectResult>"
+                                     % hashlib.md5(store[name]).hexdigest()).encode())
         if self.command == "PUT":
             if self.headers.get("X-Amz-Content-SHA256", "").startswith("STREAMING-"):
                 body = aws_chunked(body)

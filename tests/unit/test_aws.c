@@ -163,6 +163,16 @@ static void test_s3_paths(void **state)
 	assert_int_equal(s3(&r, "GET", h, "/agent-data/runs/%00", "", NULL), -1);
 	assert_int_equal(s3(&r, "GET", h, "/agent-data/runs/%zz", "", NULL), -1);
 	assert_int_equal(s3(&r, "GET", h, "/shared/anything", "", NULL), 0);
+	/* A bucket's name may hold ".s3.": the last one ends it. */
+	assert_int_equal(s3(&r, "GET", "agent-data.s3.evil.s3.amazonaws.com", "/runs/a", "", NULL),
+			 -1);
+	assert_int_equal(
+		s3(&r, "GET", "agent-data.s3.dualstack.us-east-1.amazonaws.com", "/runs/a", "", NULL),
+		0);
+	/* A parameter given twice: a server may read either. */
+	assert_int_equal(s3(&r, "GET", h, "/agent-data", "list-type=2&prefix=runs%2F&prefix=", NULL),
+			 -1);
+	assert_int_equal(s3(&r, "GET", h, "/agent-data/runs/a", "versionId=1&versionId=2", NULL), -1);
 	/* Object sub-resources: multipart and tags yes, ACLs no. */
 	assert_int_equal(s3(&r, "POST", h, "/agent-data/runs/a", "uploads", NULL), 0);
 	assert_int_equal(s3(&r, "PUT", h, "/agent-data/runs/a", "partNumber=1&uploadId=x", NULL),
