@@ -13,6 +13,6 @@ $(BROKER_LIB): $(BROKER_SRCS:%.c=$(OBJ)/%.o)
 # bulkhead-broker: the proxy daemon (broker_main.c; proxy, rules, dest, scrub, upstream TLS).
 $(BIN)/bulkhead-broker: $(OBJ)/broker/broker_main.o $(OBJ)/broker/broker_cmdline.o $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -ljansson -lseccomp -luring -lpthread -lz
+	$(CC) $(LDFLAGS) -o $@ $^ -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -ljansson -lexpat -lseccomp -luring -lpthread -lz
 
 ALL_TARGETS += $(BIN)/bulkhead-broker

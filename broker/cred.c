@@ -186,19 +186,56 @@ out:
 	return rc;
 }
 
-/* An aws-sigv4 document: an access key id (AKIA/ASIA and 16..128 of A-Z 0-9), its secret key and,
- * for temporary credentials, their session token. */
+/* An aws-sigv4 document: an access key id (16..128 of A-Z 0-9), its secret key and, for
+ * temporary credentials, their session token; optionally a role to assume (its ARN, the STS
+ * endpoint and region, the credentials' lifetime). */
 static int aws_doc(json_t *o, struct cred_doc *d, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "access_key_id", "secret_access_key", "session_token",
-					    NULL };
+					    "role_arn",	     "sts_url",		  "sts_region",
+					    "duration_seconds", "allow_addresses", NULL };
+	json_t *dur = json_object_get(o, "duration_seconds");
+	char *url = NULL;
 	size_t n;
+	int rc;
 
 	if (rules_check_keys(o, keys, "aws-sigv4", err, errlen) ||
 	    field(o, "access_key_id", true, &d->access_key_id, err, errlen) ||
 	    field(o, "secret_access_key", true, &d->secret_access_key, err, errlen) ||
-	    field(o, "session_token", false, &d->session_token, err, errlen))
+	    field(o, "session_token", false, &d->session_token, err, errlen) ||
+	    field(o, "role_arn", false, &d->role_arn, err, errlen) ||
+	    field(o, "sts_region", false, &d->sts_region, err, errlen))
 		return -1;
+	d->duration = 3600;
+	if (dur && (!json_is_integer(dur) || json_integer_value(dur) < 900 ||
+		    json_integer_value(dur) > 43200))
+		return errbuf_fail(err, errlen, -1,
+				   "aws-sigv4: \"duration_seconds\" must be 900 to 43200");
+	if (dur)
+		d->duration = (int)json_integer_value(dur);
+	if (d->role_arn && (strncmp(d->role_arn, "arn:", 4) || strlen(d->role_arn) > 2048))
+		return errbuf_fail(err, errlen, -1,
+				   "aws-sigv4: \"role_arn\" must be a role's ARN (arn:...)");
+	if (d->sts_region &&
+	    strspn(d->sts_region, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(d->sts_region))
+		return errbuf_fail(err, errlen, -1,
+				   "aws-sigv4: \"sts_region\" must be a region's name");
+	if (!d->role_arn && (json_object_get(o, "sts_url") || d->sts_region || dur ||
+			     json_object_get(o, "allow_addresses")))
+		return errbuf_fail(err, errlen, -1,
+				   "aws-sigv4: \"sts_url\", \"sts_region\", \"duration_seconds\" "
+				   "and \"allow_addresses\" go with \"role_arn\"");
+	if (d->role_arn) { /* the STS endpoint, judged like a token endpoint */
+		if (field(o, "sts_url", false, &url, err, errlen))
+			return -1;
+		if (!d->sts_region && !(d->sts_region = strdup("us-east-1")))
+			return errbuf_fail(err, errlen, -1, "out of memory");
+		rc = token_url(d, url ? url : "https://sts.amazonaws.com/",
+			       json_object_get(o, "allow_addresses"), err, errlen);
+		free(url);
+		if (rc)
+			return -1;
+	}
 	n = strlen(d->access_key_id);
 	if (n < 16 || n > 128 ||
 	    strspn(d->access_key_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != n)
@@ -294,6 +331,8 @@ void cred_doc_free(struct cred_doc *d)
 	wipe_str(&d->access_key_id);
 	wipe_str(&d->secret_access_key);
 	wipe_str(&d->session_token);
+	wipe_str(&d->role_arn);
+	wipe_str(&d->sts_region);
 	free(d->path);
 	d->path = NULL;
 	rules_free_dest(&d->endpoint);

@@ -9,9 +9,13 @@
  *                               "client_auth"?, "allow_addresses"?}
  *   github-app                 {"app_id", "installation_id", "private_key" (PEM, RSA),
  *                               "api_url"? (default https://api.github.com), "allow_addresses"?}
- *   aws-sigv4                  {"access_key_id", "secret_access_key", "session_token"?}
+ *   aws-sigv4                  {"access_key_id", "secret_access_key", "session_token"?,
+ *                               "role_arn"?, "sts_url"? (default https://sts.amazonaws.com/),
+ *                               "sts_region"? (us-east-1), "duration_seconds"? (3600),
+ *                               "allow_addresses"?}
  *
- * An aws-sigv4 entry is never injected: the broker signs each request with it (aws_sigv4.h).
+ * An aws-sigv4 entry is never injected: the broker signs each request with it (aws_sigv4.h);
+ * with a role_arn, with the temporary credentials it obtains per session (aws_sts.h).
  * A github-app entry mints, per session, an installation token narrowed to what the rule's
  * "github" object names (repositories, permissions), revoked when the session ends.
  * token_url is https only; client_auth is "basic" (HTTP Basic, the default, RFC 6749 2.3.1) or
@@ -37,6 +41,8 @@ struct cred_doc {
 	bool auth_in_body;
 	char *app_id, *installation_id, *private_key;		 /* github-app */
 	char *access_key_id, *secret_access_key, *session_token; /* aws-sigv4 */
+	char *role_arn, *sts_region; /* ... a role to assume (endpoint and path: its STS) */
+	int duration;		     /* ... its credentials' lifetime, seconds */
 };
 
 /* "static", "oauth2-refresh", "oauth2-client-credentials", "github-app", "aws-sigv4". */

@@ -6,30 +6,32 @@
 #include "broker/token_cache.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
 
-/* What narrows S's token: the rule's OAuth scope, or its "github" object. */
+/* What narrows S's token: the rule's OAuth scope, its "github" object, its session policy. */
 static const char *scope_of(const struct rules_secret *s, enum vault_kind kind)
 {
-	return kind == VAULT_KIND_GITHUB_APP ? s->narrow : s->oauth_scope;
+	return kind == VAULT_KIND_GITHUB_APP || kind == VAULT_KIND_AWS_SIGV4 ? s->narrow
+									    : s->oauth_scope;
 }
 
-/* A github-app token is its session's own (S belongs to the session's rules); others are
- * shared by the broker's sessions. */
+/* A github-app token and a role's credentials are their session's own (S belongs to the
+ * session's rules); others are shared by the broker's sessions. */
 static const void *owner_of(const struct rules_secret *s, enum vault_kind kind)
 {
-	return kind == VAULT_KIND_GITHUB_APP ? s : NULL;
+	return kind == VAULT_KIND_GITHUB_APP || kind == VAULT_KIND_AWS_SIGV4 ? s : NULL;
 }
 
 /* An aws-sigv4 entry is handed to the signer whole (proxy_aws.c), and only to it: under a rule
  * that would inject it, it is not available at all. Its secret key and session token join the
  * values scrubbed for the entry, for good. */
 static int aws_entry(void *arg, const struct rules_secret *s, int flags, uint8_t *doc, size_t n,
-		     char *why, size_t whylen)
+		     bool *role, char *why, size_t whylen)
 {
 	struct cred_doc d;
 	char err[160];
@@ -44,6 +46,7 @@ static int aws_entry(void *arg, const struct rules_secret *s, int flags, uint8_t
 	if (d.session_token)
 		vault_live_retire(arg, s->name, (const uint8_t *)d.session_token,
 				  strlen(d.session_token), INT64_MAX);
+	*role = d.role_arn != NULL;
 	cred_doc_free(&d);
 	/* Not even for the scrubber alone (SECRET_PEEK): a value a connection holds is what it
 	 * injects, and the key's parts are scrubbed as retired values already. */
@@ -60,6 +63,7 @@ static int get(void *arg, const struct rules_secret *s, int flags, uint8_t **val
 	       int64_t *until_ms, char *why, size_t whylen)
 {
 	enum vault_kind kind = VAULT_KIND_STATIC;
+	bool role = false;
 	uint8_t *doc;
 	size_t n;
 	int rc = vault_live_get_kind(arg, s->name, &kind, &doc, &n);
@@ -70,17 +74,20 @@ static int get(void *arg, const struct rules_secret *s, int flags, uint8_t **val
 				       : "the vault cannot be read");
 		return rc;
 	}
-	if (kind == VAULT_KIND_AWS_SIGV4 && (rc = aws_entry(arg, s, flags, doc, n, why, whylen))) {
+	if (kind == VAULT_KIND_AWS_SIGV4 &&
+	    (rc = aws_entry(arg, s, flags, doc, n, &role, why, whylen))) {
 		OPENSSL_cleanse(doc, n);
 		free(doc);
 		return rc;
 	}
-	if (kind == VAULT_KIND_STATIC || kind == VAULT_KIND_AWS_SIGV4) {
+	/* A key signs as it is; a role's key only asks for the session's own credentials. */
+	if (kind == VAULT_KIND_STATIC || (kind == VAULT_KIND_AWS_SIGV4 && !role)) {
 		*val = doc;
 		*len = n;
 		return 0;
 	}
-	if (s->kind == RULES_INJECT_AWS_SIGV4 && !(flags & SECRET_PEEK)) {
+	if (s->kind == RULES_INJECT_AWS_SIGV4 && kind != VAULT_KIND_AWS_SIGV4 &&
+	    !(flags & SECRET_PEEK)) {
 		OPENSSL_cleanse(doc, n);
 		free(doc);
 		snprintf(why, whylen, "its rule signs with it, but it is no aws-sigv4 key");
@@ -138,12 +145,16 @@ static void describe(void *arg, const struct rules_secret *s, const uint8_t *val
 	id[0] = 0;
 	*expires = 0;
 	*kind = cred_kind_name(k < 0 ? VAULT_KIND_STATIC : (enum vault_kind)k);
-	if (k <= VAULT_KIND_STATIC || k == VAULT_KIND_AWS_SIGV4 || !val)
+	if (k <= VAULT_KIND_STATIC || !val)
 		return;
-	token_cache_id(val, len, id);
 	if (token_cache_info(s->name, scope_of(s, (enum vault_kind)k),
-			     owner_of(s, (enum vault_kind)k), now_id, expires) ||
-	    strcmp(now_id, id))
+			     owner_of(s, (enum vault_kind)k), now_id, expires)) {
+		*expires = 0;
+		if (k == VAULT_KIND_AWS_SIGV4)
+			return; /* a key that signs as it is: nothing was obtained */
+	}
+	token_cache_id(val, len, id);
+	if (strcmp(now_id, id))
 		*expires = 0; /* replaced since: its expiry is not kept */
 }
 

@@ -69,19 +69,6 @@ static char *app_jwt(const struct cred_doc *d, char *why, size_t whylen)
 	return jwt;
 }
 
-/* A GitHub time ("2026-12-04T23:00:00Z") as seconds from now; -1 when it is not one. */
-static long long seconds_until(const char *iso)
-{
-	struct tm tm = { 0 };
-	const char *end = iso ? strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
-	long long at;
-
-	if (!end || *end)
-		return -1;
-	at = (long long)timegm(&tm);
-	return at > (long long)time(NULL) ? at - (long long)time(NULL) : 0;
-}
-
 /* The API's base path (api_url's path, without a trailing slash) and REST. */
 static char *api_path(const struct cred_doc *d, const char *rest)
 {
@@ -129,7 +116,7 @@ int github_app_mint(SSL_CTX *tls, const struct policy *p, const struct cred_doc 
 			   d->endpoint.host);
 		goto out;
 	}
-	out->expires_in = seconds_until(json_string_value(json_object_get(o, "expires_at")));
+	out->expires_in = token_http_seconds_until(json_string_value(json_object_get(o, "expires_at")));
 	if (!(out->access_token = strdup(json_string_value(t)))) {
 		errbuf_set(why, whylen, "out of memory");
 		goto out;

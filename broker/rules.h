@@ -47,7 +47,8 @@ struct rules_secret {
 	struct rules_dest *dests;
 	size_t n_dests;
 	char *oauth_scope; /* for an OAuth 2 entry: the narrower scope, or NULL */
-	char *narrow;	   /* for a github-app entry: the token's narrowing (JSON), or NULL */
+	char *narrow; /* a github-app entry's token narrowing, or an AWS role's session policy
+		       * (JSON), or NULL */
 	/* AWS_SIGV4: the service and region signed for; for s3, "BUCKET/KEY-PREFIX" each. */
 	char *aws_service, *aws_region;
 	char **s3;

@@ -80,9 +80,10 @@ static bool aws_name_ok(const char *n)
 
 int rules_parse_aws(json_t *o, struct rules_secret *s, const char *where, char *err, size_t errlen)
 {
-	static const char *const keys[] = { "service", "region", NULL };
+	static const char *const keys[] = { "service", "region", "session_policy", NULL };
 	const char *sv = json_string_value(json_object_get(o, "service")),
 		   *rg = json_string_value(json_object_get(o, "region"));
+	json_t *pol = json_object_get(o, "session_policy");
 
 	if (!json_is_object(o))
 		return errbuf_fail(err, errlen, -1, "%s: \"aws_sigv4\" must be an object", where);
@@ -92,6 +93,15 @@ int rules_parse_aws(json_t *o, struct rules_secret *s, const char *where, char *
 		return errbuf_fail(err, errlen, -1,
 				   "%s: \"aws_sigv4\" needs \"service\" and \"region\" "
 				   "(1..64 of a-z 0-9 -)",
+				   where);
+	/* A session policy (an IAM policy document) narrows a role's credentials to this rule;
+	 * STS takes at most 2048 characters of it. */
+	if (pol && (!json_is_object(pol) ||
+		    !(s->narrow = json_dumps(pol, JSON_COMPACT | JSON_SORT_KEYS)) ||
+		    strlen(s->narrow) > 2048))
+		return errbuf_fail(err, errlen, -1,
+				   "%s: \"session_policy\" must be an IAM policy (a JSON object) "
+				   "of at most 2048 characters",
 				   where);
 	s->aws_service = strdup(sv);
 	s->aws_region = strdup(rg);
@@ -172,7 +182,7 @@ int rules_parse_kinds(json_t *o, struct rules_secret *s, const char *where, char
 				   where);
 	if (v && parse_s3(v, s, where, err, errlen))
 		return -1;
-	if ((s->kind == RULES_INJECT_AWS_SIGV4) && (s->oauth_scope || s->narrow))
+	if ((s->kind == RULES_INJECT_AWS_SIGV4) && (s->oauth_scope || json_object_get(o, "github")))
 		return errbuf_fail(err, errlen, -1,
 				   "%s: an AWS key takes neither \"oauth_scope\" nor \"github\"",
 				   where);

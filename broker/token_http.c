@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <http_parser.h>
@@ -104,13 +105,10 @@ static char *request(const struct rules_dest *ep, const char *method, const char
 		     const char *auth, const char *ctype, const char *body)
 {
 	char host[RULES_HOST_MAX + 16], *req = NULL;
-	int v6 = strchr(ep->host, ':') != NULL;
 	size_t n = body ? strlen(body) : 0;
 
-	if (ep->port == 443)
-		snprintf(host, sizeof(host), v6 ? "[%s]" : "%s", ep->host);
-	else
-		snprintf(host, sizeof(host), v6 ? "[%s]:%u" : "%s:%u", ep->host, ep->port);
+	if (token_http_host(ep, host, sizeof(host)))
+		return NULL;
 	if (asprintf(&req,
 		     "%s %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n"
 		     "User-Agent: bulkhead-broker\r\nConnection: close\r\n%s%s%s"
@@ -251,18 +249,17 @@ static void wipe(char **s)
 	}
 }
 
-int token_http_call(SSL_CTX *tls, const struct policy *p, const struct rules_dest *ep,
-		    const char *method, const char *path, const char *auth, const char *ctype,
-		    const char *body, int timeout_ms, int *status, json_t **answer, char *why,
-		    size_t whylen)
+int token_http_send(SSL_CTX *tls, const struct policy *p, const struct rules_dest *ep,
+		    const char *req, int timeout_ms, int *status, char **body, size_t *len,
+		    char *why, size_t whylen)
 {
 	int64_t deadline = mono_ms() + timeout_ms;
 	struct answer a = { 0 };
-	char *req = NULL;
 	SSL *ssl = NULL;
 	int fd, rc = -1;
 
-	*answer = NULL;
+	*body = NULL;
+	*len = 0;
 	fd = dest_connect(ep, p, timeout_ms, why, whylen);
 	if (fd < 0)
 		return -1;
@@ -270,22 +267,19 @@ int token_http_call(SSL_CTX *tls, const struct policy *p, const struct rules_des
 	ssl = tlsup_connect(tls, NULL, fd, ep->host, ep->port, 0, why, whylen);
 	if (!ssl)
 		goto out;
-	if (!(req = request(ep, method, path, auth, ctype, body)) ||
-	    !(a.body = malloc(TOKEN_ANSWER_MAX + 1))) {
+	if (!(a.body = malloc(TOKEN_ANSWER_MAX + 1))) {
 		errbuf_set(why, whylen, "out of memory");
 		goto out;
 	}
 	*status = exchange(ssl, fd, req, deadline, &a, ep->host, why, whylen);
 	if (*status < 0)
 		goto out;
-	/* Integers past 64 bits as reals: an answer is not refused whole for one of them. */
-	*answer = json_loadb(a.body, a.len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, NULL);
+	a.body[a.len] = 0;
+	*body = a.body;
+	*len = a.len;
+	a.body = NULL;
 	rc = 0;
 out:
-	if (req) {
-		OPENSSL_cleanse(req, strlen(req));
-		free(req);
-	}
 	if (a.body) {
 		OPENSSL_cleanse(a.body, a.len);
 		free(a.body);
@@ -294,6 +288,52 @@ out:
 		tlsup_close(ssl);
 	close(fd);
 	return rc;
+}
+
+int token_http_call(SSL_CTX *tls, const struct policy *p, const struct rules_dest *ep,
+		    const char *method, const char *path, const char *auth, const char *ctype,
+		    const char *body, int timeout_ms, int *status, json_t **answer, char *why,
+		    size_t whylen)
+{
+	char *req = request(ep, method, path, auth, ctype, body), *got = NULL;
+	size_t n = 0;
+	int rc;
+
+	*answer = NULL;
+	if (!req)
+		return errbuf_fail(why, whylen, -1, "out of memory");
+	rc = token_http_send(tls, p, ep, req, timeout_ms, status, &got, &n, why, whylen);
+	OPENSSL_cleanse(req, strlen(req));
+	free(req);
+	/* Integers past 64 bits as reals: an answer is not refused whole for one of them. */
+	if (!rc)
+		*answer = json_loadb(got, n, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, NULL);
+	if (got) {
+		OPENSSL_cleanse(got, n);
+		free(got);
+	}
+	return rc;
+}
+
+long long token_http_seconds_until(const char *iso)
+{
+	struct tm tm = { 0 };
+	const char *end = iso ? strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
+	long long at;
+
+	if (!end || *end)
+		return -1;
+	at = (long long)timegm(&tm);
+	return at > (long long)time(NULL) ? at - (long long)time(NULL) : 0;
+}
+
+int token_http_host(const struct rules_dest *ep, char *out, size_t len)
+{
+	int v6 = strchr(ep->host, ':') != NULL;
+	int n = ep->port == 443 ? snprintf(out, len, v6 ? "[%s]" : "%s", ep->host)
+				: snprintf(out, len, v6 ? "[%s]:%u" : "%s:%u", ep->host, ep->port);
+
+	return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
 int token_http_post(SSL_CTX *tls, const struct policy *p, const struct cred_doc *d,

@@ -40,6 +40,16 @@ int token_http_call(SSL_CTX *tls, const struct policy *p, const struct rules_des
 		    const char *method, const char *path, const char *auth, const char *ctype,
 		    const char *body, int timeout_ms, int *status, json_t **answer, char *why,
 		    size_t whylen);
+/* The same with the request REQ as it is (the whole of it, body included), the answer's body as
+ * it came: 0 with *STATUS and *BODY (NUL-terminated, *LEN bytes, at most TOKEN_ANSWER_MAX; the
+ * caller wipes and frees it), or -1 with why. */
+int token_http_send(SSL_CTX *tls, const struct policy *p, const struct rules_dest *ep,
+		    const char *req, int timeout_ms, int *status, char **body, size_t *len,
+		    char *why, size_t whylen);
+/* Seconds from now until ISO ("YYYY-MM-DDTHH:MM:SSZ"; 0 when past), or -1 when it is not one. */
+long long token_http_seconds_until(const char *iso);
+/* EP's Host field value ("host", "host:port", "[v6]:port"). 0, or -1 when LEN is short. */
+int token_http_host(const struct rules_dest *ep, char *out, size_t len);
 /* ERROR (an endpoint's "error") when it is one of OAuth 2's codes, else a fixed text ("" for
  * none): an endpoint's own words (its error_description, a message) may hold what it was sent,
  * so they reach neither a guest nor a log. */

@@ -5,6 +5,7 @@
 #include "broker/token_cache_internal.h"
 
 #include "broker/cred.h"
+#include "broker/aws_sts.h"
 #include "broker/github_app.h"
 #include "lib/mono.h"
 
@@ -47,9 +48,12 @@ int token_refresh_ask(enum vault_kind kind, const uint8_t *doc, size_t len, cons
 		*refused = true; /* a broken document stays broken until it changes */
 		return -1;
 	}
-	if (kind == VAULT_KIND_GITHUB_APP) {
-		rc = github_app_mint(tcache.cfg.tls, tcache.cfg.policy, &d, scope,
-				     tcache.cfg.timeout_ms, reply, refused, why, whylen);
+	if (kind == VAULT_KIND_GITHUB_APP || kind == VAULT_KIND_AWS_SIGV4) {
+		rc = kind == VAULT_KIND_GITHUB_APP
+			     ? github_app_mint(tcache.cfg.tls, tcache.cfg.policy, &d, scope,
+					       tcache.cfg.timeout_ms, reply, refused, why, whylen)
+			     : aws_sts_assume(tcache.cfg.tls, tcache.cfg.policy, &d, scope,
+					      tcache.cfg.timeout_ms, reply, refused, why, whylen);
 		cred_doc_free(&d);
 		return rc;
 	}
@@ -136,13 +140,33 @@ void token_refresh_keep_rotation(struct tok *t, const char *rt)
 	}
 }
 
+/* A role's credentials (an aws-sigv4 document, T's "token") are scrubbed by their parts, the
+ * secret key and the session token, until UNTIL_MS. Lock held. */
+static void retire_parts(const struct tok *t, const char *doc, size_t len, int64_t until_ms)
+{
+	struct cred_doc d;
+	char err[64];
+
+	if (t->kind != VAULT_KIND_AWS_SIGV4 ||
+	    cred_doc_parse(t->kind, (const uint8_t *)doc, len, &d, err, sizeof(err)))
+		return;
+	vault_live_retire(tcache.cfg.vault, t->name, (const uint8_t *)d.secret_access_key,
+			  strlen(d.secret_access_key), until_ms);
+	if (d.session_token)
+		vault_live_retire(tcache.cfg.vault, t->name, (const uint8_t *)d.session_token,
+				  strlen(d.session_token), until_ms);
+	cred_doc_free(&d);
+}
+
 void token_refresh_take(struct tok *t, struct token_reply *r)
 {
 	int64_t now = mono_ms(), life = r->expires_in;
 
-	if (t->access)
+	if (t->access) {
+		retire_parts(t, t->access, t->alen, tcache_after_grace(t->expires_ms));
 		vault_live_retire(tcache.cfg.vault, t->name, (const uint8_t *)t->access, t->alen,
 				  tcache_after_grace(t->expires_ms));
+	}
 	tcache_drop_token(t);
 	t->alen = strlen(r->access_token);
 	t->access = r->access_token;
@@ -168,5 +192,7 @@ void token_refresh_take(struct tok *t, struct token_reply *r)
 	t->last_error[0] = 0;
 	if (r->refresh_token)
 		token_refresh_keep_rotation(t, r->refresh_token);
+	/* A role's new credentials are scrubbed by their parts from now on. */
+	retire_parts(t, t->access, t->alen, tcache_after_grace(t->expires_ms));
 	vault_live_bump(tcache.cfg.vault);
 }

@@ -7,7 +7,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 $(OBJ)/tests/%.o: tests/%.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
-UNIT_LIBS := -lcmocka -lz -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -ljansson -lseccomp -luring -lmount
+UNIT_LIBS := -lcmocka -lz -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -ljansson -lexpat -lseccomp -luring -lmount
 $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CLI_LIB) $(SESSION_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(VMM_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(UNIT_LIBS)
@@ -43,10 +43,12 @@ FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/rules_kinds.c
                         lib/json_strict.c lib/errbuf.c lib/relpath.c lib/io.c
 FUZZ_LIBS_fuzz_scope := -ljansson -lcrypto
 # What the broker reads of a request an AWS key signs, and the signer (broker/aws_*.c).
-FUZZ_DEPS_fuzz_aws := broker/aws_sigv4.c broker/aws_s3.c broker/secbuf.c broker/rules.c \
+FUZZ_DEPS_fuzz_aws := broker/aws_sigv4.c broker/aws_s3.c broker/aws_sts.c broker/token_http.c \
+                      broker/cred.c broker/dest.c broker/upstream_tls.c broker/tls_resume.c broker/policy.c \
+                      broker/policy_load.c broker/secbuf.c broker/rules.c \
                       broker/rules_grant.c broker/rules_kinds.c broker/hostname.c broker/reqpath.c \
                       lib/json_where.c lib/json_strict.c lib/errbuf.c lib/relpath.c lib/io.c
-FUZZ_LIBS_fuzz_aws := -ljansson -lcrypto
+FUZZ_LIBS_fuzz_aws := -ljansson -lexpat -lssl -lcrypto -lhttp_parser
 # bulkhead-oci's reader of a bundle's config.json.
 FUZZ_DEPS_fuzz_oci_bundle := oci/bundle.c
 FUZZ_LIBS_fuzz_oci_bundle := -ljansson

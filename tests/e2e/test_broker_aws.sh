@@ -166,7 +166,55 @@ rec=$(grep -h '"path":"/agent-data/runs/a.txt"' "$D"/audit/* | tail -n 1)
 echo "$rec" | grep -q '"credentials":\[{"name":"AWS","kind":"aws-sigv4"}\]' &&
 	ok "the audit record names the key and its kind" || not_ok "the audit record names the kind" "$rec"
 
+# A role: the broker asks STS (the server's AssumeRole, signed with the entry's key) for the
+# session's own credentials, with the rule's session policy, and signs with those.
+put_role() { # NAME ROLE
+	printf '{"access_key_id": "%s", "secret_access_key": "%s", "session_token": "%s", "role_arn": "%s", "sts_url": "https://localhost:%s/", "duration_seconds": 900, "allow_addresses": ["127.0.0.1"]}' \
+		"$AKID2" "$SECRET2" "$TOKEN" "$2" "$PORT" | "$BULKHEAD" vault put "$1" --kind aws-sigv4 > /dev/null 2> "$D/put.err" ||
+		not_ok "vault put --kind aws-sigv4 with a role" "$(cat "$D/put.err")"
+}
+put_role ROLE arn:aws:iam::123456789012:role/agent
+put_role DENIED arn:aws:iam::123456789012:role/denied
+POLICY='{"Statement":[{"Action":"s3:GetObject","Effect":"Allow","Resource":"arn:aws:s3:::agent-data/runs/*"}],"Version":"2012-10-17"}'
+cat > "$D/scope-b.json" << EOF2
+{ "secrets": [
+    { "name": "ROLE", "inject": { "aws_sigv4": { "service": "s3", "region": "us-east-1",
+                                                  "session_policy": $POLICY } },
+      "s3": [ "agent-data/runs/" ], "destinations": [ $(dest localhost) ] },
+    { "name": "DENIED", "inject": { "aws_sigv4": { "service": "lambda", "region": "us-east-1" } },
+      "destinations": [ $(dest 127.0.0.1 /2015-03-31/functions/agent-fn/) ] } ] }
+EOF2
+broker_register "$D/ctl.sock" b "$D/scope-b.json" "$D/b.sock" "$D"
+mkdir "$D/b"
+relay_to "$D/b.sock" "$D/b" || not_ok "session b relayed" "$(cat "$D/b.reg")"
+role() { # CASE [ENDPOINT]
+	timeout 120 "$PY" "$TOOLS/aws_client.py" "http://127.0.0.1:$RELAY" "$D/b/session-ca.pem" \
+		"${2:-https://localhost:$PORT}" "$1" 2>> "$D/client.err" | tee -a "$D/seen"
+}
+check_eq "a session's rule with a role: boto3 gets, signed with the session's own credentials" \
+	"ok get b'hello from the session'" "$(role get)"
+check_eq "... and again, with the same credentials" "ok get b'hello from the session'" "$(role get)"
+check_eq "STS was asked once, for the role, with the rule's session policy, for 900 s" \
+	"arn:aws:iam::123456789012:role/agent policy=$POLICY duration=900" \
+	"$(sed -n 's/^assumed \(.*\) session=bulkhead-[0-9a-f]\{12\}$/\1/p' "$D/aws.log")"
+tmpkey=$(sed -n 's/^minted \(ASIA[0-9A-F]*\) .*/\1/p' "$D/aws.log")
+check_eq "both requests were signed with the minted key" 2 "$(grep -c "^key $tmpkey\$" "$D/aws.log")"
+rec=$(grep -h '"session":"b"' "$D"/audit/* | grep '"path":"/agent-data/runs/a.txt"' | tail -n 1)
+echo "$rec" | grep -q '"credentials":\[{"name":"ROLE","kind":"aws-sigv4","token_id":"sha256:[0-9a-f]\{12\}","expires_at":[0-9]*}\]' &&
+	ok "the audit record names the credentials' id and expiry" || not_ok "the audit record names the role's credentials" "$rec"
+case $(role lambda "https://127.0.0.1:$PORT") in
+"refused invoke 503 "*"secret DENIED"*"STS localhost answered 403 (AccessDenied)"*)
+	ok "a role STS refuses: 503 naming the secret and STS's code, never its words" ;;
+*) not_ok "a role STS refuses is a 503 naming the secret" "$(tail -n 1 "$D/seen")" ;;
+esac
+grep -q "not for you" "$D/seen" "$D/broker.log" && not_ok "STS's message reaches no one" ||
+	ok "STS's message (which repeats the key) reaches neither the client nor the log"
+
 leaks=0
+for v in $(sed -n 's/^minted ASIA[0-9A-F]* //p' "$D/aws.log"); do
+	grep -qF "$v" "$D/seen" "$D/client.err" "$D/broker.log" "$D"/audit/* && leaks=$((leaks + 1))
+done
+check_eq "no temporary secret key or session token in anything the client or the log saw" 0 "$leaks"
 for v in "$SECRET" "$SECRET2" "$TOKEN"; do
 	grep -qF "$v" "$D/seen" "$D/client.err" "$D/broker.log" "$D"/audit/* && leaks=$((leaks + 1))
 done

@@ -2,12 +2,13 @@
 /* tests/fuzz/fuzz_aws.c: libFuzzer target for what the broker reads of a request an AWS key
  * signs (broker/aws_sigv4.c, aws_s3.c): the guest's Authorization, its x-amz-content-sha256,
  * an S3 request's host, path, query and copy source against a rule's prefixes, and the signer
- * over a head. The input is cut at NUL bytes into those parts. Checks, beyond ASan and UBSan:
+ * over a head, and STS's answer. The input is cut at NUL bytes into those parts. Checks, beyond ASan and UBSan:
  * a scope read is a region and a service of names; an allowed S3 request's key lies under a
  * listed prefix whenever it is spelt without escapes; a signed head holds exactly one
  * Authorization, the broker's, and none of the guest's date or token. */
 #include "broker/aws_s3.h"
 #include "broker/aws_sigv4.h"
+#include "broker/aws_sts.h"
 #include "broker/rules.h"
 
 #include <stdint.h>
@@ -91,6 +92,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	secbuf_wipe(&o);
+
+	/* STS's answer: taken only as an aws-sigv4 document the broker can read back. */
+	w = part(t, size, 6);
+	if (*w) {
+		static struct cred_doc d;
+		struct token_reply r = { 0 };
+		struct cred_doc back;
+		char err[160];
+		bool refused;
+		static const char role[] = "{\"access_key_id\": \"AKIA0000000000000000\", "
+					   "\"secret_access_key\": \"s0000000000000000\", "
+					   "\"role_arn\": \"arn:aws:iam::1:role/a\"}";
+
+		if (!d.role_arn &&
+		    cred_doc_parse(VAULT_KIND_AWS_SIGV4, (const uint8_t *)role, strlen(role), &d,
+				   err, sizeof(err)))
+			abort();
+		if (!aws_sts_answer(&d, 200, w, strlen(w), &r, &refused, why, sizeof(why))) {
+			if (cred_doc_parse(VAULT_KIND_AWS_SIGV4, (const uint8_t *)r.access_token,
+					   strlen(r.access_token), &back, err, sizeof(err)))
+				abort();
+			cred_doc_free(&back);
+		}
+		token_reply_free(&r);
+	}
 	free(t);
 	return 0;
 }

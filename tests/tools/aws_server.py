@@ -9,11 +9,18 @@ more than 15 minutes from the server's clock is refused (RequestTimeTooSkewed), 
 x-amz-content-sha256 that is not the body's (XAmzContentSHA256Mismatch), a PUT without a
 length (MissingContentLength). Each request is logged to LOG as "ok METHOD PATH SERVICE
 REGION" or "refused METHOD PATH WHY". GET of a key ending in "tattle" answers with every
-secret key and token it knows, as a careless API might."""
+secret key and token it knows, as a careless API might.
+
+It also plays STS: a POST of Action=AssumeRole signed for "sts" with a real key mints temporary
+credentials (ASIA...) for 15 minutes (or DurationSeconds), known from then on like the real
+keys, and logs "assumed ROLE policy=POLICY duration=N"; a role whose ARN ends in "/denied" is
+refused (AccessDenied, with a message that repeats every secret key, as an error may). Every
+verified request logs "key ID" with the key that signed it."""
 import datetime
 import hashlib
 import http.server
 import json
+import secrets
 import sys
 import xml.sax.saxutils
 from urllib.parse import unquote
@@ -26,6 +33,7 @@ import tls_server
 
 CERT, KEY, LOG, KEYS = sys.argv[1:5]
 store = {}  # "bucket/key" -> bytes
+temp = {}  # access key id -> [secret, token]: what AssumeRole minted
 
 
 def log(line):
@@ -44,7 +52,7 @@ def verify(h, body):
         signed = parts["SignedHeaders"].split(";")
     except (KeyError, ValueError):
         return "IncompleteSignature"
-    keys = json.load(open(KEYS))
+    keys = dict(json.load(open(KEYS)), **temp)
     if akid not in keys:
         return "InvalidAccessKeyId"
     secret, token = keys[akid]
@@ -77,7 +85,37 @@ def verify(h, body):
     sha = h.headers.get("X-Amz-Content-SHA256")
     if sha and len(sha) == 64 and sha != hashlib.sha256(body).hexdigest():
         return "XAmzContentSHA256Mismatch"
+    log("key %s" % akid)
     return None
+
+
+def assume_role(h, form):
+    """STS's AssumeRole: the answer's status and XML."""
+    from urllib.parse import parse_qs
+    q = {k: v[0] for k, v in parse_qs(form.decode(), keep_blank_values=True).items()}
+    role = q.get("RoleArn", "")
+    if q.get("Action") != "AssumeRole" or q.get("Version") != "2011-06-15":
+        return 400, "<ErrorResponse><Error><Code>InvalidAction</Code></Error></ErrorResponse>"
+    if role.endswith("/denied"):
+        said = " ".join(s for s, t in json.load(open(KEYS)).values())
+        log("refused assume %s" % role)
+        return 403, ("<ErrorResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><Error>"
+                     "<Type>Sender</Type><Code>AccessDenied</Code><Message>not for you: %s"
+                     "</Message></Error></ErrorResponse>" % said)
+    duration = int(q.get("DurationSeconds", "900"))
+    akid = "ASIA" + secrets.token_hex(8).upper()
+    temp[akid] = ["tmp/" + secrets.token_urlsafe(30), "FwoGZX" + secrets.token_urlsafe(90)]
+    until = (datetime.datetime.utcnow() + datetime.timedelta(seconds=duration)).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+    log("assumed %s policy=%s duration=%d session=%s" % (role, q.get("Policy", "-"), duration,
+                                                        q.get("RoleSessionName")))
+    log("minted %s %s %s" % (akid, temp[akid][0], temp[akid][1]))
+    return 200, ("<AssumeRoleResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">"
+                 "<AssumeRoleResult><AssumedRoleUser><Arn>%s</Arn></AssumedRoleUser><Credentials>"
+                 "<AccessKeyId>%s</AccessKeyId><SecretAccessKey>%s</SecretAccessKey>"
+                 "<SessionToken>%s</SessionToken><Expiration>%s</Expiration></Credentials>"
+                 "</AssumeRoleResult></AssumeRoleResponse>" % (role, akid, temp[akid][0],
+                                                               temp[akid][1], until))
 
 
 def aws_chunked(data):
@@ -154,6 +192,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         service = self.headers["Authorization"].split("/")[3]
         log("ok %s %s %s %s" % (self.command, self.path, service,
                                 self.headers["Authorization"].split("/")[2]))
+        if service == "sts":
+            status, answer = assume_role(self, body)
+            return self.answer(status, answer.encode(), "text/xml")
         if service == "lambda":
             return self.answer(200, json.dumps({"invoked": path.split("/")[3],
                                                 "payload": json.loads(body or b"{}")}).encode(),
@@ -179,7 +220,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             store.pop(name, None)
             return self.answer(204)
         if name.endswith("tattle"):
-            keys = json.load(open(KEYS))
+            keys = dict(json.load(open(KEYS)), **temp)
             said = " ".join("%s %s" % (s, t or "") for s, t in keys.values())
             return self.answer(200, ("keys: " + said).encode(), "text/plain")
         if name not in store:

@@ -2,10 +2,13 @@
 /* tests/unit/test_aws.c: Signature Version 4 as the broker signs (broker/aws_sigv4.h), against
  * the example AWS publishes in its "Signature Version 4 signing process" (IAM ListUsers, whose
  * signature is given there), the head it rewrites, and what it refuses; an S3 request's bucket
- * and key against a rule's "s3" list (broker/aws_s3.h); the rules that say so. The signer is
+ * and key against a rule's "s3" list (broker/aws_s3.h); the rules that say so; the vault's
+ * documents and STS's answers (broker/aws_sts.h), hostile ones included. The signer is
  * also checked against botocore's own, request by request, in tests/e2e/test_broker_aws.sh. */
 #include "broker/aws_s3.h"
 #include "broker/aws_sigv4.h"
+#include "broker/aws_sts.h"
+#include "broker/cred.h"
 #include "broker/rules.h"
 
 #include <setjmp.h>
@@ -166,13 +169,14 @@ static void test_s3_paths(void **state)
 	/* A bucket's name may hold ".s3.": the last one ends it. */
 	assert_int_equal(s3(&r, "GET", "agent-data.s3.evil.s3.amazonaws.com", "/runs/a", "", NULL),
 			 -1);
-	assert_int_equal(
-		s3(&r, "GET", "agent-data.s3.dualstack.us-east-1.amazonaws.com", "/runs/a", "", NULL),
-		0);
+	assert_int_equal(s3(&r, "GET", "agent-data.s3.dualstack.us-east-1.amazonaws.com", "/runs/a",
+			    "", NULL),
+			 0);
 	/* A parameter given twice: a server may read either. */
-	assert_int_equal(s3(&r, "GET", h, "/agent-data", "list-type=2&prefix=runs%2F&prefix=", NULL),
+	assert_int_equal(
+		s3(&r, "GET", h, "/agent-data", "list-type=2&prefix=runs%2F&prefix=", NULL), -1);
+	assert_int_equal(s3(&r, "GET", h, "/agent-data/runs/a", "versionId=1&versionId=2", NULL),
 			 -1);
-	assert_int_equal(s3(&r, "GET", h, "/agent-data/runs/a", "versionId=1&versionId=2", NULL), -1);
 	/* Object sub-resources: multipart and tags yes, ACLs no. */
 	assert_int_equal(s3(&r, "POST", h, "/agent-data/runs/a", "uploads", NULL), 0);
 	assert_int_equal(s3(&r, "PUT", h, "/agent-data/runs/a", "partNumber=1&uploadId=x", NULL),
@@ -221,6 +225,10 @@ static void test_rules_refused(void **state)
 		"{\"secrets\":[{\"name\":\"A\",\"inject\":{\"aws_sigv4\":{\"service\":\"lambda\","
 		"\"region\":\"r\"}},\"oauth_scope\":\"read\",\"destinations\":[{\"host\":\"h\"}]}]"
 		"}",
+		/* A session policy that is no object. */
+		"{\"secrets\":[{\"name\":\"A\",\"inject\":{\"aws_sigv4\":{\"service\":\"lambda\","
+		"\"region\":\"r\",\"session_policy\":\"*\"}},\"destinations\":[{\"host\":\"h\"}]}]"
+		"}",
 	};
 	char err[256];
 
@@ -234,12 +242,128 @@ static void test_rules_refused(void **state)
 	}
 }
 
+static int doc(const char *json, struct cred_doc *d, char *err)
+{
+	return cred_doc_parse(VAULT_KIND_AWS_SIGV4, (const uint8_t *)json, strlen(json), d, err,
+			      160);
+}
+
+static void test_documents(void **state)
+{
+	static const char *const bad[] = {
+		"{\"access_key_id\": \"AKIA0000\", \"secret_access_key\": \"s0000000000000000\"}",
+		"{\"access_key_id\": \"akia0000000000000000\", \"secret_access_key\": "
+		"\"s0000000000000000\"}",
+		"{\"access_key_id\": \"AKIA0000000000000000\", \"secret_access_key\": \"short\"}",
+		"{\"access_key_id\": \"AKIA0000000000000000\", \"secret_access_key\": "
+		"\"s0000000000000000\", "
+		"\"role_arn\": \"agent\"}",
+		"{\"access_key_id\": \"AKIA0000000000000000\", \"secret_access_key\": "
+		"\"s0000000000000000\", "
+		"\"role_arn\": \"arn:aws:iam::1:role/a\", \"duration_seconds\": 60}",
+		"{\"access_key_id\": \"AKIA0000000000000000\", \"secret_access_key\": "
+		"\"s0000000000000000\", "
+		"\"role_arn\": \"arn:aws:iam::1:role/a\", \"sts_url\": \"http://sts.test/\"}",
+		"{\"access_key_id\": \"AKIA0000000000000000\", \"secret_access_key\": "
+		"\"s0000000000000000\", "
+		"\"sts_url\": \"https://sts.test/\"}",
+		"{\"access_key_id\": \"AKIA0000000000000000\", \"secret_access_key\": "
+		"\"s0000000000000000\", "
+		"\"role_arn\": \"arn:aws:iam::1:role/a\", \"sts_region\": \"Us East\"}",
+	};
+	struct cred_doc d;
+	char err[160];
+
+	(void)state;
+	assert_int_equal(doc("{\"access_key_id\": \"AKIA0000000000000000\", \"secret_access_key\": "
+			     "\"s0000000000000000\", \"role_arn\": \"arn:aws:iam::1:role/a\"}",
+			     &d, err),
+			 0);
+	assert_string_equal(d.endpoint.host, "sts.amazonaws.com");
+	assert_string_equal(d.sts_region, "us-east-1");
+	assert_int_equal(d.duration, 3600);
+	cred_doc_free(&d);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = 0;
+		assert_int_equal(doc(bad[i], &d, err), -1);
+		assert_true(err[0]);
+		assert_null(strstr(err, "s0000000000000000"));
+	}
+}
+
+static void test_sts_answers(void **state)
+{
+	static const char good[] =
+		"<AssumeRoleResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">"
+		"<AssumeRoleResult><AssumedRoleUser><Arn>a</Arn></AssumedRoleUser><Credentials>"
+		"<AccessKeyId>ASIAEXAMPLE000000000</AccessKeyId><SecretAccessKey>tmp/secret0000000"
+		"</SecretAccessKey><SessionToken>FwoGZXtoken0000</SessionToken><Expiration>"
+		"2099-01-01T00:00:00Z</Expiration></Credentials></AssumeRoleResult>"
+		"</AssumeRoleResponse>";
+	static const char *const hostile[] = {
+		/* An entity expanded a billion times; an external one; not XML; no token. */
+		"<?xml version=\"1.0\"?><!DOCTYPE r [<!ENTITY a \"aaaaaaaa\"><!ENTITY b "
+		"\"&a;&a;&a;&a;&a;&a;&a;&a;\">]><AssumeRoleResponse>&b;</AssumeRoleResponse>",
+		"<?xml version=\"1.0\"?><!DOCTYPE r [<!ENTITY x SYSTEM \"file:///etc/passwd\">]>"
+		"<r><Credentials><SessionToken>&x;</SessionToken></Credentials></r>",
+		"{\"Credentials\": {}}",
+		"<r><Credentials><AccessKeyId>ASIAEXAMPLE000000000</AccessKeyId></Credentials></r>",
+		/* The fields, but not within Credentials. */
+		"<r><AccessKeyId>ASIAEXAMPLE000000000</AccessKeyId><SecretAccessKey>tmp/"
+		"secret0000000"
+		"</SecretAccessKey><SessionToken>FwoGZXtoken0000</SessionToken></r>",
+	};
+	struct token_reply out = { 0 };
+	struct cred_doc d;
+	bool refused;
+	char err[160], why[200];
+
+	(void)state;
+	assert_int_equal(doc("{\"access_key_id\": \"AKIA0000000000000000\", \"secret_access_key\": "
+			     "\"s0000000000000000\", \"role_arn\": \"arn:aws:iam::1:role/a\"}",
+			     &d, err),
+			 0);
+	assert_int_equal(
+		aws_sts_answer(&d, 200, good, strlen(good), &out, &refused, why, sizeof(why)), 0);
+	assert_string_equal(out.access_token,
+			    "{\"access_key_id\":\"ASIAEXAMPLE000000000\",\"secret_access_key\":"
+			    "\"tmp/secret0000000\",\"session_token\":\"FwoGZXtoken0000\"}");
+	assert_true(out.expires_in > 86400);
+	token_reply_free(&out);
+	for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
+		memset(&out, 0, sizeof(out));
+		assert_int_equal(aws_sts_answer(&d, 200, hostile[i], strlen(hostile[i]), &out,
+						&refused, why, sizeof(why)),
+				 -1);
+		assert_null(out.access_token);
+	}
+	/* An error: its code, never its message; refused for good unless throttled. */
+#define ANSWER(status, x) aws_sts_answer(&d, status, x, strlen(x), &out, &refused, why, sizeof(why))
+	assert_int_equal(ANSWER(403, "<ErrorResponse><Error><Code>AccessDenied</Code><Message>"
+				     "s0000000000000000</Message></Error></ErrorResponse>"),
+			 -1);
+	assert_true(refused);
+	assert_non_null(strstr(why, "403 (AccessDenied)"));
+	assert_null(strstr(why, "s0000000000000000"));
+	assert_int_equal(ANSWER(400, "<ErrorResponse><Error><Code>Throttling</Code></Error>"
+				     "</ErrorResponse>"),
+			 -1);
+	assert_false(refused);
+	assert_int_equal(ANSWER(403, "<ErrorResponse><Error><Code>a b&lt;c</Code></Error>"
+				     "</ErrorResponse>"),
+			 -1);
+	assert_non_null(strstr(why, "(no code)"));
+#undef ANSWER
+	cred_doc_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_published_example), cmocka_unit_test(test_head_shapes),
 		cmocka_unit_test(test_scope_and_payload), cmocka_unit_test(test_s3_paths),
-		cmocka_unit_test(test_rules_refused),
+		cmocka_unit_test(test_rules_refused),	  cmocka_unit_test(test_documents),
+		cmocka_unit_test(test_sts_answers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
