@@ -93,7 +93,9 @@ static struct secret_slot *load(struct conn *c, const struct rules_secret *s, in
 		}
 		sl->val = val;
 		sl->len = len;
-		if (scrub_value(c, val, len)) {
+		/* An AWS key's document: its secret parts are what an upstream could echo. */
+		if (scrub_value(c, val, len) ||
+		    (s->kind == RULES_INJECT_AWS_SIGV4 && proxy_aws_scrub(c, val, len))) {
 			OPENSSL_cleanse(sl->val, sl->len); /* never used unscrubbed: read again */
 			free(sl->val);
 			sl->val = NULL;

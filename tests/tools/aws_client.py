@@ -81,5 +81,8 @@ elif CASE == "lambda":
 elif CASE == "region":
     step("other-region", lambda: client("s3", "eu-west-1").get_object(
         Bucket="agent-data", Key="runs/a.txt"))
+elif CASE == "tattle":
+    step("tattle", lambda: s3.get_object(Bucket="agent-data", Key="runs/tattle")["Body"]
+         .read().decode())
 elif CASE == "get":
     step("get", lambda: s3.get_object(Bucket="agent-data", Key="runs/a.txt")["Body"].read())
