@@ -381,7 +381,7 @@ void proxy_conn_free(struct conn *c)
 	free(c->rest);
 	free(c->up_head);
 	free(c->ws_early);
-	proxy_rewrite_wipe(c);
+	proxy_secret_wipe(c);
 	secbuf_wipe(&c->body_buf);
 	proxy_hold_end(c);
 	proxy_body_budget_end(c);

@@ -193,14 +193,14 @@ int proxy_aws_scrub(struct conn *c, const uint8_t *val, size_t len)
 
 int proxy_aws_sign(struct conn *c)
 {
-	const struct secret_slot *sl = proxy_rewrite_secret(c, c->aws);
+	const struct secret_slot *sl = proxy_secret_get(c, c->aws);
 	struct secbuf o = { 0 };
 	struct cred_doc d;
 	char err[160], payload[72];
 	int rc;
 
 	if (!sl) {
-		proxy_fail_unavailable(c, c->aws);
+		proxy_secret_unavailable(c, c->aws);
 		return -1;
 	}
 	if (cred_doc_parse(VAULT_KIND_AWS_SIGV4, sl->val, sl->len, &d, err, sizeof(err))) {

@@ -2,8 +2,9 @@
 /* broker/proxy_internal.h: the proxy's internals, shared by its files — one guest connection's
  * state and the helpers that work on it, each named for its file (proxy_<file>_...). Not an
  * interface: proxy.h is. proxy.c drives the connection, proxy_request.c a request's head,
- * proxy_head.c collects heads, proxy_io.c moves bytes, proxy_rewrite.c builds what goes
- * upstream (credentials, placeholders), proxy_response.c relays and scrubs the answer. */
+ * proxy_head.c collects heads, proxy_io.c moves bytes, proxy_secret.c holds its secrets,
+ * proxy_rewrite.c builds what goes upstream (credentials, placeholders), proxy_aws.c signs,
+ * proxy_response.c relays and scrubs the answer. */
 #ifndef BULKHEAD_BROKER_PROXY_INTERNAL_H
 #define BULKHEAD_BROKER_PROXY_INTERNAL_H
 
@@ -257,24 +258,25 @@ ssize_t proxy_io_up_read(struct conn *c, void *b, size_t n);
 int proxy_io_up_wait(struct conn *c, int ms);
 void proxy_io_up_close(struct conn *c);
 void proxy_io_timeouts(int fd, int ms);
-/* proxy_rewrite.c: secrets, placeholders, the path check and the upstream head. */
-const struct secret_slot *proxy_rewrite_secret(struct conn *c, const struct rules_secret *s);
+/* proxy_secret.c: the connection's secrets, read when needed and scrubbed. */
+const struct secret_slot *proxy_secret_get(struct conn *c, const struct rules_secret *s);
 /* Every secret the rules name into the scrubber, as far as it is known without asking anyone (an
  * obtained token not yet obtained cannot be echoed). */
-void proxy_rewrite_scrub_all(struct conn *c);
-void proxy_rewrite_wipe(struct conn *c);
+void proxy_secret_scrub_all(struct conn *c);
+void proxy_secret_wipe(struct conn *c);
 /* Before bytes read from an upstream are scrubbed: when the secret source changed since this
  * connection read its values (another connection took a new vault), the new values (and those
  * retired) join the scrubber, also in the middle of an answer. */
-void proxy_rewrite_catch_up(struct conn *c);
+void proxy_secret_catch_up(struct conn *c);
 /* Between two requests, when the source changed: the scrubber starts again from the values
  * that are still to be scrubbed (current, and retired that have not expired), so a connection
  * kept alive for hours does not scrub every token it ever saw. */
-void proxy_rewrite_scrub_anew(struct conn *c);
+void proxy_secret_scrub_anew(struct conn *c);
 /* 503 naming secret S and, when the source said, why it is not available. */
-void proxy_fail_unavailable(struct conn *c, const struct rules_secret *s);
+void proxy_secret_unavailable(struct conn *c, const struct rules_secret *s);
 /* The upstream answered 401: the source may drop an obtained token the request carried. */
-void proxy_rewrite_unauthorized(struct conn *c);
+void proxy_secret_unauthorized(struct conn *c);
+/* proxy_rewrite.c: placeholders, the path check and the upstream head. */
 int proxy_rewrite_placeholders(struct conn *c, const struct rules_req *q, const char *t, size_t len,
 			       struct secbuf *out, int mode);
 int proxy_rewrite_path_ok(const char *p, size_t len);

@@ -110,7 +110,7 @@ ssize_t proxy_io_up_read(struct conn *c, void *b, size_t n)
 	/* After the read: the upstream could only echo a value another connection sent it once
 	 * that connection had read it, which changed the source's number first. */
 	if (got > 0)
-		proxy_rewrite_catch_up(c);
+		proxy_secret_catch_up(c);
 	return got;
 }
 

@@ -64,7 +64,7 @@ void proxy_request_reset(struct conn *c)
 		unsigned gen = c->cfg->secrets->generation(c->cfg->secrets->arg);
 
 		if (gen != c->secrets_gen)
-			proxy_rewrite_scrub_anew(c);
+			proxy_secret_scrub_anew(c);
 		c->secrets_gen = gen;
 	}
 	c->is_head = c->chunked_in = c->client_10 = c->expect_continue = c->cl_zero = 0;

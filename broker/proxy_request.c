@@ -259,7 +259,7 @@ static int request_tripwire(struct conn *c, const struct request_plan *r)
 
 	/* Every secret the rules name is scrubbed from every response, whichever host sent it
 	 * (a host may echo what another request carried), so all are loaded. */
-	proxy_rewrite_scrub_all(c);
+	proxy_secret_scrub_all(c);
 	/* The URL as sent and as canonical: decoding may spell a placeholder out. */
 	if (proxy_rewrite_placeholders(c, &r->q, r->url, c->req.url_len, NULL, PH_URL) ||
 	    proxy_rewrite_placeholders(c, &r->q, r->path, strlen(r->path), NULL, PH_URL) ||

@@ -178,7 +178,7 @@ static int rp_headers(http_parser *p)
 		return 0;
 	}
 	if (p->status_code == 401)
-		proxy_rewrite_unauthorized(c);
+		proxy_secret_unauthorized(c);
 	if (!proxy_answer_head_ok(&c->resp)) {
 		proxy_fail(c, 502, "upstream %s sent a malformed response head", c->host);
 		return -1;

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* broker/proxy_rewrite.c: what goes upstream — secrets loaded once per connection, the
- * placeholder tripwire and replacement, path checks, and the rewritten request head. */
+/* broker/proxy_rewrite.c: what goes upstream — the placeholder tripwire and replacement, path
+ * checks, and the rewritten request head (the secrets themselves: proxy_secret.c). */
 #include "broker/proxy_internal.h"
-#include "lib/mono.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -18,172 +17,6 @@
 
 /* Why a value cannot be a header field's (rules_field_value_ok). */
 #define CTL_WHY "it holds a control character (only tab is allowed)"
-
-/* --- secrets ---------------------------------------------------------------------------- */
-
-/* Adds VAL to the connection's scrubber, and VAL without the blanks at its ends (a server reads
- * a header's value without them, and may echo it so). */
-static int scrub_value(struct conn *c, const uint8_t *val, size_t len)
-{
-	size_t a = 0, b = len;
-
-	while (a < b && (val[a] == ' ' || val[a] == '\t'))
-		a++;
-	while (b > a && (val[b - 1] == ' ' || val[b - 1] == '\t'))
-		b--;
-	if (scrub_add_secret(&c->scrub, val, len))
-		return -1;
-	return (a || b < len) ? scrub_add_secret(&c->scrub, val + a, b - a) : 0;
-}
-
-/* The values secret S held before (a vault's replaced or removed ones) that this connection's
- * scrubber does not have yet: an old credential may still be valid upstream. */
-static int scrub_retired(struct conn *c, const struct rules_secret *s, struct secret_slot *sl)
-{
-	const struct secret_source *src = c->cfg->secrets;
-	unsigned serial;
-	uint8_t *val;
-	size_t len;
-	int rc = 0;
-
-	while (!rc && src->retired &&
-	       src->retired(src->arg, s->name, sl->retired_seen, &serial, &val, &len) == 0) {
-		rc = scrub_value(c, val, len);
-		OPENSSL_cleanse(val, len);
-		free(val);
-		sl->retired_seen = serial;
-	}
-	return rc;
-}
-
-/* Reads S into its slot (FLAGS: SECRET_PEEK or 0) and scrubs the value; the slot, or NULL with
- * the source's reason in the slot. */
-static struct secret_slot *load(struct conn *c, const struct rules_secret *s, int flags)
-{
-	struct secret_slot *sl = &c->secrets[s - c->cfg->rules->secrets];
-	const struct secret_source *src = c->cfg->secrets;
-	int64_t until = INT64_MAX;
-	uint8_t *val = NULL;
-	size_t len = 0;
-
-	if (sl->state == 1 && sl->gen == c->secrets_gen && mono_ms() < sl->until_ms)
-		return sl;
-	sl->state = 0;
-	sl->why[0] = 0;
-	if (!src)
-		return NULL;
-	/* Every secret is scrubbed from every response, whichever host sent it, with the values
-	 * it held before; a value replaced stays scrubbed with the new one. */
-	if (scrub_retired(c, s, sl) ||
-	    src->get(src->arg, s, flags, &val, &len, &until, sl->why, sizeof(sl->why)))
-		return NULL;
-	/* What the source retired while it answered (an AWS key's secret, kept for good). */
-	if (scrub_retired(c, s, sl)) {
-		OPENSSL_cleanse(val, len);
-		free(val);
-		return NULL;
-	}
-	if (sl->val && sl->len == len && !CRYPTO_memcmp(sl->val, val, len)) {
-		OPENSSL_cleanse(val, len); /* the value the connection had: scrubbed already */
-		free(val);
-	} else {
-		if (sl->val) {
-			OPENSSL_cleanse(sl->val, sl->len);
-			free(sl->val);
-		}
-		sl->val = val;
-		sl->len = len;
-		/* An AWS key's document: its secret parts are what an upstream could echo. */
-		if (scrub_value(c, val, len) ||
-		    (s->kind == RULES_INJECT_AWS_SIGV4 && proxy_aws_scrub(c, val, len))) {
-			OPENSSL_cleanse(sl->val, sl->len); /* never used unscrubbed: read again */
-			free(sl->val);
-			sl->val = NULL;
-			sl->len = 0;
-			return NULL;
-		}
-	}
-	sl->gen = c->secrets_gen;
-	sl->until_ms = until;
-	sl->state = 1;
-	return sl;
-}
-
-const struct secret_slot *proxy_rewrite_secret(struct conn *c, const struct rules_secret *s)
-{
-	return load(c, s, 0);
-}
-
-void proxy_rewrite_scrub_all(struct conn *c)
-{
-	for (size_t i = 0; i < c->cfg->rules->n_secrets; i++)
-		load(c, &c->cfg->rules->secrets[i], SECRET_PEEK);
-}
-
-void proxy_rewrite_scrub_anew(struct conn *c)
-{
-	size_t i;
-
-	scrub_free(&c->scrub);
-	scrub_init(&c->scrub);
-	for (i = 0; c->secrets && i < c->cfg->rules->n_secrets; i++) {
-		struct secret_slot *sl = &c->secrets[i];
-
-		if (sl->val) { /* read again, and scrubbed again: no value is "had already" */
-			OPENSSL_cleanse(sl->val, sl->len);
-			free(sl->val);
-		}
-		sl->val = NULL;
-		sl->len = 0;
-		sl->state = 0;
-		sl->retired_seen = 0;
-	}
-}
-
-void proxy_rewrite_catch_up(struct conn *c)
-{
-	const struct secret_source *src = c->cfg->secrets;
-	unsigned g;
-
-	if (!src || !src->current || (g = src->current(src->arg)) == c->secrets_gen)
-		return;
-	c->secrets_gen = g;
-	proxy_rewrite_scrub_all(c);
-}
-
-void proxy_fail_unavailable(struct conn *c, const struct rules_secret *s)
-{
-	const char *why = c->secrets[s - c->cfg->rules->secrets].why;
-
-	proxy_fail(c, 503, "secret %s is not available%s%s", s->name, why[0] ? ": " : "", why);
-}
-
-void proxy_rewrite_unauthorized(struct conn *c)
-{
-	const struct secret_source *src = c->cfg->secrets;
-
-	for (size_t i = 0; src && src->unauthorized && i < c->n_inj_names; i++) {
-		const struct secret_slot *sl = &c->secrets[c->inj[i] - c->cfg->rules->secrets];
-
-		if (sl->state == 1)
-			src->unauthorized(src->arg, c->inj[i], sl->val, sl->len);
-	}
-}
-
-void proxy_rewrite_wipe(struct conn *c)
-{
-	size_t i;
-
-	for (i = 0; c->secrets && i < c->cfg->rules->n_secrets; i++)
-		if (c->secrets[i].val) {
-			OPENSSL_cleanse(c->secrets[i].val, c->secrets[i].len);
-			free(c->secrets[i].val);
-		}
-	free(c->secrets);
-	c->secrets = NULL;
-}
-
-/* --- request decision and rewriting ---------------------------------------------------------- */
 
 static size_t name_run(const char *t, size_t len)
 {
@@ -243,9 +76,9 @@ int proxy_rewrite_placeholders(struct conn *c, const struct rules_req *q, const 
 			return -1;
 		}
 		if (out) {
-			sl = proxy_rewrite_secret(c, s);
+			sl = proxy_secret_get(c, s);
 			if (!sl) {
-				proxy_fail_unavailable(c, s);
+				proxy_secret_unavailable(c, s);
 				return -1;
 			}
 			if (mode == PH_URL) {
@@ -317,11 +150,11 @@ static int is_injected_field(const struct conn *c, const struct rules_secret **i
  * it); NULL, with the reason set where there is one to give, when it cannot be. */
 static char *inject_value(struct conn *c, const struct rules_secret *s)
 {
-	const struct secret_slot *sl = proxy_rewrite_secret(c, s);
+	const struct secret_slot *sl = proxy_secret_get(c, s);
 	char *r;
 
 	if (!sl) {
-		proxy_fail_unavailable(c, s);
+		proxy_secret_unavailable(c, s);
 		return NULL;
 	}
 	r = rules_render(s, sl->val, sl->len);

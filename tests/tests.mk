@@ -31,21 +31,21 @@ FUZZ_DEPS_fuzz_virtio_mmio := vmm/virtio/mmio.c vmm/bus.c vmm/gmem.c vmm/log.c v
 # The VMM's vhost-user front end against a hostile back end (its log lines kept quiet there).
 FUZZ_DEPS_fuzz_vu_front := vmm/virtio/vu_front.c vmm/virtio/vhost_user_dev.c vmm/virtio/mmio.c \
                            vmm/bus.c vmm/gmem.c vmm/vm.c vmm/stop.c vmm/x86/vm_arch.c lib/vhost_user.c
-FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/cred_source.c broker/token_%.c broker/github_app.c broker/control.c broker/session.c broker/loop%.c,$(BROKER_SRCS)) \
+FUZZ_DEPS_fuzz_proxy_head := $(filter-out broker/harden.c broker/vault%.c broker/cred_source.c broker/token_%.c broker/github_app.c broker/aws_sts.c broker/control.c broker/session.c broker/loop%.c,$(BROKER_SRCS)) \
                              lib/json_where.c lib/json_strict.c lib/errbuf.c lib/io.c lib/relpath.c
 FUZZ_LIBS_fuzz_proxy_head := -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -ljansson -lpthread
 # The loaders of the two policy layers: the global policy and a session's scope.
 FUZZ_DEPS_fuzz_policy := broker/policy.c broker/policy_load.c broker/hostname.c broker/reqpath.c \
                          lib/json_where.c lib/json_strict.c lib/io.c
 FUZZ_LIBS_fuzz_policy := -ljansson
-FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/rules_kinds.c broker/hostname.c broker/reqpath.c \
+FUZZ_DEPS_fuzz_scope := broker/rules.c broker/rules_grant.c broker/rules_kinds.c broker/rules_match.c broker/hostname.c broker/reqpath.c \
                         broker/policy.c broker/policy_load.c broker/decide.c lib/json_where.c \
                         lib/json_strict.c lib/errbuf.c lib/relpath.c lib/io.c
 FUZZ_LIBS_fuzz_scope := -ljansson -lcrypto
 # What the broker reads of a request an AWS key signs, and the signer (broker/aws_*.c).
 FUZZ_DEPS_fuzz_aws := broker/aws_sigv4.c broker/aws_s3.c broker/aws_sts.c broker/token_http.c \
                       broker/cred.c broker/dest.c broker/upstream_tls.c broker/tls_resume.c broker/policy.c \
-                      broker/policy_load.c broker/secbuf.c broker/rules.c \
+                      broker/policy_load.c broker/secbuf.c broker/rules.c broker/rules_match.c \
                       broker/rules_grant.c broker/rules_kinds.c broker/hostname.c broker/reqpath.c \
                       lib/json_where.c lib/json_strict.c lib/errbuf.c lib/relpath.c lib/io.c
 FUZZ_LIBS_fuzz_aws := -ljansson -lexpat -lssl -lcrypto -lhttp_parser
