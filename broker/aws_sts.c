@@ -27,6 +27,7 @@ struct sts_answer {
 	char stack[DEPTH_MAX][32]; /* the open elements' names (cut) */
 	char *f[N_FIELDS];
 	size_t n[N_FIELDS];
+	int seen[N_FIELDS];
 	int bad; /* a field over CRED_FIELD_MAX, a DTD, out of memory */
 };
 
@@ -47,6 +48,10 @@ static void on_start(void *arg, const XML_Char *name, const XML_Char **attrs)
 				a->in = i;
 	if (!strcmp(parent, "Error") && !strcmp(name, "Code"))
 		a->in = F_CODE;
+	if (a->in >= 0 && a->seen[a->in]++) { /* a field twice: which one would be meant? */
+		a->bad = 1;
+		XML_StopParser(a->x, XML_FALSE);
+	}
 	if (a->depth < DEPTH_MAX)
 		snprintf(a->stack[a->depth], sizeof(a->stack[0]), "%s", name);
 	a->depth++;
@@ -197,9 +202,18 @@ static int take(const struct sts_answer *a, const struct cred_doc *d, struct tok
 	json_decref(doc);
 	if (!out->access_token)
 		return errbuf_fail(why, whylen, -1, "out of memory");
+	/* Never longer than asked (an expiry years ahead would never be renewed); one already
+	 * past is a failure, tried again after the backoff, not a token to sign with. */
 	out->expires_in = token_http_seconds_until(a->f[F_EXPIRATION]);
-	if (out->expires_in < 0) /* no expiry it can read: the lifetime it asked for */
+	if (out->expires_in < 0 || out->expires_in > d->duration)
 		out->expires_in = d->duration;
+	if (out->expires_in == 0) {
+		OPENSSL_cleanse(out->access_token, strlen(out->access_token));
+		free(out->access_token);
+		out->access_token = NULL;
+		return errbuf_fail(why, whylen, -1, "STS %s gave credentials that have expired",
+				   d->endpoint.host);
+	}
 	return 0;
 }
 

@@ -48,6 +48,7 @@ struct secret_slot {
 	uint8_t *val;
 	size_t len;
 	int state;	       /* 0 not loaded (or unavailable: asked again), 1 loaded */
+	int peeked;	       /* loaded with SECRET_PEEK: for the scrubber, not yet to be used */
 	unsigned gen;	       /* the source's generation it was read at */
 	int64_t until_ms;      /* monotonic: an obtained token is asked for again from then */
 	unsigned retired_seen; /* the last of its retired values the scrubber has */

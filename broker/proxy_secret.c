@@ -57,7 +57,10 @@ static struct secret_slot *load(struct conn *c, const struct rules_secret *s, in
 	uint8_t *val = NULL;
 	size_t len = 0;
 
-	if (sl->state == 1 && sl->gen == c->secrets_gen && mono_ms() < sl->until_ms)
+	/* A value only peeked (for the scrubber) is asked for properly before it is used: the
+	 * source may have to act first (an entry changed since its token was obtained). */
+	if (sl->state == 1 && sl->gen == c->secrets_gen && mono_ms() < sl->until_ms &&
+	    (!sl->peeked || (flags & SECRET_PEEK)))
 		return sl;
 	sl->state = 0;
 	sl->why[0] = 0;
@@ -96,6 +99,7 @@ static struct secret_slot *load(struct conn *c, const struct rules_secret *s, in
 	}
 	sl->gen = c->secrets_gen;
 	sl->until_ms = until;
+	sl->peeked = (flags & SECRET_PEEK) != 0;
 	sl->state = 1;
 	return sl;
 }

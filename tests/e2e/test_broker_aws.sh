@@ -216,6 +216,16 @@ case $(role lambda "https://127.0.0.1:$PORT") in
 esac
 grep -q "not for you" "$D/seen" "$D/broker.log" && not_ok "STS's message reaches no one" ||
 	ok "STS's message (which repeats the key) reaches neither the client nor the log"
+# The entry changes under a running session: its next request follows the entry, never the
+# credentials obtained for the role before.
+put_role ROLE arn:aws:iam::123456789012:role/denied
+case $(role get) in
+"refused get 503 "*"STS localhost answered 403 (AccessDenied)"*) ok "a role changed in the vault: the running session's next request asks for it (refused here)" ;;
+*) not_ok "a role changed in the vault takes effect in a running session" "$(tail -n 1 "$D/seen")" ;;
+esac
+put_role ROLE arn:aws:iam::123456789012:role/agent
+check_eq "... and put back: new credentials" "ok get b'hello from the session'" "$(role get)"
+check_eq "... STS asked again for each change" 2 "$(grep -c '^assumed arn:aws:iam::123456789012:role/agent ' "$D/aws.log")"
 
 leaks=0
 for v in $(sed -n 's/^minted ASIA[0-9A-F]* //p' "$D/aws.log"); do

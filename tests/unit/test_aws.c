@@ -308,6 +308,18 @@ static void test_sts_answers(void **state)
 		"<r><Credentials><SessionToken>&x;</SessionToken></Credentials></r>",
 		"{\"Credentials\": {}}",
 		"<r><Credentials><AccessKeyId>ASIAEXAMPLE000000000</AccessKeyId></Credentials></r>",
+		/* A field twice; credentials twice. */
+		"<r><Credentials><AccessKeyId>ASIAEXAMPLE000000000</AccessKeyId><SecretAccessKey>"
+		"tmp/secret0000000</SecretAccessKey><SessionToken>FwoGZXtoken0000</SessionToken>"
+		"<SessionToken>FwoGZXtoken1111</SessionToken></Credentials></r>",
+		"<r><Credentials><AccessKeyId>ASIAEXAMPLE000000000</AccessKeyId><SecretAccessKey>"
+		"tmp/secret0000000</SecretAccessKey><SessionToken>FwoGZXtoken0000</SessionToken>"
+		"</Credentials><Credentials><AccessKeyId>ASIAEXAMPLE111111111</AccessKeyId>"
+		"</Credentials></r>",
+		/* Credentials that have expired already. */
+		"<r><Credentials><AccessKeyId>ASIAEXAMPLE000000000</AccessKeyId><SecretAccessKey>"
+		"tmp/secret0000000</SecretAccessKey><SessionToken>FwoGZXtoken0000</SessionToken>"
+		"<Expiration>1970-01-01T00:00:00Z</Expiration></Credentials></r>",
 		/* The fields, but not within Credentials. */
 		"<r><AccessKeyId>ASIAEXAMPLE000000000</AccessKeyId><SecretAccessKey>tmp/"
 		"secret0000000"
@@ -328,7 +340,7 @@ static void test_sts_answers(void **state)
 	assert_string_equal(out.access_token,
 			    "{\"access_key_id\":\"ASIAEXAMPLE000000000\",\"secret_access_key\":"
 			    "\"tmp/secret0000000\",\"session_token\":\"FwoGZXtoken0000\"}");
-	assert_true(out.expires_in > 86400);
+	assert_int_equal(out.expires_in, 3600); /* 2099 is further than asked: the lifetime asked */
 	token_reply_free(&out);
 	for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
 		memset(&out, 0, sizeof(out));
