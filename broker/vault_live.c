@@ -93,6 +93,22 @@ fail:
 	return -1;
 }
 
+static void drop_retired(struct vault_live *l, size_t i);
+
+void vault_live_close(struct vault_live *l)
+{
+	if (!l)
+		return;
+	while (l->n_retired)
+		drop_retired(l, l->n_retired - 1);
+	vault_close(l->v);
+	vault_cred_free(l->cred);
+	pthread_mutex_destroy(&l->lock);
+	free(l->key_path);
+	free(l->path);
+	free(l);
+}
+
 static void drop_retired(struct vault_live *l, size_t i)
 {
 	vault_secret_free(l->retired[i].val, l->retired[i].len);
@@ -101,8 +117,9 @@ static void drop_retired(struct vault_live *l, size_t i)
 }
 
 /* Keeps VAL (locked memory, now the list's) as a value NAME held before, unless it is kept
- * already. Lock held. */
-static void retire(struct vault_live *l, const char *name, unsigned char *val, size_t len,
+ * already (then only its time changes). Whether the list has a value it did not have. Lock
+ * held. */
+static bool retire(struct vault_live *l, const char *name, unsigned char *val, size_t len,
 		   int64_t until_ms)
 {
 	for (size_t i = 0; i < l->n_retired; i++)
@@ -110,7 +127,7 @@ static void retire(struct vault_live *l, const char *name, unsigned char *val, s
 		    !CRYPTO_memcmp(l->retired[i].val, val, len)) {
 			l->retired[i].until_ms = until_ms;
 			vault_secret_free(val, len);
-			return;
+			return false;
 		}
 	/* Those scrubbed no more go; then, while NAME's values for a time (obtained tokens)
 	 * would hold more than VAULT_LIVE_RETIRED_BYTES (each costs every connection's scrubber
@@ -137,6 +154,7 @@ static void retire(struct vault_live *l, const char *name, unsigned char *val, s
 	r->len = len;
 	r->serial = ++l->serial;
 	r->until_ms = until_ms;
+	return true;
 }
 
 /* Keeps OLD's value of each secret that NV changes or removes, so that echoes of it are still
@@ -311,8 +329,10 @@ void vault_live_retire(struct vault_live *l, const char *name, const uint8_t *va
 		return;
 	memcpy(copy, val, len);
 	pthread_mutex_lock(&l->lock);
-	retire(l, name, copy, len, until_ms);
-	l->gen++;
+	/* Connections take a new value at their next read (the generation); one kept already
+	 * changes nothing they scrub, and must not make every connection start again. */
+	if (retire(l, name, copy, len, until_ms))
+		l->gen++;
 	pthread_mutex_unlock(&l->lock);
 }
 

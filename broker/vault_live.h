@@ -26,6 +26,8 @@ struct vault_live;
  * 0, or -1 with ERR. */
 int vault_live_open(const char *path, const char *key_file, struct vault_live **out, char *err,
 		    size_t errlen);
+/* Closes L and wipes what it kept (the broker keeps its own for its life). */
+void vault_live_close(struct vault_live *l);
 /* A number that changes each time a new file is taken (the file is looked at first): a reader
  * that read its values at this number needs not read them again. */
 unsigned vault_live_generation(struct vault_live *l);
@@ -47,7 +49,7 @@ int vault_live_kind(struct vault_live *l, const char *name);
 /* A value obtained for NAME that is no longer used (an access token replaced) or that only an
  * endpoint may see: kept among the retired values until UNTIL_MS (monotonic; INT64_MAX: for
  * good, a token's expiry: while it could still be used), and the generation changes so that
- * connections scrub it. Retiring a value kept already sets its time. */
+ * connections scrub it. Retiring a value kept already sets its time and changes nothing else. */
 void vault_live_retire(struct vault_live *l, const char *name, const uint8_t *val, size_t len,
 		       int64_t until_ms);
 /* The generation changes: what a secret reads as may have (a new access token). */

@@ -3,6 +3,7 @@
  * keys and loose key files, validates names, re-keys, and survives a failed write. */
 #include "broker/vault.h"
 #include "broker/vault_internal.h"
+#include "broker/vault_live.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -582,6 +583,33 @@ static void test_versions_and_kinds(void **state)
 	vault_cred_free(c);
 }
 
+/* Retired values: a new one changes the generation connections follow (they take it at their
+ * next read); one kept already does not, or every connection would start its scrubber again at
+ * every request that retires it (an AWS key's parts do, each time they are read). */
+static void test_live_retired(void **state)
+{
+	struct vault_live *l;
+	unsigned g, serial;
+	uint8_t *val;
+	size_t len;
+
+	(void)state;
+	make_vault();
+	assert_int_equal(vault_live_open(vpath, key1, &l, err, sizeof(err)), 0);
+	g = vault_live_current(l);
+	vault_live_retire(l, "GITHUB_TOKEN", (const uint8_t *)"old-value-1", 11, INT64_MAX);
+	assert_int_not_equal(vault_live_current(l), g);
+	g = vault_live_current(l);
+	vault_live_retire(l, "GITHUB_TOKEN", (const uint8_t *)"old-value-1", 11, INT64_MAX);
+	assert_int_equal(vault_live_current(l), g);
+	assert_int_equal(vault_live_retired(l, "GITHUB_TOKEN", 0, &serial, &val, &len), 0);
+	assert_memory_equal(val, "old-value-1", 11);
+	free(val);
+	assert_int_equal(vault_live_retired(l, "GITHUB_TOKEN", serial, &serial, &val, &len),
+			 -ENOENT);
+	vault_live_close(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -598,6 +626,7 @@ int main(void)
 		cmocka_unit_test(test_stale_temp_removed),
 		cmocka_unit_test(test_secret_memory),
 		cmocka_unit_test(test_versions_and_kinds),
+		cmocka_unit_test(test_live_retired),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
