@@ -112,13 +112,16 @@ triple_line() {
 }
 
 # require SUITE NAME...: the whole suite skips, saying what is missing, unless each NAME is an
-# executable file (a path: `make test-programs` builds them) or a command on PATH.
+# executable file (a path: `make test-programs` builds them), a command on PATH, or py:MODULE, a
+# module a python3 imports (Debian's python3-MODULE; $PY is that python3).
 require() {
 	_suite=$1
 	shift
 	for _r in "$@"; do
 		case $_r in
 		*/*) [ -x "$_r" ] && continue; _why="$_r not built (make test-programs builds it)" ;;
+		py:*) debian_python "${_r#py:}" && continue
+			_why="python3-${_r#py:} is not installed (make deps)" ;;
 		*) command -v "$_r" > /dev/null && continue; _why="the $_r command is missing (apt-get install $_r)" ;;
 		esac
 		skip "$_suite" "$_why"

@@ -15,12 +15,7 @@
 BROKER=$BIN/bulkhead-broker
 CLIENT=$BUILD/tests/proxy-client
 TOOLS=$(dirname "$0")/../tools
-require "aws-sigv4 entries" "$BROKER" "$CLIENT" openssl
-if ! debian_python boto3; then
-	skip "aws-sigv4 entries" "python3-boto3 is not installed (make deps)"
-	plan_done
-	exit 0
-fi
+require "aws-sigv4 entries" "$BROKER" "$CLIENT" openssl py:boto3
 # Debian's boto3 when there is another first on PATH: the SDK this suite is about.
 /usr/bin/python3 -c 'import boto3' 2> /dev/null && PY=/usr/bin/python3
 D=$TMP

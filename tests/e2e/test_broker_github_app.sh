@@ -13,12 +13,7 @@
 BROKER=$BIN/bulkhead-broker
 CLIENT=$BUILD/tests/proxy-client
 SERVER=$(dirname "$0")/../tools/github_app_server.py
-require "github-app entries" "$BROKER" "$CLIENT" openssl git
-if ! debian_python jwt; then
-	skip "github-app entries" "python3-jwt is not installed (make deps)"
-	plan_done
-	exit 0
-fi
+require "github-app entries" "$BROKER" "$CLIENT" openssl git py:jwt
 D=$TMP
 unset https_proxy HTTPS_PROXY http_proxy HTTP_PROXY ALL_PROXY all_proxy no_proxy NO_PROXY
 export HOME="$D" GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0

@@ -17,12 +17,7 @@
 BROKER=$BIN/bulkhead-broker
 CLIENT=$BUILD/tests/proxy-client
 PROVIDER=$(dirname "$0")/../tools/oauth_provider.py
-require "OAuth 2 entries" "$BROKER" "$CLIENT" openssl curl
-if ! debian_python oauthlib; then
-	skip "OAuth 2 entries" "python3-oauthlib is not installed (make deps)"
-	plan_done
-	exit 0
-fi
+require "OAuth 2 entries" "$BROKER" "$CLIENT" openssl curl py:oauthlib
 D=$TMP
 if ! test_pki; then
 	not_ok "test PKI made with openssl"

@@ -14,12 +14,7 @@
 BROKER=$BIN/bulkhead-broker
 CLIENT=$BUILD/tests/proxy-client
 PEER=$(dirname "$0")/../tools/ws_peer.py
-require "WebSocket suite" "$BROKER" "$CLIENT" python3 openssl
-if ! debian_python websockets; then
-	skip "WebSocket suite" "python3-websockets is not installed (make deps)"
-	plan_done
-	exit 0
-fi
+require "WebSocket suite" "$BROKER" "$CLIENT" python3 openssl py:websockets
 
 D=$TMP
 SECRET='sk-W3bS0cketT0ken-0123456789abcdef'
