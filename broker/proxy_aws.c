@@ -174,23 +174,6 @@ int proxy_aws_check(struct conn *c, const char *path, const char *query, size_t 
 	return 0;
 }
 
-int proxy_aws_scrub(struct conn *c, const uint8_t *val, size_t len)
-{
-	struct cred_doc d;
-	char err[160];
-	int rc = 0;
-
-	if (cred_doc_parse(VAULT_KIND_AWS_SIGV4, val, len, &d, err, sizeof(err)))
-		return 0; /* not a key: nothing is signed with it (proxy_aws_sign says so) */
-	rc = scrub_add_secret(&c->scrub, (const uint8_t *)d.secret_access_key,
-			      strlen(d.secret_access_key));
-	if (!rc && d.session_token)
-		rc = scrub_add_secret(&c->scrub, (const uint8_t *)d.session_token,
-				      strlen(d.session_token));
-	cred_doc_free(&d);
-	return rc;
-}
-
 int proxy_aws_sign(struct conn *c)
 {
 	const struct secret_slot *sl = proxy_secret_get(c, c->aws);

@@ -348,10 +348,7 @@ void proxy_body_budget_end(struct conn *c);
 int proxy_aws_check(struct conn *c, const char *path, const char *query, size_t qlen,
 		    const struct rules_secret **inj, size_t n_inj);
 int proxy_aws_sign(struct conn *c);
-/* The secret parts of an aws-sigv4 document VAL (its secret key, its session token) into the
- * connection's scrubber: a role's credentials are this session's, whatever the retired values
- * the source keeps for all. 0, or -1 (out of memory). */
-int proxy_aws_scrub(struct conn *c, const uint8_t *val, size_t len);
+
 /* proxy_hold.c: a request held whole for approval. */
 int proxy_hold_begin(struct conn *c);
 int proxy_hold_body(struct conn *c, const char *at, size_t len);

@@ -3,6 +3,8 @@
  * it changes (secret_slot), every value it held and every retired one in the connection's
  * scrubber, and what the source is told of a 401. */
 #include "broker/proxy_internal.h"
+
+#include "broker/cred.h"
 #include "lib/mono.h"
 
 #include <stdlib.h>
@@ -44,6 +46,25 @@ static int scrub_retired(struct conn *c, const struct rules_secret *s, struct se
 		free(val);
 		sl->retired_seen = serial;
 	}
+	return rc;
+}
+
+/* The secret parts of an aws-sigv4 document VAL (its secret key, its session token): a role's
+ * credentials are this session's, whatever the retired values the source keeps for all. */
+static int scrub_aws_parts(struct conn *c, const uint8_t *val, size_t len)
+{
+	struct cred_doc d;
+	char err[160];
+	int rc = 0;
+
+	if (cred_doc_parse(VAULT_KIND_AWS_SIGV4, val, len, &d, err, sizeof(err)))
+		return 0; /* not a key: nothing is signed with it (proxy_aws_sign says so) */
+	rc = scrub_add_secret(&c->scrub, (const uint8_t *)d.secret_access_key,
+			      strlen(d.secret_access_key));
+	if (!rc && d.session_token)
+		rc = scrub_add_secret(&c->scrub, (const uint8_t *)d.session_token,
+				      strlen(d.session_token));
+	cred_doc_free(&d);
 	return rc;
 }
 
@@ -89,7 +110,7 @@ static struct secret_slot *load(struct conn *c, const struct rules_secret *s, in
 		sl->len = len;
 		/* An AWS key's document: its secret parts are what an upstream could echo. */
 		if (scrub_value(c, val, len) ||
-		    (s->kind == RULES_INJECT_AWS_SIGV4 && proxy_aws_scrub(c, val, len))) {
+		    (s->kind == RULES_INJECT_AWS_SIGV4 && scrub_aws_parts(c, val, len))) {
 			OPENSSL_cleanse(sl->val, sl->len); /* never used unscrubbed: read again */
 			free(sl->val);
 			sl->val = NULL;
