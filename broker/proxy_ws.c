@@ -193,6 +193,18 @@ static int translate(struct ws_relay *r, int from_guest, const uint8_t *m, size_
 		       : 0;
 }
 
+/* Whether the upstream's close payload A (its code, then its reason) holds a secret as a whole. */
+static int in_code(struct ws_relay *r, const struct wslay_event_on_msg_recv_arg *a)
+{
+	struct secbuf whole = { 0 };
+	size_t replaced = r->c->scrub.replaced;
+	int found =
+		translate(r, 0, a->msg, a->msg_length, &whole) || r->c->scrub.replaced != replaced;
+
+	secbuf_wipe(&whole);
+	return found;
+}
+
 static void ws_message(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *a,
 		       void *user)
 {
@@ -229,9 +241,10 @@ static void ws_message(wslay_event_context_ptr ctx, const struct wslay_event_on_
 			r->closed_by = s->guest ? "guest" : "upstream";
 		c->ws_stats.close_code = a->status_code;
 		/* The reason crosses like a message; one that changed or grew past a close
-		 * frame's room goes without its text. */
+		 * frame's room goes without its text. From the upstream, the code's two bytes
+		 * and the reason are scrubbed as one too: a secret may begin in the code. */
 		if (why && (translate(r, s->guest, why, wn, &out) || out.n > 123 ||
-			    c->scrub.replaced != replaced))
+			    c->scrub.replaced != replaced || (!s->guest && in_code(r, a))))
 			out.n = 0;
 		if (s->guest && r->c->err_status)
 			r->tripped = 1;
@@ -423,8 +436,8 @@ int proxy_ws_relay(struct conn *c)
 				break;
 			quiet_ms = grace - (now - r->closing_since);
 		}
-		/* The guest hung up: the upstream gets its close and is not waited for, since no one
-		 * is left to hear its answer (the record is written at once). */
+		/* The guest hung up: the upstream gets its close and is not waited for, since no
+		 * one is left to hear its answer (the record is written at once). */
 		if (r->g.gone && (r->u.gone || wslay_event_get_close_sent(r->u.ctx)))
 			break;
 		if (quiet_ms < 0 || r->g.gone)
