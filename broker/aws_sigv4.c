@@ -27,6 +27,14 @@ static void hex(const unsigned char *b, size_t n, char *out)
 	out[2 * n] = 0;
 }
 
+void aws_sigv4_sha256_hex(const void *b, size_t n, char out[65])
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+
+	SHA256((const unsigned char *)(n ? b : ""), n, md);
+	hex(md, sizeof(md), out);
+}
+
 int aws_sigv4_scope_of(const char *val, size_t len, char region[AWS_NAME_MAX + 1],
 		       char service[AWS_NAME_MAX + 1])
 {
@@ -370,8 +378,7 @@ int aws_sigv4_sign(const char *head, size_t len, const struct aws_key *k, const 
 	secbuf_str(&cr, payload);
 	if (cr.oom || names.oom)
 		goto out;
-	SHA256((const unsigned char *)cr.b, cr.n, md);
-	hex(md, 32, crh);
+	aws_sigv4_sha256_hex(cr.b, cr.n, crh);
 
 	/* The string to sign, and the key derived for this day, region and service. */
 	snprintf(scope, sizeof(scope), "%.8s/%s/%s/aws4_request", date, region, service);

@@ -20,6 +20,9 @@ struct aws_key {
 	const char *token; /* temporary credentials' session token, or NULL */
 };
 
+/* The lower-case hex SHA-256 of N bytes at B, as SigV4 writes hashes (payload, request). */
+void aws_sigv4_sha256_hex(const void *b, size_t n, char out[65]);
+
 /* An Authorization value (LEN bytes) the guest's SDK wrote: when it is "AWS4-HMAC-SHA256
  * Credential=ID/DATE/REGION/SERVICE/aws4_request, ...", the region and service it signed
  * for. 1: found; 0: not a SigV4 value (another scheme); -1: a SigV4 value that does not parse. */

@@ -14,7 +14,6 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
-#include <openssl/sha.h>
 
 enum { F_KEY, F_SECRET, F_TOKEN, F_EXPIRATION, F_CODE, N_FIELDS };
 
@@ -160,12 +159,9 @@ static char *form(const struct cred_doc *d, const char *policy)
 static char *request(const struct cred_doc *d, const char *body)
 {
 	char host[RULES_HOST_MAX + 16], *head = NULL, *req = NULL, hash[65];
-	unsigned char md[SHA256_DIGEST_LENGTH];
 	struct secbuf o = { 0 };
 
-	SHA256((const unsigned char *)body, strlen(body), md);
-	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
-		snprintf(hash + 2 * i, 3, "%02x", md[i]);
+	aws_sigv4_sha256_hex(body, strlen(body), hash);
 	if (token_http_host(&d->endpoint, host, sizeof(host)) ||
 	    asprintf(&head,
 		     "POST %s HTTP/1.1\r\nHost: %s\r\n"

@@ -18,7 +18,6 @@
 #include <time.h>
 
 #include <openssl/crypto.h>
-#include <openssl/sha.h>
 
 /* Whether the (canonical) query has a parameter named NAME, in any case. */
 static int has_param(const char *q, size_t n, const char *name)
@@ -194,16 +193,7 @@ int proxy_aws_sign(struct conn *c)
 	if (c->aws_payload[0]) {
 		snprintf(payload, sizeof(payload), "%s", c->aws_payload);
 	} else { /* the body, held whole, as it goes */
-		static const char hexd[] = "0123456789abcdef";
-		unsigned char md[SHA256_DIGEST_LENGTH];
-
-		SHA256((const unsigned char *)(c->body_buf.b ? c->body_buf.b : ""), c->body_buf.n,
-		       md);
-		for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
-			payload[2 * i] = hexd[md[i] >> 4];
-			payload[2 * i + 1] = hexd[md[i] & 15];
-		}
-		payload[64] = 0;
+		aws_sigv4_sha256_hex(c->body_buf.b, c->body_buf.n, payload);
 	}
 	rc = aws_sigv4_sign(
 		c->up_head, c->up_head_len,
