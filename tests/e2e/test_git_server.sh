@@ -65,6 +65,16 @@ g() { GIT_SSL_CAINFO="$TMP/ca.pem" git -c http.extraHeader="Authorization: $AUTH
 # mark: the server log's length now; since N: its lines after the first N.
 mark() { wc -l < "$TMP/server.log" 2> /dev/null || echo 0; }
 since() { tail -n +$(($1 + 1)) "$TMP/server.log"; }
+# logged N [grep args]: a line after the first N matches, waiting up to 5 s: the server logs a
+# request after its answer is sent, so the client can finish first.
+logged() {
+	_n=$1; shift; _i=0
+	while [ $_i -lt 50 ]; do
+		since "$_n" | grep -q "$@" && return 0
+		sleep 0.1; _i=$((_i + 1))
+	done
+	return 1
+}
 
 # A hung client (TLS up, no request) must not block the others; it is dropped after --idle.
 mkfifo "$TMP/hung.in"
@@ -84,10 +94,10 @@ else
 fi
 check_eq "the clone has all 41 branches" 41 \
 	"$(git -C "$TMP/clone" branch -r 2> /dev/null | grep -vc HEAD)"
-since "$m" | grep -q "^POST /repo.git/git-upload-pack 200 auth=ok .* v2" &&
+logged "$m" "^POST /repo.git/git-upload-pack 200 auth=ok .* v2" &&
 	ok "the clone used protocol v2 (Git-Protocol reached http-backend)" ||
 	not_ok "the clone used protocol v2 (Git-Protocol reached http-backend)" "$(since "$m")"
-since "$m" | grep -q "^POST /repo.git/git-upload-pack 200 auth=ok .* gzip" &&
+logged "$m" "^POST /repo.git/git-upload-pack 200 auth=ok .* gzip" &&
 	ok "a gzip request body is handled (Content-Encoding passed to http-backend)" ||
 	not_ok "a gzip request body is handled (Content-Encoding passed to http-backend)" \
 		"$(since "$m")"
@@ -119,7 +129,7 @@ else
 	not_ok "git push works and moves the bare repository's ref" "$(cat "$TMP/push.err")" \
 		"$(since "$m")"
 fi
-since "$m" | grep -q "^POST /repo.git/git-receive-pack 200 auth=ok body=[1-9]" &&
+logged "$m" "^POST /repo.git/git-receive-pack 200 auth=ok body=[1-9]" &&
 	ok "the push's body reached git-receive-pack" ||
 	not_ok "the push's body reached git-receive-pack" "$(since "$m")"
 
@@ -135,7 +145,7 @@ else
 	not_ok "a large push (chunked request body) arrives intact" "$(cat "$TMP/push2.err")" \
 		"$(since "$m")"
 fi
-since "$m" | grep -Eq "^POST /repo.git/git-receive-pack 200 auth=ok body=[0-9]{6,} chunked" &&
+logged "$m" -E "^POST /repo.git/git-receive-pack 200 auth=ok body=[0-9]{6,} chunked" &&
 	ok "the large push's body was chunked and fully read" ||
 	not_ok "the large push's body was chunked and fully read" "$(since "$m")"
 
@@ -146,7 +156,7 @@ if GIT_SSL_CAINFO="$TMP/ca.pem" git clone -q "$URL" "$TMP/noauth" 2> "$TMP/noaut
 else
 	ok "a clone without the Authorization header fails"
 fi
-since "$m" | grep -q "^GET /repo.git/info/refs?service=git-upload-pack 401 auth=absent" &&
+logged "$m" "^GET /repo.git/info/refs?service=git-upload-pack 401 auth=absent" &&
 	ok "the log records the 401 as auth=absent" ||
 	not_ok "the log records the 401 as auth=absent" "$(since "$m")"
 m=$(mark)
@@ -156,7 +166,7 @@ if GIT_SSL_CAINFO="$TMP/ca.pem" git -c http.extraHeader="Authorization: Basic d3
 else
 	ok "a clone with a wrong Authorization header fails"
 fi
-since "$m" | grep -q " 401 auth=wrong" && ok "the log records the 401 as auth=wrong" ||
+logged "$m" " 401 auth=wrong" && ok "the log records the 401 as auth=wrong" ||
 	not_ok "the log records the 401 as auth=wrong" "$(since "$m")"
 if grep -qF -e "$SECRET" -e "$AUTH" "$TMP/server.log" "$TMP/server.err"; then
 	not_ok "the server's log never holds the credential"
@@ -179,7 +189,7 @@ fi
 # What http-backend answers passes through: an unknown repository is 404.
 m=$(mark)
 g ls-remote "https://localhost:$PORT/nope.git" > /dev/null 2>&1
-since "$m" | grep -q "^GET /nope.git/info/refs?service=git-upload-pack 404 auth=ok" &&
+logged "$m" "^GET /nope.git/info/refs?service=git-upload-pack 404 auth=ok" &&
 	ok "an unknown repository gets http-backend's 404" ||
 	not_ok "an unknown repository gets http-backend's 404" "$(since "$m")"
 
@@ -188,7 +198,7 @@ m=$(mark)
 printf 'GET /repo.git/info/refs HTTP/1.1\r\nHost: localhost\r\nBad Header\r\n\r\n' |
 	openssl s_client -quiet -connect "127.0.0.1:$PORT" -CAfile "$TMP/ca.pem" \
 		> "$TMP/bad.out" 2> /dev/null
-if head -n 1 "$TMP/bad.out" | grep -q "^HTTP/1.1 400 " && since "$m" | grep -q " 400 "; then
+if head -n 1 "$TMP/bad.out" | grep -q "^HTTP/1.1 400 " && logged "$m" " 400 "; then
 	ok "a malformed request gets 400"
 else
 	not_ok "a malformed request gets 400" "$(head -c 300 "$TMP/bad.out")" "$(since "$m")"
