@@ -53,6 +53,7 @@
 #define AUDIT_OUTCOME_OVER_LIMIT    "over_limit"    /* a connection past a connection limit */
 #define AUDIT_OUTCOME_EVICTED	    "evicted" /* an idle connection closed for another session */
 #define AUDIT_OUTCOME_IDLE	    "idle_timeout" /* a connection idle past its deadline */
+#define AUDIT_OUTCOME_BOUND	    "bound" /* a pooled guest bound to this session (method BIND) */
 
 /* A WebSocket's record: its messages each way and how it closed. */
 struct audit_ws {

@@ -21,6 +21,9 @@ static void usage(FILE *f)
 		"(JSON)\n"
 		"  --audit FILE         append one hash-chained JSON line per request\n"
 		"  --session ID         the session named in audit records\n"
+		"  --session-ca-fd N    a pooled guest's session CA (key and certificate, PEM)\n"
+		"                       on descriptor N, which its guest already trusts; the\n"
+		"                       audit log begins with the binding's record\n"
 		"  --control PATH       (optional) where `bulkhead approvals` reaches it\n"
 		"A shared broker (sessions register over the control socket, "
 		"lib/control_proto.h):\n"
@@ -105,6 +108,9 @@ static int take(int o, struct broker_cmdline *c)
 		break;
 	case 'c':
 		c->ca = optarg;
+		break;
+	case 'K':
+		c->session_ca_fd = optarg;
 		break;
 	case 'q':
 		c->quiet = true;
@@ -230,6 +236,7 @@ int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c)
 		{ "session", required_argument, NULL, 'S' },
 		{ "key-file", required_argument, NULL, 'k' },
 		{ "ca-file", required_argument, NULL, 'c' },
+		{ "session-ca-fd", required_argument, NULL, 'K' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "io-timeout", required_argument, NULL, 't' },
 		{ "policy", required_argument, NULL, 'P' },
@@ -276,7 +283,8 @@ int broker_cmdline_parse(int argc, char **argv, struct broker_cmdline *c)
 	if (optind != argc || (c->vault_path && c->secrets_path) ||
 	    (!c->listen_path && !c->listen_fd
 		     ? !c->control || c->rules_path || c->audit_path
-		     : (c->listen_path && c->listen_fd) || !c->rules_path || c->audit_dir)) {
+		     : (c->listen_path && c->listen_fd) || !c->rules_path || c->audit_dir) ||
+	    (c->session_ca_fd && !c->listen_fd)) {
 		usage(stderr);
 		return 2;
 	}

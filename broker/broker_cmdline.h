@@ -14,6 +14,8 @@ struct broker_cmdline {
 	/* The control socket: the shared broker's, or (with --listen) a private one's. */
 	const char *control, *audit_dir;
 	const char *vault_path, *key_file, *secrets_path, *ca, *policy_path;
+	/* --session-ca-fd: a late-bound session's CA (broker/session.h), read from it */
+	const char *session_ca_fd;
 	long io_timeout_s, head_timeout_s, stream_idle_s, max_conns;
 	/* The connection loop (loop.h): its backend and bounds. */
 	long max_conns_total, idle_timeout_s, max_active;

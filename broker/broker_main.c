@@ -33,6 +33,8 @@
 #include "broker/cred_source.h"
 #include "broker/token_cache.h"
 #include "broker/vault_live.h"
+#include "broker/mitm_ca.h"
+#include "lib/io.h"
 #include "lib/unix_listen.h"
 
 /* How long a worker keeps a silent connection before the loop takes it back: long enough
@@ -143,6 +145,32 @@ static void raise_nofile(void)
 			(unsigned long long)rl.rlim_max, strerror(errno));
 }
 
+/* A late-bound session (--session-ca-fd): its CA from the descriptor (closed after), and the
+ * digest of its rules file. */
+static struct broker_bind late_bind;
+static int load_bind(const struct broker_cmdline *o)
+{
+	char *end, *text;
+	long fd = strtol(o->session_ca_fd, &end, 10);
+
+	if (*end || end == o->session_ca_fd || fd < 3 || fd > 1024) {
+		fprintf(stderr, "bulkhead-broker: --session-ca-fd: a descriptor number above 2\n");
+		return 1;
+	}
+	late_bind.ca_pem = io_read_all((int)fd, 16 << 10, NULL);
+	close((int)fd);
+	text = io_read_path(o->rules_path, (1 << 20) - 1, NULL);
+	if (!late_bind.ca_pem || !text || rules_digest(text, late_bind.scope_sha256) < 0) {
+		fprintf(stderr, "bulkhead-broker: --session-ca-fd: %s\n",
+			!late_bind.ca_pem ? "cannot read the session CA"
+					  : "the rules are not JSON");
+		free(text);
+		return 1;
+	}
+	free(text);
+	return 0;
+}
+
 /* Everything a session's requests read, loaded before the lock-down: the policy, the scope
  * (checked against the policy), approvals, the secrets' source, upstream TLS. Returns 0, or
  * the exit status after one line on stderr. */
@@ -161,6 +189,8 @@ static int load(const struct broker_cmdline *o, struct broker_common *common, st
 		}
 		common->policy = &policy;
 	}
+	if (o->session_ca_fd && load_bind(o))
+		return 1;
 	if (o->rules_path && rules_load_file(rules, o->rules_path, err, sizeof(err))) {
 		fprintf(stderr, "bulkhead-broker: rules: %s\n", err);
 		return 1;
@@ -270,11 +300,13 @@ static int serve_session(const struct broker_cmdline *o, const struct broker_com
 			o->listen_fd ? "" : " (remove a stale socket or pick another path)");
 		return 1;
 	}
-	if (!broker_session_start(common, o->session, rules, lfd, o->audit_path, err,
-				  sizeof(err))) {
+	if (!broker_session_start(common, o->session, rules, lfd, o->audit_path,
+				  late_bind.ca_pem ? &late_bind : NULL, err, sizeof(err))) {
 		fprintf(stderr, "bulkhead-broker: %s\n", err);
 		return 1;
 	}
+	mitm_ca_pem_free((char *)late_bind.ca_pem); /* the session holds the key now */
+	late_bind.ca_pem = NULL;
 	fprintf(stderr, "bulkhead-broker: listening on %s\n",
 		o->listen_path ? o->listen_path : "the given descriptor");
 	if (o->control) {

@@ -167,7 +167,8 @@ static struct broker_session *do_register(json_t *msg, int lfd, char *id, char *
 	char *scope = NULL;
 	char audit[PATH_MAX];
 	json_error_t je;
-	const char *op = NULL, *sid = NULL;
+	const char *op = NULL, *sid = NULL, *ca = NULL;
+	struct broker_bind bind;
 	int v = 0;
 	json_t *sc = NULL;
 	struct rules rules = { 0 };
@@ -177,12 +178,12 @@ static struct broker_session *do_register(json_t *msg, int lfd, char *id, char *
 		snprintf(err, errlen, "this broker serves one session; it takes no registrations");
 		goto out;
 	}
-	if (json_unpack_ex(msg, &je, JSON_STRICT, "{s:i, s:s, s:s, s:o}", CONTROL_KEY_VERSION, &v,
-			   CONTROL_KEY_OP, &op, "session", &sid, "scope", &sc) ||
+	if (json_unpack_ex(msg, &je, JSON_STRICT, "{s:i, s:s, s:s, s:o, s?:s}", CONTROL_KEY_VERSION,
+			   &v, CONTROL_KEY_OP, &op, "session", &sid, "scope", &sc, "ca", &ca) ||
 	    !json_is_object(sc)) {
 		snprintf(err, errlen,
 			 "registration must be {\"v\":%d,\"op\":\"" CONTROL_OP_REGISTER
-			 "\",\"session\":ID,\"scope\":{...}}",
+			 "\",\"session\":ID,\"scope\":{...}[,\"ca\":PEM]}",
 			 CONTROL_PROTO_VERSION);
 		goto out;
 	}
@@ -199,6 +200,12 @@ static struct broker_session *do_register(json_t *msg, int lfd, char *id, char *
 	scope = json_dumps(sc, JSON_COMPACT);
 	if (!scope || rules_load_json(&rules, scope, err, errlen))
 		goto out;
+	bind.ca_pem = ca;
+	if (ca && rules_digest(scope, bind.scope_sha256) < 0) {
+		snprintf(err, errlen, "out of memory");
+		rules_free(&rules);
+		goto out;
+	}
 	/* The organisation's backstop: a scope may not ask for what the policy forbids. */
 	if (policy_check_scope(common->policy, &rules, err, errlen)) {
 		rules_free(&rules);
@@ -215,7 +222,8 @@ static struct broker_session *do_register(json_t *msg, int lfd, char *id, char *
 		rules_free(&rules);
 		goto out;
 	}
-	s = broker_session_start(common, id, &rules, lfd, audit_dir ? audit : NULL, err, errlen);
+	s = broker_session_start(common, id, &rules, lfd, audit_dir ? audit : NULL,
+				 ca ? &bind : NULL, err, errlen);
 	lfd = -1; /* the session's now, or closed */
 	if (!s)
 		reg_del(id);

@@ -105,12 +105,12 @@ static X509 *cert_new(const char *cn, EVP_PKEY *key, long lifetime_s)
 	return x;
 }
 
+static int ca_finish(struct mitm_ca *ca, char *err, size_t errlen);
+
 struct mitm_ca *mitm_ca_new(const char *session, long lifetime_s, char *err, size_t errlen)
 {
 	struct mitm_ca *ca = calloc(1, sizeof(*ca));
 	char cn[64];
-	BIO *b = NULL;
-	BUF_MEM *mem;
 
 	if (!ca) {
 		snprintf(err, errlen, "out of memory");
@@ -134,16 +134,83 @@ struct mitm_ca *mitm_ca_new(const char *session, long lifetime_s, char *err, siz
 		ossl_err(err, errlen, "session CA certificate");
 		goto fail;
 	}
-	b = BIO_new(BIO_s_mem());
-	if (!b || !PEM_write_bio_X509(b, ca->cert) || BIO_get_mem_ptr(b, &mem) <= 0 ||
-	    !(ca->pem = strndup(mem->data, mem->length))) {
-		ossl_err(err, errlen, "session CA certificate");
+	if (ca_finish(ca, err, errlen) < 0)
 		goto fail;
-	}
-	BIO_free(b);
 	return ca;
 fail:
+	mitm_ca_free(ca);
+	return NULL;
+}
+
+/* The certificate's PEM into ca->pem, and a leaf key: what both constructors finish with. */
+static int ca_finish(struct mitm_ca *ca, char *err, size_t errlen)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	BUF_MEM *mem;
+	int ok = b && PEM_write_bio_X509(b, ca->cert) && BIO_get_mem_ptr(b, &mem) > 0 &&
+		 (ca->pem = strndup(mem->data, mem->length));
+
 	BIO_free(b);
+	if (ok && !ca->leaf_key)
+		ok = (ca->leaf_key = EVP_EC_gen("P-256")) != NULL;
+	if (!ok)
+		ossl_err(err, errlen, "session CA certificate");
+	return ok ? 0 : -1;
+}
+
+char *mitm_ca_export(const struct mitm_ca *ca, char *err, size_t errlen)
+{
+	BIO *b = BIO_new(BIO_s_secmem());
+	BUF_MEM *mem;
+	char *out = NULL;
+
+	if (b && PEM_write_bio_PrivateKey(b, ca->key, NULL, NULL, 0, NULL, NULL) &&
+	    PEM_write_bio_X509(b, ca->cert) && BIO_get_mem_ptr(b, &mem) > 0)
+		out = strndup(mem->data, mem->length);
+	if (!out)
+		ossl_err(err, errlen, "exporting the session CA");
+	BIO_free(b);
+	return out;
+}
+
+void mitm_ca_pem_free(char *pem)
+{
+	if (pem)
+		OPENSSL_cleanse(pem, strlen(pem));
+	free(pem);
+}
+
+struct mitm_ca *mitm_ca_import(const char *pem, long lifetime_s, char *err, size_t errlen)
+{
+	struct mitm_ca *ca = calloc(1, sizeof(*ca));
+	BIO *b = BIO_new_mem_buf(pem, -1);
+
+	if (!ca || !b) {
+		snprintf(err, errlen, "out of memory");
+		BIO_free(b);
+		free(ca);
+		return NULL;
+	}
+	pthread_mutex_init(&ca->lock, NULL);
+	ca->lifetime_s = lifetime_s;
+	ca->key = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+	ca->cert = ca->key ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+	BIO_free(b);
+	if (!ca->key || !ca->cert) {
+		ossl_err(err, errlen, "the session CA given: not a key and a certificate in PEM");
+		goto fail;
+	}
+	if (X509_check_private_key(ca->cert, ca->key) != 1 || X509_check_ca(ca->cert) != 1) {
+		ERR_clear_error();
+		snprintf(err, errlen, "the session CA given: %s",
+			 X509_check_ca(ca->cert) != 1 ? "its certificate is not a CA's"
+						      : "its key is not its certificate's");
+		goto fail;
+	}
+	if (ca_finish(ca, err, errlen) < 0)
+		goto fail;
+	return ca;
+fail:
 	mitm_ca_free(ca);
 	return NULL;
 }

@@ -335,6 +335,21 @@ int rules_load_file(struct rules *r, const char *path, char *err, size_t errlen)
 	return rc;
 }
 
+int rules_digest(const char *scope_text, char hex[65])
+{
+	json_t *o = json_loads(scope_text, JSON_REJECT_DUPLICATES, NULL);
+	char *canon = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	unsigned char md[32];
+	unsigned int n = 0;
+	int ok = canon && EVP_Digest(canon, strlen(canon), md, &n, EVP_sha256(), NULL) && n == 32;
+
+	json_decref(o);
+	free(canon);
+	for (unsigned i = 0; ok && i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	return ok ? 0 : -1;
+}
+
 void rules_free(struct rules *r)
 {
 	size_t i, j;

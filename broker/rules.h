@@ -47,8 +47,8 @@ struct rules_secret {
 	struct rules_dest *dests;
 	size_t n_dests;
 	char *oauth_scope; /* for an OAuth 2 entry: the narrower scope, or NULL */
-	char *narrow; /* a github-app entry's token narrowing, or an AWS role's session policy
-		       * (JSON), or NULL */
+	char *narrow;	   /* a github-app entry's token narrowing, or an AWS role's session policy
+			    * (JSON), or NULL */
 	/* AWS_SIGV4: the service and region signed for; for s3, "BUCKET/KEY-PREFIX" each. */
 	char *aws_service, *aws_region;
 	char **s3;
@@ -88,6 +88,10 @@ struct rules_req {
 /* Loads FILE; on failure returns -1 and writes one line into err. */
 int rules_load_file(struct rules *r, const char *path, char *err, size_t errlen);
 int rules_load_json(struct rules *r, const char *json, char *err, size_t errlen);
+/* The digest a binding names (broker/session.h): SHA-256 of the scope as compact JSON with its
+ * keys sorted, so the same rules give the same digest however their text was spaced. 0, or
+ * -1 (not JSON). */
+int rules_digest(const char *scope_text, char hex[65]);
 void rules_free(struct rules *r);
 /* rules_grant.c: the "work" and "expires_at" keys of ROOT into R. 0, or -1 with err. */
 struct json_t;

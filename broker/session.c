@@ -19,9 +19,6 @@
 #include "broker/mitm_ca.h"
 #include "broker/tls_resume.h"
 
-/* The session CA outlives any session a scope allows (issue 7 bounds session lifetime). */
-#define SESSION_CA_LIFETIME_S (7L * 24 * 3600)
-
 struct broker_session {
 	char id[BROKER_SESSION_ID_MAX + 1];
 	struct rules rules;
@@ -175,9 +172,34 @@ static void loop_release(void *arg)
 	session_put(arg);
 }
 
+/* The first record of a late-bound session's log: what was bound, before any request. */
+static int bind_record(struct broker_session *s, const struct broker_bind *b, char *err,
+		       size_t errlen)
+{
+	char path[96];
+	struct audit_record r = {
+		.session = s->id,
+		.method = "BIND",
+		.host = "-",
+		.path = path,
+		.rule = "bind",
+		.decision = "allow",
+		.layer = "scope",
+		.outcome = AUDIT_OUTCOME_BOUND,
+	};
+	int rc;
+
+	snprintf(path, sizeof(path), "scope-sha256:%s", b->scope_sha256);
+	rc = s->audit ? audit_append(s->audit, &r) : 0;
+	if (rc < 0)
+		snprintf(err, errlen, "the binding's audit record: %s", strerror(-rc));
+	return rc;
+}
+
 struct broker_session *broker_session_start(const struct broker_common *common, const char *id,
 					    struct rules *rules, int listen_fd,
-					    const char *audit_path, char *err, size_t errlen)
+					    const char *audit_path, const struct broker_bind *bind,
+					    char *err, size_t errlen)
 {
 	struct broker_session *s = calloc(1, sizeof(*s));
 
@@ -222,9 +244,11 @@ struct broker_session *broker_session_start(const struct broker_common *common, 
 		.stream_idle_ms = common->stream_idle_ms,
 	};
 	/* The session CA for CONNECT: made here, never written anywhere; the guest fetches its
-	 * certificate through the proxy and trusts nothing else. */
-	s->cfg.mitm = mitm_ca_new(s->id, SESSION_CA_LIFETIME_S, err, errlen);
-	if (!s->cfg.mitm)
+	 * certificate through the proxy and trusts nothing else. A late-bound session's was made
+	 * by its supervisor, and its guest trusts it already. */
+	s->cfg.mitm = bind ? mitm_ca_import(bind->ca_pem, MITM_CA_LIFETIME_S, err, errlen)
+			   : mitm_ca_new(s->id, MITM_CA_LIFETIME_S, err, errlen);
+	if (!s->cfg.mitm || (bind && bind_record(s, bind, err, errlen) < 0))
 		goto fail;
 	/* Without it, every upstream connection is a full handshake: slower, never wrong. */
 	s->cfg.resume = tls_resume_new();

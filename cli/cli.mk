@@ -13,6 +13,6 @@ $(CLI_LIB): $(CLI_SRCS:%.c=$(OBJ)/%.o)
 
 $(CLI_BIN): $(OBJ)/cli/main.o $(CLI_LIB) $(SESSION_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lz -lcrypto -ljansson -lhttp_parser -lseccomp -luring -lmount
+	$(CC) $(LDFLAGS) -o $@ $^ -lz -lssl -lcrypto -ljansson -lhttp_parser -lseccomp -luring -lmount
 
 ALL_TARGETS += $(CLI_BIN)

@@ -72,16 +72,19 @@ int proc_child_setup(int out_fd, int diag_fd)
 	return 0;
 }
 
-pid_t proc_spawn_listener(char *const argv[], int lfd, int diag_fd)
+pid_t proc_spawn_listener(char *const argv[], int lfd, int extra_fd, int diag_fd)
 {
 	pid_t pid = fork();
 	if (pid != 0)
 		return pid < 0 ? -errno : pid;
-	/* lfd is above 2 (0-2 are ours); if it is not 3 already, 3 is free to take. */
-	if (proc_child_setup(diag_fd, diag_fd) < 0 || (lfd != 3 && dup2(lfd, 3) < 0) ||
-	    fcntl(3, F_SETFD, 0) < 0)
+	/* Both are above 2 (0-2 are ours): extra_fd goes out of the way first, so that neither
+	 * dup2 closes the other. */
+	int hi = extra_fd >= 0 ? fcntl(extra_fd, F_DUPFD, 10) : -1;
+	if (proc_child_setup(diag_fd, diag_fd) < 0 || (extra_fd >= 0 && hi < 0) ||
+	    (lfd != 3 && dup2(lfd, 3) < 0) || fcntl(3, F_SETFD, 0) < 0 ||
+	    (hi >= 0 && dup2(hi, 4) < 0))
 		_exit(126);
-	close_range(4, ~0U, 0);
+	close_range(hi >= 0 ? 5 : 4, ~0U, 0);
 	execv(argv[0], argv);
 	dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
 	_exit(127);

@@ -23,9 +23,10 @@ struct session_cgroup;
 void proc_set_cgroup(const struct session_cgroup *cg);
 
 /* Starts a back end: argv[0] with proc_child_setup(diag_fd, diag_fd) and the
- * listening socket lfd as its descriptor 3 (its argv says so, e.g. --listen-fd 3);
- * nothing else is inherited. Returns the pid, or -errno. lfd stays open here. */
-pid_t proc_spawn_listener(char *const argv[], int lfd, int diag_fd);
+ * listening socket lfd as its descriptor 3 (its argv says so, e.g. --listen-fd 3), and
+ * extra_fd (if >= 0) as its descriptor 4; nothing else is inherited. Returns the pid, or
+ * -errno. lfd and extra_fd stay open here. */
+pid_t proc_spawn_listener(char *const argv[], int lfd, int extra_fd, int diag_fd);
 
 /* Makes us the reaper of what our helpers leave behind (PR_SET_CHILD_SUBREAPER): a
  * helper's own children (virtiofsd's sandboxed process, say) become ours when it dies,

@@ -7,9 +7,11 @@
  * (at most CONTROL_MAX_MSG bytes), answered by one JSON line. Every request names the
  * protocol version and an operation:
  *
- *   {"v":1,"op":"register","session":ID,"scope":{...}}   + the session's listening socket
- *        (SCM_RIGHTS); answered, then the connection stays open for the session's life:
- *        when it closes, the session is revoked.
+ *   {"v":1,"op":"register","session":ID,"scope":{...}[,"ca":PEM]}
+ *        + the session's listening socket (SCM_RIGHTS); answered, then the connection stays
+ *        open for the session's life: when it closes, the session is revoked. "ca": a pooled
+ *        guest's session CA, key and certificate (broker/mitm_ca.h), which its guest already
+ *        trusts; the session's audit log then begins with the binding's record.
  *   {"v":1,"op":"approvals.list"}                        -> {"ok":true,"approvals":[...]}
  *   {"v":1,"op":"approvals.decide","id":ID,"approve":B[,"reason":R]}
  *

@@ -6,6 +6,6 @@ OCI_BIN  := $(BIN)/bulkhead-oci
 
 $(OCI_BIN): $(OCI_SRCS:%.c=$(OBJ)/%.o) $(SESSION_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lz -lcrypto -ljansson -lhttp_parser -lseccomp -luring -lmount
+	$(CC) $(LDFLAGS) -o $@ $^ -lz -lssl -lcrypto -ljansson -lhttp_parser -lseccomp -luring -lmount
 
 ALL_TARGETS += $(OCI_BIN)

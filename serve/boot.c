@@ -24,6 +24,21 @@ int serve_owned_work(char *buf, size_t len)
 	return 0;
 }
 
+int serve_scope_write(struct serve_session *s, json_t *scope, char *why, size_t whylen)
+{
+	int n = snprintf(s->scope_file, sizeof(s->scope_file), "%s/scopes/XXXXXX", serve.state);
+	int fd = n > 0 && (size_t)n < sizeof(s->scope_file) ? mkostemp(s->scope_file, O_CLOEXEC)
+							    : -1;
+	if (fd < 0 || json_dumpfd(scope, fd, JSON_COMPACT) < 0) {
+		snprintf(why, whylen, "scope file: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 /* The request `bulkhead start` is handed (c NULL: a pool guest): the API's own fields, the
  * boot-time ones only (environment and timeout are bound by us after boot), with the work
  * directory and the scope as files. The supervisor checks it with the table it checks its
@@ -89,18 +104,8 @@ int serve_boot(struct serve_session *s, const struct serve_create *c, char *why,
 		s->work_owned = true;
 	}
 	if (c && c->scope_inline) {
-		int n = snprintf(s->scope_file, sizeof(s->scope_file), "%s/scopes/XXXXXX",
-				 serve.state);
-		int fd = n > 0 && (size_t)n < sizeof(s->scope_file)
-				 ? mkostemp(s->scope_file, O_CLOEXEC)
-				 : -1;
-		if (fd < 0 || json_dumpfd(c->scope_inline, fd, JSON_COMPACT) < 0) {
-			snprintf(why, whylen, "scope file: %s", strerror(errno));
-			if (fd >= 0)
-				close(fd);
+		if (serve_scope_write(s, c->scope_inline, why, whylen) < 0)
 			return -1;
-		}
-		close(fd);
 		scope = s->scope_file;
 	}
 	if (c) {
@@ -125,7 +130,14 @@ int serve_boot(struct serve_session *s, const struct serve_create *c, char *why,
 		snprintf(why, whylen, "out of memory");
 		return -1;
 	}
-	char *args[] = { "--request", "-", NULL };
+	/* A pool guest waits for its scope and broker (session/session_bind.c, serve/bind.c). */
+	char *args[6] = { "--request", "-" }, **a = args + 2;
+	if (!c)
+		*a++ = "--bind-later";
+	if (serve.policy[0]) {
+		*a++ = "--policy";
+		*a++ = serve.policy;
+	}
 	int spawned = serve_spawn(s, args, fd, why, whylen);
 	close(fd);
 	if (spawned < 0)

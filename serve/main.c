@@ -43,6 +43,8 @@ static const char usage[] =
 	"  --state DIR       the daemon's files (default /var/lib/bulkhead/serve as root, else\n"
 	"                    ${XDG_STATE_HOME:-~/.local/state}/bulkhead/serve)\n"
 	"  --allow-uid UID   let UID use the API too (only ours and root's by default)\n"
+	"  --policy FILE     the global policy of every session (default\n"
+	"                    /etc/bulkhead/policy.json when it exists)\n"
 	"Sessions end with the daemon; one that was killed stops what it left when it starts.\n";
 
 long long serve_now_ms(void)
@@ -78,6 +80,7 @@ static int options(int argc, char **argv)
 		{ "pool", required_argument, NULL, 'p' },
 		{ "state", required_argument, NULL, 'd' },
 		{ "allow-uid", required_argument, NULL, 'u' },
+		{ "policy", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -104,6 +107,16 @@ static int options(int argc, char **argv)
 					"bulkhead serve: --pool N[:IMAGE], N from 0 to 64\n");
 				return 2;
 			}
+			break;
+		case 'P':
+			if (optarg[0] != '/' || strlen(optarg) >= sizeof(serve.policy) ||
+			    access(optarg, R_OK) < 0) {
+				fprintf(stderr,
+					"bulkhead serve: --policy needs an absolute path to a file "
+					"we can read\n");
+				return 2;
+			}
+			snprintf(serve.policy, sizeof(serve.policy), "%s", optarg);
 			break;
 		case 'u':
 			uid = strtol(optarg, &end, 10);

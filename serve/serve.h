@@ -11,7 +11,8 @@
  *   sessions.c  the session table: create (cold or from the pool), get, list, delete
  *   boot.c      a cold boot: work directory, scope file, `bulkhead start`'s options
  *   spawn.c     one session's supervisor (`bulkhead start` run by us) and its records
- *   pool.c      the warm pool and its refill thread
+ *   pool.c      the warm pool and its refill thread; bind.c a pool guest bound to the
+ *               create's scope and broker when it is taken
  *   exec.c      a command in the guest, its stdin and signals; exec_stream.c its NDJSON
  *   files.c     files under a session's work directory; archive.c, archive_pack.c tar in
  *               and out
@@ -101,6 +102,7 @@ struct serve {
 	char state[PATH_MAX];
 	uid_t allow[SERVE_ALLOW_MAX];
 	size_t nallow;
+	char policy[PATH_MAX]; /* --policy, for every supervisor ("": the default) */
 	unsigned pool_size;
 	char pool_image[128];
 	unsigned pool_booting;
@@ -172,6 +174,15 @@ void serve_cleanup_all(void);
 struct serve_session *serve_session_new(void);
 /* Boots s cold (c NULL: a pool guest). 0, or -1 with why (s ended, still in the table). */
 int serve_boot(struct serve_session *s, const struct serve_create *c, char *why, size_t whylen);
+/* An inline scope as a file of ours under <state>/scopes, named in s->scope_file. 0, or -1
+ * with why. */
+int serve_scope_write(struct serve_session *s, json_t *scope, char *why, size_t whylen);
+/* bind.c: binds a guest taken from the pool to the create's scope and broker (s not ready,
+ * ours alone). 0, with s->broker and s->audit set and the scope's digest in sha256; or, with
+ * why, -1 (refused: the create is refused) or -2 (the guest could not take a binding: another
+ * boot may serve). Either way the guest is unbound, and the caller discards it. */
+int serve_bind(struct serve_session *s, const struct serve_create *c, char sha256[65], char *why,
+	       size_t whylen);
 /* A new directory of ours under <state>/work. */
 int serve_owned_work(char *buf, size_t len);
 /* Checks an "env" object. 0, or -1 with why. */

@@ -7,6 +7,6 @@ SERVE_BIN  := $(BIN)/bulkhead-serve
 
 $(SERVE_BIN): $(SERVE_SRCS:%.c=$(OBJ)/%.o) $(SESSION_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lmicrohttpd -larchive -lz -lcrypto -ljansson -lhttp_parser -lseccomp -luring -lmount -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ -lmicrohttpd -larchive -lz -lssl -lcrypto -ljansson -lhttp_parser -lseccomp -luring -lmount -lpthread
 
 ALL_TARGETS += $(SERVE_BIN)

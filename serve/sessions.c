@@ -104,6 +104,21 @@ void serve_rmtree(const char *path)
 		fprintf(stderr, "bulkhead serve: %s\n", err);
 }
 
+/* A scope naming a work directory (or rules in one): that share is given at boot. A scope
+ * file is read here only to choose; the supervisor reads it again, once, for the binding, and
+ * refuses such a scope if the file changed meanwhile. */
+static bool scope_asks_share(const struct serve_create *c)
+{
+	json_t *o = c->scope_inline;
+	if (!o && c->scope_path)
+		o = json_load_file(c->scope_path, JSON_REJECT_DUPLICATES, NULL);
+	else
+		json_incref(o);
+	bool asks = json_object_get(o, "work") != NULL;
+	json_decref(o);
+	return asks;
+}
+
 /* Why a create cannot take a pool guest ("" : it can). */
 static void pool_miss(const struct serve_create *c, char *why, size_t whylen)
 {
@@ -115,8 +130,10 @@ static void pool_miss(const struct serve_create *c, char *why, size_t whylen)
 			 serve.pool_image[0] ? "image " : "no image", serve.pool_image);
 	else if (c->work)
 		snprintf(why, whylen, "a host work directory is shared before boot");
-	else if (c->scope_path || c->scope_inline)
-		snprintf(why, whylen, "a scope's broker CA is installed at boot");
+	else if (c->work_rules || c->share_secrets || c->share_allow)
+		snprintf(why, whylen, "rules inside the work directory are given to it at boot");
+	else if (scope_asks_share(c))
+		snprintf(why, whylen, "the scope asks for a work directory, shared before boot");
 	else if (c->mem_mib || c->cpus || c->mem_limit_mib)
 		snprintf(why, whylen, "memory and vCPUs are set at boot");
 }
@@ -180,6 +197,19 @@ static int tenant_check(const struct serve_create *c, const struct serve_peer *p
 	return -1;
 }
 
+/* A pool guest that could not be bound: stopped and removed, never returned to the pool. */
+static void discard(struct serve_session *s)
+{
+	pthread_mutex_lock(&serve.lock);
+	s->refs++; /* ours while the stop lets the lock go */
+	serve_session_stop(s);
+	unlink_session(s);
+	pthread_cond_broadcast(&serve.changed);
+	pthread_mutex_unlock(&serve.lock);
+	serve_session_cleanup(s);
+	serve_session_free(s);
+}
+
 struct serve_session *serve_create(const struct serve_create *c, const struct serve_peer *peer,
 				   enum serve_err *err, char *why, size_t whylen)
 {
@@ -191,6 +221,7 @@ struct serve_session *serve_create(const struct serve_create *c, const struct se
 	char miss[sizeof(((struct serve_session *)0)->pool_miss)];
 	pool_miss(c, miss, sizeof(miss));
 	struct serve_session *s = NULL;
+	char digest[65] = "";
 	if (serve.pool_size && c->pool && !miss[0]) {
 		pthread_mutex_lock(&serve.lock);
 		s = serve_pool_take();
@@ -198,6 +229,18 @@ struct serve_session *serve_create(const struct serve_create *c, const struct se
 		pthread_mutex_unlock(&serve.lock);
 		if (!s)
 			snprintf(miss, sizeof(miss), "the pool was empty");
+	}
+	int bound =
+		s && (c->scope_path || c->scope_inline) ? serve_bind(s, c, digest, why, whylen) : 0;
+	if (bound == -1) { /* refused: as a cold start would have been */
+		*err = SERVE_E_REFUSED;
+		discard(s);
+		return NULL;
+	}
+	if (bound == -2) { /* the guest could not take a binding: another boot serves */
+		snprintf(miss, sizeof(miss), "the pool guest could not be bound: %.60s", why);
+		discard(s);
+		s = NULL;
 	}
 	if (!s) {
 		s = serve_session_new();
@@ -220,6 +263,9 @@ struct serve_session *serve_create(const struct serve_create *c, const struct se
 	pthread_mutex_lock(&serve.lock);
 	s->created_at = serve_wall();
 	s->owner_uid = peer->uid;
+	if (digest[0])
+		serve_event("session.bound", s,
+			    json_pack("{ssss}", "scope_sha256", digest, "broker", s->broker));
 	int rc = bind_request(s, c, t0);
 	s->ready = true;
 	s->refs++;

@@ -9,6 +9,7 @@
 #include "lib/agent_proto.h"
 #include "lib/control_proto.h"
 #include "lib/fd_send.h"
+#include "lib/io.h"
 #include "lib/mkdirs.h"
 
 #include <errno.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -65,11 +67,12 @@ static int register_shared(struct broker_dev *b, const struct broker_opts *o,
 		json_decref(scope);
 		return -1;
 	}
-	json_t *msg =
-		json_pack("{s:i, s:s, s:s, s:o}", CONTROL_KEY_VERSION, CONTROL_PROTO_VERSION,
-			  CONTROL_KEY_OP, CONTROL_OP_REGISTER, "session", rd->id, "scope", scope);
+	json_t *msg = json_pack("{s:i, s:s, s:s, s:o, s:s*}", CONTROL_KEY_VERSION,
+				CONTROL_PROTO_VERSION, CONTROL_KEY_OP, CONTROL_OP_REGISTER,
+				"session", rd->id, "scope", scope, "ca", o->session_ca);
 	char *line = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
 	json_decref(msg);
+	size_t linelen = line ? strlen(line) : 0;
 	int fd = line ? unix_connect(o->shared, false) : -ENOMEM;
 	if (fd < 0) {
 		snprintf(err, errlen,
@@ -114,22 +117,38 @@ static int register_shared(struct broker_dev *b, const struct broker_opts *o,
 		goto fail;
 	tv.tv_sec = 0;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	explicit_bzero(line, linelen); /* it may hold the session CA's key */
 	free(line);
 	b->ctl_fd = fd;
 	return 0;
 fail:
+	if (line)
+		explicit_bzero(line, linelen);
 	free(line);
 	if (fd >= 0)
 		close(fd);
 	return -1;
 }
 
-int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const struct rundir *rd,
-		     int diag_fd, char *err, size_t errlen)
+/* The session CA for a private broker's descriptor 4: a sealed memory file, read once. */
+static int ca_fd(const char *pem)
 {
-	char bin[PATH_MAX], name[32];
+	int fd = memfd_create("bulkhead-session-ca", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd >= 0 && (io_write_full(fd, pem, strlen(pem)) < 0 || lseek(fd, 0, SEEK_SET) < 0 ||
+			fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK) < 0)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Starts the broker on the socket NAME in the run directory. */
+static int start_at(struct broker_dev *b, const char *name, const struct broker_opts *o,
+		    const struct rundir *rd, int diag_fd, char *err, size_t errlen)
+{
+	char bin[PATH_MAX];
 	b->pid = 0;
-	snprintf(name, sizeof(name), RUNDIR_VSOCK "/vsock.sock_%d", BROKER_VSOCK_PORT);
+	b->ctl_fd = -1;
 	if (paths_join(bin, sizeof(bin), paths_bindir(), "bulkhead-broker") < 0 ||
 	    access(bin, X_OK) < 0) {
 		snprintf(err, errlen, "bulkhead-broker not found next to bulkhead (run make)");
@@ -195,21 +214,67 @@ int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const st
 		close(lfd);
 		return -1;
 	}
-	argv[n++] = "--control";
-	argv[n++] = ctl;
+	if (!o->unbound) {
+		argv[n++] = "--control";
+		argv[n++] = ctl;
+	}
 	if (o->policy) {
 		argv[n++] = "--policy";
 		argv[n++] = o->policy;
 	}
+	int cafd = -1;
+	if (o->session_ca) {
+		argv[n++] = "--session-ca-fd";
+		argv[n++] = "4";
+		if ((cafd = ca_fd(o->session_ca)) < 0) {
+			snprintf(err, errlen, "the session CA's descriptor: %s", strerror(errno));
+			close(lfd);
+			return -1;
+		}
+	}
 	argv[n] = NULL;
-	pid_t pid = proc_spawn_listener((char *const *)argv, lfd, diag_fd);
+	pid_t pid = proc_spawn_listener((char *const *)argv, lfd, cafd, diag_fd);
 	close(lfd);
+	if (cafd >= 0)
+		close(cafd);
 	if (pid < 0) {
 		snprintf(err, errlen, "cannot start %s: %s", bin, strerror((int)-pid));
 		broker_dev_stop(b);
 		return -1;
 	}
 	b->pid = pid;
+	return 0;
+}
+
+int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const struct rundir *rd,
+		     int diag_fd, char *err, size_t errlen)
+{
+	char name[32];
+	snprintf(name, sizeof(name), RUNDIR_VSOCK "/vsock.sock_%d", BROKER_VSOCK_PORT);
+	return start_at(b, name, o, rd, diag_fd, err, errlen);
+}
+
+int broker_dev_rebind(struct broker_dev *b, const struct broker_opts *o, const struct rundir *rd,
+		      int diag_fd, const struct jail_ids *jail, char *err, size_t errlen)
+{
+	char name[40];
+	struct broker_dev next = { .ctl_fd = -1 };
+	snprintf(name, sizeof(name), RUNDIR_VSOCK "/vsock.sock_%d.bind", BROKER_VSOCK_PORT);
+	if (start_at(&next, name, o, rd, diag_fd, err, errlen) < 0) {
+		if (next.sock[0])
+			unlink(next.sock);
+		return -1;
+	}
+	if ((jail && jail->uid != geteuid() && chown(next.sock, jail->uid, jail->gid) < 0) ||
+	    rename(next.sock, b->sock) < 0) {
+		snprintf(err, errlen, "the broker socket's chown or rename: %s", strerror(errno));
+		broker_dev_stop(&next);
+		return -1;
+	}
+	snprintf(next.sock, sizeof(next.sock), "%s", b->sock);
+	b->sock[0] = '\0'; /* the name is the new broker's now */
+	broker_dev_stop(b);
+	*b = next;
 	return 0;
 }
 

@@ -325,8 +325,13 @@ static int resolve(const struct session_request *req, struct session_plan *p, ch
 	}
 	/* With a broker, init installs its session CA before any command runs. */
 	const char *mode = p->share_origin == SHARE_NONE ? NULL : p->share.ro ? "ro" : "rw";
+	if (r->bind_later && (r->broker.scope || r->broker.shared)) {
+		snprintf(err, errlen, "--bind-later takes its scope and broker when it is bound");
+		return -1;
+	}
 	if (engine_cmdline(&p->engine, !r->verbose && !r->console_path, mode,
-			   r->broker.scope != NULL, p->cmdline, sizeof(p->cmdline)) < 0) {
+			   r->broker.scope != NULL || r->bind_later, p->cmdline,
+			   sizeof(p->cmdline)) < 0) {
 		snprintf(err, errlen, "internal error: kernel command line too long");
 		return -1;
 	}
@@ -342,5 +347,52 @@ int plan_resolve(const struct session_request *req, struct session_plan *p, char
 	int rc = resolve(req, p, err, errlen);
 	if (rc < 0)
 		plan_release(p);
+	return rc;
+}
+
+/* A scope that asks for a work directory, or for rules inside one: the shares were given at
+ * boot, so a guest booted before its scope was known cannot take it. */
+static bool scope_asks_share(const struct rules *r)
+{
+	return r->work || r->n_work_paths || r->work_secrets || r->n_work_allow;
+}
+
+int plan_bind(const struct session_plan *p, const struct broker_opts *o, struct session_plan *bp,
+	      char *err, size_t errlen)
+{
+	memset(bp, 0, sizeof(*bp));
+	bp->req = p->req;
+	bp->req.broker = *o;
+	bp->share_origin = p->share_origin;
+	bp->share = p->share;
+	memcpy(bp->binds, p->binds, sizeof(bp->binds));
+	bp->end_kind = END_TIMEOUT;
+	struct rules scope;
+	char why[512];
+	int rc = -1;
+	memset(&scope, 0, sizeof(scope));
+	if (!o->scope) {
+		snprintf(err, errlen, "a binding names a scope");
+		return -1;
+	}
+	if (scope_read(bp, err, errlen) < 0)
+		return -1;
+	if (rules_load_json(&scope, bp->scope_text, why, sizeof(why))) {
+		snprintf(err, errlen, "--scope %s: %s", o->scope, why);
+		goto out;
+	}
+	if (scope_asks_share(&scope)) {
+		snprintf(err, errlen,
+			 "--scope %s: it asks for a work directory or rules inside one, which a "
+			 "guest is given at boot; this guest was booted before its scope was known",
+			 o->scope);
+		goto out;
+	}
+	if (plan_scope(bp, &scope, err, errlen) < 0 || plan_policy(bp, &scope, err, errlen) < 0 ||
+	    plan_end(bp, err, errlen) < 0 || host_files_outside(bp, err, errlen) < 0)
+		goto out;
+	rc = 0;
+out:
+	rules_free(&scope);
 	return rc;
 }

@@ -40,13 +40,13 @@ struct session_request {
 	double timeout_s;	 /* 0: none */
 	unsigned boot_timeout_s; /* 0: BOOT_TIMEOUT_DEFAULT_S */
 	const char *kernel, *initrd;
-	const char *console_path;   /* --console FILE: the whole serial console */
-	const char *ram_file;	    /* --ram-file FILE: guest RAM kept in FILE (qemu engine) */
-	const char *policy;	    /* --policy FILE; NULL: the default when it exists */
-	bool no_jail;		    /* --no-jail: back ends without the jail */
-	const char *jail_uid;	    /* --jail-uid UID[:GID]; NULL: a free one */
-	unsigned mem_limit_mib;	    /* --mem-limit; 0: guest RAM + CGROUP_OVERHEAD_MIB */
-	const char *work;	    /* --work DIR[:ro|:rw], NULL for none */
+	const char *console_path; /* --console FILE: the whole serial console */
+	const char *ram_file;	  /* --ram-file FILE: guest RAM kept in FILE (qemu engine) */
+	const char *policy;	  /* --policy FILE; NULL: the default when it exists */
+	bool no_jail;		  /* --no-jail: back ends without the jail */
+	const char *jail_uid;	  /* --jail-uid UID[:GID]; NULL: a free one */
+	unsigned mem_limit_mib;	  /* --mem-limit; 0: guest RAM + CGROUP_OVERHEAD_MIB */
+	const char *work;	  /* --work DIR[:ro|:rw], NULL for none */
 	/* Inside the work share (session/share_plan.h): --work-rule PATH:MODE, --share-secrets
 	 * refuse|hide (NULL: not said), --share-allow PATH. */
 	const char *work_rules[SHARE_RULES_MAX];
@@ -85,6 +85,8 @@ struct session_request {
 			       * (none ends the session once it runs), and -t has no "~." */
 	int lifeline_fd;      /* > 2: the session ends when this becomes readable or hangs up
 			       * (`bulkhead serve` holds the other end: the daemon's death ends it) */
+	bool bind_later;      /* --bind-later: a pooled guest, bound to a scope once it is taken
+			       * (session/session_bind.c) */
 };
 #define SESSION_REQUEST_INIT                                                                       \
 	{                                                                                          \
@@ -159,6 +161,12 @@ int plan_share(struct session_plan *p, char *err, size_t errlen);
 /* plan_image.c: --image: the image, its command, environment and user, and the kernel
  * parameter that tells init. 0 or -1 with err. */
 int plan_image(struct session_plan *p, char *err, size_t errlen);
+/* A pooled guest's binding (session/session_bind.c): o's scope read once and judged as
+ * plan_resolve judges a cold session's (its grants, the global policy, its expiry, the host
+ * files out of the shares' reach), against p, the plan the guest was booted with, into bp
+ * (plan_release it; bp->req.broker is what the broker gets). 0, or -1 with err. */
+int plan_bind(const struct session_plan *p, const struct broker_opts *o, struct session_plan *bp,
+	      char *err, size_t errlen);
 /* Releases what plan_resolve acquired (the image's config, the scope's text); plan_resolve
  * releases it itself when it fails. */
 void plan_release(struct session_plan *p);

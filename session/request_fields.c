@@ -97,6 +97,9 @@ const struct request_field request_fields[] = {
 	{ .flag = "jail-uid", .metavar = "UID[:GID]", .type = REQ_TEXT, .off = AT(jail_uid),
 	  .help = "as root: the ids the jailed VM and back ends run as (default: a free one of "
 		  "the session's own)" },
+	{ .flag = "bind-later", .type = REQ_FLAG, .off = AT(bind_later),
+	  .help = "boot with a broker that allows nothing, and wait for a scope on the run "
+		  "directory's bind.sock ('bulkhead serve' pools guests so)" },
 	{ .flag = "ram-file", .metavar = "FILE", .type = REQ_OWN, .off = AT(ram_file),
 	  .help = "back guest RAM with FILE (new; qemu engine) and keep it after the session: what "
 		  "the guest held, for inspection" },

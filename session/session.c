@@ -21,6 +21,7 @@ int session_run(const struct session_plan *p, int notify_fd)
 	s->ids = (struct jail_ids)JAIL_IDS_INIT;
 	s->vs.ready_lfd = -1;
 	s->br.ctl_fd = -1;
+	s->bind_lfd = -1;
 	s->vm.console_fd = -1;
 	s->link.ready_fd = -1;
 	if (p->req.verbose)

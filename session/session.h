@@ -90,6 +90,12 @@ struct session {
 	} watched[SESSION_MAX_WATCHED];
 	unsigned nwatched;
 	struct agent_link link;
+	/* --bind-later (session_bind.c): the session CA until the binding hands it on, the
+	 * socket the binding comes on, and the bound scope's expiry (0: none). */
+	char *ca_pem;
+	int bind_lfd;
+	double bound_timeout_s;
+	char bound_expiry[32];
 	struct termios saved_tty;
 	bool raw_tty;
 	char err[512];
@@ -104,6 +110,17 @@ int session_run(const struct session_plan *p, int notify_fd);
 int session_start(struct session *s, int *ran);
 /* Releases the first n rows, in reverse. */
 void session_stop(struct session *s, int n);
+
+/* session_bind.c: a pooled guest (--bind-later). session_bind_start, as its broker: the
+ * session CA, the broker that allows nothing, the binding's socket. session_bind_serve, when
+ * that socket is readable: one binding, answered, and the socket closed (0; -1: the answer
+ * could not be given). session_bind_stop releases what is left. */
+int session_bind_start(struct session *s);
+int session_bind_serve(struct session *s);
+void session_bind_stop(struct session *s);
+/* session_helpers.c: a helper whose end ends the session (a pidfd, or a shared broker's
+ * connection, taken); the entry named old, if any, is replaced. */
+void session_watch_set(struct session *s, const char *old, const char *name, int fd);
 
 /* session_watch.c: relays the guest until the session ends; returns our exit code. The VM
  * process is stopped and reaped when it returns. */

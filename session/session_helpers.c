@@ -37,6 +37,18 @@ static void watch_fd(struct session *s, const char *name, int fd)
 	}
 }
 
+void session_watch_set(struct session *s, const char *old, const char *name, int fd)
+{
+	for (unsigned i = 0; old && fd >= 0 && i < s->nwatched; i++)
+		if (!strcmp(s->watched[i].name, old)) {
+			close(s->watched[i].fd);
+			s->watched[i].name = name;
+			s->watched[i].fd = fd;
+			return;
+		}
+	watch_fd(s, name, fd);
+}
+
 static void watch_pid(struct session *s, const char *name, pid_t pid)
 {
 	watch_fd(s, name, (int)syscall(SYS_pidfd_open, pid, 0));
@@ -56,7 +68,7 @@ static bool want_image(const struct session *s)
 }
 static bool want_broker(const struct session *s)
 {
-	return s->plan->req.broker.scope != NULL;
+	return s->plan->req.broker.scope != NULL || s->plan->req.bind_later;
 }
 static bool want_raw_tty(const struct session *s)
 {
@@ -250,6 +262,8 @@ static void vsock_stop(struct session *s)
  * connection from the guest is refused. */
 static int broker_start(struct session *s)
 {
+	if (s->plan->req.bind_later)
+		return session_bind_start(s);
 	if (broker_dev_start(&s->br, &s->plan->req.broker, &s->rd, s->diag[1], s->err,
 			     sizeof(s->err)) < 0)
 		return -1;
@@ -261,6 +275,7 @@ static int broker_start(struct session *s)
 }
 static void broker_stop(struct session *s)
 {
+	session_bind_stop(s);
 	broker_dev_stop(&s->br);
 }
 

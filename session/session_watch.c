@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { P_CONSOLE, P_DIAG, P_SIGNAL, P_TIMER, P_WATCHED };
+enum { P_CONSOLE, P_DIAG, P_SIGNAL, P_TIMER, P_BIND, P_WATCHED };
 #define WATCH_POLLFDS (P_WATCHED + SESSION_MAX_WATCHED + AGENT_LINK_POLLFDS)
 
 struct watch {
@@ -83,6 +83,7 @@ static int fill_pollfds(struct watch *w, struct pollfd *pfd)
 	pfd[P_DIAG] = (struct pollfd){ .fd = w->diag_open ? s->diag[0] : -1, .events = POLLIN };
 	pfd[P_SIGNAL] = (struct pollfd){ .fd = s->signal_fd, .events = POLLIN };
 	pfd[P_TIMER] = (struct pollfd){ .fd = w->timer_fd, .events = POLLIN };
+	pfd[P_BIND] = (struct pollfd){ .fd = s->bind_lfd, .events = POLLIN };
 	for (unsigned i = 0; i < s->nwatched; i++)
 		pfd[P_WATCHED + i] = (struct pollfd){ .fd = s->watched[i].fd, .events = POLLIN };
 	return P_WATCHED + (int)s->nwatched;
@@ -144,6 +145,32 @@ static int on_helper_end(struct watch *w, const char *name)
 	return 1;
 }
 
+/* A pooled guest's binding; a bound scope's expiry ends the session as a cold one's would. */
+static void on_bind(struct watch *w)
+{
+	struct session *s = w->s;
+	if (session_bind_serve(s) < 0)
+		fprintf(stderr, "bulkhead: the binding's answer could not be given\n");
+	if (s->bound_timeout_s <= 0)
+		return;
+	int fd = arm_timeout(s->bound_timeout_s);
+	if (fd >= 0 && w->timer_fd >= 0) {
+		struct itimerspec left;
+		timerfd_gettime(w->timer_fd, &left);
+		if ((double)left.it_value.tv_sec + left.it_value.tv_nsec / 1e9 <
+		    s->bound_timeout_s) {
+			close(fd); /* the lifetime it had ends it sooner */
+			fd = -1;
+			s->bound_expiry[0] = '\0';
+		} else {
+			close(w->timer_fd);
+		}
+	}
+	if (fd >= 0)
+		w->timer_fd = fd;
+	s->bound_timeout_s = 0;
+}
+
 static void loop(struct watch *w)
 {
 	struct session *s = w->s;
@@ -166,6 +193,8 @@ static void loop(struct watch *w)
 			w->timed_out = true;
 			break;
 		}
+		if (pfd[P_BIND].revents)
+			on_bind(w);
 		unsigned i = 0;
 		while (i < s->nwatched && !pfd[P_WATCHED + i].revents)
 			i++;
@@ -183,7 +212,10 @@ static int outcome(struct watch *w)
 	const struct session_plan *p = w->p;
 	struct session_console *c = &w->con;
 	if (w->timed_out) {
-		if (p->end_kind == END_EXPIRY)
+		if (w->s->bound_expiry[0])
+			fprintf(stderr, "bulkhead: the scope expired (%s); the VM was stopped\n",
+				w->s->bound_expiry);
+		else if (p->end_kind == END_EXPIRY)
 			fprintf(stderr, "bulkhead: the scope expired (%s); the VM was stopped\n",
 				p->expiry);
 		else

@@ -76,7 +76,7 @@ int vsock_dev_start(struct vsock_dev *v, const struct rundir *rd, int diag_fd,
 		rc = jail_ids_give_dir(jail, vsock_dir);
 	pid_t pid = rc < 0 ? rc
 		    : jail ? jail_spawn(argv, &spec)
-			   : proc_spawn_listener(argv, lfd, diag_fd);
+			   : proc_spawn_listener(argv, lfd, -1, diag_fd);
 	close(lfd);
 	if (pid < 0) {
 		snprintf(err, errlen, "cannot start %s: %s", bin, strerror((int)-pid));

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -88,6 +89,50 @@ static void test_leaf_chains_and_names(void **state)
 	mitm_ca_free(other);
 }
 
+/* A pooled guest's CA moves from its supervisor to the broker it is bound to: the imported CA
+ * presents the same certificate and signs leaves the exported one's guest trusts. */
+static void test_export_import(void **state)
+{
+	char err[200];
+	struct mitm_ca *ca = mitm_ca_new("pool", 3600, err, sizeof(err)), *other, *in;
+	char *pem = mitm_ca_export(ca, err, sizeof(err)), *cert_only, *mixed;
+	X509 *cax = pem_cert(mitm_ca_pem(ca));
+	SSL_CTX *ctx;
+
+	(void)state;
+	assert_non_null(pem);
+	assert_non_null(strstr(pem, "PRIVATE KEY"));
+	in = mitm_ca_import(pem, 3600, err, sizeof(err));
+	assert_non_null(in);
+	assert_string_equal(mitm_ca_pem(in), mitm_ca_pem(ca));
+	ctx = mitm_ca_leaf_ctx(in, "api.example.test", err, sizeof(err));
+	assert_non_null(ctx);
+	assert_true(verifies(cax, SSL_CTX_get0_certificate(ctx), "api.example.test", 0));
+	SSL_CTX_free(ctx);
+	mitm_ca_free(in);
+
+	/* A certificate without its key, another CA's key with this certificate, and bytes that
+	 * are no PEM: each refused with a line. */
+	cert_only = strstr(pem, "-----BEGIN CERTIFICATE");
+	assert_null(mitm_ca_import(cert_only, 3600, err, sizeof(err)));
+	assert_non_null(strstr(err, "session CA"));
+	other = mitm_ca_new("other", 3600, err, sizeof(err));
+	char *opem = mitm_ca_export(other, err, sizeof(err));
+	*strstr(opem, "-----BEGIN CERTIFICATE") = '\0';
+	mixed = malloc(strlen(opem) + strlen(cert_only) + 1);
+	strcpy(mixed, opem);
+	strcat(mixed, cert_only);
+	assert_null(mitm_ca_import(mixed, 3600, err, sizeof(err)));
+	assert_non_null(strstr(err, "key is not its certificate's"));
+	assert_null(mitm_ca_import("garbage", 3600, err, sizeof(err)));
+	free(mixed);
+	mitm_ca_pem_free(opem);
+	mitm_ca_free(other);
+	mitm_ca_pem_free(pem);
+	X509_free(cax);
+	mitm_ca_free(ca);
+}
+
 static void test_cache_and_bad_names(void **state)
 {
 	char err[200];
@@ -122,6 +167,7 @@ int main(void)
 		cmocka_unit_test(test_ca_is_a_ca),
 		cmocka_unit_test(test_leaf_chains_and_names),
 		cmocka_unit_test(test_cache_and_bad_names),
+		cmocka_unit_test(test_export_import),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -223,7 +223,7 @@ static void test_spawn_listener(void **state)
 		"[ -e /proc/self/fd/4 ] && exit 5; echo out; echo diag >&2; exit 7",
 		NULL
 	};
-	pid_t pid = proc_spawn_listener(argv, lfd, diag[1]);
+	pid_t pid = proc_spawn_listener(argv, lfd, -1, diag[1]);
 	assert_true(pid > 0);
 	close(diag[1]);
 	close(stray);
@@ -237,7 +237,7 @@ static void test_spawn_listener(void **state)
 	/* A program that is not there: 127 and why, on the diagnostics descriptor. */
 	assert_int_equal(pipe2(diag, O_CLOEXEC), 0);
 	char *const missing[] = { "/nonexistent/helper", NULL };
-	pid = proc_spawn_listener(missing, lfd, diag[1]);
+	pid = proc_spawn_listener(missing, lfd, -1, diag[1]);
 	close(diag[1]);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_int_equal(WEXITSTATUS(st), 127);
