@@ -82,6 +82,11 @@ bench-oci: all
 bench-serve: all
 	@BUILD=$(BUILD) RUNS=15 sh bench/serve-latency.sh
 .PHONY: bench-serve
+# bench/serve-scope-latency.sh: create-to-first-byte of a credentialed HTTPS answer, pooled and
+# cold with a scope, beside a pooled create without one and the same request in a session up.
+bench-serve-scope: all $(BUILD)/tests/https-echo
+	@BUILD=$(BUILD) RUNS=10 BURSTS=2 sh bench/serve-scope-latency.sh
+.PHONY: bench-serve-scope
 # bench/broker-grpc.sh: gRPC unary round trips through the broker (HTTP/2 on both sides),
 # with and without a credential, beside the same server reached directly.
 bench-broker-grpc: $(BIN)/bulkhead-broker $(BUILD)/tests/proxy-client

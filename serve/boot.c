@@ -43,21 +43,27 @@ int serve_scope_write(struct serve_session *s, json_t *scope, char *why, size_t 
  * boot-time ones only (environment and timeout are bound by us after boot), with the work
  * directory and the scope as files. The supervisor checks it with the table it checks its
  * options with (session/request_json.h). NULL when out of memory. */
-static json_t *start_request(const struct serve_create *c, const char *scope)
+static json_t *start_request(const struct serve_create *c, const struct serve_pool *pool,
+			     const char *scope)
 {
 	json_t *o = json_object();
 	if (!o)
 		return NULL;
 	int bad = 0;
-	const char *image = c ? c->image : serve.pool_image[0] ? serve.pool_image : NULL;
+	const char *image = c ? c->image : pool->image[0] ? pool->image : NULL;
 	const char *keys[] = { "image", "scope", "vault", "ca_file", "broker", "audit" };
-	const char *vals[] = { image, scope, c ? c->vault : NULL, c ? c->ca_file : NULL,
-			       c ? c->broker : NULL, c ? c->audit : NULL };
+	const char *vals[] = { image,
+			       scope,
+			       c ? c->vault : NULL,
+			       c ? c->ca_file : NULL,
+			       c ? c->broker : NULL,
+			       c ? c->audit : NULL };
 	for (size_t i = 0; i < 6; i++)
 		if (vals[i])
 			bad |= json_object_set_new(o, keys[i], json_string(vals[i]));
 	const char *nkeys[] = { "mem_mib", "cpus", "mem_limit_mib" };
-	unsigned nvals[] = { c ? c->mem_mib : 0, c ? c->cpus : 0, c ? c->mem_limit_mib : 0 };
+	unsigned nvals[] = { c ? c->mem_mib : pool->mem_mib, c ? c->cpus : pool->cpus,
+			     c ? c->mem_limit_mib : 0 };
 	for (size_t i = 0; i < 3; i++)
 		if (nvals[i])
 			bad |= json_object_set_new(o, nkeys[i], json_integer(nvals[i]));
@@ -89,9 +95,10 @@ static int request_fd(json_t *req)
 	return fd;
 }
 
-/* Boots a session cold (c NULL: a pool guest). 0, or -1 with why; s stays in the table,
+/* Boots a session cold (c NULL: a guest of pool). 0, or -1 with why; s stays in the table,
  * ended, for the caller to clean up. */
-int serve_boot(struct serve_session *s, const struct serve_create *c, char *why, size_t whylen)
+int serve_boot(struct serve_session *s, const struct serve_create *c, const struct serve_pool *pool,
+	       char *why, size_t whylen)
 {
 	const char *scope = c ? c->scope_path : NULL;
 	if (c && c->work) {
@@ -114,9 +121,11 @@ int serve_boot(struct serve_session *s, const struct serve_create *c, char *why,
 		s->cpus = c->cpus ? c->cpus : s->cpus;
 		s->broker = c->broker ? "shared" : scope ? "private" : NULL;
 	} else {
-		snprintf(s->image, sizeof(s->image), "%s", serve.pool_image);
+		snprintf(s->image, sizeof(s->image), "%s", pool->image);
+		s->mem_mib = pool->mem_mib ? pool->mem_mib : s->mem_mib;
+		s->cpus = pool->cpus ? pool->cpus : s->cpus;
 	}
-	json_t *req = start_request(c, scope);
+	json_t *req = start_request(c, pool, scope);
 	int fd = -1;
 	if (req && (json_object_set_new(req, "work", json_string(s->work)) < 0 ||
 		    json_object_set_new(req, "work_ro", json_boolean(s->work_ro)) < 0 ||

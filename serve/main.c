@@ -39,7 +39,9 @@ static const char usage[] =
 	"                      [--allow-uid UID]...\n"
 	"The session API daemon (docs/API.md): HTTP/1.1 + JSON on a Unix socket.\n"
 	"  --socket PATH     where to listen (default: <run dir>/serve.sock, mode 0600)\n"
-	"  --pool N[:IMAGE]  keep N guests booted ahead with IMAGE (default: none)\n"
+	"  --pool N[:IMAGE][:mem=MIB][:cpus=N]\n"
+	"                    keep N guests booted ahead of that shape (default: none; no\n"
+	"                    image, 256 MiB, 1 vCPU); repeatable, one per shape\n"
 	"  --state DIR       the daemon's files (default /var/lib/bulkhead/serve as root, else\n"
 	"                    ${XDG_STATE_HOME:-~/.local/state}/bulkhead/serve)\n"
 	"  --allow-uid UID   let UID use the API too (only ours and root's by default)\n"
@@ -57,20 +59,6 @@ double serve_wall(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int parse_pool(const char *arg)
-{
-	char *end;
-	long n = strtol(arg, &end, 10);
-	if (end == arg || n < 0 || n > 64 || (*end && *end != ':') ||
-	    (*end == ':' &&
-	     (!end[1] || strchr(end + 1, '/') || strlen(end + 1) >= sizeof(serve.pool_image))))
-		return -1;
-	serve.pool_size = (unsigned)n;
-	if (*end == ':')
-		snprintf(serve.pool_image, sizeof(serve.pool_image), "%s", end + 1);
-	return 0;
 }
 
 static int options(int argc, char **argv)
@@ -102,9 +90,11 @@ static int options(int argc, char **argv)
 			snprintf(ch == 's' ? serve.socket : serve.state, PATH_MAX, "%s", optarg);
 			break;
 		case 'p':
-			if (parse_pool(optarg) < 0) {
+			if (serve_pool_parse(optarg) < 0) {
 				fprintf(stderr,
-					"bulkhead serve: --pool N[:IMAGE], N from 0 to 64\n");
+					"bulkhead serve: --pool N[:IMAGE][:mem=MIB][:cpus=N]: N "
+					"from 0 to 64, one --pool per shape, at most %d\n",
+					SERVE_POOLS_MAX);
 				return 2;
 			}
 			break;
@@ -295,8 +285,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bulkhead serve: pool thread: %s\n", strerror(errno));
 		return 1;
 	}
-	fprintf(stderr, "bulkhead serve: listening on %s (state %s, pool %u%s%s)\n", serve.socket,
-		serve.state, serve.pool_size, serve.pool_image[0] ? " of " : "", serve.pool_image);
+	fprintf(stderr, "bulkhead serve: listening on %s (state %s, pool %u)\n", serve.socket,
+		serve.state, serve.pool_size);
 	int sig = main_loop(sfd);
 	fprintf(stderr, "bulkhead serve: %s; stopping every session\n",
 		sig > 0 ? strsignal(sig) : "poll failed");

@@ -48,6 +48,7 @@
 #define SERVE_ALLOW_MAX	   16
 #define SERVE_ENV_MAX	   64
 #define SERVE_SESSIONS_MAX 256
+#define SERVE_POOLS_MAX	   8
 /* Connections open at once (serve/accept.c): in all; kept for administrators; per tenant
  * uid; per other uid, and all other uids together. */
 #define SERVE_CONNS_MAX	      1000
@@ -64,6 +65,7 @@ struct serve_session {
 	unsigned long long pid_start; /* its start time (/proc/PID/stat), for records */
 	bool ready;		      /* the guest answered: the session exists for clients */
 	bool in_pool;		      /* booted ahead, not yet handed out */
+	unsigned pool;		      /* ... by serve.pools[pool] */
 	bool pooled;		      /* handed out from the pool */
 	char pool_miss[96];	      /* why a cold boot though a pool exists */
 	char image[128];	      /* "" : none */
@@ -103,9 +105,14 @@ struct serve {
 	uid_t allow[SERVE_ALLOW_MAX];
 	size_t nallow;
 	char policy[PATH_MAX]; /* --policy, for every supervisor ("": the default) */
-	unsigned pool_size;
-	char pool_image[128];
-	unsigned pool_booting;
+	/* --pool, one per shape (pool.c); pool_size: all of them together */
+	struct serve_pool {
+		unsigned size;
+		char image[128]; /* "": none */
+		unsigned mem_mib, cpus;
+		unsigned booting;
+	} pools[SERVE_POOLS_MAX];
+	unsigned npools, pool_size;
 	int lifeline[2]; /* every supervisor holds [0]; only we hold [1] */
 	/* Set once, under lock, by serve_stop_all; read without it too (the event streams hold
 	 * their own lock), hence atomic. */
@@ -172,8 +179,10 @@ bool serve_all_ended(void);
 void serve_cleanup_all(void);
 /* A new session in the table, not ready (invisible to clients); NULL at the limit. */
 struct serve_session *serve_session_new(void);
-/* Boots s cold (c NULL: a pool guest). 0, or -1 with why (s ended, still in the table). */
-int serve_boot(struct serve_session *s, const struct serve_create *c, char *why, size_t whylen);
+/* Boots s cold for c, or (c NULL) as a guest of pool. 0, or -1 with why (s ended, still in
+ * the table). */
+int serve_boot(struct serve_session *s, const struct serve_create *c, const struct serve_pool *pool,
+	       char *why, size_t whylen);
 /* An inline scope as a file of ours under <state>/scopes, named in s->scope_file. 0, or -1
  * with why. */
 int serve_scope_write(struct serve_session *s, json_t *scope, char *why, size_t whylen);
@@ -215,9 +224,14 @@ void serve_records_sweep(void);
 #define POOL_NICE 10
 /* Every thread of the session (its supervisor's, its cgroups') at nice n (root only). */
 void serve_pool_renice(const struct serve_session *s, int n);
+/* --pool N[:IMAGE][:mem=MIB][:cpus=N] into serve.pools; 0, or -1 (malformed, a shape given
+ * twice, too many). */
+int serve_pool_parse(const char *arg);
 int serve_pool_start(void);
-/* Takes a ready pool guest, or NULL (with why: empty). serve.lock held. */
-struct serve_session *serve_pool_take(void);
+/* The pool whose shape c asks for (image, memory, vCPUs), or -1 with why. */
+int serve_pool_find(const struct serve_create *c, char *why, size_t whylen);
+/* Takes a ready guest of pool i, or NULL (empty). serve.lock held. */
+struct serve_session *serve_pool_take(unsigned i);
 json_t *serve_pool_json(void);
 
 /* events.c */

@@ -119,23 +119,22 @@ static bool scope_asks_share(const struct serve_create *c)
 	return asks;
 }
 
-/* Why a create cannot take a pool guest ("" : it can). */
-static void pool_miss(const struct serve_create *c, char *why, size_t whylen)
+/* Why a create cannot take a pool guest ("" : it can, from *pool). */
+static void pool_miss(const struct serve_create *c, int *pool, char *why, size_t whylen)
 {
 	why[0] = '\0';
 	if (!serve.pool_size || !c->pool)
 		return;
-	if (strcmp(c->image ? c->image : "", serve.pool_image))
-		snprintf(why, whylen, "the pool boots %.40s%.40s",
-			 serve.pool_image[0] ? "image " : "no image", serve.pool_image);
-	else if (c->work)
+	if ((*pool = serve_pool_find(c, why, whylen)) < 0)
+		return;
+	if (c->work)
 		snprintf(why, whylen, "a host work directory is shared before boot");
 	else if (c->work_rules || c->share_secrets || c->share_allow)
 		snprintf(why, whylen, "rules inside the work directory are given to it at boot");
 	else if (scope_asks_share(c))
 		snprintf(why, whylen, "the scope asks for a work directory, shared before boot");
-	else if (c->mem_mib || c->cpus || c->mem_limit_mib)
-		snprintf(why, whylen, "memory and vCPUs are set at boot");
+	else if (c->mem_limit_mib)
+		snprintf(why, whylen, "the memory limit is set at boot");
 }
 
 /* A new session in the table (not ready: invisible to clients), or NULL. */
@@ -219,12 +218,13 @@ struct serve_session *serve_create(const struct serve_create *c, const struct se
 	}
 	double t0 = serve_wall();
 	char miss[sizeof(((struct serve_session *)0)->pool_miss)];
-	pool_miss(c, miss, sizeof(miss));
+	int pool = -1;
+	pool_miss(c, &pool, miss, sizeof(miss));
 	struct serve_session *s = NULL;
 	char digest[65] = "";
 	if (serve.pool_size && c->pool && !miss[0]) {
 		pthread_mutex_lock(&serve.lock);
-		s = serve_pool_take();
+		s = serve_pool_take((unsigned)pool);
 		pthread_cond_broadcast(&serve.changed); /* the pool refills */
 		pthread_mutex_unlock(&serve.lock);
 		if (!s)
@@ -250,7 +250,7 @@ struct serve_session *serve_create(const struct serve_create *c, const struct se
 			return NULL;
 		}
 		snprintf(s->pool_miss, sizeof(s->pool_miss), "%s", serve.pool_size ? miss : "");
-		if (serve_boot(s, c, why, whylen) < 0) {
+		if (serve_boot(s, c, NULL, why, whylen) < 0) {
 			*err = SERVE_E_REFUSED;
 			pthread_mutex_lock(&serve.lock);
 			unlink_session(s);

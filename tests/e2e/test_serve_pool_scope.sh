@@ -53,21 +53,30 @@ mkdir -m 700 "$TMP/shared-audit"
 pids="$pids $!"
 wait_socket "$SHARED" 10
 
-start_daemon() { # POOL: the daemon on $SOCK; waits until the pool is full
+start_daemon() { # READY POOL...: the daemon on $SOCK; waits until READY guests are up
+	_want=$1; shift
+	_args=; for _p in "$@"; do _args="$_args --pool $_p"; done
+	# shellcheck disable=SC2086 # one word per --pool
 	"$BULKHEAD" serve --socket "$SOCK" --state "$TMP/state" --policy "$TMP/policy.json" \
-		--pool "$1" 2>> "$TMP/serve.log" &
+		$_args 2>> "$TMP/serve.log" &
 	daemon=$!
 	pids="$pids $daemon"
 	wait_socket "$SOCK" 10
-	_i=0
-	while [ $_i -lt 900 ]; do
-		curl -s --unix-socket "$SOCK" http://serve/v1/pool | grep -q "\"ready\":$1" && return 0
-		sleep 0.2; _i=$((_i + 1))
-	done
-	not_ok "the pool fills with $1 guests" "$(tail -n 5 "$TMP/serve.log")"
+	pool_ready "$_want" || not_ok "the pool fills with $_want guests" "$(tail -n 5 "$TMP/serve.log")"
 }
 
-group() { # NAME: one group of serve_pool_scope.py's checks as TAP lines
+pool_ready() { # N: waits (up to 180 s) until N pool guests are ready
+	_i=0
+	while [ $_i -lt 900 ]; do
+		curl -s --unix-socket "$SOCK" http://serve/v1/pool | grep -q "\"ready\":$1," && return 0
+		sleep 0.2; _i=$((_i + 1))
+	done
+	return 1
+}
+
+group() { # NAME [READY]: one group of serve_pool_scope.py's checks as TAP lines, once READY
+	# pool guests are up (the groups before took some)
+	[ -z "${2:-}" ] || pool_ready "$2" || not_ok "the pool refills to $2 before group $1"
 	python3 "$SUITE" "$SOCK" "$1" > "$TMP/group" 2>&1
 	grep -q '^PASS\|^FAIL' "$TMP/group" || echo "FAIL group $1 printed nothing: $(head -c 300 "$TMP/group")" >> "$TMP/group"
 	while IFS= read -r line; do
@@ -79,17 +88,18 @@ group() { # NAME: one group of serve_pool_scope.py's checks as TAP lines
 	kill -0 "$daemon" 2> /dev/null || not_ok "the daemon lives through group $1" "$(log_tail "$TMP/serve.log")"
 }
 
-start_daemon 3
-group prebind
-group inject
-group refused
-group shared
-group deadbroker
-group bindonce
+start_daemon 3 3
+group prebind 3
+group inject 3
+group refused 3
+group shared 3
+group deadbroker 3
+group bindonce 3
 kill -TERM "$daemon"; wait "$daemon" 2> /dev/null
 
-start_daemon 10
+start_daemon 11 10 1:mem=320:cpus=2
 group many
+group shapes
 
 # A create racing the daemon's end: answered or refused, and nothing of it left behind.
 curl -s --unix-socket "$SOCK" -X POST -d "{\"scope\":{\"allow\":[]},\"broker\":\"$SHARED\"}" \
@@ -101,8 +111,11 @@ wait "$cpid"; wait "$daemon" 2> /dev/null
 left=$(ls -A "$BULKHEAD_RUNDIR" 2> /dev/null; pgrep -f "bulkhead-broker .*$TMP/run" ; pgrep -f "qemu-system.*$TMP" )
 code=$(cat "$TMP/race.code")
 # 201: bound before the end; 422 or 503 with the reason; 000: the connection was cut.
-if [ "$code" = 201 ] || [ "$code" = 000 ] ||
-	{ [ "$code" = 422 ] || [ "$code" = 503 ]; } && grep -q '"error":"..' "$TMP/race.out"; then
+case $code in
+201 | 000) raced=ok ;;
+422 | 503) grep -q '"error":"..' "$TMP/race.out" && raced=ok ;;
+esac
+if [ "${raced:-}" = ok ]; then
 	ok "a create racing the daemon's end is answered ($code: $(head -c 100 "$TMP/race.out")) or cut"
 else
 	not_ok "a create racing the daemon's end is answered or cut" "$code $(cat "$TMP/race.out")"

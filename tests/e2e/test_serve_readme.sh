@@ -3,7 +3,7 @@
 # End to end: the README's platform example is true. Its Python program (the block after the
 # "platform-example" marker) runs against a real `bulkhead serve` with a pool of the Python
 # test image (tests/tools/test_image.sh, the README's "py"), through clients/python, and
-# prints exactly what the README shows; its session came from the pool.
+# prints exactly what the README shows; its session came from the pool, bound to its scope.
 . "$(dirname "$0")/lib.sh"
 
 require "the README's platform example" "$BIN/bulkhead-serve" mmdebstrap python3
@@ -39,9 +39,10 @@ if [ "$rc" = 0 ] && cmp -s "$TMP/want" "$TMP/out"; then
 else
 	not_ok "the README's program prints what the README shows" "rc=$rc" "$(cat "$TMP/out" "$TMP/err" | head -n 10)" "$(tail -n 3 "$TMP/serve.log")"
 fi
-if grep -q '"pooled":true,"type":"session.started"' "$TMP/events"; then
-	ok "its session came from the pool"
+if grep -q '"pooled":true,"type":"session.started"' "$TMP/events" &&
+	grep -q '"type":"session.bound".*"broker":"private"\|"broker":"private".*"type":"session.bound"' "$TMP/events"; then
+	ok "its session came from the pool, bound to its scope"
 else
-	not_ok "its session came from the pool" "$(head -c 600 "$TMP/events")"
+	not_ok "its session came from the pool, bound to its scope" "$(head -c 600 "$TMP/events")"
 fi
 plan_done

@@ -140,7 +140,8 @@ def group_inject():
         recs = [json.loads(x) for x in f]
     report("before its binding the guest's broker allowed nothing but its CA certificate",
            recs and recs[0]["method"] == "BIND"
-           and all(r["method"] == "BIND" or r["rule"] == "session-ca" for r in recs), recs)
+           and all(r["method"] == "BIND" or r["rule"] == "session-ca" or r["decision"] == "deny"
+                   for r in recs), recs)
     call("DELETE", "/v1/sessions/" + s["id"])
 
 
@@ -318,7 +319,33 @@ def group_bindonce():
         call("DELETE", "/v1/sessions/" + js["id"])
 
 
-GROUPS = {"inject": group_inject, "prebind": group_prebind, "refused": group_refused,
+def group_shapes():
+    """Pools per shape: a create finds the pool of its memory and vCPUs; another shape, or an
+    empty pool, boots cold and says why."""
+    st, p, _, _ = call("GET", "/v1/pool")
+    shapes = sorted((q["mem_mib"], q["cpus"], q["size"]) for q in p.get("pools", []))
+    report("GET /v1/pool lists each pool's shape", shapes == [(256, 1, 10), (320, 2, 1)], p)
+    st, a, raw = create(mem_mib=320, cpus=2, scope=scope_for(4, "/v4/"), vault=E["VAULT"],
+                        ca_file=E["CA"])
+    st2, b, raw2 = create(mem_mib=320, cpus=2, scope=scope_for(4, "/v4/"), vault=E["VAULT"],
+                          ca_file=E["CA"])
+    report("a create of another shape takes a guest of its pool, scope bound",
+           st == 201 and a["pooled"] and a["mem_mib"] == 320 and a["cpus"] == 2, raw[:300])
+    out, ex, e = curl(a["id"], "/v4/shape") if st == 201 else (b"", None, None)
+    report("... and its request carries its token", b"status=200" in out
+           and upstream_saw("/v4/shape", E["SECRET_4"]), out[:200])
+    report("the next one of that shape finds its pool empty, boots cold and says so",
+           st2 == 201 and not b["pooled"] and b["pool_miss"] == "the pool was empty", raw2[:300])
+    st3, c, raw3 = create(mem_mib=384)
+    report("a shape no pool has boots cold, naming it",
+           st3 == 201 and not c["pooled"] and "no pool of no image, 384 MiB, 1 vCPU"
+           in (c["pool_miss"] or ""), raw3[:300])
+    for st_, s_ in ((st, a), (st2, b), (st3, c)):
+        if st_ == 201:
+            call("DELETE", "/v1/sessions/" + s_["id"])
+
+
+GROUPS = {"shapes": group_shapes, "inject": group_inject, "prebind": group_prebind, "refused": group_refused,
           "shared": group_shared, "deadbroker": group_deadbroker, "many": group_many,
           "bindonce": group_bindonce}
 

@@ -171,7 +171,7 @@ def group_cold():
     call("DELETE", "/v1/sessions/" + s["id"])
     s = create(mem_mib=320)
     report("a create the pool cannot serve says why", s["pooled"] is False
-           and "memory" in (s["pool_miss"] or ""), s)
+           and "no pool of no image, 320 MiB" in (s["pool_miss"] or ""), s)
     call("DELETE", "/v1/sessions/" + s["id"])
     # The scope's own expiry ends the session in its supervisor: timed_out all the same.
     soon = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 8))

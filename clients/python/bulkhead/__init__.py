@@ -10,10 +10,12 @@ only.
 from ._http import BulkheadError, UnixHTTPConnection, default_socket
 from .client import Bulkhead
 from .session import Command, Exec, Session
-from .types import Approval, Event, ExitStatus, Health, PoolState, Result, SessionInfo
+from .types import (Approval, Event, ExitStatus, Health, PoolShape, PoolState, Result,
+                    SessionInfo)
 
 __all__ = [
     "Approval", "Bulkhead", "BulkheadError", "Command", "Event", "Exec", "ExitStatus", "Health",
-    "PoolState", "Result", "Session", "SessionInfo", "UnixHTTPConnection", "default_socket",
+    "PoolShape", "PoolState", "Result", "Session", "SessionInfo", "UnixHTTPConnection",
+    "default_socket",
 ]
 __version__ = "0.1.0"

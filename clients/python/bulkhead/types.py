@@ -137,19 +137,46 @@ class Approval:
 
 
 @dataclass(frozen=True)
-class PoolState:
+class PoolShape:
+    """One pool: guests of one shape (`--pool N[:IMAGE][:mem=MIB][:cpus=N]`)."""
     size: int
     ready: int
     booting: int
     image: Optional[str]
+    mem_mib: int
+    cpus: int
 
     @classmethod
-    def from_json(cls, o: Dict[str, Any]) -> "PoolState":
+    def from_json(cls, o: Dict[str, Any]) -> "PoolShape":
         return cls(
             size=int(o.get("size", 0)),
             ready=int(o.get("ready", 0)),
             booting=int(o.get("booting", 0)),
             image=_opt_str(o.get("image")),
+            mem_mib=int(o.get("mem_mib", 0)),
+            cpus=int(o.get("cpus", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """Every pool together, and each pool."""
+    size: int
+    ready: int
+    booting: int
+    image: Optional[str]
+    pools: List[PoolShape]
+
+    @classmethod
+    def from_json(cls, o: Dict[str, Any]) -> "PoolState":
+        pools = o.get("pools")
+        return cls(
+            size=int(o.get("size", 0)),
+            ready=int(o.get("ready", 0)),
+            booting=int(o.get("booting", 0)),
+            image=_opt_str(o.get("image")),
+            pools=[PoolShape.from_json(p) for p in pools if isinstance(p, dict)]
+            if isinstance(pools, list) else [],
         )
 
 

@@ -89,6 +89,16 @@ def pooled_session(b: Bulkhead) -> None:
     assert not os.path.exists(work), f"{work} is left after delete"
 
 
+def pooled_scope(b: Bulkhead) -> None:
+    """A scope is bound to a pooled guest when it is taken: its broker answers the guest."""
+    wait_until("a ready pool guest", lambda: b.pool().ready >= 1)
+    eq([(256, 1)], [(p.mem_mib, p.cpus) for p in b.pool().pools], "the pool's shape")
+    with b.session(scope={"allow": []}) as s:
+        eq((True, None, "private"), (s.info.pooled, s.info.pool_miss, s.info.broker))
+        r = s.run("curl -s -o /dev/null -w '%{http_code}' http://example.com/")
+        eq(b"403", r.stdout, "the bound broker refuses what the scope does not allow")
+
+
 def cold_session(b: Bulkhead, tmp: str) -> None:
     host = os.path.join(tmp, "py-work")
     os.mkdir(host)
@@ -405,6 +415,7 @@ def main() -> int:
     check("health: ok, version", lambda: eq((True, True), (b.health().ok, bool(b.health().version))))
     check("pool: size 1", lambda: eq(1, b.pool().size))
     check("pooled session: env, listed, work removed with it", lambda: pooled_session(b))
+    check("a pooled session with an inline scope, bound when taken", lambda: pooled_scope(b))
     check("cold session on a host work directory", lambda: cold_session(b, tmp))
     s = b.session()
     try:

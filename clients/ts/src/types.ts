@@ -115,11 +115,23 @@ export interface Approval {
   [field: string]: unknown;
 }
 
+/** One pool: guests of one shape (`--pool N[:IMAGE][:mem=MIB][:cpus=N]`). */
+export interface PoolShape {
+  size: number;
+  ready: number;
+  booting: number;
+  image: string | null;
+  mem_mib: number;
+  cpus: number;
+}
+
+/** Every pool together, and each pool. */
 export interface PoolState {
   size: number;
   ready: number;
   booting: number;
   image: string | null;
+  pools: PoolShape[];
 }
 
 export interface Health {

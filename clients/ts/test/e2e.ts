@@ -86,6 +86,18 @@ async function pooled(b: Bulkhead): Promise<void> {
   assert(!fs.existsSync(work), `${work} is left after delete`);
 }
 
+// A scope is bound to a pooled guest when it is taken: its broker answers the guest.
+async function pooledScope(b: Bulkhead): Promise<void> {
+  await waitUntil("a ready pool guest", async () => (await b.pool()).ready >= 1);
+  const shapes = (await b.pool()).pools.map((p) => [p.mem_mib, p.cpus]);
+  eq([[256, 1]], shapes, "the pool's shape");
+  await b.withSession({ scope: { allow: [] } }, async (s) => {
+    eq([true, null, "private"], [s.info.pooled, s.info.pool_miss, s.info.broker], "pooled, pool_miss, broker");
+    const r = await s.run("curl -s -o /dev/null -w '%{http_code}' http://example.com/");
+    eq("403", r.stdout.toString(), "the bound broker refuses what the scope does not allow");
+  });
+}
+
 async function cold(b: Bulkhead, tmp: string): Promise<void> {
   const host = path.join(tmp, "ts-work");
   fs.mkdirSync(host);
@@ -292,6 +304,7 @@ async function main(): Promise<number> {
   });
   await check("pool: size 1", async () => eq(1, (await b.pool()).size));
   await check("pooled session: env, listed, work removed with it", () => pooled(b));
+  await check("a pooled session with an inline scope, bound when taken", () => pooledScope(b));
   await check("cold session on a host work directory", () => cold(b, tmp));
   const s = await b.session();
   try {
