@@ -6,33 +6,19 @@
 # already up, and `bulkhead run -- echo` (which boots, runs and stops). Each measure starts
 # with the pool full (no refill boot beside it). Prints medians, p90 and ratios.
 # Usage: serve_latency.py SOCKET BULKHEAD RUNS
-import http.client
 import json
-import socket
+import os
 import statistics
 import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_api  # noqa: E402
+from serve_api import Conn, call  # noqa: E402
+
 SOCK, BULKHEAD, RUNS = sys.argv[1], sys.argv[2], int(sys.argv[3])
-
-
-class Conn(http.client.HTTPConnection):
-    def __init__(self):
-        super().__init__("bulkhead", timeout=300)
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(SOCK)
-
-
-def call(method, path, body=None):
-    c = Conn()
-    c.request(method, path, body=json.dumps(body) if body is not None else None)
-    r = c.getresponse()
-    out = json.loads(r.read() or b"null")
-    c.close()
-    return r.status, out
+serve_api.use(SOCK)
 
 
 def first_byte(sid, t0):

@@ -8,17 +8,22 @@
 #   pooled        a create without a scope, then `echo` (the pool's own reference)
 #   up+scope      the same curl in a session with that scope already up
 # Then BURSTS rounds of 10 pooled+scope creates at once (from a full pool of 10) and of 10
-# cold+scope creates at once. Prints p50 and p99 (nearest rank) and ratios.
+# cold+scope creates at once. Prints p50 and p99 (nearest rank) and ratios, and the create
+# request's own latency (to the session ready: for a pooled one, the binding) alone.
 # Usage: serve_scope_latency.py SOCKET PORT VAULT CA RUNS BURSTS
-import http.client
 import json
-import socket
+import os
 import statistics
 import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_api  # noqa: E402
+from serve_api import Conn, call  # noqa: E402
+
 SOCK, PORT, VAULT, CA = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+serve_api.use(SOCK)
 RUNS, BURSTS = int(sys.argv[5]), int(sys.argv[6])
 POOL = 10
 SCOPE = {"secrets": [{"name": "api", "inject": {"header": "Authorization", "value": "Bearer {}"},
@@ -26,24 +31,6 @@ SCOPE = {"secrets": [{"name": "api", "inject": {"header": "Authorization", "valu
                                         "path_prefix": "/v1/",
                                         "allow_addresses": ["127.0.0.1"]}]}], "allow": []}
 CURL = ["curl", "-sS", "https://localhost:%d/v1/items" % PORT]
-
-
-class Conn(http.client.HTTPConnection):
-    def __init__(self):
-        super().__init__("bulkhead", timeout=600)
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(SOCK)
-
-
-def call(method, path, body=None):
-    c = Conn()
-    c.request(method, path, body=json.dumps(body) if body is not None else None)
-    r = c.getresponse()
-    out = json.loads(r.read() or b"null")
-    c.close()
-    return r.status, out
 
 
 def first_byte(sid, cmd, t0, want):
@@ -63,11 +50,16 @@ def first_byte(sid, cmd, t0, want):
     return t
 
 
-def measure(body, cmd, want):
+CREATED = {}  # mode -> seconds from the create request to its answer (the session ready)
+
+
+def measure(body, cmd, want, mode=None):
     t0 = time.monotonic()
     st, s = call("POST", "/v1/sessions", body)
     if st != 201:
         raise RuntimeError("create: %d %s" % (st, s))
+    if mode and (s["pooled"] or "cold" in mode):
+        CREATED.setdefault(mode, []).append(time.monotonic() - t0)
     t = first_byte(s["id"], cmd, t0, want)
     call("DELETE", "/v1/sessions/" + s["id"])
     return t, s["pooled"]
@@ -116,13 +108,13 @@ def main():
     first_byte(up["id"], CURL, time.monotonic(), want)  # its first curl is not measured
     for _ in range(RUNS):
         pool_full()
-        t, pooled = measure(scoped, CURL, want)
+        t, pooled = measure(scoped, CURL, want, "pooled+scope")
         (res["pooled+scope"].append(t) if pooled else None)
         misses += not pooled
         pool_full()
-        res["cold+scope"].append(measure(dict(scoped, pool=False), CURL, want)[0])
+        res["cold+scope"].append(measure(dict(scoped, pool=False), CURL, want, "cold+scope")[0])
         pool_full()
-        t, pooled = measure({}, ["echo", "x"], b"eAo")
+        t, pooled = measure({}, ["echo", "x"], b"eAo", "pooled")
         (res["pooled"].append(t) if pooled else None)
         misses += not pooled
         pool_full()
@@ -147,6 +139,13 @@ def main():
     for k, xs in list(res.items()) + list(bursts.items()):
         if xs:
             print("  %-44s p50 %8.1f ms   p99 %8.1f ms" % (names[k], q(xs, 50), q(xs, 99)))
+    print("create request -> its answer (the session ready; p50, p99):")
+    for k in ("pooled+scope", "pooled", "cold+scope"):
+        if CREATED.get(k):
+            print("  %-44s p50 %8.1f ms   p99 %8.1f ms" % (k, q(CREATED[k], 50), q(CREATED[k], 99)))
+    if CREATED.get("pooled+scope") and CREATED.get("pooled"):
+        print("ratio (p50): create with a scope / create without, both pooled: %.2f" % (
+            q(CREATED["pooled+scope"], 50) / q(CREATED["pooled"], 50)))
     p = q(res["pooled+scope"], 50)
     print("ratios (p50): pooled+scope/pooled %.2f   cold+scope/pooled+scope %.1f   "
           "(pooled+scope - up+scope)/pooled %.2f" % (

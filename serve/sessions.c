@@ -110,10 +110,16 @@ void serve_rmtree(const char *path)
 static bool scope_asks_share(const struct serve_create *c)
 {
 	json_t *o = c->scope_inline;
-	if (!o && c->scope_path)
-		o = json_load_file(c->scope_path, JSON_REJECT_DUPLICATES, NULL);
+	struct stat st;
+	/* Without blocking on what the path became since the create was checked (a FIFO): a
+	 * file that cannot be read here is the supervisor's to refuse. */
+	int fd = !o && c->scope_path ? open(c->scope_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (1 << 20))
+		o = json_loadfd(fd, JSON_REJECT_DUPLICATES, NULL);
 	else
 		json_incref(o);
+	if (fd >= 0)
+		close(fd);
 	bool asks = json_object_get(o, "work") != NULL;
 	json_decref(o);
 	return asks;

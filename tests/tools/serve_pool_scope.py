@@ -239,6 +239,13 @@ def group_shared():
            and upstream_saw("/v2/items", E["SECRET_2"]), (oa[:200], ob[:200]))
     report("... and neither reaches the other's", b"status=403" in xa and b"status=403" in xb,
            (xa[:200], xb[:200]))
+    firsts = []
+    for s_, n in ((a, 1), (b, 2)):
+        with open(os.path.join(E["TMP"], "shared-audit", s_["id"] + ".log")) as f:
+            firsts.append(json.loads(f.readline()))
+    report("the shared broker's log of each begins with its binding's record", all(
+        r["method"] == "BIND" and r["path"] == "scope-sha256:" + digest(scope_for(n, "/v%d/" % n))
+        for r, n in zip(firsts, (1, 2))), firsts)
     cas = [exec_frames(s["id"], ["cat", "/etc/ssl/certs/ca-certificates.crt"])[0] for s in (a, b)]
     report("each guest trusts a session CA of its own", all(c.startswith(b"-----BEGIN CERT")
                                                              for c in cas) and cas[0] != cas[1],
