@@ -142,6 +142,33 @@ static int ca_fd(const char *pem)
 	return fd;
 }
 
+/* A private broker has started its session once its control socket is there (it listens
+ * after the session's rules, CA, vault and audit log are loaded); one that exits first did not.
+ * 0, or -1 with err. */
+static int wait_started(struct broker_dev *b, const struct rundir *rd, char *err, size_t errlen)
+{
+	char ctl[PATH_MAX];
+	struct stat st;
+	int status;
+	if (rundir_file(rd, "broker.ctl", 1, ctl, sizeof(ctl)) < 0) {
+		snprintf(err, errlen, "run directory path too long for a socket");
+		return -1;
+	}
+	for (int i = 0; i < BROKER_START_MS; i++) {
+		if (stat(ctl, &st) == 0 && S_ISSOCK(st.st_mode))
+			return 0;
+		if (waitpid(b->pid, &status, WNOHANG) == b->pid) {
+			b->pid = 0;
+			snprintf(err, errlen, "bulkhead-broker stopped (status %d)",
+				 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+			return -1;
+		}
+		usleep(1000);
+	}
+	snprintf(err, errlen, "bulkhead-broker did not start within %d s", BROKER_START_MS / 1000);
+	return -1;
+}
+
 /* Starts the broker on the socket NAME in the run directory. */
 static int start_at(struct broker_dev *b, const char *name, const struct broker_opts *o,
 		    const struct rundir *rd, int diag_fd, char *err, size_t errlen)
@@ -243,6 +270,12 @@ static int start_at(struct broker_dev *b, const char *name, const struct broker_
 		return -1;
 	}
 	b->pid = pid;
+	/* Started means its session loaded (vault, CA, audit log): a session never runs on a
+	 * broker that is about to die. The empty broker of a pool guest has nothing to load. */
+	if (!o->unbound && wait_started(b, rd, err, errlen) < 0) {
+		broker_dev_stop(b);
+		return -1;
+	}
 	return 0;
 }
 
@@ -254,15 +287,15 @@ int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const st
 	return start_at(b, name, o, rd, diag_fd, err, errlen);
 }
 
-int broker_dev_rebind(struct broker_dev *b, const struct broker_opts *o, const struct rundir *rd,
-		      int diag_fd, const struct jail_ids *jail, char *err, size_t errlen)
+int broker_dev_rebind(struct broker_dev *b, struct broker_dev *old, const struct broker_opts *o,
+		      const struct rundir *rd, int diag_fd, const struct jail_ids *jail, char *err,
+		      size_t errlen)
 {
 	char name[40];
 	struct broker_dev next = { .ctl_fd = -1 };
 	snprintf(name, sizeof(name), RUNDIR_VSOCK "/vsock.sock_%d.bind", BROKER_VSOCK_PORT);
 	if (start_at(&next, name, o, rd, diag_fd, err, errlen) < 0) {
-		if (next.sock[0])
-			unlink(next.sock);
+		broker_dev_stop(&next);
 		return -1;
 	}
 	if ((jail && jail->uid != geteuid() && chown(next.sock, jail->uid, jail->gid) < 0) ||
@@ -272,8 +305,8 @@ int broker_dev_rebind(struct broker_dev *b, const struct broker_opts *o, const s
 		return -1;
 	}
 	snprintf(next.sock, sizeof(next.sock), "%s", b->sock);
-	b->sock[0] = '\0'; /* the name is the new broker's now */
-	broker_dev_stop(b);
+	*old = *b;
+	old->sock[0] = '\0'; /* the name is the new broker's now */
 	*b = next;
 	return 0;
 }

@@ -44,13 +44,17 @@ int broker_audit_path(const char *id, char *buf, size_t len);
 int broker_dev_start(struct broker_dev *b, const struct broker_opts *o, const struct rundir *rd,
 		     int diag_fd, char *err, size_t errlen);
 void broker_dev_stop(struct broker_dev *b);
+/* How long a private broker may take to load its session (broker_dev_rebind waits). */
+#define BROKER_START_MS 10000
 /* A pooled guest bound to its session: the broker o names starts on a new socket (given to
- * the jail's ids, if any, as the vsock back end connects to it) that then takes the old one's
- * name in one rename, so each guest connection reaches the old broker or
- * the new one, never a mix; the old broker is stopped after (its open connections, all from
- * before the binding, are cut). On failure the old one is kept, unchanged. 0, or -1 with
- * err. */
-int broker_dev_rebind(struct broker_dev *b, const struct broker_opts *o, const struct rundir *rd,
-		      int diag_fd, const struct jail_ids *jail, char *err, size_t errlen);
+ * the jail's ids, if any, as the vsock back end connects to it), and once it has started its
+ * session (a shared one answered the registration; a private one made its control socket)
+ * that socket takes b's name in one rename. So each guest connection reaches the old broker or
+ * the new one, never a mix. The old one goes to *old: it keeps the connections made before
+ * (refusing each, and recording it) until the caller stops it. On failure b is unchanged.
+ * 0, or -1 with err. */
+int broker_dev_rebind(struct broker_dev *b, struct broker_dev *old, const struct broker_opts *o,
+		      const struct rundir *rd, int diag_fd, const struct jail_ids *jail, char *err,
+		      size_t errlen);
 
 #endif

@@ -94,6 +94,9 @@ struct session {
 	 * socket the binding comes on, and the bound scope's expiry (0: none). */
 	char *ca_pem;
 	int bind_lfd;
+	int bind_diag;		      /* the diagnostics pipe's write end, for the bound broker */
+	struct broker_dev br_unbound; /* the broker that allowed nothing, once bound: it keeps
+				       * the connections made before, until the session ends */
 	double bound_timeout_s;
 	char bound_expiry[32];
 	struct termios saved_tty;
@@ -118,6 +121,9 @@ void session_stop(struct session *s, int n);
 int session_bind_start(struct session *s);
 int session_bind_serve(struct session *s);
 void session_bind_stop(struct session *s);
+/* session_helpers.c: what a helper that did not start said last on the diagnostics pipe,
+ * appended to err (": LINE"), as a session's end names it. */
+void session_diag_last(struct session *s, char *err, size_t errlen);
 /* session_helpers.c: a helper whose end ends the session (a pidfd, or a shared broker's
  * connection, taken); the entry named old, if any, is replaced. */
 void session_watch_set(struct session *s, const char *old, const char *name, int fd);

@@ -76,6 +76,8 @@ int session_bind_start(struct session *s)
 	};
 	if (broker_dev_start(&s->br, &o, &s->rd, s->diag[1], s->err, sizeof(s->err)) < 0)
 		return -1;
+	/* The bound broker's stderr joins the back ends' (the engine's start closes ours). */
+	s->bind_diag = fcntl(s->diag[1], F_DUPFD_CLOEXEC, 3);
 	session_watch_set(s, NULL, "bulkhead-broker", (int)syscall(SYS_pidfd_open, s->br.pid, 0));
 	if (rundir_file(&s->rd, BIND_SOCK, 1, path, sizeof(path)) < 0) {
 		snprintf(s->err, sizeof(s->err), "run directory path too long for a socket");
@@ -148,12 +150,12 @@ static int bind_session(struct session *s, json_t *req, json_t **ans, char *err,
 		snprintf(err, errlen, "audit log directory: %s", strerror(errno));
 		goto out;
 	}
-	/* The diagnostics pipe is closed once the guest is up: what the broker says goes to our
-	 * stderr, the session's log. */
-	int diag = s->diag[1] >= 0 ? s->diag[1] : 2;
-	if (broker_dev_rebind(&s->br, &bp.req.broker, &s->rd, diag, s->jailed ? &s->ids : NULL, err,
-			      errlen) < 0)
+	int diag = s->bind_diag >= 0 ? s->bind_diag : 2;
+	if (broker_dev_rebind(&s->br, &s->br_unbound, &bp.req.broker, &s->rd, diag,
+			      s->jailed ? &s->ids : NULL, err, errlen) < 0) {
+		session_diag_last(s, err, errlen);
 		goto out;
+	}
 	if (s->br.pid)
 		session_watch_set(s, "bulkhead-broker", "bulkhead-broker",
 				  (int)syscall(SYS_pidfd_open, s->br.pid, 0));
@@ -200,6 +202,9 @@ int session_bind_serve(struct session *s)
 		fprintf(stderr, "bulkhead: the binding was refused: %s\n", err);
 	}
 	json_decref(req);
+	if (s->bind_diag >= 0) /* the bound broker has its own, if any */
+		close(s->bind_diag);
+	s->bind_diag = -1;
 	char *line = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
 	json_decref(ans);
 	int rc = 0;
@@ -213,6 +218,10 @@ int session_bind_serve(struct session *s)
 void session_bind_stop(struct session *s)
 {
 	bind_close(s);
+	broker_dev_stop(&s->br_unbound);
+	if (s->bind_diag >= 0)
+		close(s->bind_diag);
+	s->bind_diag = -1;
 	mitm_ca_pem_free(s->ca_pem);
 	s->ca_pem = NULL;
 }

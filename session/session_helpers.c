@@ -7,6 +7,7 @@
 #include "lib/agent_proto.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -258,6 +259,27 @@ static void vsock_stop(struct session *s)
 	vsock_dev_stop(&s->vs);
 }
 
+void session_diag_last(struct session *s, char *err, size_t errlen)
+{
+	char buf[4096], *line = NULL;
+	size_t got = 0;
+	struct pollfd p = { .fd = s->diag[0], .events = POLLIN };
+	while (s->diag[0] >= 0 && got < sizeof(buf) - 1 && poll(&p, 1, 50) > 0) {
+		ssize_t n = read(s->diag[0], buf + got, sizeof(buf) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	while (got && (buf[got - 1] == '\n' || buf[got - 1] == '\r'))
+		buf[--got] = '\0';
+	line = strrchr(buf, '\n');
+	line = line ? line + 1 : buf;
+	size_t n = strlen(err);
+	if (*line && n < errlen)
+		snprintf(err + n, errlen - n, ": %s", line);
+}
+
 /* The guest's only way out: with no scope, nothing listens on the broker port and every
  * connection from the guest is refused. */
 static int broker_start(struct session *s)
@@ -265,8 +287,10 @@ static int broker_start(struct session *s)
 	if (s->plan->req.bind_later)
 		return session_bind_start(s);
 	if (broker_dev_start(&s->br, &s->plan->req.broker, &s->rd, s->diag[1], s->err,
-			     sizeof(s->err)) < 0)
+			     sizeof(s->err)) < 0) {
+		session_diag_last(s, s->err, sizeof(s->err));
 		return -1;
+	}
 	if (s->br.pid)
 		watch_pid(s, "bulkhead-broker", s->br.pid);
 	else

@@ -95,6 +95,7 @@ group refused 3
 group shared 3
 group deadbroker 3
 group bindonce 3
+group race 3
 kill -TERM "$daemon"; wait "$daemon" 2> /dev/null
 
 start_daemon 11 10 1:mem=320:cpus=2

@@ -206,6 +206,16 @@ def group_refused():
     report("a scope that does not load: the same refusal pooled and cold",
            st == 422 and st2 == 422 and strip(js["error"]) == strip(js2["error"]),
            (raw[:200], raw2[:200]))
+    # A broker that cannot start (a vault without its key): refused before any answer, as
+    # cold, never a session whose broker is gone.
+    with open(E["TMP"] + "/badvault", "w") as f:
+        f.write("garbage\n")
+    sc = scope_for(5, "/v5/")
+    st, js, raw = create(scope=sc, vault=E["TMP"] + "/badvault")
+    st2, js2, raw2 = create(scope=sc, vault=E["TMP"] + "/badvault", pool=False)
+    report("a vault the broker cannot open: refused pooled as cold, with the broker's words",
+           st == 422 and st2 == 422 and "cannot open key file" in js["error"]
+           and "cannot open key file" in js2["error"], (raw[:200], raw2[:200]))
     st, js, raw = create(scope={"allow": [], "work": {"path": E["TMP"]}})
     report("a scope asking for a work directory boots cold, and says why",
            st != 201 or (js["pooled"] is False and "work directory" in js["pool_miss"]), raw[:300])
@@ -352,7 +362,75 @@ def group_shapes():
             call("DELETE", "/v1/sessions/" + s_["id"])
 
 
-GROUPS = {"shapes": group_shapes, "inject": group_inject, "prebind": group_prebind, "refused": group_refused,
+def group_race():
+    """Guest connections while the guest is bound: each request is answered and recorded once,
+    by the empty broker (403, in the unbound log) or the bound one (200, in its log and
+    upstream), never both, never neither. The binding is sent to the supervisor directly, as
+    the daemon sends it: this guest is then bound behind the daemon's back."""
+    sid = unbound_guest()
+    port = os.path.join(E["RUNDIR"], sid, "vsock", "vsock.sock_1026")
+    with open(E["TMP"] + "/race-scope.json", "w") as f:
+        json.dump({"allow": [{"scheme": "https", "host": "localhost", "port": PORT,
+                              "path_prefix": "/v6/", "allow_addresses": ["127.0.0.1"]}]}, f)
+    tag, res, stop, lock = os.urandom(4).hex(), [], [], threading.Lock()
+
+    def hammer(k):
+        n = 0
+        while not stop:
+            n += 1
+            path = "/v6/race-%s-%d-%d" % (tag, k, n)
+            answer = b""
+            try:
+                c = socket.socket(socket.AF_UNIX)
+                c.settimeout(10)
+                c.connect(port)
+                c.sendall(b"GET http://localhost:%d%s HTTP/1.1\r\nHost: localhost:%d\r\n"
+                          b"Connection: close\r\n\r\n" % (PORT, path.encode(), PORT))
+                while True:
+                    b = c.recv(65536)
+                    if not b:
+                        break
+                    answer += b
+                c.close()
+            except OSError:
+                pass
+            with lock:
+                res.append((path, answer[9:12].decode(errors="replace")))
+    ts = [threading.Thread(target=hammer, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    time.sleep(0.5)
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(20)
+    c.connect(os.path.join(E["RUNDIR"], sid, "bind.sock"))
+    c.sendall(json.dumps({"scope": E["TMP"] + "/race-scope.json", "ca_file": E["CA"]}).encode()
+              + b"\n")
+    a = json.loads(c.makefile().readline())
+    time.sleep(0.5)
+    stop.append(1)
+    for t in ts:
+        t.join()
+    time.sleep(1)
+    logs = []
+    for name in (sid + ".unbound.log", sid + ".log"):
+        with open(os.path.join(E["AUDIT_DIR"], name)) as f:
+            logs.append({r["path"]: r["status"] for r in map(json.loads, f)})
+    with open(E["TMP"] + "/upstream.log", errors="replace") as f:
+        up = f.read()
+    odd = []
+    for path, st in res:
+        before, after = logs[0].get(path), logs[1].get(path)
+        seen = ("GET %s\n" % path) in up  # https-echo logs the method, the target, a newline
+        right = ((st == "403" and before == 403 and after is None and not seen) or
+                 (st == "200" and after == 200 and before is None and seen))
+        if not right:
+            odd.append((path, st, before, after))
+    report("requests racing the binding: each answered and recorded once, before or after",
+           a["ok"] and not odd and any(st == "403" for _, st in res)
+           and any(st == "200" for _, st in res), (a, len(res), odd[:5]))
+
+
+GROUPS = {"race": group_race, "shapes": group_shapes, "inject": group_inject, "prebind": group_prebind, "refused": group_refused,
           "shared": group_shared, "deadbroker": group_deadbroker, "many": group_many,
           "bindonce": group_bindonce}
 
