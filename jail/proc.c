@@ -90,6 +90,120 @@ pid_t proc_spawn_listener(char *const argv[], int lfd, int extra_fd, int diag_fd
 	_exit(127);
 }
 
+#define SPAWNER_ARGS  32
+#define SPAWNER_BYTES 8192
+
+/* The spawner's side: one message (argv, NUL-separated, with its descriptors), then exec.
+ * Nothing here allocates: we are a fork of a process that may hold locks. */
+static void spawner_wait(int sock)
+{
+	static char buf[SPAWNER_BYTES + 1];
+	char *argv[SPAWNER_ARGS + 1];
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(2 * sizeof(int))];
+	} cbuf;
+	struct iovec iov = { buf, SPAWNER_BYTES };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b,
+			    .msg_controllen = sizeof(cbuf.b) };
+	ssize_t n;
+	while ((n = recvmsg(sock, &m, 0)) < 0 && errno == EINTR)
+		;
+	if (n <= 0)
+		_exit(0); /* dropped unused */
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	int fds[2] = { -1, -1 }, nfd = 0;
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+		nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		memcpy(fds, CMSG_DATA(c), (size_t)(nfd > 2 ? 2 : nfd) * sizeof(int));
+	}
+	buf[n] = '\0';
+	size_t argc = 0;
+	for (char *a = buf; a < buf + n && argc < SPAWNER_ARGS; a += strlen(a) + 1)
+		argv[argc++] = a;
+	argv[argc] = NULL;
+	/* Out of the way first, so that neither dup2 closes the other. */
+	int hi0 = fds[0] >= 0 ? fcntl(fds[0], F_DUPFD, 10) : -1;
+	int hi1 = fds[1] >= 0 ? fcntl(fds[1], F_DUPFD, 10) : -1;
+	if (!argc || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || nfd < 1 || nfd > 2 || hi0 < 0 ||
+	    dup2(hi0, 3) < 0 || (hi1 >= 0 && dup2(hi1, 4) < 0))
+		_exit(126);
+	close_range(hi1 >= 0 ? 5 : 4, ~0U, 0);
+	execv(argv[0], argv);
+	dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+int proc_spawner_new(struct proc_spawner *sp, int diag_fd)
+{
+	int sv[2];
+	sp->pid = 0;
+	sp->sock = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(sv[0]);
+		close(sv[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		/* Nothing of ours but its socket while it waits: a pipe end held here would keep
+		 * its reader from seeing the end. */
+		if (proc_child_setup(diag_fd, diag_fd) < 0 || dup2(sv[1], 3) < 0)
+			_exit(126);
+		close_range(4, ~0U, 0);
+		spawner_wait(3);
+	}
+	close(sv[1]);
+	sp->pid = pid;
+	sp->sock = sv[0];
+	return 0;
+}
+
+int proc_spawner_exec(struct proc_spawner *sp, char *const argv[], int lfd, int extra_fd)
+{
+	char buf[SPAWNER_BYTES];
+	size_t len = 0, argc = 0;
+	for (; argv[argc]; argc++) {
+		size_t n = strlen(argv[argc]) + 1;
+		if (argc == SPAWNER_ARGS || len + n > sizeof(buf))
+			return -E2BIG;
+		memcpy(buf + len, argv[argc], n);
+		len += n;
+	}
+	int fds[2] = { lfd, extra_fd }, nfd = extra_fd >= 0 ? 2 : 1;
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(2 * sizeof(int))];
+	} cbuf;
+	memset(&cbuf, 0, sizeof(cbuf));
+	struct iovec iov = { buf, len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b,
+			    .msg_controllen = CMSG_SPACE((size_t)nfd * sizeof(int)) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN((size_t)nfd * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, (size_t)nfd * sizeof(int));
+	if (sp->sock < 0 || sendmsg(sp->sock, &m, MSG_NOSIGNAL) != (ssize_t)len)
+		return sp->sock < 0 ? -EBADF : -errno;
+	close(sp->sock);
+	sp->sock = -1;
+	return 0;
+}
+
+void proc_spawner_drop(struct proc_spawner *sp)
+{
+	if (sp->sock >= 0) {
+		close(sp->sock);
+		sp->sock = -1;
+		proc_stop(&sp->pid); /* it never ran a program: ours to reap */
+	}
+	sp->pid = 0;
+}
+
 void proc_adopt_orphans(void)
 {
 	prctl(PR_SET_CHILD_SUBREAPER, 1);

@@ -28,6 +28,22 @@ void proc_set_cgroup(const struct session_cgroup *cg);
  * -errno. lfd and extra_fd stay open here. */
 pid_t proc_spawn_listener(char *const argv[], int lfd, int extra_fd, int diag_fd);
 
+/* A helper forked now and started later (a pool guest's broker, once its session is known):
+ * proc_spawner_new forks it at once, joined to the session's cgroups and set up as
+ * proc_child_setup(diag_fd, diag_fd) does (the join is the slow part of a start: about 10 ms
+ * per helper on a cgroup v1 host); it waits on sp->sock. proc_spawner_exec then has it run
+ * argv with lfd as its descriptor 3 and extra_fd (if >= 0) as its 4, as proc_spawn_listener
+ * would; sp->pid is that program's pid. Closing sp->sock unused ends it (status 0). Each
+ * returns 0 or -errno. */
+struct proc_spawner {
+	pid_t pid;
+	int sock;
+};
+int proc_spawner_new(struct proc_spawner *sp, int diag_fd);
+int proc_spawner_exec(struct proc_spawner *sp, char *const argv[], int lfd, int extra_fd);
+/* Closes its socket and, if it never ran a program, stops and reaps it. */
+void proc_spawner_drop(struct proc_spawner *sp);
+
 /* Makes us the reaper of what our helpers leave behind (PR_SET_CHILD_SUBREAPER): a
  * helper's own children (virtiofsd's sandboxed process, say) become ours when it dies,
  * so that we can wait for them instead of leaving them to init. */

@@ -260,7 +260,13 @@ static int start_at(struct broker_dev *b, const char *name, const struct broker_
 		}
 	}
 	argv[n] = NULL;
-	pid_t pid = proc_spawn_listener((char *const *)argv, lfd, cafd, diag_fd);
+	pid_t pid;
+	if (o->spawner) {
+		int rc = proc_spawner_exec(o->spawner, (char *const *)argv, lfd, cafd);
+		pid = rc < 0 ? rc : o->spawner->pid;
+	} else {
+		pid = proc_spawn_listener((char *const *)argv, lfd, cafd, diag_fd);
+	}
 	close(lfd);
 	if (cafd >= 0)
 		close(cafd);

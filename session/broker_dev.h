@@ -6,6 +6,7 @@
 #define BULKHEAD_SESSION_BROKER_DEV_H
 
 #include "jail/jail.h"
+#include "jail/proc.h"
 #include "session/rundir.h"
 
 #include <stdbool.h>
@@ -30,6 +31,8 @@ struct broker_opts {
 	 * presents it, as its guest trusts it already. NULL: the broker makes its own. */
 	const char *session_ca;
 	bool unbound; /* a pooled guest's broker before its binding: no control socket */
+	/* A private broker's process, forked ahead (jail/proc.h), or NULL: forked now. */
+	struct proc_spawner *spawner;
 };
 
 /* ${XDG_STATE_HOME:-~/.local/state}/bulkhead/audit, made (0700) if missing. 0 or -errno. */

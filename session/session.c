@@ -22,7 +22,7 @@ int session_run(const struct session_plan *p, int notify_fd)
 	s->vs.ready_lfd = -1;
 	s->br.ctl_fd = -1;
 	s->bind_lfd = -1;
-	s->bind_diag = -1;
+	s->bind_spawner.sock = -1;
 	s->br_unbound.ctl_fd = -1;
 	s->vm.console_fd = -1;
 	s->link.ready_fd = -1;

@@ -94,7 +94,7 @@ struct session {
 	 * socket the binding comes on, and the bound scope's expiry (0: none). */
 	char *ca_pem;
 	int bind_lfd;
-	int bind_diag;		      /* the diagnostics pipe's write end, for the bound broker */
+	struct proc_spawner bind_spawner; /* the bound broker's process, forked at boot */
 	struct broker_dev br_unbound; /* the broker that allowed nothing, once bound: it keeps
 				       * the connections made before, until the session ends */
 	double bound_timeout_s;

@@ -76,8 +76,14 @@ int session_bind_start(struct session *s)
 	};
 	if (broker_dev_start(&s->br, &o, &s->rd, s->diag[1], s->err, sizeof(s->err)) < 0)
 		return -1;
-	/* The bound broker's stderr joins the back ends' (the engine's start closes ours). */
-	s->bind_diag = fcntl(s->diag[1], F_DUPFD_CLOEXEC, 3);
+	/* The bound broker's process, forked now and so in the session's cgroups already (a
+	 * join costs more than the broker's whole start on a cgroup v1 host); its stderr is the
+	 * back ends' diagnostics pipe. */
+	rc = proc_spawner_new(&s->bind_spawner, s->diag[1]);
+	if (rc < 0) {
+		snprintf(s->err, sizeof(s->err), "the bound broker's process: %s", strerror(-rc));
+		return -1;
+	}
 	session_watch_set(s, NULL, "bulkhead-broker", (int)syscall(SYS_pidfd_open, s->br.pid, 0));
 	if (rundir_file(&s->rd, BIND_SOCK, 1, path, sizeof(path)) < 0) {
 		snprintf(s->err, sizeof(s->err), "run directory path too long for a socket");
@@ -150,9 +156,11 @@ static int bind_session(struct session *s, json_t *req, json_t **ans, char *err,
 		snprintf(err, errlen, "audit log directory: %s", strerror(errno));
 		goto out;
 	}
-	int diag = s->bind_diag >= 0 ? s->bind_diag : 2;
-	if (broker_dev_rebind(&s->br, &s->br_unbound, &bp.req.broker, &s->rd, diag,
-			      s->jailed ? &s->ids : NULL, err, errlen) < 0) {
+	bp.req.broker.spawner = s->bind_spawner.pid > 0 ? &s->bind_spawner : NULL;
+	int started = broker_dev_rebind(&s->br, &s->br_unbound, &bp.req.broker, &s->rd, 2,
+					s->jailed ? &s->ids : NULL, err, errlen);
+	proc_spawner_drop(&s->bind_spawner); /* the broker's now, or unused */
+	if (started < 0) {
 		session_diag_last(s, err, errlen);
 		goto out;
 	}
@@ -202,9 +210,6 @@ int session_bind_serve(struct session *s)
 		fprintf(stderr, "bulkhead: the binding was refused: %s\n", err);
 	}
 	json_decref(req);
-	if (s->bind_diag >= 0) /* the bound broker has its own, if any */
-		close(s->bind_diag);
-	s->bind_diag = -1;
 	char *line = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
 	json_decref(ans);
 	int rc = 0;
@@ -219,9 +224,7 @@ void session_bind_stop(struct session *s)
 {
 	bind_close(s);
 	broker_dev_stop(&s->br_unbound);
-	if (s->bind_diag >= 0)
-		close(s->bind_diag);
-	s->bind_diag = -1;
+	proc_spawner_drop(&s->bind_spawner);
 	mitm_ca_pem_free(s->ca_pem);
 	s->ca_pem = NULL;
 }

@@ -250,6 +250,58 @@ static void test_spawn_listener(void **state)
 	rmdir(dir);
 }
 
+/* A helper forked ahead runs its program later with the listening socket as 3 and the extra
+ * descriptor as 4, nothing else of ours; dropped unused, it ends and is reaped. */
+static void test_spawner(void **state)
+{
+	char dir[] = "/tmp/bulkhead-proc.XXXXXX", buf[64];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct proc_spawner sp;
+	int diag[2], extra[2], st;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s", dir);
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 1), 0);
+	assert_int_equal(pipe2(diag, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(extra, O_CLOEXEC), 0);
+	assert_int_equal(proc_spawner_new(&sp, diag[1]), 0);
+	int stray = dup2(diag[1], 20); /* made after the fork: never the helper's */
+	assert_int_equal(stray, 20);
+	assert_int_equal(write(extra[1], "x", 1), 1);
+	close(extra[1]);
+	char *const argv[] = { "/bin/sh", "-c",
+			       "[ -S /proc/self/fd/3 ] || exit 3; [ -e /proc/self/fd/20 ] && exit 4; "
+			       "[ \"$(cat <&4)\" = x ] || exit 5; [ -e /proc/self/fd/5 ] && exit 6; "
+			       "echo diag >&2; exit 7",
+			       NULL };
+	pid_t pid = sp.pid;
+	assert_int_equal(proc_spawner_exec(&sp, argv, lfd, extra[0]), 0);
+	assert_int_equal(sp.sock, -1);
+	close(extra[0]);
+	close(diag[1]);
+	close(stray);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 7);
+	ssize_t n = read(diag[0], buf, sizeof(buf) - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, "diag\n");
+	close(diag[0]);
+	/* Dropped unused: it ends, reaped. */
+	assert_int_equal(proc_spawner_new(&sp, 2), 0);
+	pid = sp.pid;
+	proc_spawner_drop(&sp);
+	assert_int_equal(sp.pid, 0);
+	assert_int_equal(waitpid(pid, &st, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+	close(lfd);
+	unlink(sa.sun_path);
+	rmdir(dir);
+}
+
 static void test_signalfd(void **state)
 {
 	struct signalfd_siginfo si;
@@ -278,6 +330,7 @@ int main(void)
 		cmocka_unit_test(test_reap_all),
 		cmocka_unit_test(test_child_setup),
 		cmocka_unit_test(test_spawn_listener),
+		cmocka_unit_test(test_spawner),
 		cmocka_unit_test(test_signalfd),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
