@@ -50,7 +50,7 @@ int broker_session_id_ok(const char *id)
 }
 
 static void note_append(struct broker_session *s, const char *rule, const char *path, int status,
-			const char *outcome);
+			const char *outcome, uint64_t time_ms);
 
 static void session_free(struct broker_session *s)
 {
@@ -63,7 +63,7 @@ static void session_free(struct broker_session *s)
 			 "- (%u more like it in its last second, not recorded "
 			 "one by one)",
 			 s->note_dropped);
-		note_append(s, "limit:records", path, 503, AUDIT_OUTCOME_OVER_LIMIT);
+		note_append(s, "limit:records", path, 503, AUDIT_OUTCOME_OVER_LIMIT, 0);
 	}
 	rc = s->audit ? audit_close(s->audit) : 0;
 
@@ -101,7 +101,7 @@ static void session_put(struct broker_session *s)
  * second after the last when none follows (loop_flush), or when the session ends). */
 #define NOTE_PER_S 20
 static void note_append(struct broker_session *s, const char *rule, const char *path, int status,
-			const char *outcome)
+			const char *outcome, uint64_t time_ms)
 {
 	struct audit_record r = {
 		.session = s->id,
@@ -112,6 +112,7 @@ static void note_append(struct broker_session *s, const char *rule, const char *
 		.decision = "error",
 		.status = status,
 		.outcome = outcome,
+		.time_ms = time_ms,
 	};
 	int rc = audit_append(s->audit, &r);
 
@@ -119,10 +120,22 @@ static void note_append(struct broker_session *s, const char *rule, const char *
 		proxy_audit_failed(s->id, rc);
 }
 
+/* Unix time in milliseconds: the one clock a record's second is both counted and stamped
+ * by (time() reads a coarser clock that can still say the last second when the record's stamp
+ * says the next). */
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* A past second's count, written once that second is over (the lock held). */
-static void note_count(struct broker_session *s, time_t now)
+static void note_count(struct broker_session *s, uint64_t ms)
 {
 	char path[96];
+	time_t now = (time_t)(ms / 1000);
 
 	if (now == s->note_sec)
 		return;
@@ -130,7 +143,7 @@ static void note_count(struct broker_session *s, time_t now)
 		snprintf(path, sizeof(path),
 			 "- (%u more like it in that second, not recorded one by one)",
 			 s->note_dropped);
-		note_append(s, "limit:records", path, 503, AUDIT_OUTCOME_OVER_LIMIT);
+		note_append(s, "limit:records", path, 503, AUDIT_OUTCOME_OVER_LIMIT, ms);
 	}
 	s->note_sec = now;
 	s->note_n = s->note_dropped = 0;
@@ -143,7 +156,7 @@ static void loop_flush(void *arg)
 	if (!s->audit)
 		return;
 	pthread_mutex_lock(&s->audit_lock);
-	note_count(s, time(NULL));
+	note_count(s, now_ms());
 	pthread_mutex_unlock(&s->audit_lock);
 }
 
@@ -153,15 +166,17 @@ static void loop_note(void *arg, int status, const char *outcome, const char *ru
 
 	if (!s->audit)
 		return;
+	uint64_t ms = now_ms();
+
 	pthread_mutex_lock(&s->audit_lock);
-	note_count(s, time(NULL));
+	note_count(s, ms);
 	/* An eviction closes one of this session's own connections, so it comes no faster
 	 * than they were opened: each is recorded, never counted in with refusals of another
 	 * rule (the count's record says "more like it"). */
 	if (!strcmp(outcome, AUDIT_OUTCOME_EVICTED))
-		note_append(s, rule, "-", status, outcome);
+		note_append(s, rule, "-", status, outcome, ms);
 	else if (s->note_n++ < NOTE_PER_S)
-		note_append(s, rule, "-", status, outcome);
+		note_append(s, rule, "-", status, outcome, ms);
 	else
 		s->note_dropped++;
 	pthread_mutex_unlock(&s->audit_lock);
