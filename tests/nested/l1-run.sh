@@ -53,6 +53,9 @@ step() {
 	rc=$(cat "$W/$name.rc" 2> /dev/null || echo 137)
 	kill -TERM "-$dog" 2> /dev/null # (dash's kill takes no --)
 	wait "$dog" 2> /dev/null
+	# Stopped by its watchdog is 137 however it ended: the kills go descendants first, so the
+	# step itself may see its children gone and exit 0 before its own kill comes.
+	[ ! -s "$W/$name.dog" ] || rc=137
 	sed 's/^/| /' "$W/$name.out"
 	if [ -s "$W/$name.dog" ]; then
 		echo "| not ok - $name hung: stopped by its watchdog"
