@@ -43,9 +43,15 @@ for n in 2 4; do
 		nproc; grep -c ^processor /proc/cpuinfo
 		i=0; while [ $i -lt '$n' ]; do (j=0; while [ $j -lt 20000 ]; do j=$((j + 1)); done; echo done) & i=$((i + 1)); done
 		wait; grep -c "" /proc/interrupts > /dev/null'
-	check_eq "--cpus $n: the guest has $n CPUs, and $n loops at once finish" "$n
+	want="$n
 $n
-$(i=0; while [ $i -lt $n ]; do echo done; i=$((i + 1)); done)" "$(cat "$TMP/out")"
+$(i=0; while [ $i -lt $n ]; do echo done; i=$((i + 1)); done)"
+	if [ "$(cat "$TMP/out")" = "$want" ]; then
+		ok "--cpus $n: the guest has $n CPUs, and $n loops at once finish"
+	else # (its stderr too: it once printed nothing in CI, and said nothing of why)
+		not_ok "--cpus $n: the guest has $n CPUs, and $n loops at once finish" "rc=$rc" \
+			"stdout: $(cat "$TMP/out")" "stderr: $(tail -n 5 "$TMP/err")"
+	fi
 done
 
 # An image session under bulkhead-vmm: two virtio-fs devices (the work share and the image's
