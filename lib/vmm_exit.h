@@ -20,6 +20,7 @@
 #define VMM_EXIT_UNEXPECTED	105 /* an exit reason or KVM_RUN error we do not handle */
 #define VMM_EXIT_RESET		106 /* test-guest mode: the guest reset the machine (i8042) */
 #define VMM_EXIT_BACKEND	107 /* a vhost-user back end died or answered wrongly */
+#define VMM_EXIT_SNAPSHOT	108 /* the VM was saved whole to --snapshot-fd and stopped */
 #define VMM_EXIT_TIMEOUT	124 /* --timeout-ms expired (same value as `bulkhead run`) */
 #define VMM_EXIT_SETUP		125 /* bulkhead-vmm itself failed (usage, KVM, memory, file) */
 

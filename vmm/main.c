@@ -43,6 +43,44 @@ static void dev_uart_fini(struct machine *m)
 	uart_flush(&m->uart);
 }
 
+static int dev_uart_save(struct machine *m, struct snap_out *out)
+{
+	struct uart_state st;
+	uart_save(&m->uart, &st);
+	return snap_put(out, SNAP_SEC_UART, 0, &st, sizeof(st));
+}
+
+static int dev_uart_restore(struct machine *m, const struct snap_in *in)
+{
+	uint32_t len;
+	const struct uart_state *st = snap_find(in, SNAP_SEC_UART, 0, &len);
+	if (!st || len != sizeof(*st) || uart_restore(&m->uart, st)) {
+		vmm_log_setup("--restore-fd: the UART's state is missing or malformed", 0,
+			      "nothing was started");
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static int dev_i8042_save(struct machine *m, struct snap_out *out)
+{
+	struct i8042_state st;
+	i8042_save(&m->i8042, &st);
+	return snap_put(out, SNAP_SEC_I8042, 0, &st, sizeof(st));
+}
+
+static int dev_i8042_restore(struct machine *m, const struct snap_in *in)
+{
+	uint32_t len;
+	const struct i8042_state *st = snap_find(in, SNAP_SEC_I8042, 0, &len);
+	if (!st || len != sizeof(*st) || i8042_restore(&m->i8042, st)) {
+		vmm_log_setup("--restore-fd: the i8042's state is missing or malformed", 0,
+			      "nothing was started");
+		return -EBADMSG;
+	}
+	return 0;
+}
+
 static int dev_i8042_init(struct machine *m)
 {
 	/* A Linux session ends by rebooting (reboot=k): that is its clean exit. */
@@ -102,13 +140,37 @@ static void dev_virtio_fini(struct machine *m)
 	virtio_devs_destroy(&m->virtio);
 }
 
+/* The transports and the back ends' ring positions are not saved yet: a VM with vhost-user
+ * devices is refused rather than saved without them. */
+static int dev_virtio_save(struct machine *m, struct snap_out *out)
+{
+	(void)out;
+	if (!m->virtio.n)
+		return 0;
+	vmm_log("snapshot: a VM with vhost-user devices cannot be saved yet");
+	return -ENOTSUP;
+}
+
+static int dev_virtio_restore(struct machine *m, const struct snap_in *in)
+{
+	(void)in;
+	if (!m->virtio.n)
+		return 0;
+	vmm_log_setup("--restore-fd: vhost-user devices cannot be restored yet", 0,
+		      "restore without --virtio-fs and --virtio-vsock");
+	return -ENOTSUP;
+}
+
 static const struct vmm_device vmm_devices[] = {
-	{ "test ports", VMM_MODE_TEST | VMM_MODE_MACHINE, dev_testdev_init, dev_testdev_fini },
-	{ "8250 UART", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_uart_init, dev_uart_fini },
-	{ "i8042", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_i8042_init, NULL },
+	{ "test ports", VMM_MODE_TEST | VMM_MODE_MACHINE, dev_testdev_init, dev_testdev_fini, NULL,
+	  NULL },
+	{ "8250 UART", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_uart_init, dev_uart_fini,
+	  dev_uart_save, dev_uart_restore },
+	{ "i8042", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_i8042_init, NULL, dev_i8042_save,
+	  dev_i8042_restore },
 	{ "virtio (vhost-user)", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_virtio_init,
-	  dev_virtio_fini },
-	{ "boot timer", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_boot_timer_init, NULL },
+	  dev_virtio_fini, dev_virtio_save, dev_virtio_restore },
+	{ "boot timer", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_boot_timer_init, NULL, NULL, NULL },
 	/* virtio-mmio devices (vmm/virtio/) go here, VMM_MODE_LINUX. */
 };
 #define VMM_NDEVICES (sizeof(vmm_devices) / sizeof(vmm_devices[0]))
@@ -258,13 +320,17 @@ static int lockdown_main(void *arg)
 	return -EPERM;
 }
 
-static int lock_down_and_run(struct machine *m)
+static int lock_down_and_run(struct machine *m, const struct vcpu_pause *pz)
 {
 	const struct vcpu_lockdown lk = { lockdown_vcpu, lockdown_main, m };
 	struct vmm_jail *j = &m->jail;
 	int status = VMM_EXIT_SETUP, err;
 
-	*j = (struct vmm_jail){ .vm_fd = m->vm.vm_fd, .irqchip = (m->vm.flags & VM_IRQCHIP) != 0 };
+	*j = (struct vmm_jail){ .vm_fd = m->vm.vm_fd,
+				.irqchip = (m->vm.flags & VM_IRQCHIP) != 0,
+				.snapshot_fd = m->snap.fd,
+				.snapshot_sig_fd = m->snap.sig_fd,
+				.mem_fd = m->vm.mem.fd };
 	for (unsigned i = 0; i < m->virtio.n; i++)
 		j->socks[j->nsocks++] = virtio_devs_socket(&m->virtio, i);
 	for (unsigned i = 0; i < m->nvcpus; i++)
@@ -282,7 +348,7 @@ static int lock_down_and_run(struct machine *m)
 		if (virtio_devs_watch(&m->virtio, NULL, NULL))
 			goto out;
 	}
-	status = vcpu_run_all(m->vcpus, m->nvcpus, m->o->timeout_ms, &lk);
+	status = vcpu_run_all(m->vcpus, m->nvcpus, m->o->timeout_ms, &lk, pz);
 out:
 	vmm_seccomp_free(j);
 	return status;
@@ -300,9 +366,10 @@ static void report_unknown(const struct vm *vm)
 			(unsigned long long)vm->mmio.unknown_writes);
 }
 
-static int vmm_main(struct machine *m)
+static int vmm_main(struct machine *m, struct snap_in *restore)
 {
 	const struct vmm_opts *o = m->o;
+	const struct vcpu_pause *pz = NULL;
 	struct vcpu_boot boot;
 	unsigned ndev = 0;
 	int status = VMM_EXIT_SETUP, rc;
@@ -316,12 +383,22 @@ static int vmm_main(struct machine *m)
 		if ((d->modes & o->mode) && d->init(m))
 			goto out;
 	}
-	rc = load_images(m, &boot);
-	close_image_fds(o);
-	if (rc || create_vcpus(m, &boot))
+	if (restore) {
+		rc = snapshot_restore(m, vmm_devices, VMM_NDEVICES, restore);
+		snap_close(restore);
+		close(o->restore_fd);
+		if (rc)
+			goto out;
+	} else {
+		rc = load_images(m, &boot);
+		close_image_fds(o);
+		if (rc || create_vcpus(m, &boot))
+			goto out;
+	}
+	if (snapshot_setup(m, vmm_devices, VMM_NDEVICES, &pz))
 		goto out;
 
-	status = lock_down_and_run(m);
+	status = lock_down_and_run(m, pz);
 	report_unknown(&m->vm);
 out:
 	while (ndev-- > 0) {
@@ -331,6 +408,7 @@ out:
 	}
 	while (m->nvcpus > 0)
 		vcpu_destroy(&m->vcpus[--m->nvcpus]);
+	snapshot_fini(m);
 	vmm_log_bind(NULL);
 	vm_destroy(&m->vm);
 	return status;
@@ -340,10 +418,15 @@ int main(int argc, char **argv)
 {
 	static struct machine m; /* large (buffers, vCPU table): not on the stack */
 	struct vmm_opts o;
+	struct snap_in in;
 
 	m.main_ns = mono_ns();
+	m.snap.fd = m.snap.sig_fd = -1;
 	if (vmm_options_parse(argc, argv, &o))
 		return VMM_EXIT_SETUP;
+	/* A snapshot decides the mode, RAM and vCPUs: read and checked before anything exists. */
+	if (o.restore_fd >= 0 && snapshot_restore_open(&o, &in))
+		return VMM_EXIT_SETUP;
 	m.o = &o;
-	return vmm_main(&m);
+	return vmm_main(&m, o.restore_fd >= 0 ? &in : NULL);
 }

@@ -24,8 +24,6 @@
 
 #define VMM_MEM_MIB_DEFAULT	  16
 #define VMM_LINUX_MEM_MIB_DEFAULT 256
-#define VMM_MEM_MIB_MIN		  2 /* the image loads at 1 MiB */
-#define VMM_MEM_MIB_MAX		  (X86_RAM_MAX_BELOW_4G >> 20)
 #define VMM_TIMEOUT_MS_MAX	  (24ULL * 3600 * 1000)
 #define VMM_KVM_MAJOR		  10  /* /dev/kvm is a misc device ... */
 #define VMM_KVM_MINOR		  232 /* ... with a fixed minor (KVM_MINOR) */
@@ -40,8 +38,10 @@ static void usage(FILE *f)
 		"...]\n"
 		"                    [--cmdline STR] [--virtio-fs ...] [--virtio-vsock ...]] "
 		"[COMMON]\n"
-		"COMMON: [--mem MIB] [--cpus N] [--timeout-ms N] [--kvm-fd N] [--no-seccomp]\n"
-		"        [--jail-selftest]\n"
+		"       bulkhead-vmm --restore-fd N [--virtio-fs ...] [--virtio-vsock ...] "
+		"[COMMON]\n"
+		"COMMON: [--mem MIB] [--cpus N] [--timeout-ms N] [--kvm-fd N] [--snapshot-fd N]\n"
+		"        [--no-seccomp] [--jail-selftest]\n"
 		"\n"
 		"Linux mode boots an ELF vmlinux or a bzImage directly in 64-bit mode; the 8250\n"
 		"console (ttyS0) goes to stdout byte-exact. Use reboot=k: the guest's reset is "
@@ -62,6 +62,12 @@ static void usage(FILE *f)
 		"  --cpus N           vCPUs, 1..%u (default 1)\n"
 		"  --timeout-ms N     stop the guest after N ms (default 0: never)\n"
 		"  --kvm-fd N         use descriptor N, an open /dev/kvm (default: open /dev/kvm)\n"
+		"  --snapshot-fd N    on SIGUSR1, pause the guest, save it whole to descriptor N\n"
+		"                     (a regular file open for writing, mode 0600) and exit %d;\n"
+		"                     if saving fails, say why and let the guest run on\n"
+		"  --restore-fd N     start from the snapshot in descriptor N (mode 0600, ours)\n"
+		"                     instead of an image: --mem and --cpus, if given, must be\n"
+		"                     the snapshot's; a damaged or foreign file is refused\n"
 		"  --virtio-fs SOCKET,tag=TAG   virtio-fs served by the vhost-user back end at\n"
 		"                     SOCKET (virtiofsd); the kernel mounts it by TAG (1..%d "
 		"bytes)\n"
@@ -87,12 +93,14 @@ static void usage(FILE *f)
 		"  %d    KVM internal error      %d  KVM entry failure\n"
 		"  %d    exit code out of range  %d  unexpected exit\n"
 		"  %d    test mode: guest reset   %d  a vhost-user back end failed\n"
+		"  %d    saved to --snapshot-fd\n"
 		"  %d    timeout                 %d  bulkhead-vmm failed (one line on stderr)\n",
 		TG_LOAD_GPA, X86_CMDLINE_MAX - 1, VMM_MEM_MIB_MIN,
 		(unsigned long long)VMM_MEM_MIB_MAX, VMM_MEM_MIB_DEFAULT, VMM_LINUX_MEM_MIB_DEFAULT,
-		VM_MAX_VCPUS, VIRTIO_FS_TAG_MAX, VMM_FS_MAX, UINT32_MAX - 1, TG_EXIT_MAX, TG_PORT_EXIT,
-		VMM_EXIT_HALTED, VMM_EXIT_SHUTDOWN, VMM_EXIT_INTERNAL_ERROR, VMM_EXIT_FAIL_ENTRY,
-		VMM_EXIT_BAD_CODE, VMM_EXIT_UNEXPECTED, VMM_EXIT_RESET, VMM_EXIT_BACKEND,
+		VM_MAX_VCPUS, VMM_EXIT_SNAPSHOT, VIRTIO_FS_TAG_MAX, VMM_FS_MAX, UINT32_MAX - 1,
+		TG_EXIT_MAX, TG_PORT_EXIT, VMM_EXIT_HALTED, VMM_EXIT_SHUTDOWN,
+		VMM_EXIT_INTERNAL_ERROR, VMM_EXIT_FAIL_ENTRY, VMM_EXIT_BAD_CODE,
+		VMM_EXIT_UNEXPECTED, VMM_EXIT_RESET, VMM_EXIT_BACKEND, VMM_EXIT_SNAPSHOT,
 		VMM_EXIT_TIMEOUT, VMM_EXIT_SETUP);
 }
 
@@ -208,6 +216,8 @@ static int check_fds(const struct vmm_opts *o)
 		{ "--kernel-fd ", o->kernel.fd, FD_REGULAR },
 		{ "--initrd-fd ", o->initrd.fd, FD_REGULAR },
 		{ "--kvm-fd ", o->kvm_fd, FD_KVM },
+		{ "--snapshot-fd ", o->snapshot_fd, FD_REGULAR },
+		{ "--restore-fd ", o->restore_fd, FD_REGULAR },
 		{ "--virtio-vsock fd=", o->vsock_fd, FD_SOCKET },
 		{ "--virtio-fs fd=", o->fs[0].fd, FD_SOCKET },
 		{ "--virtio-fs fd=", o->fs[1].fd, FD_SOCKET },
@@ -246,13 +256,22 @@ static int check_combination(struct vmm_opts *o)
 	if ((o->test_guest.path && o->test_guest.fd >= 0) ||
 	    (o->kernel.path && o->kernel.fd >= 0) || (o->initrd.path && o->initrd.fd >= 0))
 		return usage_error("give a file as a PATH or as a descriptor (-fd N), not both");
+	if (o->restore_fd >= 0) {
+		if (test_guest || kernel || initrd || o->cmdline || o->machine)
+			return usage_error(
+				"--restore-fd starts the guest a snapshot holds: no "
+				"--kernel, --initrd, --test-guest, --cmdline or --machine");
+		o->mode = 0; /* the snapshot's, once main has read it */
+		return check_fds(o);
+	}
+	if (!o->cpus)
+		o->cpus = 1;
 	if (test_guest == kernel)
 		return usage_error("give exactly one of --kernel PATH (or --kernel-fd N) and "
 				   "--test-guest FILE (or --test-guest-fd N)");
 	if (test_guest && !o->machine && (initrd || o->cmdline))
 		return usage_error("--initrd and --cmdline need --kernel or --machine");
-	if ((o->nfs || o->vsock_sock || o->vsock_fd >= 0) && !kernel &&
-	    !o->machine)
+	if ((o->nfs || o->vsock_sock || o->vsock_fd >= 0) && !kernel && !o->machine)
 		return usage_error("--virtio-fs and --virtio-vsock need --kernel or --machine");
 	if (kernel && o->machine)
 		return usage_error("--machine is for --test-guest");
@@ -277,6 +296,8 @@ enum {
 	OPT_TIMEOUT_MS,
 	OPT_VIRTIO_FS,
 	OPT_VIRTIO_VSOCK,
+	OPT_SNAPSHOT_FD,
+	OPT_RESTORE_FD,
 	OPT_NO_SECCOMP,
 	OPT_JAIL_SELFTEST,
 	OPT_HELP
@@ -314,6 +335,14 @@ static int parse_one(int c, char *arg, struct vmm_opts *o)
 	case OPT_KVM_FD:
 		return parse_fd(arg, &o->kvm_fd)
 			       ? bad_value("--kvm-fd", arg, "a descriptor number above 2")
+			       : 0;
+	case OPT_SNAPSHOT_FD:
+		return parse_fd(arg, &o->snapshot_fd)
+			       ? bad_value("--snapshot-fd", arg, "a descriptor number above 2")
+			       : 0;
+	case OPT_RESTORE_FD:
+		return parse_fd(arg, &o->restore_fd)
+			       ? bad_value("--restore-fd", arg, "a descriptor number above 2")
 			       : 0;
 	case OPT_CMDLINE:
 		snprintf(want, sizeof(want), "at most %d bytes", X86_CMDLINE_MAX - 1);
@@ -396,6 +425,8 @@ int vmm_options_parse(int argc, char **argv, struct vmm_opts *o)
 		{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT_MS },
 		{ "virtio-fs", required_argument, NULL, OPT_VIRTIO_FS },
 		{ "virtio-vsock", required_argument, NULL, OPT_VIRTIO_VSOCK },
+		{ "snapshot-fd", required_argument, NULL, OPT_SNAPSHOT_FD },
+		{ "restore-fd", required_argument, NULL, OPT_RESTORE_FD },
 		{ "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
 		{ "jail-selftest", no_argument, NULL, OPT_JAIL_SELFTEST },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -405,10 +436,9 @@ int vmm_options_parse(int argc, char **argv, struct vmm_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->test_guest.fd = o->kernel.fd = o->initrd.fd = -1;
-	o->kvm_fd = o->vsock_fd = -1;
+	o->kvm_fd = o->vsock_fd = o->snapshot_fd = o->restore_fd = -1;
 	for (unsigned i = 0; i < VMM_FS_MAX; i++)
 		o->fs[i].fd = -1;
-	o->cpus = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		if (c == 'h' || c == OPT_HELP) {

@@ -5,6 +5,7 @@
 #define BULKHEAD_VMM_OPTIONS_H
 
 #include "vmm/loader.h"
+#include "vmm/x86/layout.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,6 +18,9 @@
 
 /* Files come as paths (bulkhead-vmm opens them) or as descriptors a launcher opened before
  * an empty root (fd >= 3, checked for their kind; -1 when not given). */
+#define VMM_MEM_MIB_MIN 2 /* the image loads at 1 MiB */
+#define VMM_MEM_MIB_MAX (X86_RAM_MAX_BELOW_4G >> 20)
+
 /* virtio-fs devices in one VM: a session's work share and its image root, with room. */
 #define VMM_FS_MAX 4
 
@@ -40,6 +44,12 @@ struct vmm_opts {
 	const char *vsock_sock;
 	int vsock_fd;
 	uint64_t vsock_cid;
+	/* Snapshots (vmm/snapshot.h): --snapshot-fd N is where SIGUSR1 saves the VM (then it
+	 * ends with VMM_EXIT_SNAPSHOT); --restore-fd N starts from a saved VM instead of an
+	 * image. Restoring, mode is 0 and mem_mib/cpus 0 unless given until main reads the
+	 * snapshot's (given ones must match it). */
+	int snapshot_fd;
+	int restore_fd;
 	bool no_seccomp;    /* --no-seccomp: no allow-lists (debugging) */
 	bool jail_selftest; /* --jail-selftest: report, probe, die of SIGSYS before the guest */
 };

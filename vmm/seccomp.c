@@ -52,6 +52,15 @@ static const unsigned long vcpu_ioctls[] = {
 	KVM_GET_SREGS, KVM_GET_VCPU_EVENTS, KVM_SET_VCPU_EVENTS,
 };
 
+/* With --snapshot-fd, a vCPU saves its own state when paused (vmm/x86/snapshot_arch.c) ... */
+static const unsigned long vcpu_snapshot_ioctls[] = {
+	KVM_GET_CPUID2, KVM_GET_MP_STATE,  KVM_GET_FPU,	  KVM_GET_XSAVE,
+	KVM_GET_XCRS,	KVM_GET_DEBUGREGS, KVM_GET_LAPIC, KVM_GET_MSRS,
+};
+
+/* ... and the main thread the VM's, from the VM's fd. */
+static const unsigned long vm_snapshot_ioctls[] = { KVM_GET_IRQCHIP, KVM_GET_PIT2, KVM_GET_CLOCK };
+
 /* vCPU and watcher threads end with exit, after glibc returned their stack to the kernel
  * (madvise MADV_DONTNEED only). */
 static int add_thread_exit(scmp_filter_ctx ctx)
@@ -146,6 +155,30 @@ static scmp_filter_ctx new_thread_filter(int *rc)
 	return ctx;
 }
 
+/* The main thread writes the file (vmm/snapshot.c): pinned to its descriptor, as are the
+ * RAM's extents (lseek SEEK_DATA/SEEK_HOLE on the memfd) and the SIGUSR1 signalfd's read. */
+static int add_snapshot_main(scmp_filter_ctx ctx, const struct vmm_jail *j)
+{
+	static const int on_file[] = { SCMP_SYS(pwrite64), SCMP_SYS(ftruncate), SCMP_SYS(fsync),
+				       SCMP_SYS(fstat) };
+	int rc = add_ioctls(ctx, j->vm_fd, vm_snapshot_ioctls, NELEM(vm_snapshot_ioctls));
+	for (size_t i = 0; !rc && i < NELEM(on_file); i++)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, on_file[i], 1,
+				      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)j->snapshot_fd));
+	/* glibc's fstat is newfstatat(fd, "", st, AT_EMPTY_PATH). */
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(newfstatat), 2,
+				      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)j->snapshot_fd),
+				      SCMP_A3(SCMP_CMP_EQ, AT_EMPTY_PATH));
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(lseek), 1,
+				      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)j->mem_fd));
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(read), 1,
+				      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)j->snapshot_sig_fd));
+	return rc;
+}
+
 static int build_main(const struct vmm_jail *j, struct vmm_bpf *out)
 {
 	/* Taking virtio devices down deassigns their ioeventfds and irqfd. */
@@ -164,6 +197,8 @@ static int build_main(const struct vmm_jail *j, struct vmm_bpf *out)
 				      SCMP_A2(SCMP_CMP_EQ, VCPU_KICK_SIGNAL));
 	if (!rc && j->nsocks)
 		rc = add_ioctls(ctx, j->vm_fd, vm_ioctls, NELEM(vm_ioctls));
+	if (!rc && j->snapshot_fd >= 0)
+		rc = add_snapshot_main(ctx, j);
 	return compile(ctx, rc, out);
 }
 
@@ -189,6 +224,8 @@ static int build_vcpu(const struct vmm_jail *j, int vcpu_fd, struct vmm_bpf *out
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(poll), 0);
 	if (!rc)
 		rc = add_ioctls(ctx, vcpu_fd, vcpu_ioctls, NELEM(vcpu_ioctls));
+	if (!rc && j->snapshot_fd >= 0)
+		rc = add_ioctls(ctx, vcpu_fd, vcpu_snapshot_ioctls, NELEM(vcpu_snapshot_ioctls));
 	/* The UART's interrupt line (the in-kernel irqchip's). */
 	if (!rc && j->irqchip)
 		rc = add_ioctls(ctx, j->vm_fd, irq_line, NELEM(irq_line));

@@ -28,6 +28,8 @@ struct vmm_jail {
 	int socks[VIRTIO_DEVS_MAX]; /* their sockets: vCPU threads talk only on these */
 	unsigned nvcpus;
 	int vcpu_fds[VM_MAX_VCPUS]; /* each vCPU's list names its own fd */
+	/* --snapshot-fd (-1: none): the file, SIGUSR1's signalfd and guest RAM's memfd. */
+	int snapshot_fd, snapshot_sig_fd, mem_fd;
 	/* Built by vmm_seccomp_build. */
 	struct vmm_bpf main, watcher, vcpu[VM_MAX_VCPUS];
 };

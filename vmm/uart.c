@@ -7,6 +7,7 @@
 #include "vmm/log.h"
 #include "vmm/stopwait.h"
 
+#include <errno.h>
 #include <string.h>
 
 /* Register offsets (DLAB = LCR bit 7 selects the divisor latch at 0 and 1). */
@@ -169,6 +170,37 @@ void uart_access(void *opaque, uint64_t addr, bool is_write, uint8_t *data, unsi
 	}
 	memset(data, 0, size);
 	data[0] = uart_read(u, (unsigned)addr & 7);
+}
+
+void uart_save(struct uart *u, struct uart_state *s)
+{
+	uart_flush(u);
+	*s = (struct uart_state){ .ier = u->ier,
+				  .lcr = u->lcr,
+				  .mcr = u->mcr,
+				  .scr = u->scr,
+				  .dll = u->dll,
+				  .dlm = u->dlm,
+				  .fcr = u->fcr,
+				  .thr_ipending = u->thr_ipending,
+				  .irq_level = u->irq_level };
+}
+
+int uart_restore(struct uart *u, const struct uart_state *s)
+{
+	static const uint8_t zero[sizeof(s->pad)];
+	if (s->thr_ipending > 1 || s->irq_level > 1 || memcmp(s->pad, zero, sizeof(zero)))
+		return -EINVAL;
+	u->ier = s->ier;
+	u->lcr = s->lcr;
+	u->mcr = s->mcr;
+	u->scr = s->scr;
+	u->dll = s->dll;
+	u->dlm = s->dlm;
+	u->fcr = s->fcr;
+	u->thr_ipending = s->thr_ipending;
+	u->irq_level = s->irq_level; /* the irqchip's own state comes back with it */
+	return 0;
 }
 
 static const struct bus_ops uart_ops = { uart_access };

@@ -27,6 +27,16 @@ int uart_init(struct uart *u, struct vm *vm, uint16_t port, unsigned gsi, int ou
 /* Writes out whatever is buffered. */
 void uart_flush(struct uart *u);
 
+/* What a snapshot keeps of the UART: its registers and interrupt state. */
+struct uart_state {
+	uint8_t ier, lcr, mcr, scr, dll, dlm, fcr, thr_ipending, irq_level;
+	uint8_t pad[7];
+};
+/* Flushes the output first: whatever the guest sent before a snapshot is out. */
+void uart_save(struct uart *u, struct uart_state *s);
+/* -EINVAL for a state no 8250 has (the flags 0 or 1, pad zero). */
+int uart_restore(struct uart *u, const struct uart_state *s);
+
 /* The register model, for unit tests: one port access at offset 0..7. */
 void uart_access(void *opaque, uint64_t addr, bool is_write, uint8_t *data, unsigned size);
 

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -189,6 +190,10 @@ struct vcpu_gate {
 	unsigned ready; /* threads past their lock-down hook */
 	bool open;
 	const struct vcpu_lockdown *lk;
+	/* Pausing (struct vcpu_pause): set by the waiting thread, parked threads counted. */
+	const struct vcpu_pause *pz;
+	atomic_bool pause;
+	unsigned parked;
 };
 
 static void vcpu_gate_wait(struct vcpu *vcpu)
@@ -221,6 +226,28 @@ static void vcpu_gate_open(struct vcpu_gate *g, struct vm *vm, unsigned started)
 	pthread_mutex_unlock(&g->lock);
 }
 
+/* Paused: completes the instruction of the last exit (KVM_RUN with immediate_exit returns
+ * EINTR once the pending I/O is done), hands over to on_vcpu, waits until resumed. */
+static void vcpu_park(struct vcpu *vcpu)
+{
+	struct vcpu_gate *g = vcpu->gate;
+
+	vcpu->run->immediate_exit = 1;
+	if (ioctl(vcpu->fd, KVM_RUN, 0) == 0 || errno != EINTR)
+		vmm_log("vCPU %u: KVM_RUN to complete pending I/O did not return EINTR (%s)",
+			vcpu->id, strerror(errno));
+	vcpu->run->immediate_exit = 0;
+	int rc = g->pz->on_vcpu(vcpu, g->pz->arg);
+	pthread_mutex_lock(&g->lock);
+	vcpu->pause_rc = rc;
+	g->parked++;
+	pthread_cond_broadcast(&g->cond);
+	while (atomic_load(&g->pause) && !vm_stopping(&vcpu->vm->stop))
+		pthread_cond_wait(&g->cond, &g->lock);
+	g->parked--;
+	pthread_mutex_unlock(&g->lock);
+}
+
 /* One vCPU's loop: until the VM stops. Its own terminal exit stops the VM. */
 static void *vcpu_thread(void *arg)
 {
@@ -232,6 +259,10 @@ static void *vcpu_thread(void *arg)
 	if (vcpu->id == 0)
 		atomic_store(&vm->first_run_ns, vcpu->first_run_ns);
 	while (!vm_stopping(&vm->stop)) {
+		if (atomic_load(&vcpu->gate->pause)) {
+			vcpu_park(vcpu);
+			continue;
+		}
 		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				vcpu->run->immediate_exit = 0;
@@ -256,11 +287,43 @@ static void vcpu_kick(struct vcpu *vcpu)
 	pthread_kill(vcpu->thread, VCPU_KICK_SIGNAL);
 }
 
-int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms,
-		 const struct vcpu_lockdown *lk)
+/* A pause request: every running vCPU parked (kicked until it is), on_all, then on. */
+static void vcpu_pause_all(struct vcpu *vcpus, unsigned n, unsigned started, struct vcpu_gate *g)
 {
 	struct vm *vm = vcpus[0].vm;
-	struct vcpu_gate gate = { .lk = lk };
+	struct signalfd_siginfo si;
+
+	if (read(g->pz->fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return; /* someone else's read: nothing pending */
+	atomic_store(&g->pause, true);
+	for (;;) {
+		pthread_mutex_lock(&g->lock);
+		bool all = g->parked == started;
+		pthread_mutex_unlock(&g->lock);
+		if (all || vm_stopping(&vm->stop))
+			break;
+		for (unsigned i = 0; i < n; i++)
+			if (vcpus[i].thread_started)
+				vcpu_kick(&vcpus[i]);
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
+	if (!vm_stopping(&vm->stop)) {
+		int status = g->pz->on_all(g->pz->arg);
+		if (status >= 0)
+			vm_request_stop(vm, status);
+	}
+	pthread_mutex_lock(&g->lock);
+	atomic_store(&g->pause, false);
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+}
+
+int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms,
+		 const struct vcpu_lockdown *lk, const struct vcpu_pause *pz)
+{
+	struct vm *vm = vcpus[0].vm;
+	struct vcpu_gate gate = { .lk = lk, .pz = pz };
 	struct sigaction sa;
 	sigset_t kick, old;
 	unsigned started = 0;
@@ -310,10 +373,13 @@ int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms,
 			uint64_t left = (deadline - now + 999999) / 1000000;
 			wait_ms = left > 60000 ? 60000 : (int)left;
 		}
-		struct pollfd p = { .fd = vm->stop.fd, .events = POLLIN };
-		if (poll(&p, 1, wait_ms) < 0 && errno != EINTR) {
+		struct pollfd p[2] = { { .fd = vm->stop.fd, .events = POLLIN },
+				       { .fd = pz ? pz->fd : -1, .events = POLLIN } };
+		if (poll(p, 2, wait_ms) < 0 && errno != EINTR) {
 			vmm_log("poll on the stop eventfd failed: %s", strerror(errno));
 			vm_request_stop(vm, VMM_EXIT_UNEXPECTED);
+		} else if (pz && (p[1].revents & POLLIN) && !vm_stopping(&vm->stop)) {
+			vcpu_pause_all(vcpus, n, started, &gate);
 		}
 	}
 	for (unsigned i = 0; i < n; i++) {

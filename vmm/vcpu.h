@@ -29,6 +29,8 @@ struct vcpu {
 	struct vcpu_gate *gate;	 /* vcpu_run_all's start gate, while it runs */
 	uint64_t first_run_ns;	 /* CLOCK_MONOTONIC just before the first KVM_RUN */
 	uint64_t int3_recovered; /* emulating hosts: int3s turned into injected #BP */
+	int pause_rc;		 /* what on_vcpu returned at the last pause */
+	void *snap;		 /* where on_vcpu saves this vCPU's registers (vmm/snapshot_vm.c) */
 };
 
 /* Set-up tier: prints what failed and returns -errno; on failure nothing stays open. */
@@ -46,16 +48,31 @@ struct vcpu_lockdown {
 	void *arg;
 };
 
+/* Pausing the VM (a snapshot): when `fd` turns readable (a signalfd; one siginfo is read),
+ * every vCPU leaves KVM_RUN, re-enters it once with immediate_exit so that an I/O exit's
+ * instruction completes (KVM's state is consistent only then), runs on_vcpu on its own
+ * thread and parks. Then on_all runs on vcpu_run_all's thread: a status >= 0 stops the VM
+ * with it, -1 lets every vCPU run on. */
+struct vcpu_pause {
+	int fd;
+	int (*on_vcpu)(struct vcpu *vcpu, void *arg);
+	int (*on_all)(void *arg);
+	void *arg;
+};
+
 /* Runs every vCPU on its own thread until one of them (or a device) stops the VM, or
  * timeout_ms (0: none) passes; then stops and joins them all. lk (may be NULL) locks down
- * first. Returns the VM's exit status (the guest's code, VMM_EXIT_*); anything but a
- * guest's own exit gets one stderr line. */
+ * first; pz (may be NULL) pauses on request. Returns the VM's exit status (the guest's code,
+ * VMM_EXIT_*); anything but a guest's own exit gets one stderr line. */
 int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms,
-		 const struct vcpu_lockdown *lk);
+		 const struct vcpu_lockdown *lk, const struct vcpu_pause *pz);
 
 /* Arch hooks (vmm/x86/). */
 /* Gives the vCPU its CPUID table (vmm/x86/cpuid.c); before any other register set-up. */
 int vcpu_arch_cpuid(struct vcpu *vcpu);
+/* The same with the table a snapshot saved (NULL: this host's), refused (-ENOTSUP, one line)
+ * when it has features this host lacks. */
+int vcpu_arch_cpuid_restore(struct vcpu *vcpu, const struct kvm_cpuid2 *saved);
 /* The registers a 64-bit entry sets; all others start at zero. */
 struct vcpu_boot {
 	uint64_t entry, rsp, rdi, rsi, rdx, rcx;

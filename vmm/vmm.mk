@@ -13,6 +13,6 @@ $(VMM_LIB): $(VMM_SRCS:%.c=$(OBJ)/%.o)
 # no loader or libraries to find. (Dynamic in a sanitizer build: see SAN in the Makefile.)
 $(BIN)/bulkhead-vmm: $(OBJ)/vmm/main.o $(OBJ)/vmm/seccomp.o $(SAN_OBJ) $(VMM_LIB) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $(STATIC) -o $@ $^ -lseccomp
+	$(CC) $(LDFLAGS) $(STATIC) -o $@ $^ -lseccomp -lz
 
 ALL_TARGETS += $(BIN)/bulkhead-vmm

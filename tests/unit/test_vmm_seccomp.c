@@ -5,9 +5,13 @@
  * wait beside the stop eventfd, vhost-user messages on the pinned socket, the irqchip ioctl,
  * locks) and end; the main thread installs its list, kicks, waits, joins and tears down. A
  * call off a list kills the child with SIGSYS. In a sanitizer build this also proves the
- * run time's own calls (thread set-up and teardown, reports' needs) are on every list. */
+ * run time's own calls (thread set-up and teardown, reports' needs) are on every list.
+ * With --snapshot-fd the lists also hold a save: each vCPU's state ioctls, the main thread's
+ * VM ioctls, the SIGUSR1 signalfd's read and the whole file written (vmm/snapshot.c) — and a
+ * write to any other descriptor still kills. */
 #include "lib/vhost_user.h"
 #include "vmm/seccomp.h"
+#include "vmm/snapshot.h"
 #include "vmm/stopwait.h"
 #include "vmm/vcpu.h"
 
@@ -25,6 +29,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,6 +44,7 @@ struct roles {
 	int out[2];   /* the console's pipe */
 	pthread_mutex_t lock;
 	pthread_barrier_t installed;
+	bool snapshot; /* the roles of a VM run with --snapshot-fd */
 };
 
 static void kick(int sig)
@@ -65,6 +71,14 @@ static void *vcpu_role(void *arg)
 	    vhost_user_recv(r->sock[0], &reply, VHOST_USER_TO_FRONTEND, true, &w))
 		_exit(12);
 	pthread_mutex_unlock(&r->lock);
+	/* Paused for a snapshot: the vCPU reads its own state (an eventfd here: each call fails
+	 * with ENOTTY, but is allowed). */
+	static const unsigned long reads[] = { KVM_GET_CPUID2, KVM_GET_MP_STATE,    KVM_GET_REGS,
+					       KVM_GET_SREGS,  KVM_GET_FPU,	    KVM_GET_XSAVE,
+					       KVM_GET_XCRS,   KVM_GET_DEBUGREGS,   KVM_GET_LAPIC,
+					       KVM_GET_MSRS,   KVM_GET_VCPU_EVENTS, KVM_RUN };
+	for (size_t i = 0; r->snapshot && i < sizeof(reads) / sizeof(reads[0]); i++)
+		(void)ioctl(r->j.vcpu_fds[0], reads[i], NULL);
 	/* Waits for the stop like a vCPU kicked out of KVM_RUN. */
 	struct pollfd p = { .fd = r->vm.stop.fd, .events = POLLIN };
 	while (poll(&p, 1, -1) < 0 && errno == EINTR)
@@ -101,7 +115,32 @@ static void *backend(void *arg)
 	return NULL;
 }
 
-static int child(void)
+/* The main thread's part of a save: the VM's state, the signal, the file. */
+static int main_saves(struct roles *r, int bad_fd)
+{
+	static const unsigned long reads[] = { KVM_GET_IRQCHIP, KVM_GET_PIT2, KVM_GET_CLOCK };
+	struct signalfd_siginfo si;
+	struct snap_out out = { 0 };
+	char err[160];
+
+	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
+		(void)ioctl(r->j.vm_fd, reads[i], NULL);
+	(void)read(r->j.snapshot_sig_fd, &si, sizeof(si)); /* nothing pending: EAGAIN */
+	static uint8_t buf[256];
+	out.buf = buf;
+	out.cap = sizeof(buf);
+	memset(r->vm.mem.host + 4096, 0x77, 4096);
+	if (snap_put(&out, 1, 0, "state", 5))
+		return 5;
+	struct snap_header h = { .arch = SNAP_ARCH_X86_64, .mode = 2, .ncpus = 1 };
+	if (snap_write(r->j.snapshot_fd, &h, &out, &r->vm.mem, err, sizeof(err)))
+		return 6;
+	if (bad_fd >= 0)
+		(void)pwrite(bad_fd, "x", 1, 0); /* not the snapshot's descriptor: SIGSYS */
+	return 0;
+}
+
+static int child(bool snapshot, bool off_list)
 {
 	static struct roles r;
 	pthread_t v, w, b;
@@ -119,6 +158,23 @@ static int child(void)
 	r.j.socks[0] = r.sock[0];
 	r.j.nvcpus = 1;
 	r.j.vcpu_fds[0] = eventfd(0, EFD_CLOEXEC);
+	r.j.snapshot_fd = r.j.snapshot_sig_fd = r.j.mem_fd = -1;
+	r.snapshot = snapshot;
+	int other = -1;
+	if (snapshot) {
+		char path[] = "/tmp/test_vmm_seccomp.XXXXXX";
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+		r.j.snapshot_fd = mkstemp(path);
+		unlink(path);
+		r.j.snapshot_sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+		r.j.mem_fd = r.vm.mem.fd;
+		other = dup(r.j.snapshot_fd);
+		if (r.j.snapshot_fd < 0 || r.j.snapshot_sig_fd < 0 || other < 0)
+			return 1;
+	}
 	if (vmm_seccomp_build(&r.j))
 		return 2;
 	if (pthread_create(&b, NULL, backend, &r) || pthread_create(&w, NULL, watcher_role, &r) ||
@@ -127,6 +183,9 @@ static int child(void)
 	if (vmm_seccomp_install(&r.j.main))
 		return 4;
 	pthread_barrier_wait(&r.installed);
+	int rc = snapshot ? main_saves(&r, off_list ? other : -1) : 0;
+	if (rc)
+		return rc;
 	/* The main thread's run: wait for the stop, request it, kick the vCPU until it joins. */
 	struct pollfd p = { .fd = r.vm.stop.fd, .events = POLLIN };
 	poll(&p, 1, 10);
@@ -144,15 +203,20 @@ static int child(void)
 	return 0;
 }
 
-static void test_roles_under_their_lists(void **state)
+/* Runs child() in a process of its own: its wait status. */
+static int run_child(bool snapshot, bool off_list)
 {
-	(void)state;
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		_exit(child());
+		_exit(child(snapshot, off_list));
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+static void expect_clean(int st)
+{
 	if (WIFSIGNALED(st))
 		print_error("child killed by signal %d (31: a call off a list)\n", WTERMSIG(st));
 	else if (WEXITSTATUS(st))
@@ -160,10 +224,25 @@ static void test_roles_under_their_lists(void **state)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+static void test_roles_under_their_lists(void **state)
+{
+	(void)state;
+	expect_clean(run_child(false, false));
+}
+
+static void test_roles_with_snapshots(void **state)
+{
+	(void)state;
+	expect_clean(run_child(true, false));
+	int st = run_child(true, true);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roles_under_their_lists),
+		cmocka_unit_test(test_roles_with_snapshots),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

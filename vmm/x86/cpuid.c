@@ -6,8 +6,10 @@
 #include "vmm/log.h"
 #include "vmm/vcpu.h"
 #include "vmm/x86/cpuid.h"
+#include "vmm/x86/snapshot_arch.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 
@@ -129,8 +131,14 @@ static struct kvm_cpuid2 *cpuid_supported(int kvm_fd, int *err)
 
 int vcpu_arch_cpuid(struct vcpu *vcpu)
 {
+	return vcpu_arch_cpuid_restore(vcpu, NULL);
+}
+
+int vcpu_arch_cpuid_restore(struct vcpu *vcpu, const struct kvm_cpuid2 *saved)
+{
 	int err = 0;
 	struct kvm_cpuid2 *c = cpuid_supported(vcpu->vm->kvm_fd, &err);
+	char lack[96];
 
 	if (!c) {
 		vmm_log_setup("KVM_GET_SUPPORTED_CPUID failed", err,
@@ -139,7 +147,15 @@ int vcpu_arch_cpuid(struct vcpu *vcpu)
 	}
 	x86_cpuid_normalise(c, c->nent + CPUID_SPARE, vcpu->id,
 			    vcpu->vm->ncpus ? vcpu->vm->ncpus : 1);
-	if (ioctl(vcpu->fd, KVM_SET_CPUID2, c) < 0) {
+	if (saved && x86_cpuid_missing(saved, c, lack, sizeof(lack))) {
+		char what[160];
+		snprintf(what, sizeof(what), "the snapshot's CPU has features this host lacks (%s)",
+			 lack);
+		vmm_log_setup(what, 0, "restore it on a host with the same CPU features");
+		free(c);
+		return -ENOTSUP;
+	}
+	if (ioctl(vcpu->fd, KVM_SET_CPUID2, saved ? saved : c) < 0) {
 		err = errno;
 		vmm_log_setup("KVM_SET_CPUID2 failed", err, "this host's KVM is not supported");
 	}

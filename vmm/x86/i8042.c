@@ -8,6 +8,7 @@
 #include "vmm/log.h"
 #include "vmm/x86/layout.h"
 
+#include <errno.h>
 #include <string.h>
 
 #define I8042_STS_OBF	 0x01
@@ -100,6 +101,24 @@ void i8042_access(void *opaque, uint64_t addr, bool is_write, uint8_t *data, uns
 	} else {
 		i8042_command(k, data[0]);
 	}
+}
+
+void i8042_save(const struct i8042 *k, struct i8042_state *s)
+{
+	*s = (struct i8042_state){
+		.ctr = k->ctr, .pending = k->pending, .obf = k->obf, .out = k->out
+	};
+}
+
+int i8042_restore(struct i8042 *k, const struct i8042_state *s)
+{
+	if (s->obf > 1 || s->pad[0] || s->pad[1] || s->pad[2] || s->pad[3])
+		return -EINVAL;
+	k->ctr = s->ctr;
+	k->pending = s->pending;
+	k->obf = s->obf;
+	k->out = s->out;
+	return 0;
 }
 
 static const struct bus_ops i8042_ops = { i8042_access };

@@ -20,6 +20,15 @@ struct i8042 {
 
 /* Registers ports 0x60 and 0x64. Set-up tier. */
 int i8042_init(struct i8042 *k, struct vm *vm, int reset_status);
+/* What a snapshot keeps of it. */
+struct i8042_state {
+	uint8_t ctr, pending, obf, out;
+	uint8_t pad[4];
+};
+void i8042_save(const struct i8042 *k, struct i8042_state *s);
+/* -EINVAL for a state the controller cannot be in. */
+int i8042_restore(struct i8042 *k, const struct i8042_state *s);
+
 /* The bus handler (exposed for tests): ADDR 0 is port 0x60 (data), 4 is 0x64 (status/command). */
 void i8042_access(void *opaque, uint64_t addr, bool is_write, uint8_t *data, unsigned size);
 

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tests/unit/test_vmm_snapshot.c: the snapshot file (vmm/snapshot.c) — a round trip keeps
+ * sections and RAM exactly and skips RAM never written; every damage (each header byte, the
+ * state, the RAM table, the RAM, a cut anywhere), another version or architecture, a layout
+ * that lies with valid CRCs, and a file others can read are refused. Also the CPUID check of
+ * a restore and the devices' state checks. */
+#include "vmm/snapshot.h"
+#include "vmm/uart.h"
+#include "vmm/x86/i8042.h"
+#include "vmm/x86/snapshot_arch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cmocka.h>
+
+#define MIB  (1ULL << 20)
+#define SIZE (4 * MIB)
+
+struct fixture {
+	struct gmem gm;
+	struct snap_out out;
+	char path[64];
+	int fd;
+	uint64_t file_size;
+};
+
+static const char section_a[] = "the first section";
+static const uint64_t section_b[3] = { 1, 2, 3 };
+
+/* A VM's RAM with three written places (one spanning two pages), two sections, saved. */
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	char err[160];
+	struct stat st;
+
+	if (!f || gmem_init(&f->gm, SIZE) || snap_out_init(&f->out, 4096))
+		return -1;
+	memset(f->gm.host + 0x1000, 0xa5, 0x100);
+	memset(f->gm.host + 2 * MIB - 8, 0x5a, 16);
+	f->gm.host[SIZE - 1] = 0x42;
+	if (snap_put(&f->out, 7, 0, section_a, sizeof(section_a)) ||
+	    snap_put(&f->out, 9, 3, section_b, sizeof(section_b)))
+		return -1;
+	strcpy(f->path, "/tmp/test_vmm_snapshot.XXXXXX");
+	f->fd = mkstemp(f->path);
+	if (f->fd < 0)
+		return -1;
+	struct snap_header h = { .arch = SNAP_ARCH_X86_64, .mode = 2, .ncpus = 1 };
+	if (snap_write(f->fd, &h, &f->out, &f->gm, err, sizeof(err)) || fstat(f->fd, &st))
+		return -1;
+	f->file_size = (uint64_t)st.st_size;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	close(f->fd);
+	unlink(f->path);
+	gmem_destroy(&f->gm);
+	snap_out_free(&f->out);
+	free(f);
+	return 0;
+}
+
+static void flip(int fd, uint64_t off)
+{
+	uint8_t b;
+	assert_int_equal(pread(fd, &b, 1, (off_t)off), 1);
+	b ^= 0x10;
+	assert_int_equal(pwrite(fd, &b, 1, (off_t)off), 1);
+}
+
+/* Opens the file and loads its RAM into a fresh VM's: 0 or the first failure. */
+static int open_and_load(int fd, char *err, size_t len)
+{
+	struct snap_in in;
+	struct gmem gm;
+	int rc = snap_open(fd, &in, err, len);
+	if (rc)
+		return rc;
+	if ((rc = gmem_init(&gm, in.hdr.mem_size))) {
+		snap_close(&in);
+		return rc;
+	}
+	rc = snap_load_mem(fd, &in, &gm, err, len);
+	gmem_destroy(&gm);
+	snap_close(&in);
+	return rc;
+}
+
+static void test_round_trip(void **state)
+{
+	struct fixture *f = *state;
+	struct snap_in in;
+	struct gmem gm;
+	char err[160];
+	uint32_t len;
+
+	assert_int_equal(snap_open(f->fd, &in, err, sizeof(err)), 0);
+	assert_int_equal(in.hdr.mem_size, SIZE);
+	assert_int_equal(in.hdr.mode, 2);
+	/* Only the pages written: 1 + 2 + 1, not the 1024 of the VM. */
+	assert_int_equal(in.hdr.mem_bytes, 4 * SNAP_PAGE);
+	const char *a = snap_find(&in, 7, 0, &len);
+	assert_non_null(a);
+	assert_int_equal(len, sizeof(section_a));
+	assert_memory_equal(a, section_a, sizeof(section_a));
+	const uint64_t *b = snap_find(&in, 9, 3, &len);
+	assert_non_null(b);
+	assert_memory_equal(b, section_b, sizeof(section_b));
+	assert_null(snap_find(&in, 9, 0, &len));
+	assert_int_equal(gmem_init(&gm, SIZE), 0);
+	assert_int_equal(snap_load_mem(f->fd, &in, &gm, err, sizeof(err)), 0);
+	assert_memory_equal(gm.host, f->gm.host, SIZE);
+	gmem_destroy(&gm);
+
+	/* Into a VM of another size: refused. */
+	assert_int_equal(gmem_init(&gm, 2 * SIZE), 0);
+	assert_int_equal(snap_load_mem(f->fd, &in, &gm, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "RAM"));
+	gmem_destroy(&gm);
+	snap_close(&in);
+}
+
+static void test_every_header_byte(void **state)
+{
+	struct fixture *f = *state;
+	char err[160];
+
+	for (uint64_t off = 0; off < sizeof(struct snap_header); off++) {
+		flip(f->fd, off);
+		assert_int_not_equal(open_and_load(f->fd, err, sizeof(err)), 0);
+		flip(f->fd, off);
+	}
+	assert_int_equal(open_and_load(f->fd, err, sizeof(err)), 0);
+}
+
+static void test_damage(void **state)
+{
+	struct fixture *f = *state;
+	struct snap_in in;
+	char err[160];
+
+	assert_int_equal(snap_open(f->fd, &in, err, sizeof(err)), 0);
+	const uint64_t where[][2] = {
+		{ in.hdr.state_off + 20, -EBADMSG },		 /* a section's payload */
+		{ in.hdr.ext_off + 3, -EBADMSG },		 /* the RAM table */
+		{ in.hdr.mem_off + 0x1000 + 7, -EBADMSG },	 /* the RAM */
+		{ in.hdr.mem_off + SIZE - 1, -EBADMSG },	 /* its last byte */
+		{ in.hdr.mem_off + 2 * MIB - 8 + 12, -EBADMSG }, /* across a page */
+	};
+	const char *const says[] = { "state is damaged", "RAM table is damaged", "RAM is damaged",
+				     "RAM is damaged", "RAM is damaged" };
+	snap_close(&in);
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		flip(f->fd, where[i][0]);
+		assert_int_equal(open_and_load(f->fd, err, sizeof(err)), (int)where[i][1]);
+		assert_non_null(strstr(err, says[i]));
+		flip(f->fd, where[i][0]);
+	}
+}
+
+static void test_cut_anywhere(void **state)
+{
+	struct fixture *f = *state;
+	char err[160];
+	uint8_t *copy = malloc(f->file_size);
+
+	assert_non_null(copy);
+	assert_int_equal(pread(f->fd, copy, f->file_size, 0), (ssize_t)f->file_size);
+	/* Every page boundary and a few bytes around the parts' ends. */
+	for (uint64_t cut = 0; cut < f->file_size; cut += (cut % SNAP_PAGE) ? 1 : 97) {
+		assert_int_equal(ftruncate(f->fd, (off_t)cut), 0);
+		assert_int_not_equal(open_and_load(f->fd, err, sizeof(err)), 0);
+		if (cut > 4 * SNAP_PAGE)
+			cut += SNAP_PAGE * 16;
+	}
+	assert_int_equal(ftruncate(f->fd, 0), 0);
+	assert_int_equal(pwrite(f->fd, copy, f->file_size, 0), (ssize_t)f->file_size);
+	assert_int_equal(open_and_load(f->fd, err, sizeof(err)), 0);
+	free(copy);
+}
+
+/* Rewrites the header with fresh CRCs: a file that lies but is not damaged. */
+static void reseal(int fd, struct snap_header *h)
+{
+	h->header_crc =
+		(uint32_t)crc32(0, (const Bytef *)h, offsetof(struct snap_header, header_crc));
+	assert_int_equal(pwrite(fd, h, sizeof(*h), 0), (ssize_t)sizeof(*h));
+}
+
+static void test_lies_with_valid_crcs(void **state)
+{
+	struct fixture *f = *state;
+	struct snap_header h0, h;
+	char err[160];
+
+	assert_int_equal(pread(f->fd, &h0, sizeof(h0), 0), (ssize_t)sizeof(h0));
+	h = h0;
+	h.version = SNAP_VERSION + 1;
+	reseal(f->fd, &h);
+	assert_int_equal(open_and_load(f->fd, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "format version 2"));
+	h = h0;
+	h.arch = 2;
+	reseal(f->fd, &h);
+	assert_int_equal(open_and_load(f->fd, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "another architecture"));
+	/* Offsets and sizes that do not add up. */
+	const size_t fields[] = {
+		offsetof(struct snap_header, mem_size), offsetof(struct snap_header, state_len),
+		offsetof(struct snap_header, ext_off),	offsetof(struct snap_header, ext_count),
+		offsetof(struct snap_header, mem_off),	offsetof(struct snap_header, mem_bytes)
+	};
+	const uint64_t values[] = { 0, 1, UINT64_MAX, 1ULL << 62, 12345, SIZE + 1 };
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); v++) {
+			h = h0;
+			memcpy((uint8_t *)&h + fields[i], &values[v], sizeof(uint64_t));
+			reseal(f->fd, &h);
+			assert_int_not_equal(open_and_load(f->fd, err, sizeof(err)), 0);
+		}
+	/* A RAM size that still fits the table but not the VM's RAM: 1 page. */
+	h = h0;
+	h.mem_size = SNAP_PAGE;
+	reseal(f->fd, &h);
+	assert_int_equal(open_and_load(f->fd, err, sizeof(err)), -EBADMSG);
+	reseal(f->fd, &h0);
+	assert_int_equal(open_and_load(f->fd, err, sizeof(err)), 0);
+}
+
+static void test_others_may_not_read(void **state)
+{
+	struct fixture *f = *state;
+	struct snap_in in;
+	char err[160];
+
+	for (mode_t m = 0604; m <= 0660; m += 056) {
+		assert_int_equal(fchmod(f->fd, m), 0);
+		assert_int_equal(snap_open(f->fd, &in, err, sizeof(err)), -EPERM);
+		assert_non_null(strstr(err, "other users"));
+	}
+	assert_int_equal(fchmod(f->fd, 0600), 0);
+	assert_int_equal(snap_open(f->fd, &in, err, sizeof(err)), 0);
+	snap_close(&in);
+}
+
+static void test_out_buffer(void **state)
+{
+	(void)state;
+	struct snap_out s;
+	uint8_t big[100] = { 0 };
+
+	assert_int_equal(snap_out_init(&s, 128), 0);
+	assert_int_equal(snap_put(&s, 1, 0, big, 100), 0);     /* 16 + 104 */
+	assert_int_equal(snap_put(&s, 1, 1, big, 1), -ENOSPC); /* 16 + 8 more: 144 */
+	assert_int_equal(s.nsections, 1);
+	snap_out_free(&s);
+	assert_int_equal(snap_out_init(&s, SNAP_STATE_MAX + 1), -EINVAL);
+}
+
+static void put_entry(struct kvm_cpuid2 *c, uint32_t fn, uint32_t idx, uint32_t ebx, uint32_t ecx,
+		      uint32_t edx)
+{
+	c->entries[c->nent++] = (struct kvm_cpuid_entry2){
+		.function = fn, .index = idx, .ebx = ebx, .ecx = ecx, .edx = edx
+	};
+}
+
+static void test_cpuid_missing(void **state)
+{
+	(void)state;
+	struct {
+		struct kvm_cpuid2 h;
+		struct kvm_cpuid_entry2 e[8];
+	} saved = { 0 }, host = { 0 };
+	char buf[96];
+
+	put_entry(&saved.h, 1, 0, 0x01000000, 0x80000001, 0x10);
+	put_entry(&saved.h, 7, 0, 0x20, 0, 0);
+	put_entry(&host.h, 1, 0, 0x00000000, 0x80000001, 0x10); /* another APIC ID: fine */
+	put_entry(&host.h, 7, 0, 0x20 | 0x8, 0, 0);		/* more features: fine */
+	assert_int_equal(x86_cpuid_missing(&saved.h, &host.h, buf, sizeof(buf)), 0);
+	host.e[1].ebx = 0x8; /* AVX2 (7.0 EBX bit 5) gone */
+	assert_int_equal(x86_cpuid_missing(&saved.h, &host.h, buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "CPUID 0x7.0 EBX 0x00000020");
+	host.h.nent = 1; /* no leaf 7 at all */
+	assert_int_equal(x86_cpuid_missing(&saved.h, &host.h, buf, sizeof(buf)), 1);
+}
+
+static void test_device_states(void **state)
+{
+	(void)state;
+	struct uart u = { 0 };
+	struct uart_state us = { .ier = 2, .lcr = 3, .thr_ipending = 1 };
+	struct i8042 k = { 0 };
+	struct i8042_state ks = { .ctr = 0x47, .obf = 1, .out = 0xaa };
+
+	assert_int_equal(uart_restore(&u, &us), 0);
+	assert_int_equal(u.lcr, 3);
+	assert_true(u.thr_ipending);
+	us.irq_level = 2;
+	assert_int_equal(uart_restore(&u, &us), -EINVAL);
+	us.irq_level = 0;
+	us.pad[6] = 1;
+	assert_int_equal(uart_restore(&u, &us), -EINVAL);
+	assert_int_equal(i8042_restore(&k, &ks), 0);
+	assert_int_equal(k.out, 0xaa);
+	ks.obf = 3;
+	assert_int_equal(i8042_restore(&k, &ks), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_every_header_byte, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damage, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cut_anywhere, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lies_with_valid_crcs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_others_may_not_read, setup, teardown),
+		cmocka_unit_test(test_out_buffer),
+		cmocka_unit_test(test_cpuid_missing),
+		cmocka_unit_test(test_device_states),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

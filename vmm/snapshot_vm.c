@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmm/snapshot_vm.c: a VM saved on SIGUSR1 and started from a snapshot (see snapshot_vm.h). */
+#include "vmm/snapshot_vm.h"
+
+#include "lib/vmm_exit.h"
+#include "vmm/log.h"
+#include "vmm/machine.h"
+#include "vmm/options.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#define SNAP_SIGNAL SIGUSR1
+
+/* Room for every section: the vCPUs, the VM and the devices' small structs. */
+static size_t state_cap(unsigned ncpus)
+{
+	return ncpus * (sizeof(struct x86_vcpu_state) + sizeof(struct snap_section)) +
+	       sizeof(struct x86_vm_state) + 64 * 1024;
+}
+
+/* --- saving ------------------------------------------------------------------------------- */
+
+static int save_vcpu(struct vcpu *v, void *arg)
+{
+	struct machine *m = arg;
+	const char *what = "";
+	int rc = x86_vcpu_save(v->fd, &m->snap.msrs, m->snap.xsave, &m->snap.vcpu_state[v->id],
+			       &what);
+	if (rc)
+		vmm_log("snapshot: vCPU %u: %s failed: %s", v->id, what, strerror(-rc));
+	return rc;
+}
+
+/* Gathers every section; 0 or -errno after one line. */
+static int gather(struct machine *m)
+{
+	struct vmm_snapshot *s = &m->snap;
+	struct x86_vm_state vm;
+	const char *what = "";
+	int rc;
+
+	s->out.len = 0;
+	s->out.nsections = 0;
+	for (unsigned i = 0; i < m->nvcpus; i++) {
+		if (m->vcpus[i].pause_rc)
+			return m->vcpus[i].pause_rc;
+		if ((rc = snap_put(&s->out, SNAP_SEC_VCPU, i, &s->vcpu_state[i],
+				   sizeof(s->vcpu_state[i]))))
+			return rc;
+	}
+	if ((rc = x86_vm_save(m->vm.vm_fd, (m->vm.flags & VM_IRQCHIP) != 0, &vm, &what))) {
+		vmm_log("snapshot: %s failed: %s", what, strerror(-rc));
+		return rc;
+	}
+	if ((rc = snap_put(&s->out, SNAP_SEC_VM, 0, &vm, sizeof(vm))))
+		return rc;
+	pthread_mutex_lock(&m->vm.dev_lock);
+	for (unsigned i = 0; i < s->ndevs && !rc; i++) {
+		const struct vmm_device *d = &s->devs[i];
+		if ((d->modes & m->o->mode) && d->save)
+			rc = d->save(m, &s->out);
+	}
+	pthread_mutex_unlock(&m->vm.dev_lock);
+	return rc;
+}
+
+/* Every vCPU is parked: the VM, its devices and RAM go to the file. */
+static int save_all(void *arg)
+{
+	struct machine *m = arg;
+	struct vmm_snapshot *s = &m->snap;
+	struct snap_header h = { .arch = SNAP_ARCH_X86_64, .mode = m->o->mode, .ncpus = m->nvcpus };
+	char err[160];
+	int rc;
+
+	if ((rc = gather(m)) == 0) {
+		rc = snap_write(s->fd, &h, &s->out, &m->vm.mem, err, sizeof(err));
+		if (rc)
+			vmm_log("snapshot: %s", err);
+	} else if (rc == -ENOSPC) {
+		vmm_log("snapshot: the state does not fit its buffer");
+	}
+	if (rc == 0) {
+		vmm_log("snapshot: saved %u vCPU(s) and %llu MiB of RAM in use (of %llu)",
+			m->nvcpus, (unsigned long long)(h.mem_bytes >> 20),
+			(unsigned long long)(h.mem_size >> 20));
+		return VMM_EXIT_SNAPSHOT;
+	}
+	/* No half-written file is left to be mistaken for a snapshot; the guest runs on. */
+	if (ftruncate(s->fd, 0) < 0)
+		vmm_log("snapshot: cannot empty the file after the failure: %s", strerror(errno));
+	vmm_log("snapshot: not saved; the guest runs on");
+	return -1;
+}
+
+int snapshot_setup(struct machine *m, const struct vmm_device *devs, unsigned ndevs,
+		   const struct vcpu_pause **pz)
+{
+	struct vmm_snapshot *s = &m->snap;
+	sigset_t set;
+	int rc;
+
+	*pz = NULL;
+	s->fd = m->o->snapshot_fd;
+	s->sig_fd = -1;
+	s->devs = devs;
+	s->ndevs = ndevs;
+	if (s->fd < 0)
+		return 0;
+	int fl = fcntl(s->fd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY || (fl & O_APPEND)) {
+		vmm_log_setup("--snapshot-fd is not open for writing (or is in append mode)", 0,
+			      "open it read-write, e.g. N<>FILE");
+		return -EBADF;
+	}
+	if ((rc = x86_snap_msr_list(m->vm.kvm_fd, &s->msrs)))
+		return rc;
+	s->xsave = x86_snap_has_xsave(m->vm.kvm_fd);
+	s->vcpu_state = calloc(m->o->cpus, sizeof(*s->vcpu_state));
+	if (!s->vcpu_state || snap_out_init(&s->out, state_cap(m->o->cpus))) {
+		vmm_log_setup("cannot allocate the snapshot's buffers", ENOMEM, NULL);
+		return -ENOMEM;
+	}
+	/* Blocked in every thread (the ones made later inherit it), read on the main one. */
+	sigemptyset(&set);
+	sigaddset(&set, SNAP_SIGNAL);
+	if ((rc = pthread_sigmask(SIG_BLOCK, &set, NULL)) ||
+	    (s->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		rc = rc ? rc : errno;
+		vmm_log_setup("cannot set up SIGUSR1 for snapshots", rc, NULL);
+		return -rc;
+	}
+	s->pause = (struct vcpu_pause){
+		.fd = s->sig_fd, .on_vcpu = save_vcpu, .on_all = save_all, .arg = m
+	};
+	*pz = &s->pause;
+	return 0;
+}
+
+void snapshot_fini(struct machine *m)
+{
+	struct vmm_snapshot *s = &m->snap;
+	if (s->sig_fd >= 0)
+		close(s->sig_fd);
+	s->sig_fd = -1;
+	free(s->vcpu_state);
+	s->vcpu_state = NULL;
+	snap_out_free(&s->out);
+}
+
+/* --- restoring ---------------------------------------------------------------------------- */
+
+int snapshot_restore_open(struct vmm_opts *o, struct snap_in *in)
+{
+	char err[200], what[260];
+	int rc = snap_open(o->restore_fd, in, err, sizeof(err));
+
+	if (rc) {
+		snprintf(what, sizeof(what), "--restore-fd %d: %s", o->restore_fd, err);
+		vmm_log_setup(what, 0, "nothing was started");
+		return rc;
+	}
+	const struct snap_header *h = &in->hdr;
+	rc = -EINVAL;
+	if (h->mode != VMM_MODE_TEST && h->mode != VMM_MODE_MACHINE && h->mode != VMM_MODE_LINUX)
+		snprintf(err, sizeof(err), "the snapshot's mode (%u) is unknown", h->mode);
+	else if (h->ncpus < 1 || h->ncpus > VM_MAX_VCPUS)
+		snprintf(err, sizeof(err), "the snapshot has %u vCPUs (1..%u)", h->ncpus,
+			 VM_MAX_VCPUS);
+	else if (h->mem_size > VMM_MEM_MIB_MAX << 20 || h->mem_size < VMM_MEM_MIB_MIN << 20 ||
+		 h->mem_size % (1 << 20))
+		snprintf(err, sizeof(err), "the snapshot's RAM (%llu bytes) is out of range",
+			 (unsigned long long)h->mem_size);
+	else if (o->mem_mib && o->mem_mib << 20 != h->mem_size)
+		snprintf(err, sizeof(err), "the snapshot has %llu MiB of RAM, --mem says %llu",
+			 (unsigned long long)(h->mem_size >> 20), (unsigned long long)o->mem_mib);
+	else if (o->cpus && o->cpus != h->ncpus)
+		snprintf(err, sizeof(err), "the snapshot has %u vCPU(s), --cpus says %u", h->ncpus,
+			 o->cpus);
+	else
+		rc = 0;
+	if (rc) {
+		snprintf(what, sizeof(what), "--restore-fd %d: %s", o->restore_fd, err);
+		vmm_log_setup(what, 0, "nothing was started");
+		snap_close(in);
+		return rc;
+	}
+	o->mode = h->mode;
+	o->mem_mib = h->mem_size >> 20;
+	o->cpus = h->ncpus;
+	return 0;
+}
+
+/* One line; rc < 0 adds its errno's words (what names a call), 0 adds none. */
+static int restore_fail(const char *what, int rc)
+{
+	char line[240];
+	snprintf(line, sizeof(line), "--restore-fd: %s", what);
+	vmm_log_setup(line, rc < 0 ? -rc : 0, "nothing was started");
+	return rc < 0 ? rc : -EINVAL;
+}
+
+static int restore_vcpus(struct machine *m, struct snap_in *in)
+{
+	const char *what = "";
+	char line[160];
+	uint32_t len;
+	int rc;
+
+	for (unsigned i = 0; i < m->o->cpus; i++) {
+		const struct x86_vcpu_state *st = snap_find(in, SNAP_SEC_VCPU, i, &len);
+		if (!st || len != sizeof(*st) || st->cpuid.head.nent > X86_SNAP_CPUID_MAX) {
+			snprintf(line, sizeof(line), "vCPU %u's state is missing or malformed", i);
+			return restore_fail(line, -EBADMSG);
+		}
+		struct vcpu *v = &m->vcpus[i];
+		if ((rc = vcpu_create(v, &m->vm, i)))
+			return rc;
+		m->nvcpus++;
+		if ((rc = vcpu_arch_cpuid_restore(v, &st->cpuid.head)))
+			return rc;
+		if ((rc = x86_vcpu_restore(v->fd, st, &what))) {
+			snprintf(line, sizeof(line), "vCPU %u: %s failed", i, what);
+			return restore_fail(line, rc);
+		}
+	}
+	return 0;
+}
+
+int snapshot_restore(struct machine *m, const struct vmm_device *devs, unsigned ndevs,
+		     struct snap_in *in)
+{
+	const char *what = "";
+	char err[200];
+	uint32_t len;
+	int rc;
+
+	if ((rc = snap_load_mem(m->o->restore_fd, in, &m->vm.mem, err, sizeof(err)))) {
+		restore_fail(err, 0); /* err already says why */
+		return rc;
+	}
+	const struct x86_vm_state *vm = snap_find(in, SNAP_SEC_VM, 0, &len);
+	if (!vm || len != sizeof(*vm) || vm->irqchip != ((m->vm.flags & VM_IRQCHIP) != 0))
+		return restore_fail("the VM's state is missing or does not fit its mode", -EBADMSG);
+	if ((rc = x86_vm_restore(m->vm.vm_fd, vm, &what)))
+		return restore_fail(what, rc);
+	if ((rc = restore_vcpus(m, in)))
+		return rc;
+	for (unsigned i = 0; i < ndevs; i++)
+		if ((devs[i].modes & m->o->mode) && devs[i].restore &&
+		    (rc = devs[i].restore(m, in)))
+			return rc;
+	return 0;
+}
