@@ -54,6 +54,10 @@ FUZZ_DEPS_fuzz_oci_bundle := oci/bundle.c
 FUZZ_LIBS_fuzz_oci_bundle := -ljansson
 FUZZ_DEPS_fuzz_response := $(FUZZ_DEPS_fuzz_proxy_head)
 FUZZ_LIBS_fuzz_response := $(FUZZ_LIBS_fuzz_proxy_head)
+# The snapshot file as --restore-fd reads it, and the device states it hands to restores.
+FUZZ_DEPS_fuzz_snapshot := vmm/snapshot.c vmm/gmem.c vmm/uart.c vmm/x86/i8042.c vmm/bus.c \
+                           vmm/log.c vmm/stopwait.c vmm/stop.c vmm/vm.c vmm/x86/vm_arch.c lib/errbuf.c \
+                           lib/io.c
 # The HTTP/1.1 text an HTTP/2 stream's request becomes (broker/h2_stream.c).
 FUZZ_DEPS_fuzz_h2_stream := broker/h2_stream.c broker/h2_fields.c broker/proxy_error.c
 FUZZ_LIBS_fuzz_h2_stream := -lhttp_parser -lnghttp2 -ljansson
@@ -166,6 +170,11 @@ $(BUILD)/tests/reap-check: $(OBJ)/tests/tools/reap_check.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^
 test-programs: $(BUILD)/tests/reap-check
+# /init of a Linux guest saved and restored mid-run (tests/e2e/test_vmm_snapshot.sh): static.
+$(BUILD)/tests/snap-init: $(OBJ)/tests/tools/snap_init.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -static -o $@ $^
+test-programs: $(BUILD)/tests/snap-init
 # Connects Unix sockets onto chosen descriptors for a command (tests/e2e/test_vmm_jail.sh).
 $(BUILD)/tests/fd-connect: $(OBJ)/tests/tools/fd_connect.o
 	@mkdir -p $(@D)

@@ -33,7 +33,7 @@ struct machine {
 	struct i8042 i8042;
 	struct boot_timer boot_timer;
 	struct virtio_devs virtio;
-	struct vmm_jail jail; /* what the allow-lists pin (filled at lock-down) */
+	struct vmm_jail jail;	  /* what the allow-lists pin (filled at lock-down) */
 	struct vmm_snapshot snap; /* --snapshot-fd */
 	/* --cmdline plus what devices announce (virtio_mmio.device=...). */
 	char cmdline[X86_CMDLINE_MAX];
@@ -51,11 +51,13 @@ struct vmm_device {
 	unsigned modes;
 	int (*init)(struct machine *m);
 	void (*fini)(struct machine *m);
-	/* Snapshots (vmm/snapshot_vm.h), both NULL for a device with no state of its own. save
+	/* Snapshots (vmm/snapshot_vm.h), NULL for a device with no state of its own. save
 	 * adds its sections (or refuses: -errno after one line); restore sets its state from
 	 * them after init, before any vCPU runs (-errno after one line). */
 	int (*save)(struct machine *m, struct snap_out *out);
 	int (*restore)(struct machine *m, const struct snap_in *in);
+	/* After a save that failed (may be NULL): undo what save did to the running device. */
+	void (*resume)(struct machine *m);
 };
 
 #endif

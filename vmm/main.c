@@ -52,14 +52,8 @@ static int dev_uart_save(struct machine *m, struct snap_out *out)
 
 static int dev_uart_restore(struct machine *m, const struct snap_in *in)
 {
-	uint32_t len;
-	const struct uart_state *st = snap_find(in, SNAP_SEC_UART, 0, &len);
-	if (!st || len != sizeof(*st) || uart_restore(&m->uart, st)) {
-		vmm_log_setup("--restore-fd: the UART's state is missing or malformed", 0,
-			      "nothing was started");
-		return -EBADMSG;
-	}
-	return 0;
+	const struct uart_state *st = snapshot_section(in, SNAP_SEC_UART, sizeof(*st), "the UART");
+	return st ? uart_restore(&m->uart, st) : -EBADMSG; /* its contents checked at open */
 }
 
 static int dev_i8042_save(struct machine *m, struct snap_out *out)
@@ -71,14 +65,9 @@ static int dev_i8042_save(struct machine *m, struct snap_out *out)
 
 static int dev_i8042_restore(struct machine *m, const struct snap_in *in)
 {
-	uint32_t len;
-	const struct i8042_state *st = snap_find(in, SNAP_SEC_I8042, 0, &len);
-	if (!st || len != sizeof(*st) || i8042_restore(&m->i8042, st)) {
-		vmm_log_setup("--restore-fd: the i8042's state is missing or malformed", 0,
-			      "nothing was started");
-		return -EBADMSG;
-	}
-	return 0;
+	const struct i8042_state *st =
+		snapshot_section(in, SNAP_SEC_I8042, sizeof(*st), "the i8042");
+	return st ? i8042_restore(&m->i8042, st) : -EBADMSG;
 }
 
 static int dev_i8042_init(struct machine *m)
@@ -140,37 +129,56 @@ static void dev_virtio_fini(struct machine *m)
 	virtio_devs_destroy(&m->virtio);
 }
 
-/* The transports and the back ends' ring positions are not saved yet: a VM with vhost-user
- * devices is refused rather than saved without them. */
+/* Each device's transport and where its rings stood; the back ends' rings are stopped
+ * (GET_VRING_BASE) and, if the save then fails, started again (dev_virtio_resume). */
 static int dev_virtio_save(struct machine *m, struct snap_out *out)
 {
-	(void)out;
-	if (!m->virtio.n)
-		return 0;
-	vmm_log("snapshot: a VM with vhost-user devices cannot be saved yet");
-	return -ENOTSUP;
+	struct vhost_user_dev_state st;
+	int rc = 0;
+	for (unsigned i = 0; i < m->virtio.n && !rc; i++)
+		if (!(rc = virtio_devs_save(&m->virtio, i, &st)))
+			rc = snap_put(out, SNAP_SEC_VIRTIO, i, &st, sizeof(st));
+	return rc;
 }
 
+static void dev_virtio_resume(struct machine *m)
+{
+	if (virtio_devs_resume(&m->virtio))
+		vmm_log("snapshot: a back end did not take its rings back; stopping");
+}
+
+/* The snapshot's devices are the ones given now, in the same order (each checked). */
 static int dev_virtio_restore(struct machine *m, const struct snap_in *in)
 {
-	(void)in;
-	if (!m->virtio.n)
-		return 0;
-	vmm_log_setup("--restore-fd: vhost-user devices cannot be restored yet", 0,
-		      "restore without --virtio-fs and --virtio-vsock");
-	return -ENOTSUP;
+	uint32_t len;
+	for (unsigned i = 0; i < VIRTIO_DEVS_MAX; i++) {
+		const struct vhost_user_dev_state *st = snap_find(in, SNAP_SEC_VIRTIO, i, &len);
+		if (!st && i >= m->virtio.n)
+			return 0;
+		if (!st || i >= m->virtio.n || len != sizeof(*st)) {
+			vmm_log_setup(
+				"--restore-fd: the virtio devices given are not the snapshot's", 0,
+				"give the --virtio-fs and --virtio-vsock the saved VM had");
+			return -EINVAL;
+		}
+		int rc = virtio_devs_restore(&m->virtio, i, st);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 static const struct vmm_device vmm_devices[] = {
 	{ "test ports", VMM_MODE_TEST | VMM_MODE_MACHINE, dev_testdev_init, dev_testdev_fini, NULL,
-	  NULL },
+	  NULL, NULL },
 	{ "8250 UART", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_uart_init, dev_uart_fini,
-	  dev_uart_save, dev_uart_restore },
+	  dev_uart_save, dev_uart_restore, NULL },
 	{ "i8042", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_i8042_init, NULL, dev_i8042_save,
-	  dev_i8042_restore },
+	  dev_i8042_restore, NULL },
 	{ "virtio (vhost-user)", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_virtio_init,
-	  dev_virtio_fini, dev_virtio_save, dev_virtio_restore },
-	{ "boot timer", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_boot_timer_init, NULL, NULL, NULL },
+	  dev_virtio_fini, dev_virtio_save, dev_virtio_restore, dev_virtio_resume },
+	{ "boot timer", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_boot_timer_init, NULL, NULL, NULL,
+	  NULL },
 	/* virtio-mmio devices (vmm/virtio/) go here, VMM_MODE_LINUX. */
 };
 #define VMM_NDEVICES (sizeof(vmm_devices) / sizeof(vmm_devices[0]))

@@ -176,6 +176,14 @@ static int add_snapshot_main(scmp_filter_ctx ctx, const struct vmm_jail *j)
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(read), 1,
 				      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)j->snapshot_sig_fd));
+	/* The back ends stop their rings (GET_VRING_BASE), and start them again if the save
+	 * fails: vhost-user messages on their sockets, surplus descriptors closed. */
+	static const int vhost_user[] = { SCMP_SYS(sendmsg), SCMP_SYS(recvmsg),
+					  SCMP_SYS(recvfrom) };
+	for (unsigned s = 0; !rc && s < j->nsocks; s++)
+		for (size_t i = 0; !rc && i < NELEM(vhost_user); i++)
+			rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, vhost_user[i], 1,
+					      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)j->socks[s]));
 	return rc;
 }
 

@@ -95,6 +95,10 @@ struct snap_in {
 int snap_open(int fd, struct snap_in *in, char *err, size_t errlen);
 void snap_close(struct snap_in *in);
 
+/* The sections in their order: *at starts at 0; each call gives the next one's header in
+ * *sec and returns its payload, or NULL after the last. */
+const void *snap_next(const struct snap_in *in, uint64_t *at, struct snap_section *sec);
+
 /* The payload of section (type, index), its length in *len; NULL when absent. */
 const void *snap_find(const struct snap_in *in, uint32_t type, uint32_t index, uint32_t *len);
 

@@ -22,10 +22,11 @@
 #include <stdint.h>
 
 /* Section types. */
-#define SNAP_SEC_VM    1  /* struct x86_vm_state */
-#define SNAP_SEC_VCPU  2  /* struct x86_vcpu_state, index = vCPU id */
-#define SNAP_SEC_UART  16 /* struct uart_state */
-#define SNAP_SEC_I8042 17 /* struct i8042_state */
+#define SNAP_SEC_VM	1  /* struct x86_vm_state */
+#define SNAP_SEC_VCPU	2  /* struct x86_vcpu_state, index = vCPU id */
+#define SNAP_SEC_UART	16 /* struct uart_state */
+#define SNAP_SEC_I8042	17 /* struct i8042_state */
+#define SNAP_SEC_VIRTIO 18 /* struct vhost_user_dev_state, index = device */
 
 struct machine;
 struct vmm_device;
@@ -54,6 +55,11 @@ void snapshot_fini(struct machine *m);
  * takes the snapshot's mode, RAM size and vCPU count into o (refusing given --mem/--cpus
  * that differ). Set-up tier (one line). */
 int snapshot_restore_open(struct vmm_opts *o, struct snap_in *in);
+/* The one section of `type` (index 0), exactly `len` bytes; NULL after one line naming
+ * `what` when it is missing or of another size. */
+const void *snapshot_section(const struct snap_in *in, uint32_t type, uint32_t len,
+			     const char *what);
+
 /* After the devices' init: the RAM (checked), the vCPUs (created here, m->nvcpus), the VM's
  * and the devices' state. Nothing has run. Set-up tier. */
 int snapshot_restore(struct machine *m, const struct vmm_device *devs, unsigned ndevs,

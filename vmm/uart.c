@@ -186,10 +186,20 @@ void uart_save(struct uart *u, struct uart_state *s)
 				  .irq_level = u->irq_level };
 }
 
-int uart_restore(struct uart *u, const struct uart_state *s)
+int uart_state_check(const struct uart_state *s)
 {
 	static const uint8_t zero[sizeof(s->pad)];
-	if (s->thr_ipending > 1 || s->irq_level > 1 || memcmp(s->pad, zero, sizeof(zero)))
+	bool level = (s->ier & UART_IER_THRI) && s->thr_ipending;
+	if (s->thr_ipending > 1 || s->irq_level != level || (s->ier & ~UART_IER_MASK) ||
+	    (s->mcr & ~UART_MCR_MASK) || (s->fcr & UART_FCR_CLEAR) ||
+	    memcmp(s->pad, zero, sizeof(zero)))
+		return -EINVAL;
+	return 0;
+}
+
+int uart_restore(struct uart *u, const struct uart_state *s)
+{
+	if (uart_state_check(s))
 		return -EINVAL;
 	u->ier = s->ier;
 	u->lcr = s->lcr;

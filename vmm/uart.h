@@ -34,7 +34,10 @@ struct uart_state {
 };
 /* Flushes the output first: whatever the guest sent before a snapshot is out. */
 void uart_save(struct uart *u, struct uart_state *s);
-/* -EINVAL for a state no 8250 has (the flags 0 or 1, pad zero). */
+/* Whether s is a state the guest's own writes could have left: reserved bits clear, the
+ * interrupt line what IER and the pending THRE make it, pad zero. 0 or -EINVAL. */
+int uart_state_check(const struct uart_state *s);
+/* uart_state_check, then the registers; -EINVAL leaves u as it was. */
 int uart_restore(struct uart *u, const struct uart_state *s);
 
 /* The register model, for unit tests: one port access at offset 0..7. */

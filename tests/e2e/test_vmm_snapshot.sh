@@ -76,6 +76,123 @@ done
 restore "$TMP/snap2" again
 check_eq "a snapshot restored a second time: the same result" "$(result "$TMP/ref2.out")" "$(result "$TMP/again.out")"
 
+# --- Linux: its timers, interrupts and clocks across a save ----------------------------------
+# tests/tools/snap_init.c is /init: ticks 50 ms apart (LAPIC timer interrupts), each saying
+# whether CLOCK_MONOTONIC went forward; saved after a few ticks, restored a second later.
+INIT=$(cd "$BUILD/tests" && pwd)/snap-init
+if [ -x "$INIT" ] && [ -f "$LIBDIR/vmlinux" ] && [ -x "$LIBDIR/gen_init_cpio" ]; then
+	printf 'dir /dev 0755 0 0\nnod /dev/console 0600 0 0 c 5 1\nfile /init %s 0755 0 0\n' "$INIT" > "$TMP/list"
+	"$LIBDIR/gen_init_cpio" "$TMP/list" > "$TMP/snapinit.cpio"
+	CMDLINE="console=ttyS0 8250.nr_uarts=1 panic=-1 reboot=k rdinit=/init tsc=reliable no_timer_check quiet"
+	linux() {
+		"$VMM" --kernel "$LIBDIR/vmlinux" --initrd "$TMP/snapinit.cpio" --cmdline "$CMDLINE" \
+			--mem 256 --cpus 2 --timeout-ms 120000 "$@"
+	}
+	linux > "$TMP/lref.out" 2> "$TMP/lref.err" < /dev/null
+	check_eq "Linux, uninterrupted: ends by its reboot (0)" 0 "$?"
+	lsum=$(grep '^snapinit: done' "$TMP/lref.out")
+	check_eq "Linux, uninterrupted: 30 ticks, the clock always forward" 30 "$(grep -c '^snapinit: tick [0-9]* mono-ok' "$TMP/lref.out")"
+	# Not through linux(): $! must be the VMM's own pid, not a subshell's.
+	"$VMM" --kernel "$LIBDIR/vmlinux" --initrd "$TMP/snapinit.cpio" --cmdline "$CMDLINE" \
+		--mem 256 --cpus 2 --timeout-ms 120000 --snapshot-fd 3 \
+		3<> "$TMP/lsnap" > "$TMP/lsave.out" 2> "$TMP/lsave.err" < /dev/null &
+	pid=$!
+	i=0
+	while ! grep -q '^snapinit: tick 5 ' "$TMP/lsave.out" && [ $i -lt 6000 ]; do sleep 0.01; i=$((i + 1)); done
+	kill -USR1 "$pid"
+	wait "$pid"
+	check_eq "Linux, SIGUSR1 after tick 5: saved (108)" 108 "$?"
+	sed -n 's/^bulkhead-vmm: snapshot: //p' "$TMP/lsave.err" | head -n 1 | sed 's/^/# /'
+	sleep 1
+	"$VMM" --restore-fd 3 --timeout-ms 120000 3< "$TMP/lsnap" > "$TMP/lrest.out" 2> "$TMP/lrest.err" < /dev/null
+	check_eq "Linux, restored in a new process a second later: runs to its reboot (0)" 0 "$?"
+	check_eq "Linux, restored: the same final state as the uninterrupted run" "$lsum" "$(grep '^snapinit: done' "$TMP/lrest.out")"
+	ticks=$(cat "$TMP/lsave.out" "$TMP/lrest.out" | grep -c '^snapinit: tick [0-9]* mono-ok')
+	check_eq "Linux, restored: its timer ticks on, 30 in all, the clock never back" 30 "$ticks"
+	grep -q '^snapinit: ready' "$TMP/lrest.out" && not_ok "Linux, restored: it continues, no second boot" "$(head -c 300 "$TMP/lrest.out")" ||
+		ok "Linux, restored: it continues, no second boot"
+
+	# --- vsock across a save: the rings move to a new bulkhead-vsock; the guest's
+	# connection of before is reset (the transport reset event), a new one works.
+	FDC=$(cd "$BUILD/tests" && pwd)/fd-connect
+	# vsockd N: bulkhead-vsock on $TMP/vsN.sock, host programs at $TMP/vsN_PORT.
+	vsockd() {
+		"$BIN/bulkhead-vsock" --socket "$TMP/vs$1.sock" --guest-cid 3 --uds-path "$TMP/vs$1" 2> "$TMP/vsockd$1.err" &
+		pids="$pids $!"
+		i=0; while [ ! -S "$TMP/vs$1.sock" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
+	}
+	# client N LINE OUT: connects to the guest's port 5000 through bulkhead-vsock N, sends
+	# LINE, keeps the connection HOLD seconds after the answer (in the background).
+	client() {
+		"$FDC" 3="$TMP/vs$1" -- sh -c "printf 'CONNECT 5000\n$2\n' >&3; head -n 2 <&3 > '$3'; sleep $4" &
+		pids="$pids $!"
+	}
+	# wait_line FILE PATTERN: up to 30 s.
+	wait_line() {
+		i=0; while ! grep -q "$2" "$1" 2> /dev/null && [ $i -lt 3000 ]; do sleep 0.01; i=$((i + 1)); done
+	}
+	# vsock_says NAME: the guest's console, the VMM's and bulkhead-vsock's lines, the clients'.
+	vsock_says() {
+		for f in "$TMP/$1.out" "$TMP/$1.err" "$TMP"/vsockd*.err "$TMP"/c*.out; do
+			[ -f "$f" ] && echo "${f##*/}: $(tail -c 600 "$f")"
+		done
+	}
+	vsockd 1
+	"$VMM" --kernel "$LIBDIR/vmlinux" --initrd "$TMP/snapinit.cpio" --cmdline "$CMDLINE vsock" \
+		--mem 256 --cpus 2 --timeout-ms 60000 --virtio-vsock "$TMP/vs1.sock,cid=3" --snapshot-fd 3 \
+		3<> "$TMP/vsnap" > "$TMP/vsave.out" 2> "$TMP/vsave.err" < /dev/null &
+	pid=$!
+	wait_line "$TMP/vsave.out" '^snapinit: listening'
+	client 1 before "$TMP/c1.out" 60
+	wait_line "$TMP/c1.out" '^echo: before'
+	if [ "$(sed -n 2p "$TMP/c1.out")" = "echo: before" ]; then ok "vsock: the guest answers through the first bulkhead-vsock"
+	else not_ok "vsock: the guest answers through the first bulkhead-vsock" "$(vsock_says vsave)"; fi
+	kill -USR1 "$pid"
+	wait "$pid"
+	check_eq "vsock: saved with its connection open (108)" 108 "$?"
+	vsockd 2
+	"$VMM" --restore-fd 3 --virtio-vsock "$TMP/vs2.sock,cid=3" --timeout-ms 60000 \
+		3< "$TMP/vsnap" > "$TMP/vrest.out" 2> "$TMP/vrest.err" < /dev/null &
+	pid=$!
+	# (The console's lines end in CR LF: the guest's tty adds the CR.)
+	wait_line "$TMP/vrest.out" '^snapinit: conn '
+	sleep 0.2
+	if [ "$(grep '^snapinit: conn ' "$TMP/vrest.out" | head -n 1 | tr -d '\r')" = "snapinit: conn reset" ]; then
+		ok "vsock, restored on a new bulkhead-vsock: the old connection is reset in the guest"
+	else not_ok "vsock, restored on a new bulkhead-vsock: the old connection is reset in the guest" "$(vsock_says vrest)"; fi
+	client 2 quit "$TMP/c2.out" 0
+	wait "$pid"
+	check_eq "vsock, restored: a new connection is served, and the guest ends (0)" 0 "$?"
+	check_eq "vsock, restored: the new connection's answer" "echo: quit" "$(sed -n 2p "$TMP/c2.out")"
+	"$VMM" --restore-fd 3 --timeout-ms 30000 3< "$TMP/vsnap" > /dev/null 2> "$TMP/err"
+	check_eq "vsock: a snapshot with a vsock device, restored without one: refused (125)" 125 "$?"
+
+	# A save that fails with the rings stopped in the back end: they start again where they
+	# stood, and the guest's vsock goes on working (a new connection is served).
+	mkdir -p "$TMP/small"
+	if mount -t tmpfs -o size=64k tmpfs "$TMP/small" 2> /dev/null; then
+		vsockd 3
+		"$VMM" --kernel "$LIBDIR/vmlinux" --initrd "$TMP/snapinit.cpio" --cmdline "$CMDLINE vsock" \
+			--mem 256 --cpus 2 --timeout-ms 60000 --virtio-vsock "$TMP/vs3.sock,cid=3" --snapshot-fd 3 \
+			3<> "$TMP/small/vsnap" > "$TMP/vfull.out" 2> "$TMP/vfull.err" < /dev/null &
+		pid=$!
+		wait_line "$TMP/vfull.out" '^snapinit: listening'
+		kill -USR1 "$pid"
+		wait_line "$TMP/vfull.err" 'the guest runs on'
+		client 3 quit "$TMP/c3.out" 0
+		wait "$pid"
+		check_eq "vsock, a save that fails (full disk): the guest runs on and ends itself (0)" 0 "$?"
+		check_eq "... its vsock device still serves a new connection" "echo: quit" "$(sed -n 2p "$TMP/c3.out")"
+		umount "$TMP/small"
+	else
+		skip "vsock, a save that fails" "cannot mount a small tmpfs here (not root?)"
+	fi
+	grep -q "virtio devices given are not the snapshot's" "$TMP/err" && ok "... saying the devices differ" ||
+		not_ok "... saying the devices differ" "$(cat "$TMP/err")"
+else
+	skip "Linux across a save" "snap-init, vmlinux or gen_init_cpio not built (make all test-programs)"
+fi
+
 # --- refusals: one line, exit 125, no guest output ------------------------------------------
 # refused NAME FILE WANT [ARGS...]
 refused() {

@@ -31,7 +31,7 @@ KVM_GID=$(getent group kvm | cut -d: -f3)
 KVM_GID=${KVM_GID:-990}
 # The test tools the suites run inside L1 (unit test binaries stay out).
 TEST_TOOLS="fd-connect https-echo proxy-client vhost-user-probe vhost-user-mute vsock-restart-probe
-	frame-forge reap-check jail-probe scrub-probe"
+	frame-forge reap-check jail-probe scrub-probe snap-init"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nested-image.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -144,7 +144,7 @@ LIST
 project_part() {
 	file /init "$here/init.sh" 0755
 	for f in "$build"/bin/*; do file "/bulkhead/build/bin/$(basename "$f")" "$f" 0755; done
-	for f in vmlinux bzImage initramfs.cpio initramfs-base.cpio bulkhead-init config; do
+	for f in vmlinux bzImage initramfs.cpio initramfs-base.cpio bulkhead-init config gen_init_cpio; do
 		file "/bulkhead/build/lib/bulkhead/$f" "$build/lib/bulkhead/$f" "$(mode "$build/lib/bulkhead/$f")"
 	done
 	for f in "$build"/lib/bulkhead/guests/*.bin; do

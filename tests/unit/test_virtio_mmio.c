@@ -362,6 +362,71 @@ static void test_incomplete_ops_refused(void **state)
 	assert_int_equal(virtio_mmio_init(&t, &vm, BASE + 8, 5, &cfg), -EINVAL);
 }
 
+/* A snapshot of the transport: saved and set back exactly, with no device op called; a state
+ * the transport could never have reached is refused whole. */
+static void test_save_restore(void **state)
+{
+	struct fixture *fx = *state;
+	struct virtio_mmio_state st, bad;
+
+	negotiate(fx, 1ull | 1ull << VIRTIO_F_VERSION_1);
+	setup_queue(fx, 1, 16, 0x1000);
+	wr(fx, VIRTIO_MMIO_STATUS, S_FOK | VIRTIO_CONFIG_S_DRIVER_OK);
+	virtio_mmio_save(&fx->t, &st);
+	assert_int_equal(st.status, S_FOK | VIRTIO_CONFIG_S_DRIVER_OK);
+	assert_int_equal(st.q[1].ready, 1);
+	assert_int_equal(st.q[1].num, 16);
+	unsigned calls = fx->dev.driver_ok_calls;
+	wr(fx, VIRTIO_MMIO_STATUS, 0); /* reset: everything gone */
+	assert_int_equal(rd(fx, VIRTIO_MMIO_STATUS), 0);
+	assert_int_equal(virtio_mmio_restore(&fx->t, &st), 0);
+	assert_int_equal(rd(fx, VIRTIO_MMIO_STATUS), S_FOK | VIRTIO_CONFIG_S_DRIVER_OK);
+	wr(fx, VIRTIO_MMIO_QUEUE_SEL, 1);
+	assert_int_equal(rd(fx, VIRTIO_MMIO_QUEUE_READY), 1);
+	assert_int_equal(fx->dev.driver_ok_calls, calls); /* the restorer starts the device */
+
+	/* Each of these alone makes the state one no driver could have reached. */
+	bad = st;
+	bad.status = VIRTIO_CONFIG_S_DRIVER_OK | VIRTIO_CONFIG_S_ACKNOWLEDGE;
+	assert_int_equal(virtio_mmio_restore(&fx->t, &bad), -EINVAL);
+	bad = st;
+	bad.status |= 0x100;
+	assert_int_equal(virtio_mmio_restore(&fx->t, &bad), -EINVAL);
+	bad = st;
+	bad.driver_features |= 1ull << 38; /* hidden from the driver */
+	assert_int_equal(virtio_mmio_restore(&fx->t, &bad), -EINVAL);
+	bad = st;
+	bad.driver_features &= ~(1ull << VIRTIO_F_VERSION_1);
+	assert_int_equal(virtio_mmio_restore(&fx->t, &bad), -EINVAL);
+	bad = st;
+	bad.q[1].desc = (1 << 20) - 8; /* a ring past the end of RAM */
+	assert_int_equal(virtio_mmio_restore(&fx->t, &bad), -EINVAL);
+	bad = st;
+	bad.q[1].num = 24; /* not a power of two */
+	assert_int_equal(virtio_mmio_restore(&fx->t, &bad), -EINVAL);
+	bad = st;
+	bad.q[5] = bad.q[1]; /* a queue the device does not have */
+	assert_int_equal(virtio_mmio_restore(&fx->t, &bad), -EINVAL);
+	bad = st;
+	bad.q[1].ready = 2;
+	assert_int_equal(virtio_mmio_restore(&fx->t, &bad), -EINVAL);
+	bad = st;
+	bad.isr = 4;
+	assert_int_equal(virtio_mmio_restore(&fx->t, &bad), -EINVAL);
+	bad = st; /* NEEDS_RESET with no driver; an interrupt before DRIVER_OK */
+	bad.status = VIRTIO_CONFIG_S_NEEDS_RESET;
+	assert_int_equal(virtio_mmio_restore(&fx->t, &bad), -EINVAL);
+	bad = st;
+	bad.status = S_FOK;
+	bad.isr = 1;
+	assert_int_equal(virtio_mmio_restore(&fx->t, &bad), -EINVAL);
+	bad = st; /* a queue the device does not have, with fields set */
+	bad.q[5].num = 7;
+	assert_int_equal(virtio_mmio_restore(&fx->t, &bad), -EINVAL);
+	/* Refused whole: the transport is as the good restore left it. */
+	assert_int_equal(rd(fx, VIRTIO_MMIO_STATUS), S_FOK | VIRTIO_CONFIG_S_DRIVER_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -373,6 +438,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_driver_ok_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_accesses, setup, teardown),
 		cmocka_unit_test(test_incomplete_ops_refused),
+		cmocka_unit_test_setup_teardown(test_save_restore, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,9 @@
  * state, the RAM table, the RAM, a cut anywhere), another version or architecture, a layout
  * that lies with valid CRCs, and a file others can read are refused. Also the CPUID check of
  * a restore and the devices' state checks. */
+#include "vmm/options.h"
 #include "vmm/snapshot.h"
+#include "vmm/snapshot_vm.h"
 #include "vmm/uart.h"
 #include "vmm/x86/i8042.h"
 #include "vmm/x86/snapshot_arch.h"
@@ -301,26 +303,153 @@ static void test_cpuid_missing(void **state)
 	assert_int_equal(x86_cpuid_missing(&saved.h, &host.h, buf, sizeof(buf)), 1);
 }
 
+/* Only states the guest's own writes could leave are taken (a red team's cases). */
 static void test_device_states(void **state)
 {
 	(void)state;
 	struct uart u = { 0 };
-	struct uart_state us = { .ier = 2, .lcr = 3, .thr_ipending = 1 };
+	const struct uart_state good = {
+		.ier = 2, .lcr = 3, .fcr = 0xc1, .thr_ipending = 1, .irq_level = 1
+	};
+	struct uart_state us = good;
 	struct i8042 k = { 0 };
-	struct i8042_state ks = { .ctr = 0x47, .obf = 1, .out = 0xaa };
+	struct i8042_state ks = { .ctr = 0x47, .pending = 0x60, .obf = 1, .out = 0xaa };
 
 	assert_int_equal(uart_restore(&u, &us), 0);
 	assert_int_equal(u.lcr, 3);
 	assert_true(u.thr_ipending);
-	us.irq_level = 2;
+	const struct {
+		size_t off;
+		uint8_t v;
+	} bad[] = {
+		{ offsetof(struct uart_state, ier), 0xf2 },    /* IER bits 4-7 */
+		{ offsetof(struct uart_state, mcr), 0xe0 },    /* MCR bits 5-7 */
+		{ offsetof(struct uart_state, fcr), 0x06 },    /* self-clearing FCR bits */
+		{ offsetof(struct uart_state, irq_level), 0 }, /* line not what IER says */
+		{ offsetof(struct uart_state, thr_ipending), 2 },
+		{ offsetof(struct uart_state, pad) + 6, 1 },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		us = good;
+		((uint8_t *)&us)[bad[i].off] = bad[i].v;
+		assert_int_equal(uart_restore(&u, &us), -EINVAL);
+	}
+	us = good;
+	us.ier = 0; /* no interrupt enabled: the line must be low */
 	assert_int_equal(uart_restore(&u, &us), -EINVAL);
 	us.irq_level = 0;
-	us.pad[6] = 1;
-	assert_int_equal(uart_restore(&u, &us), -EINVAL);
+	assert_int_equal(uart_restore(&u, &us), 0);
+
 	assert_int_equal(i8042_restore(&k, &ks), 0);
 	assert_int_equal(k.out, 0xaa);
+	ks.pending = 0xfe; /* no command that waits for data */
+	assert_int_equal(i8042_restore(&k, &ks), -EINVAL);
+	ks.pending = 0xd3;
 	ks.obf = 3;
 	assert_int_equal(i8042_restore(&k, &ks), -EINVAL);
+}
+
+/* What a restore checks before the VM exists (snapshot_restore_open): every section known,
+ * of its size and a valid index, device states their devices could be in, none missing. */
+static int contents(const struct snap_out *out)
+{
+	struct gmem gm;
+	struct snap_in in;
+	struct vmm_opts o = { .restore_fd = -1 };
+	char path[] = "/tmp/test_vmm_snapshot.XXXXXX", err[160];
+	int fd = mkstemp(path), rc;
+
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(gmem_init(&gm, SIZE), 0);
+	struct snap_header h = { .arch = SNAP_ARCH_X86_64, .mode = VMM_MODE_MACHINE, .ncpus = 2 };
+	assert_int_equal(snap_write(fd, &h, out, &gm, err, sizeof(err)), 0);
+	gmem_destroy(&gm);
+	o.restore_fd = fd;
+	assert_int_equal(snap_open(fd, &in, err, sizeof(err)), 0); /* the layout is sound */
+	snap_close(&in);
+	rc = snapshot_restore_open(&o, &in);
+	if (rc == 0) {
+		assert_int_equal(o.cpus, 2);
+		assert_int_equal(o.mode, VMM_MODE_MACHINE);
+		snap_close(&in);
+	}
+	close(fd);
+	return rc;
+}
+
+static void test_contents(void **state)
+{
+	(void)state;
+	static struct x86_vcpu_state vcpu;
+	static struct x86_vm_state vm = { .irqchip = 1 };
+	static const struct uart_state uart = { .lcr = 3 };
+	static const struct i8042_state kbd = { .ctr = 0x47 };
+	static uint8_t junk[sizeof(struct uart_state)];
+	struct snap_out out;
+
+	assert_int_equal(snap_out_init(&out, 1 << 20), 0);
+	/* A whole machine: the VM, two vCPUs, the UART and i8042. */
+	const struct {
+		uint32_t type, index;
+		const void *p;
+		uint32_t len;
+	} whole[] = {
+		{ SNAP_SEC_VM, 0, &vm, sizeof(vm) },
+		{ SNAP_SEC_VCPU, 0, &vcpu, sizeof(vcpu) },
+		{ SNAP_SEC_VCPU, 1, &vcpu, sizeof(vcpu) },
+		{ SNAP_SEC_UART, 0, &uart, sizeof(uart) },
+		{ SNAP_SEC_I8042, 0, &kbd, sizeof(kbd) },
+	};
+	const size_t n = sizeof(whole) / sizeof(whole[0]);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(
+			snap_put(&out, whole[i].type, whole[i].index, whole[i].p, whole[i].len), 0);
+	assert_int_equal(contents(&out), 0);
+	/* Each one missing. */
+	for (size_t skip = 0; skip < n; skip++) {
+		out.len = out.nsections = 0;
+		for (size_t i = 0; i < n; i++)
+			if (i != skip)
+				snap_put(&out, whole[i].type, whole[i].index, whole[i].p,
+					 whole[i].len);
+		assert_int_equal(contents(&out), -EBADMSG);
+	}
+	/* One more, each wrong in its own way. */
+	memset(junk, 0xff, sizeof(junk));
+	const struct {
+		uint32_t type, index;
+		const void *p;
+		uint32_t len;
+	} extra[] = {
+		{ 99, 0, &uart, sizeof(uart) },		     /* unknown type */
+		{ SNAP_SEC_VCPU, 2, &vcpu, sizeof(vcpu) },   /* a third vCPU of two */
+		{ SNAP_SEC_VCPU, 1, &vcpu, 100 },	     /* (replaces 1 below) short */
+		{ SNAP_SEC_VIRTIO, 0, &uart, sizeof(uart) }, /* wrong size */
+	};
+	for (size_t e = 0; e < sizeof(extra) / sizeof(extra[0]); e++) {
+		out.len = out.nsections = 0;
+		for (size_t i = 0; i < n; i++)
+			if (!(extra[e].type == whole[i].type && extra[e].index == whole[i].index))
+				snap_put(&out, whole[i].type, whole[i].index, whole[i].p,
+					 whole[i].len);
+		snap_put(&out, extra[e].type, extra[e].index, extra[e].p, extra[e].len);
+		assert_int_equal(contents(&out), -EBADMSG);
+	}
+	/* A UART state no 8250 has, and a VM without the irqchip a machine has. */
+	out.len = out.nsections = 0;
+	for (size_t i = 0; i < n; i++)
+		snap_put(&out, whole[i].type, whole[i].index,
+			 whole[i].type == SNAP_SEC_UART ? (const void *)junk : whole[i].p,
+			 whole[i].len);
+	assert_int_equal(contents(&out), -EBADMSG);
+	vm.irqchip = 0;
+	out.len = out.nsections = 0;
+	for (size_t i = 0; i < n; i++)
+		snap_put(&out, whole[i].type, whole[i].index, whole[i].p, whole[i].len);
+	assert_int_equal(contents(&out), -EBADMSG);
+	vm.irqchip = 1;
+	snap_out_free(&out);
 }
 
 int main(void)
@@ -335,6 +464,7 @@ int main(void)
 		cmocka_unit_test(test_out_buffer),
 		cmocka_unit_test(test_cpuid_missing),
 		cmocka_unit_test(test_device_states),
+		cmocka_unit_test(test_contents),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -95,6 +95,23 @@ void virtio_mmio_access(void *opaque, uint64_t addr, bool is_write, uint8_t *dat
  * snprintf would write (truncation when >= len). */
 int virtio_mmio_cmdline(const struct virtio_mmio *t, char *buf, size_t len);
 
+/* What a snapshot keeps of a transport: the driver's registers and each queue's set-up. */
+struct virtio_mmio_state {
+	uint64_t driver_features;
+	uint32_t device_features_sel, driver_features_sel, queue_sel, status, isr,
+		config_generation;
+	uint32_t pad;
+	struct {
+		uint32_t num, ready;
+		uint64_t desc, driver, device;
+	} q[VIRTIO_MMIO_MAX_QUEUES];
+};
+void virtio_mmio_save(struct virtio_mmio *t, struct virtio_mmio_state *s);
+/* Sets the registers from s after checking them as the guest's writes are checked (status
+ * bits that could have been reached, features offered, each ready queue valid in this VM's
+ * RAM); calls no device op. -EINVAL when s is no state this transport could have had. */
+int virtio_mmio_restore(struct virtio_mmio *t, const struct virtio_mmio_state *s);
+
 /* Raises the config-change interrupt (after the device changed its config space). */
 void virtio_mmio_config_changed(struct virtio_mmio *t);
 

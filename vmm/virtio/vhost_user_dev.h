@@ -21,7 +21,7 @@
 
 enum vhost_user_dev_type {
 	VHOST_USER_DEV_FS,    /* virtio-fs: hiprio + request queues */
-	VHOST_USER_DEV_VSOCK, /* virtio-vsock: rx, tx (back end); event (ours, stays idle) */
+	VHOST_USER_DEV_VSOCK, /* virtio-vsock: rx, tx (back end); event (ours: a restore's reset) */
 };
 
 struct vhost_user_dev_cfg {
@@ -80,6 +80,32 @@ int virtio_devs_watch(struct virtio_devs *d, void (*on_stop)(void *arg), void *a
 
 /* Stops the watcher, closes the back-end connections and the transports (reverse order). */
 void virtio_devs_destroy(struct virtio_devs *d);
+
+/* What a snapshot keeps of device i: its transport, the driver's features, and where each
+ * running ring stood in its back end (GET_VRING_BASE's next avail index). */
+struct vhost_user_dev_state {
+	uint32_t device_id, nqueues;
+	uint8_t config[64]; /* the config space the guest saw (tag, CID) */
+	struct virtio_mmio_state mmio;
+	uint64_t driver_features;
+	uint32_t driver_ok;
+	uint32_t started;		       /* bit q: ring q ran in the back end */
+	uint32_t base[VIRTIO_MMIO_MAX_QUEUES]; /* its next avail index */
+	uint32_t event_avail;		       /* vsock: event buffers the VMM has used */
+	uint32_t pad;
+};
+/* Saving (every vCPU parked): stops device i's rings in its back end (GET_VRING_BASE) and
+ * fills s. 0 or -errno after one line. */
+int virtio_devs_save(struct virtio_devs *d, unsigned i, struct vhost_user_dev_state *s);
+/* A save that failed: the stopped rings start again where they stood. 0 or -errno (the
+ * back end failed: the VM stops with VMM_EXIT_BACKEND). */
+int virtio_devs_resume(struct virtio_devs *d);
+/* Restoring, before any vCPU runs, with a new back end already connected (set-up): checks s
+ * against device i (type, queues, config space, transport), sets the transport, and starts
+ * the rings that ran where they stood. A vsock device then tells the guest its transport
+ * was reset (an event on its event queue): its connections are gone with the old back
+ * end. Set-up tier (one line), 0 or -errno. */
+int virtio_devs_restore(struct virtio_devs *d, unsigned i, const struct vhost_user_dev_state *s);
 
 /* The back-end socket of device i (what the vCPU threads' allow-list pins), or -1. */
 int virtio_devs_socket(const struct virtio_devs *d, unsigned i);

@@ -227,7 +227,8 @@ int vu_front_set_features(struct vu_front *f, uint64_t driver_features)
 }
 
 int vu_front_start_ring(struct vu_front *f, const struct gmem *gm, unsigned idx, unsigned num,
-			uint64_t desc, uint64_t avail, uint64_t used, int kick_fd, int call_fd)
+			uint16_t base, uint64_t desc, uint64_t avail, uint64_t used, int kick_fd,
+			int call_fd)
 {
 	struct vhost_user_msg m;
 	/* The rings' guest-physical addresses become our own addresses: vhost-user's ring
@@ -241,7 +242,7 @@ int vu_front_start_ring(struct vu_front *f, const struct gmem *gm, unsigned idx,
 		return vu_front_fail(f, -EFAULT, "ring %u lies outside guest RAM", idx);
 	err = vu_front_state(f, VHOST_USER_SET_VRING_NUM, idx, num);
 	if (!err)
-		err = vu_front_state(f, VHOST_USER_SET_VRING_BASE, idx, 0);
+		err = vu_front_state(f, VHOST_USER_SET_VRING_BASE, idx, base);
 	if (err)
 		return err;
 	vhost_user_msg_init(&m, VHOST_USER_SET_VRING_ADDR, 0, sizeof(struct vhost_vring_addr));

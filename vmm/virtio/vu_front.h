@@ -43,10 +43,12 @@ int vu_front_set_mem_table(struct vu_front *f, const struct gmem *gm);
 /* SET_FEATURES: the driver's features, plus VHOST_USER_F_PROTOCOL_FEATURES. */
 int vu_front_set_features(struct vu_front *f, uint64_t driver_features);
 
-/* Starts ring idx: SET_VRING_NUM, BASE (0), ADDR (guest-physical rings translated to our
- * own addresses through gmem_ptr, which also checks them), KICK, CALL, ENABLE. */
+/* Starts ring idx: SET_VRING_NUM, BASE (0 for a fresh ring; where a stopped one stood),
+ * ADDR (guest-physical rings translated to our own addresses through gmem_ptr, which also
+ * checks them), KICK, CALL, ENABLE. */
 int vu_front_start_ring(struct vu_front *f, const struct gmem *gm, unsigned idx, unsigned num,
-			uint64_t desc, uint64_t avail, uint64_t used, int kick_fd, int call_fd);
+			uint16_t base, uint64_t desc, uint64_t avail, uint64_t used, int kick_fd,
+			int call_fd);
 
 /* Stops ring idx: GET_VRING_BASE; *base (may be NULL) gets the back end's next avail index. */
 int vu_front_stop_ring(struct vu_front *f, unsigned idx, uint32_t *base);

@@ -110,9 +110,18 @@ void i8042_save(const struct i8042 *k, struct i8042_state *s)
 	};
 }
 
+int i8042_state_check(const struct i8042_state *s)
+{
+	bool pending_ok = s->pending == 0 || s->pending == I8042_CMD_WR_CTR ||
+			  s->pending == I8042_CMD_WR_OUT || s->pending == I8042_CMD_AUXLP;
+	if (!pending_ok || s->obf > 1 || s->pad[0] || s->pad[1] || s->pad[2] || s->pad[3])
+		return -EINVAL;
+	return 0;
+}
+
 int i8042_restore(struct i8042 *k, const struct i8042_state *s)
 {
-	if (s->obf > 1 || s->pad[0] || s->pad[1] || s->pad[2] || s->pad[3])
+	if (i8042_state_check(s))
 		return -EINVAL;
 	k->ctr = s->ctr;
 	k->pending = s->pending;

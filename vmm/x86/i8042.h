@@ -26,7 +26,10 @@ struct i8042_state {
 	uint8_t pad[4];
 };
 void i8042_save(const struct i8042 *k, struct i8042_state *s);
-/* -EINVAL for a state the controller cannot be in. */
+/* Whether the controller can be in s: a pending command is one that takes a data byte,
+ * flags 0 or 1, pad zero. 0 or -EINVAL. */
+int i8042_state_check(const struct i8042_state *s);
+/* i8042_state_check, then the state; -EINVAL leaves k as it was. */
 int i8042_restore(struct i8042 *k, const struct i8042_state *s);
 
 /* The bus handler (exposed for tests): ADDR 0 is port 0x60 (data), 4 is 0x64 (status/command). */
