@@ -28,6 +28,15 @@ bench-vmm: $(BUILD)/bench/first-byte $(BUILD)/bench/first_pvh.elf $(BIN)/bulkhea
 	@BUILD=$(BUILD) sh bench/vmm-memory.sh
 bench: bench-vmm
 .PHONY: bench-vmm
+# bench/vmm/snapshot_load.c: a snapshot's RAM loaded and checked, per MiB, beside a plain read
+# of the same bytes (no KVM needed: the host-side half of a restore).
+$(BUILD)/bench/snapshot-load: $(OBJ)/bench/vmm/snapshot_load.o $(VMM_LIB) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lz
+bench-snapshot-load: $(BUILD)/bench/snapshot-load
+	@$(BUILD)/bench/snapshot-load 256 32 15
+	@$(BUILD)/bench/snapshot-load 1024 128 9
+.PHONY: bench-snapshot-load
 # bench/broker-overhead.sh: what the credential broker adds per request, against the same HTTPS
 # upstream reached directly and through HAProxy as a bare relay, in the same run.
 $(BUILD)/bench/http-load: $(OBJ)/bench/http_load_main.o $(OBJ)/bench/http_load.o
