@@ -432,6 +432,10 @@ int main(int argc, char **argv)
 	m.snap.fd = m.snap.sig_fd = -1;
 	if (vmm_options_parse(argc, argv, &o))
 		return VMM_EXIT_SETUP;
+	/* A snapshot asked for early must wait, not kill us (SIGUSR1's default): blocked now,
+	 * read from its signalfd once the VM runs (vmm/snapshot_vm.c). */
+	if (o.snapshot_fd >= 0)
+		snapshot_block_signal();
 	/* A snapshot decides the mode, RAM and vCPUs: read and checked before anything exists. */
 	if (o.restore_fd >= 0 && snapshot_restore_open(&o, &in))
 		return VMM_EXIT_SETUP;

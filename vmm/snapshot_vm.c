@@ -105,6 +105,14 @@ static int save_all(void *arg)
 	return -1;
 }
 
+void snapshot_block_signal(void)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SNAP_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
 int snapshot_setup(struct machine *m, const struct vmm_device *devs, unsigned ndevs,
 		   const struct vcpu_pause **pz)
 {

@@ -44,6 +44,9 @@ struct vmm_snapshot {
 	unsigned ndevs;
 };
 
+/* Blocks SIGUSR1 in the calling thread (and the threads it makes later): first thing with
+ * --snapshot-fd, so that a request before the VM runs is kept, not fatal. */
+void snapshot_block_signal(void);
 /* With --snapshot-fd: SIGUSR1 blocked and its signalfd, the MSR list and the buffers (all
  * before lock-down). Returns the pause to hand to vcpu_run_all (NULL without snapshots) in
  * *pz. Set-up tier. */

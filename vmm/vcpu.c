@@ -232,10 +232,23 @@ static void vcpu_park(struct vcpu *vcpu)
 {
 	struct vcpu_gate *g = vcpu->gate;
 
-	vcpu->run->immediate_exit = 1;
-	if (ioctl(vcpu->fd, KVM_RUN, 0) == 0 || errno != EINTR)
-		vmm_log("vCPU %u: KVM_RUN to complete pending I/O did not return EINTR (%s)",
-			vcpu->id, strerror(errno));
+	/* Completing an instruction can need another exit (the next step of a string I/O, the
+	 * next part of a split MMIO access): handled as the run loop would, until KVM says
+	 * EINTR, i.e. nothing is pending. */
+	for (;;) {
+		vcpu->run->immediate_exit = 1;
+		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
+			if (errno != EINTR && errno != EAGAIN)
+				vmm_log("vCPU %u: KVM_RUN to complete pending I/O failed: %s",
+					vcpu->id, strerror(errno));
+			break;
+		}
+		int status = vcpu_handle_exit(vcpu);
+		if (status >= 0) {
+			vm_request_stop(vcpu->vm, status);
+			break;
+		}
+	}
 	vcpu->run->immediate_exit = 0;
 	int rc = g->pz->on_vcpu(vcpu, g->pz->arg);
 	pthread_mutex_lock(&g->lock);

@@ -49,8 +49,8 @@ struct vcpu_lockdown {
 };
 
 /* Pausing the VM (a snapshot): when `fd` turns readable (a signalfd; one siginfo is read),
- * every vCPU leaves KVM_RUN, re-enters it once with immediate_exit so that an I/O exit's
- * instruction completes (KVM's state is consistent only then), runs on_vcpu on its own
+ * every vCPU leaves KVM_RUN, re-enters it with immediate_exit until it says EINTR so that an
+ * I/O exit's instruction completes (KVM's state is consistent only then), runs on_vcpu on its own
  * thread and parks. Then on_all runs on vcpu_run_all's thread: a status >= 0 stops the VM
  * with it, -1 lets every vCPU run on. */
 struct vcpu_pause {

@@ -95,7 +95,13 @@ void virtio_mmio_access(void *opaque, uint64_t addr, bool is_write, uint8_t *dat
  * snprintf would write (truncation when >= len). */
 int virtio_mmio_cmdline(const struct virtio_mmio *t, char *buf, size_t len);
 
-/* What a snapshot keeps of a transport: the driver's registers and each queue's set-up. */
+/* The features the driver may take (the device's, less what the transport hides). */
+uint64_t virtio_mmio_offered(const struct virtio_mmio *t);
+/* A split ring's three areas aligned and wholly in guest RAM, its size a power of two. */
+bool virtio_mmio_queue_valid(const struct virtio_mmio *t, const struct virtio_mmio_queue *q);
+
+/* What a snapshot keeps of a transport (vmm/virtio/mmio_state.c): the driver's registers and each
+ * queue's set-up. */
 struct virtio_mmio_state {
 	uint64_t driver_features;
 	uint32_t device_features_sel, driver_features_sel, queue_sel, status, isr,
