@@ -9,7 +9,7 @@
 #include "vmm/boot_timer.h"
 #include "vmm/options.h"
 #include "vmm/seccomp.h"
-#include "vmm/snapshot_vm.h"
+#include "vmm/snapshot.h"
 #include "vmm/testdev.h"
 #include "vmm/uart.h"
 #include "vmm/vcpu.h"
@@ -17,9 +17,24 @@
 #include "vmm/vm.h"
 #include "vmm/x86/boot.h"
 #include "vmm/x86/i8042.h"
+#include "vmm/x86/snapshot_arch.h"
 
 #include <stdbool.h>
 #include <stdint.h>
+
+/* --snapshot-fd's state (vmm/snapshot_vm.c does the work). */
+struct vmm_device;
+struct vmm_snapshot {
+	int fd;	    /* --snapshot-fd (not owned), or -1: no snapshots */
+	int sig_fd; /* signalfd of SIGUSR1 */
+	int xsave;  /* KVM has KVM_GET_XSAVE */
+	struct x86_msr_list msrs;
+	struct x86_vcpu_state *vcpu_state; /* one per vCPU, filled by each on its thread */
+	struct snap_out out;
+	struct vcpu_pause pause;
+	const struct vmm_device *devs; /* vmm/main.c's table: each row's save hook */
+	unsigned ndevs;
+};
 
 struct machine {
 	const struct vmm_opts *o;

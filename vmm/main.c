@@ -13,6 +13,7 @@
 #include "vmm/loader_flat.h"
 #include "vmm/log.h"
 #include "vmm/machine.h"
+#include "vmm/snapshot_vm.h"
 #include "vmm/x86/boot.h"
 #include "vmm/x86/layout.h"
 

@@ -17,7 +17,6 @@
 
 #include "vmm/snapshot.h"
 #include "vmm/vcpu.h"
-#include "vmm/x86/snapshot_arch.h"
 
 #include <stdint.h>
 
@@ -31,18 +30,6 @@
 struct machine;
 struct vmm_device;
 struct vmm_opts;
-
-struct vmm_snapshot {
-	int fd;	    /* --snapshot-fd (not owned), or -1: no snapshots */
-	int sig_fd; /* signalfd of SIGUSR1 */
-	int xsave;  /* KVM has KVM_GET_XSAVE */
-	struct x86_msr_list msrs;
-	struct x86_vcpu_state *vcpu_state; /* one per vCPU, filled by each on its thread */
-	struct snap_out out;
-	struct vcpu_pause pause;
-	const struct vmm_device *devs; /* vmm/main.c's table: each row's save hook */
-	unsigned ndevs;
-};
 
 /* Blocks SIGUSR1 in the calling thread (and the threads it makes later): first thing with
  * --snapshot-fd, so that a request before the VM runs is kept, not fatal. */

@@ -253,11 +253,13 @@ static void vcpu_park(struct vcpu *vcpu)
 	int rc = g->pz->on_vcpu(vcpu, g->pz->arg);
 	pthread_mutex_lock(&g->lock);
 	vcpu->pause_rc = rc;
+	vcpu->parked = true;
 	g->parked++;
 	pthread_cond_broadcast(&g->cond);
 	while (atomic_load(&g->pause) && !vm_stopping(&vcpu->vm->stop))
 		pthread_cond_wait(&g->cond, &g->lock);
 	g->parked--;
+	vcpu->parked = false;
 	pthread_mutex_unlock(&g->lock);
 }
 
@@ -309,18 +311,23 @@ static void vcpu_pause_all(struct vcpu *vcpus, unsigned n, unsigned started, str
 	if (read(g->pz->fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 		return; /* someone else's read: nothing pending */
 	atomic_store(&g->pause, true);
-	for (;;) {
-		pthread_mutex_lock(&g->lock);
-		bool all = g->parked == started;
-		pthread_mutex_unlock(&g->lock);
-		if (all || vm_stopping(&vm->stop))
-			break;
+	/* One kick each, then again every 10 ms only for those not parked yet: a signal storm
+	 * into vCPUs that are already out of the guest buys nothing. */
+	pthread_mutex_lock(&g->lock);
+	while (g->parked < started && !vm_stopping(&vm->stop)) {
 		for (unsigned i = 0; i < n; i++)
-			if (vcpus[i].thread_started)
+			if (vcpus[i].thread_started && !vcpus[i].parked)
 				vcpu_kick(&vcpus[i]);
-		struct timespec ts = { 0, 100000 };
-		nanosleep(&ts, NULL);
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until); /* the condition variable's clock */
+		until.tv_nsec += 10 * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&g->cond, &g->lock, &until);
 	}
+	pthread_mutex_unlock(&g->lock);
 	if (!vm_stopping(&vm->stop)) {
 		int status = g->pz->on_all(g->pz->arg);
 		if (status >= 0)

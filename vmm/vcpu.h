@@ -30,6 +30,7 @@ struct vcpu {
 	uint64_t first_run_ns;	 /* CLOCK_MONOTONIC just before the first KVM_RUN */
 	uint64_t int3_recovered; /* emulating hosts: int3s turned into injected #BP */
 	int pause_rc;		 /* what on_vcpu returned at the last pause */
+	bool parked;		 /* paused now (under the gate's lock) */
 	void *snap;		 /* where on_vcpu saves this vCPU's registers (vmm/snapshot_vm.c) */
 };
 

@@ -134,7 +134,7 @@ if [ -x "$INIT" ] && [ -f "$LIBDIR/vmlinux" ] && [ -x "$LIBDIR/gen_init_cpio" ];
 	vsockd() {
 		"$BIN/bulkhead-vsock" --socket "$TMP/vs$1.sock" --guest-cid 3 --uds-path "$TMP/vs$1" 2> "$TMP/vsockd$1.err" &
 		pids="$pids $!"
-		i=0; while [ ! -S "$TMP/vs$1.sock" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
+		wait_socket "$TMP/vs$1.sock" 10 $! || not_ok "bulkhead-vsock $1 listens" "$(cat "$TMP/vsockd$1.err")"
 	}
 	# client N LINE OUT: connects to the guest's port 5000 through bulkhead-vsock N, sends
 	# LINE, keeps the connection HOLD seconds after the answer (in the background).

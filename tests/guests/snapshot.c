@@ -9,7 +9,7 @@
 #include "tests/guests/guest.h"
 
 #define MAX_CPUS   32
-#define STEPS	   (1000ULL * 1000 * 1000) /* per vCPU: seconds in L1, ~1 s on hardware */
+#define STEPS	   (600ULL * 1000 * 1000) /* per vCPU: seconds in L1, ~0.5 s on hardware */
 #define TENTHS	   10
 #define SPIN_LIMIT 4000000000ULL
 

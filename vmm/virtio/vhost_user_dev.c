@@ -3,7 +3,7 @@
  * The VMM keeps only the register window and the config space; rings, kicks and interrupts go
  * straight between the guest (through KVM) and the back end. */
 #include "vmm/virtio/vhost_user_dev.h"
-#include "vmm/virtio/vhost_user_dev_int.h"
+#include "vmm/virtio/vhost_user_dev_internal.h"
 
 #include "lib/vmm_exit.h"
 #include "vmm/log.h"

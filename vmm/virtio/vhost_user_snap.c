@@ -3,7 +3,7 @@
  * old back ends and started where they stood in the new ones, and a restored vsock guest
  * told that its transport was reset (see vhost_user_dev.h). */
 #include "vmm/virtio/vhost_user_dev.h"
-#include "vmm/virtio/vhost_user_dev_int.h"
+#include "vmm/virtio/vhost_user_dev_internal.h"
 
 #include "vmm/log.h"
 

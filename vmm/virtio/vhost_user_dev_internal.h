@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vmm/virtio/vhost_user_dev_int.h: one vhost-user device's state, shared by the files that
+/* vmm/virtio/vhost_user_dev_internal.h: one vhost-user device's state, shared by the files that
  * make up vhost_user_dev.h's API (vhost_user_dev.c: set-up, the driver's requests, the
  * watcher; vhost_user_snap.c: snapshots). Not for anyone else. */
-#ifndef BULKHEAD_VMM_VIRTIO_VHOST_USER_DEV_INT_H
-#define BULKHEAD_VMM_VIRTIO_VHOST_USER_DEV_INT_H
+#ifndef BULKHEAD_VMM_VIRTIO_VHOST_USER_DEV_INTERNAL_H
+#define BULKHEAD_VMM_VIRTIO_VHOST_USER_DEV_INTERNAL_H
 
-#include "vmm/virtio/vhost_user_dev.h"
+#include "vmm/virtio/mmio.h"
+#include "vmm/virtio/vu_front.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #define VHOST_USER_DEV_CONFIG_MAX 64
+
+struct virtio_devs;
 
 struct vhost_user_dev {
 	struct virtio_devs *set;
