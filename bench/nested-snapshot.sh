@@ -3,7 +3,7 @@
 # Inside L1 (bench/nested.sh boots it; `make bench-nested NESTED_BENCH=snapshot`): a Linux
 # guest's first answer after a cold boot against after a restore of the same guest, in one run,
 # alternating, RUNS times each, for 256 MiB and 1 GiB of guest RAM. The guest is
-# tests/tools/snap_init.c serving vsock port 5000 (no image, no shares: what a snapshot holds
+# tests/guest-tools/snap_init.c serving vsock port 5000 (no image, no shares: what a snapshot holds
 # today); "first byte" is the host client's answer to its line, from the moment bulkhead-vmm
 # is started (a fresh bulkhead-vsock each time, started before the clock, in both cases).
 # Also the save itself, the snapshot's size, and what a restore costs per MiB of RAM in use.

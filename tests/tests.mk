@@ -170,11 +170,6 @@ $(BUILD)/tests/reap-check: $(OBJ)/tests/tools/reap_check.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^
 test-programs: $(BUILD)/tests/reap-check
-# /init of a Linux guest saved and restored mid-run (tests/e2e/test_vmm_snapshot.sh): static.
-$(BUILD)/tests/snap-init: $(OBJ)/tests/tools/snap_init.o
-	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -static -o $@ $^
-test-programs: $(BUILD)/tests/snap-init
 # Connects Unix sockets onto chosen descriptors for a command (tests/e2e/test_vmm_jail.sh).
 $(BUILD)/tests/fd-connect: $(OBJ)/tests/tools/fd_connect.o
 	@mkdir -p $(@D)

@@ -89,7 +89,7 @@ restore "$TMP/snap2" again
 check_eq "a snapshot restored a second time: the same result" "$(result "$TMP/ref2.out")" "$(result "$TMP/again.out")"
 
 # --- Linux: its timers, interrupts and clocks across a save ----------------------------------
-# tests/tools/snap_init.c is /init: ticks 50 ms apart (LAPIC timer interrupts), each saying
+# tests/guest-tools/snap_init.c is /init: ticks 50 ms apart (LAPIC timer interrupts), each saying
 # whether CLOCK_MONOTONIC went forward; saved after a few ticks, restored a second later.
 INIT=$(cd "$BUILD/tests" && pwd)/snap-init
 if [ -x "$INIT" ] && [ -f "$LIBDIR/vmlinux" ] && [ -x "$LIBDIR/gen_init_cpio" ]; then

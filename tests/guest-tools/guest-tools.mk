@@ -21,6 +21,13 @@ $(SHARE_PROBE): tests/guest-tools/share_probe.c | deps
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -I. -O2 -static -s -o $@ $^
 
+# /init of a Linux guest saved and restored mid-run (tests/e2e/test_vmm_snapshot.sh,
+# bench/nested-snapshot.sh): static, and never sanitized (a guest has no sanitizer run time).
+$(BUILD)/tests/snap-init: tests/guest-tools/snap_init.c | deps
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -I. -O2 -static -s -o $@ $^
+test-programs: $(BUILD)/tests/snap-init
+
 $(TEST_INITRAMFS): $(INITRAMFS_BASE) $(VSOCK_TOOL) $(LIBDIR)/gen_init_cpio
 	@mkdir -p $(@D)
 	printf 'dir /usr/local 0755 0 0\ndir /usr/local/bin 0755 0 0\nfile /usr/local/bin/vsock-tool %s 0755 0 0\n' \

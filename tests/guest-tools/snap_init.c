@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tests/tools/snap_init.c: /init of a Linux guest that is saved and restored mid-run
+ * tests/guest-tools/snap_init.c: /init of a Linux guest that is saved and restored mid-run
  * (tests/e2e/test_vmm_snapshot.sh, bench/nested-snapshot.sh): the console is its only device.
  * Static, so the initramfs needs nothing else.
  *
