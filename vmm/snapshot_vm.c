@@ -328,7 +328,6 @@ int snapshot_restore(struct machine *m, const struct vmm_device *devs, unsigned 
 {
 	const char *what = "";
 	char err[200];
-	uint32_t len;
 	int rc;
 
 	uint64_t t0 = mono_ns();
@@ -337,9 +336,10 @@ int snapshot_restore(struct machine *m, const struct vmm_device *devs, unsigned 
 		return rc;
 	}
 	uint64_t t1 = mono_ns();
-	const struct x86_vm_state *vm = snap_find(in, SNAP_SEC_VM, 0, &len);
-	if (!vm || len != sizeof(*vm) || vm->irqchip != ((m->vm.flags & VM_IRQCHIP) != 0))
-		return restore_fail("the VM's state is missing or does not fit its mode", -EBADMSG);
+	/* Its size, and an irqchip that matches the mode, were checked at open. */
+	const struct x86_vm_state *vm = snapshot_section(in, SNAP_SEC_VM, sizeof(*vm), "the VM");
+	if (!vm)
+		return -EBADMSG;
 	if ((rc = x86_vm_restore(m->vm.vm_fd, vm, &what)))
 		return restore_fail(what, rc);
 	if ((rc = restore_vcpus(m, in)))

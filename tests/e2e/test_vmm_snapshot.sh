@@ -152,11 +152,16 @@ if [ -x "$INIT" ] && [ -f "$LIBDIR/vmlinux" ] && [ -x "$LIBDIR/gen_init_cpio" ];
 			[ -f "$f" ] && echo "${f##*/}: $(tail -c 600 "$f")"
 		done
 	}
-	vsockd 1
-	"$VMM" --kernel "$LIBDIR/vmlinux" --initrd "$TMP/snapinit.cpio" --cmdline "$CMDLINE vsock" \
-		--mem 256 --cpus 2 --timeout-ms 60000 --virtio-vsock "$TMP/vs1.sock,cid=3" --snapshot-fd 3 \
-		3<> "$TMP/vsnap" > "$TMP/vsave.out" 2> "$TMP/vsave.err" < /dev/null &
-	pid=$!
+	# vsock_guest N FILE NAME: the guest serving vsock through bulkhead-vsock N, saved on
+	# SIGUSR1 to FILE; $pid is bulkhead-vmm's own (started here, not in a subshell).
+	vsock_guest() {
+		vsockd "$1"
+		"$VMM" --kernel "$LIBDIR/vmlinux" --initrd "$TMP/snapinit.cpio" --cmdline "$CMDLINE vsock" \
+			--mem 256 --cpus 2 --timeout-ms 60000 --virtio-vsock "$TMP/vs$1.sock,cid=3" \
+			--snapshot-fd 3 3<> "$2" > "$TMP/$3.out" 2> "$TMP/$3.err" < /dev/null &
+		pid=$!
+	}
+	vsock_guest 1 "$TMP/vsnap" vsave
 	wait_line "$TMP/vsave.out" '^snapinit: listening'
 	client 1 before "$TMP/c1.out" 60
 	wait_line "$TMP/c1.out" '^echo: before'
@@ -186,11 +191,7 @@ if [ -x "$INIT" ] && [ -f "$LIBDIR/vmlinux" ] && [ -x "$LIBDIR/gen_init_cpio" ];
 	# stood, and the guest's vsock goes on working (a new connection is served).
 	mkdir -p "$TMP/small"
 	if mount -t tmpfs -o size=64k tmpfs "$TMP/small" 2> /dev/null; then
-		vsockd 3
-		"$VMM" --kernel "$LIBDIR/vmlinux" --initrd "$TMP/snapinit.cpio" --cmdline "$CMDLINE vsock" \
-			--mem 256 --cpus 2 --timeout-ms 60000 --virtio-vsock "$TMP/vs3.sock,cid=3" --snapshot-fd 3 \
-			3<> "$TMP/small/vsnap" > "$TMP/vfull.out" 2> "$TMP/vfull.err" < /dev/null &
-		pid=$!
+		vsock_guest 3 "$TMP/small/vsnap" vfull
 		wait_line "$TMP/vfull.out" '^snapinit: listening'
 		kill -USR1 "$pid"
 		wait_line "$TMP/vfull.err" 'the guest runs on'
