@@ -6,6 +6,7 @@
 # engines - `bulkhead run -- true` under bulkhead-vmm, QEMU -accel kvm and QEMU TCG
 # soak  - SESSIONS (100) sessions in a row under bulkhead-vmm, each checked
 # snapshot - a Linux guest's first answer after a cold boot against after a restore
+# templates - a session's first byte cold against from a template; a serve pool's fill
 # Also prints L1's own boot: QEMU start to L1's user space, and the whole run.
 # Usage: sh bench/nested.sh [NAME...]   (BUILD=build; make bench-nested)
 set -u

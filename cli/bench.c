@@ -283,7 +283,9 @@ static int bench_boot(int argc, char **argv)
 			    .cmdline = cmdline,
 			    .mem_mib = 256,
 			    .cpus = 1,
-			    .diag_w = -1 };
+			    .diag_w = -1,
+			    .restore_fd = -1,
+			    .snapshot_fd = -1 };
 
 	uint64_t *v[PH_N];
 	for (int p = 0; p < PH_N; p++)

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -176,6 +177,11 @@ int cmd_exec(int argc, char **argv)
 		fprintf(stderr, "bulkhead: %s\n", err);
 		return EXIT_BULKHEAD;
 	}
+	char state[16];
+	if (rundir_get(&rd, "state", state, sizeof(state)) == 0 && !strcmp(state, "paused\n")) {
+		fprintf(stderr, "bulkhead: session %s is paused ('bulkhead resume %s')\n", id, id);
+		return EXIT_BULKHEAD;
+	}
 	if (!cwd)
 		cwd = rundir_get(&rd, "cwd", dflt, sizeof(dflt)) == 0 ? dflt : "/";
 	/* A session on an image: its environment (the run directory's "env") under -e. */
@@ -227,14 +233,16 @@ int cmd_stop(int argc, char **argv)
 		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : EXIT_BULKHEAD;
 	}
 	struct rundir rd;
-	char err[320], pidtext[32];
-	if (rundir_open(&rd, argv[1], err, sizeof(err)) < 0) {
+	char err[320];
+	int pidfd = -1;
+	if (rundir_open(&rd, argv[1], err, sizeof(err)) < 0 ||
+	    (pidfd = rundir_supervisor(&rd, err, sizeof(err))) < 0) {
 		fprintf(stderr, "bulkhead: %s\n", err);
 		return EXIT_BULKHEAD;
 	}
-	long pid = 0;
-	if (rundir_get(&rd, "pid", pidtext, sizeof(pidtext)) < 0 || (pid = atol(pidtext)) <= 1 ||
-	    kill((pid_t)pid, SIGTERM) < 0) {
+	int sent = (int)syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
+	close(pidfd);
+	if (sent < 0) {
 		fprintf(stderr, "bulkhead: session %s: no running supervisor\n", argv[1]);
 		return EXIT_BULKHEAD;
 	}
@@ -247,4 +255,61 @@ int cmd_stop(int argc, char **argv)
 	}
 	fprintf(stderr, "bulkhead: session %s did not stop within 15 s\n", argv[1]);
 	return EXIT_BULKHEAD;
+}
+
+/* pause / resume: a signal to the session's supervisor, then its answer in "state". */
+static int pause_or_resume(int argc, char **argv, bool pause)
+{
+	const char *verb = pause ? "pause" : "resume";
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: bulkhead %s ID\n", verb);
+		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : EXIT_BULKHEAD;
+	}
+	struct rundir rd;
+	char err[320], state[600], path[PATH_MAX];
+	int pidfd = -1;
+	if (rundir_open(&rd, argv[1], err, sizeof(err)) < 0 ||
+	    (pidfd = rundir_supervisor(&rd, err, sizeof(err))) < 0) {
+		fprintf(stderr, "bulkhead: %s\n", err);
+		return EXIT_BULKHEAD;
+	}
+	if (rundir_file(&rd, "state", 0, path, sizeof(path)) < 0 ||
+	    (unlink(path) < 0 && errno != ENOENT) ||
+	    syscall(SYS_pidfd_send_signal, pidfd, pause ? SIGUSR1 : SIGUSR2, NULL, 0) < 0) {
+		fprintf(stderr, "bulkhead: session %s: no running supervisor\n", argv[1]);
+		close(pidfd);
+		return EXIT_BULKHEAD;
+	}
+	/* Saving or loading the guest's memory takes about as long as copying it. */
+	for (int i = 0; i < 3000; i++) {
+		if (rundir_get(&rd, "state", state, sizeof(state)) == 0) {
+			state[strcspn(state, "\n")] = '\0';
+			if (!strcmp(state, pause ? "paused" : "running"))
+				return 0;
+			if (!strncmp(state, "error: ", 7)) {
+				fprintf(stderr, "bulkhead: session %s: %s\n", argv[1], state + 7);
+				return EXIT_BULKHEAD;
+			}
+		}
+		/* The supervisor ended (its pidfd turns readable): no answer will come. */
+		struct pollfd p = { .fd = pidfd, .events = POLLIN };
+		if (poll(&p, 1, 50) > 0) {
+			fprintf(stderr, "bulkhead: session %s ended\n", argv[1]);
+			close(pidfd);
+			return EXIT_BULKHEAD;
+		}
+	}
+	close(pidfd);
+	fprintf(stderr, "bulkhead: session %s did not %s within 150 s\n", argv[1], verb);
+	return EXIT_BULKHEAD;
+}
+
+int cmd_pause(int argc, char **argv)
+{
+	return pause_or_resume(argc, argv, true);
+}
+
+int cmd_resume(int argc, char **argv)
+{
+	return pause_or_resume(argc, argv, false);
 }

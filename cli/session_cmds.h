@@ -14,6 +14,9 @@ int cmd_start(int argc, char **argv);
 /* session_cmds.c: `bulkhead exec ID -- CMD`, `bulkhead stop ID`. */
 int cmd_exec(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
+/* `pause ID` and `resume ID` (session/session_pause.c). */
+int cmd_pause(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
 
 /* session_opts.c: `run` and `start` options into a request. Returns -1 when parsed (go on),
  * else the exit code (0 after --help, EXIT_BULKHEAD after a usage error, said on stderr). */

@@ -2,6 +2,7 @@
 /* image/store.c: where the store is, its names, and reading one image back (image_open): a name
  * is a symbolic link "../sha256/<hex>", an image a directory published whole by rename. */
 #include "image/image_internal.h"
+#include "lib/cache_dir.h"
 #include "lib/errbuf.h"
 
 #include <errno.h>
@@ -14,51 +15,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-/* mkdir -p PATH, each missing directory 0700. */
-static int make_dirs(const char *path)
-{
-	char p[PATH_MAX];
-
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p + 1;; s++) {
-		if (*s != '/' && *s != '\0')
-			continue;
-		char c = *s;
-		*s = '\0';
-		if (mkdir(p, 0700) < 0 && errno != EEXIST)
-			return -1;
-		if (c == '\0')
-			return 0;
-		*s = c;
-	}
-}
-
 int image_store_dir(char *buf, size_t len, int create, char *err, size_t errlen)
 {
-	const char *cache = getenv("BULKHEAD_CACHE"), *xdg = getenv("XDG_CACHE_HOME"),
-		   *home = getenv("HOME");
-	int n;
-
-	if (cache && *cache) {
-		if (*cache != '/')
-			return errbuf_fail(err, errlen, -1,
-					   "BULKHEAD_CACHE must be an absolute path, not '%s'",
-					   cache);
-		n = snprintf(buf, len, "%s/images", cache);
-	} else if (xdg && *xdg == '/') {
-		n = snprintf(buf, len, "%s/bulkhead/images", xdg);
-	} else if (home && *home == '/') {
-		n = snprintf(buf, len, "%s/.cache/bulkhead/images", home);
-	} else {
-		return errbuf_fail(err, errlen, -1,
-				   "no image store: set BULKHEAD_CACHE, XDG_CACHE_HOME or HOME");
-	}
-	if (n < 0 || (size_t)n >= len || (size_t)n >= PATH_MAX - 256)
-		return errbuf_fail(err, errlen, -1, "the image store's path is too long");
-	if (create && make_dirs(buf) < 0)
-		return errbuf_fail(err, errlen, -1, "cannot create the image store %s: %s", buf,
-				   strerror(errno));
-	return 0;
+	return cache_dir(buf, len, "images", "the image store", create, err, errlen);
 }
 
 int image_store_open(struct image_store *s, int create, char *err, size_t errlen)

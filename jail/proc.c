@@ -19,12 +19,19 @@
 
 int proc_signalfd(void)
 {
+	return proc_signalfd_and(NULL, 0);
+}
+
+int proc_signalfd_and(const int *more, size_t n)
+{
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGWINCH);
+	for (size_t i = 0; i < n; i++)
+		sigaddset(&mask, more[i]);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	return signalfd(-1, &mask, SFD_CLOEXEC);
@@ -261,4 +268,29 @@ int proc_reap_all(void)
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		found++;
 	return found;
+}
+
+unsigned long long proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* After the name (which may hold anything): " S ppid ..."; field 22 is the start time. */
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0; /* gone, or a zombie: its command is over */
+	p += 2;
+	for (int field = 3; field < 22 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	return p ? strtoull(p, NULL, 10) : 0;
 }

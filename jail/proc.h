@@ -10,6 +10,8 @@
  * ignores SIGPIPE; call before starting children so none is lost. Returns a
  * signalfd for them, or -1. */
 int proc_signalfd(void);
+/* The same, with the n signals of MORE too. */
+int proc_signalfd_and(const int *more, size_t n);
 /* The same for every signal a process may be sent to pass on (all but KILL, STOP, CHLD, PIPE and
  * the faults a program raises itself). */
 int proc_signalfd_all(void);
@@ -58,5 +60,9 @@ void proc_stop(pid_t *pid);
  * included), so that the session's cgroups and ids are free when we return. Returns how
  * many there were. */
 int proc_reap_all(void);
+
+/* The process's start time (field 22 of /proc/PID/stat), or 0 when it is gone or a zombie:
+ * with the pid, what tells a process from a later one that reused its pid. */
+unsigned long long proc_start_time(pid_t pid);
 
 #endif

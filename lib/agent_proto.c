@@ -69,10 +69,74 @@ int agent_check_len(int type, size_t len)
 		return len == AGENT_WINSIZE_LEN ? 0 : -EPROTO;
 	case AGENT_EXIT:
 		return len == AGENT_EXIT_LEN ? 0 : -EPROTO;
+	case AGENT_CLOCK:
+		return len == AGENT_CLOCK_LEN ? 0 : -EPROTO;
 	case AGENT_READY:
+	case AGENT_TEMPLATE_READY:
 		return len == 0 ? 0 : -EPROTO;
+	case AGENT_SESSION:
+		return len > AGENT_SESSION_FIXED && len <= AGENT_SESSION_FIXED + AGENT_SESSION_ARGS_MAX + 1
+			       ? 0
+			       : -EPROTO;
 	}
 	return -EPROTO;
+}
+
+/* --- a template's session --------------------------------------------------------------- */
+
+/* Printable, of a command line's size, and no template word: a restored guest is a session. */
+static bool session_args_ok(const char *a, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (a[i] < 0x20 || a[i] > 0x7e)
+			return false;
+	return len <= AGENT_SESSION_ARGS_MAX && !memmem(a, len, "bulkhead.template", 17);
+}
+
+void agent_clock_encode(uint8_t out[AGENT_CLOCK_LEN], int64_t sec, uint32_t nsec)
+{
+	put_le32(out, (uint32_t)((uint64_t)sec & 0xffffffffu));
+	put_le32(out + 4, (uint32_t)((uint64_t)sec >> 32));
+	put_le32(out + 8, nsec);
+}
+
+int agent_clock_decode(const uint8_t *p, size_t len, int64_t *sec, uint32_t *nsec)
+{
+	uint64_t s = get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+	uint32_t ns = get_le32(p + 8);
+	if (len != AGENT_CLOCK_LEN || s > (uint64_t)AGENT_CLOCK_MAX || ns >= 1000000000u)
+		return -EPROTO;
+	*sec = (int64_t)s;
+	*nsec = ns;
+	return 0;
+}
+
+long agent_session_encode(void *buf, size_t buflen, const struct agent_session *s)
+{
+	size_t alen = strlen(s->args), len = AGENT_SESSION_FIXED + alen + 1;
+	uint8_t *p = buf;
+	if (!session_args_ok(s->args, alen) || len > buflen || s->sec < 0 ||
+	    s->sec > AGENT_CLOCK_MAX || s->nsec >= 1000000000u)
+		return -E2BIG;
+	memcpy(p, s->entropy, AGENT_SESSION_ENTROPY);
+	agent_clock_encode(p + AGENT_SESSION_ENTROPY, s->sec, s->nsec);
+	memcpy(p + AGENT_SESSION_FIXED, s->args, alen + 1);
+	return (long)len;
+}
+
+int agent_session_decode(const void *payload, size_t len, struct agent_session *s)
+{
+	const uint8_t *p = payload;
+	if (agent_check_len(AGENT_SESSION, len) < 0 ||
+	    agent_clock_decode(p + AGENT_SESSION_ENTROPY, AGENT_CLOCK_LEN, &s->sec, &s->nsec) < 0)
+		return -EPROTO;
+	const char *args = (const char *)p + AGENT_SESSION_FIXED;
+	size_t alen = len - AGENT_SESSION_FIXED - 1;
+	if (args[alen] != '\0' || !session_args_ok(args, alen))
+		return -EPROTO;
+	memcpy(s->entropy, p, AGENT_SESSION_ENTROPY);
+	s->args = args;
+	return 0;
 }
 
 /* --- fixed payloads ------------------------------------------------------------------ */

@@ -33,6 +33,9 @@
  * the session's fixed vsock ports, so it is listed with them. */
 #define BROKER_VSOCK_PORT 1026
 #define GUEST_PROXY_PORT  3128
+/* Guest port a template's init (bulkhead.template=1) listens on: the host that restored it
+ * connects and sends one SESSION frame, what makes the template this session's guest. */
+#define TEMPLATE_PORT 1027
 /* On the broker port, "GET BROKER_CA_PATH" (origin form, not through a tunnel) answers the
  * session CA's certificate in PEM; bulkhead-init installs it as GUEST_CA_BUNDLE, the guest's
  * only trusted CA, so a TLS connection from the guest can only end at the broker. */
@@ -51,17 +54,24 @@ enum agent_type {
 			    * AGENT_SIGNAL_PROCESS, for the command's process alone (as an OCI
 			    * runtime's kill reaches a container's first process only) */
 	AGENT_WINSIZE = 4, /* le16 rows, le16 cols (tty execs) */
+	AGENT_SESSION = 5, /* on TEMPLATE_PORT: struct agent_session (see below) */
+	AGENT_CLOCK = 6,   /* on the ready connection, the host's answer to READY: le64
+			    * seconds, le32 nanoseconds of its wall clock (a resumed guest's is
+			    * as old as its pause) */
 	/* guest -> host */
 	AGENT_STDOUT = 16, /* bytes of the command's stdout (or its tty) */
 	AGENT_STDERR = 17, /* bytes of the command's stderr (never with a tty) */
 	AGENT_EXIT = 18,   /* le32 code, le32 signal (struct agent_exit); the last frame */
 	AGENT_ERROR = 19,  /* one line of text: the exec failed before the command ran */
 	AGENT_READY = 20,  /* on the ready connection: the agent listens; no payload */
+	AGENT_TEMPLATE_READY = 21, /* on the ready connection: a template's init waits on
+				    * TEMPLATE_PORT for its session; no payload */
 };
 
 #define AGENT_SIGNAL_LEN  4
 #define AGENT_WINSIZE_LEN 4
 #define AGENT_EXIT_LEN	  8
+#define AGENT_CLOCK_LEN	  12
 #define AGENT_SIG_MAX	  64
 
 #define AGENT_EXEC_TTY	 (1u << 0) /* run under a pseudo-terminal */
@@ -127,6 +137,29 @@ long agent_exec_encode(void *buf, size_t buflen, uint32_t flags, uint16_t rows, 
  * over). Allocates req->argv and req->env (free with agent_exec_free). 0 or -EPROTO. */
 int agent_exec_decode(const void *payload, size_t len, struct agent_exec_req *req);
 void agent_exec_free(struct agent_exec_req *req);
+
+/* SESSION payload: fresh entropy for the guest's kernel generator, the host's wall clock, and
+ * the session's boot arguments (lib/boot_args.h words, as the kernel command line would have
+ * them): AGENT_SESSION_ENTROPY bytes, le64 seconds, le32 nanoseconds, then the arguments,
+ * printable ASCII, NUL-terminated, filling the payload exactly. */
+#define AGENT_SESSION_ENTROPY 64
+#define AGENT_SESSION_FIXED   (AGENT_SESSION_ENTROPY + 8 + 4)
+#define AGENT_SESSION_ARGS_MAX 2047 /* BOOT_ARGS_CMDLINE_MAX less its NUL */
+struct agent_session {
+	uint8_t entropy[AGENT_SESSION_ENTROPY];
+	int64_t sec;   /* CLOCK_REALTIME, >= 0 */
+	uint32_t nsec; /* < 1e9 */
+	const char *args; /* decoded: points into the payload */
+};
+/* The wall clock both frames carry: from 0 to AGENT_CLOCK_MAX seconds (the year 2242). */
+#define AGENT_CLOCK_MAX (1ll << 33)
+void agent_clock_encode(uint8_t out[AGENT_CLOCK_LEN], int64_t sec, uint32_t nsec);
+int agent_clock_decode(const uint8_t *p, size_t len, int64_t *sec, uint32_t *nsec);
+/* Encodes into buf; returns the length or -E2BIG (arguments too long or not printable). */
+long agent_session_encode(void *buf, size_t buflen, const struct agent_session *s);
+/* Checks every field (time in range, arguments printable and terminated at the payload's
+ * end, no bulkhead.template word among them); 0 or -EPROTO. */
+int agent_session_decode(const void *payload, size_t len, struct agent_session *s);
 
 /* --- reading ------------------------------------------------------------------------- */
 

@@ -16,6 +16,9 @@
  *   bulkhead.hostname=NAME  the guest's host name (default "bulkhead")
  *   bulkhead.bindN=rw|ro:PATH  (N = 0, 1) the virtio-fs tag "bindN" is to be mounted at PATH
  *                        (an OCI bundle's bind mounts); letters, digits and "/._-+@" only
+ *   bulkhead.template=1  a template (session/template.c): init waits on vsock for the session
+ *                        it becomes once restored, whose bulkhead.* words then come from the
+ *                        host instead (guest/init/template.c)
  */
 #ifndef BULKHEAD_LIB_BOOT_ARGS_H
 #define BULKHEAD_LIB_BOOT_ARGS_H
@@ -26,6 +29,7 @@
 #define BOOT_ARGS_HOSTNAME	"bulkhead.hostname="
 #define BOOT_ARGS_BIND		"bulkhead.bind" /* then N= */
 #define BOOT_ARGS_BIND_TAG	"bind"		/* then N */
+#define BOOT_ARGS_TEMPLATE	"bulkhead.template=" /* 1: wait for the session (guest/init/template.c) */
 #define BOOT_ARGS_HOSTNAME_MAX	63
 #define BOOT_ARGS_BIND_DEST_MAX 200
 #define BOOT_ARGS_CMDLINE_MAX	2048 /* COMMAND_LINE_SIZE on x86, including the NUL */

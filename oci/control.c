@@ -3,6 +3,7 @@
  * supervisor, which passes it to the command in the guest; KILL cannot be passed on, so it
  * ends the supervisor and every process of the session (its cgroups) at once. delete removes
  * whatever a session killed that way left: its run directory and cgroups, then the state. */
+#include "jail/proc.h"
 #include "session/session_reap.h"
 #include "lib/signame.h"
 #include "session/rundir.h"
@@ -150,7 +151,7 @@ int oci_delete(const struct oci_globals *g, int argc, char **argv)
 	}
 	if (c.status == OCI_CREATED || c.status == OCI_RUNNING) {
 		kill_session(&c);
-		for (int tries = 0; session_pid_start(c.pid) && tries < 500; tries++)
+		for (int tries = 0; proc_start_time(c.pid) && tries < 500; tries++)
 			usleep(20000);
 	}
 	struct rundir rd;

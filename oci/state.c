@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* oci/state.c: a container's state directory and its status (see state.h). */
+#include "jail/proc.h"
 #include "session/session_reap.h"
 #include "oci/state.h"
 #include "oci/bundle.h"
@@ -47,7 +48,7 @@ static void read_status(struct oci_container *c)
 	if (pid <= 1 || pid > 0x7fffffff)
 		return;
 	c->pid = (pid_t)pid;
-	if (session_pid_start(c->pid) != (unsigned long long)start)
+	if (proc_start_time(c->pid) != (unsigned long long)start)
 		return;
 	c->status = OCI_CREATED;
 	if (oci_container_file(c, "started", path, sizeof(path)) == 0 && access(path, F_OK) == 0)
@@ -124,7 +125,7 @@ int oci_container_save(struct oci_container *c, const char *bundle, pid_t pid, c
 	snprintf(created + n, sizeof(created) - n, ".%09ldZ", ts.tv_nsec);
 	json_t *s = json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:s, s:O, s:O}", "id", c->id,
 			      "bundle", bundle, "pid", (json_int_t)pid, "pid_start",
-			      (json_int_t)session_pid_start(pid), "session", session, "rundir",
+			      (json_int_t)proc_start_time(pid), "session", session, "rundir",
 			      rundir, "created", created, "annotations",
 			      annotations ? annotations : json_object(), "process", process);
 	if (!s || oci_container_file(c, "state.json", path, sizeof(path)) < 0 ||

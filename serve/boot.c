@@ -140,9 +140,11 @@ int serve_boot(struct serve_session *s, const struct serve_create *c, const stru
 		return -1;
 	}
 	/* A pool guest waits for its scope and broker (session/session_bind.c, serve/bind.c). */
-	char *args[6] = { "--request", "-" }, **a = args + 2;
+	char *args[7] = { "--request", "-" }, **a = args + 2;
 	if (!c)
 		*a++ = "--bind-later";
+	if (serve.template)
+		*a++ = "--template";
 	if (serve.policy[0]) {
 		*a++ = "--policy";
 		*a++ = serve.policy;

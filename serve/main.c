@@ -36,7 +36,7 @@ struct serve serve = {
 
 static const char usage[] =
 	"usage: bulkhead serve [--socket PATH] [--pool N[:IMAGE]] [--state DIR]\n"
-	"                      [--allow-uid UID]...\n"
+	"                      [--allow-uid UID]... [--template]\n"
 	"The session API daemon (docs/API.md): HTTP/1.1 + JSON on a Unix socket.\n"
 	"  --socket PATH     where to listen (default: <run dir>/serve.sock, mode 0600)\n"
 	"  --pool N[:IMAGE][:mem=MIB][:cpus=N]\n"
@@ -47,6 +47,8 @@ static const char usage[] =
 	"  --allow-uid UID   let UID use the API too (only ours and root's by default)\n"
 	"  --policy FILE     the global policy of every session (default\n"
 	"                    /etc/bulkhead/policy.json when it exists)\n"
+	"  --template        start every session, pool guests included, by restoring a\n"
+	"                    template of its shape (kvm engine; 'bulkhead run --template')\n"
 	"Sessions end with the daemon; one that was killed stops what it left when it starts.\n";
 
 long long serve_now_ms(void)
@@ -69,6 +71,7 @@ static int options(int argc, char **argv)
 		{ "state", required_argument, NULL, 'd' },
 		{ "allow-uid", required_argument, NULL, 'u' },
 		{ "policy", required_argument, NULL, 'P' },
+		{ "template", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -97,6 +100,9 @@ static int options(int argc, char **argv)
 					SERVE_POOLS_MAX);
 				return 2;
 			}
+			break;
+		case 'T':
+			serve.template = true;
 			break;
 		case 'P':
 			if (optarg[0] != '/' || strlen(optarg) >= sizeof(serve.policy) ||

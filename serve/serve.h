@@ -105,6 +105,7 @@ struct serve {
 	uid_t allow[SERVE_ALLOW_MAX];
 	size_t nallow;
 	char policy[PATH_MAX]; /* --policy, for every supervisor ("": the default) */
+	bool template;	       /* --template: every supervisor restores a template */
 	/* --pool, one per shape (pool.c); pool_size: all of them together */
 	struct serve_pool {
 		unsigned size;

@@ -6,6 +6,7 @@
  * there, so that a daemon that was KILLed stops what is left at its next start. */
 #include "session/paths.h"
 #include "session/rundir.h"
+#include "jail/proc.h"
 #include "session/session_reap.h"
 #include "lib/env_merge.h"
 #include "lib/mkdirs.h"
@@ -218,7 +219,7 @@ int serve_spawn(struct serve_session *s, char *const args[], int stdin_fd, char 
 		snprintf(why, whylen, "cannot start %s: %s", bin, strerror((int)-pid));
 		return -1;
 	}
-	s->pid_start = session_pid_start(pid);
+	s->pid_start = proc_start_time(pid);
 	int rc = read_id(p[0], s->id);
 	close(p[0]);
 	if (rc < 0) {
@@ -281,11 +282,11 @@ static void recover(const char *id)
 		return;
 	int got = fscanf(f, "%d %llu %d %4095[^\n]", &pid, &start, &owned, work);
 	fclose(f);
-	if (got >= 2 && pid > 1 && start && session_pid_start(pid) == start) {
+	if (got >= 2 && pid > 1 && start && proc_start_time(pid) == start) {
 		kill(pid, SIGTERM);
-		for (int i = 0; i < 200 && session_pid_start(pid) == start; i++)
+		for (int i = 0; i < 200 && proc_start_time(pid) == start; i++)
 			usleep(50000);
-		if (session_pid_start(pid) == start)
+		if (proc_start_time(pid) == start)
 			kill(pid, SIGKILL);
 	}
 	struct rundir rd;

@@ -32,6 +32,9 @@ struct launch {
 	int diag_w;		/* write end for the engine's stderr */
 	const char *vsock_sock; /* vhost-user-vsock socket, NULL if no vsock */
 	unsigned guest_cid;
+	/* Templates (kvm engine, jailed; session/template.h), else -1: the guest is restored
+	 * from restore_fd instead of booted, or saved into snapshot_fd when asked (SIGUSR1). */
+	int restore_fd, snapshot_fd;
 };
 
 /* A started VM process. */

@@ -18,6 +18,46 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+/* Jailed, bulkhead-vmm gets everything as descriptors opened here, numbered from 3 in the
+ * order they are added, and an empty root. */
+struct vmm_fds {
+	int fd[4 + LAUNCH_FS_MAX + 1];
+	char arg[4 + LAUNCH_FS_MAX + 1][16];
+	size_t n;
+};
+
+/* Adds fd (ours now) and returns its number in the VMM as text. */
+static const char *vmm_fd(struct vmm_fds *f, int fd)
+{
+	f->fd[f->n] = fd;
+	snprintf(f->arg[f->n], sizeof(f->arg[f->n]), "%zu", 3 + f->n);
+	return f->arg[f->n++];
+}
+
+static int open_fd(struct vmm_fds *f, const char *path, int flags, const char **arg, char *err,
+		   size_t errlen)
+{
+	int fd = open(path, flags | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	*arg = vmm_fd(f, fd);
+	return 0;
+}
+
+/* The template's descriptor, duplicated: the VMM's list holds only what it may close. */
+static int dup_fd(struct vmm_fds *f, int fd, const char **arg, char *err, size_t errlen)
+{
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (d < 0) {
+		snprintf(err, errlen, "the template: %s", strerror(errno));
+		return -1;
+	}
+	*arg = vmm_fd(f, d);
+	return 0;
+}
+
 static int kvm_start(const struct launch *l, const struct engine_choice *c, struct vm_proc *vm,
 		     char *err, size_t errlen)
 {
@@ -33,76 +73,68 @@ static int kvm_start(const struct launch *l, const struct engine_choice *c, stru
 			 vmm);
 		return -1;
 	}
-	/* Jailed, it gets everything as descriptors opened here, and an empty root: kernel,
-	 * initramfs, /dev/kvm, then the back ends' sockets, as 3, 4, 5, ... */
-	int fds[3 + LAUNCH_FS_MAX + 1];
-	size_t nfds = 0;
-	const char *files[] = { l->kernel, l->initrd, "/dev/kvm" };
-	const char *socks[LAUNCH_FS_MAX + 1];
-	for (size_t i = 0; i < LAUNCH_FS_MAX; i++)
-		socks[i] = l->fs[i].sock;
-	socks[LAUNCH_FS_MAX] = l->vsock_sock;
-	char fdarg[3 + LAUNCH_FS_MAX + 1][16];
-	int rc = 0;
-	for (size_t i = 0; l->jail && !rc && i < 3; i++) {
-		int fd = open(files[i], (i == 2 ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-		if (fd < 0) {
-			rc = -1;
-			snprintf(err, errlen, "%s: %s", files[i], strerror(errno));
-		} else {
-			fds[nfds++] = fd;
-		}
-	}
-	for (size_t i = 0; l->jail && !rc && i < LAUNCH_FS_MAX + 1; i++) {
-		int fd = socks[i] ? unix_connect(socks[i], false) : 0;
-		if (fd < 0) {
-			rc = -1;
-			snprintf(err, errlen, "connect to %s: %s", socks[i], strerror(-fd));
-		} else if (socks[i]) {
-			fds[nfds++] = fd;
-		}
-	}
-	if (rc) {
-		for (size_t i = 0; i < nfds; i++)
-			close(fds[i]);
+	if (!l->jail && (l->restore_fd >= 0 || l->snapshot_fd >= 0)) {
+		snprintf(err, errlen, "a template needs the jail (not --no-jail)");
 		return -1;
 	}
-	for (size_t i = 0; i < nfds; i++)
-		snprintf(fdarg[i], sizeof(fdarg[i]), "%u", (unsigned)(3 + i));
 	static struct engine_argv a; /* large: not on the stack */
+	struct vmm_fds f = { .n = 0 };
+	const char *arg = NULL;
+	int rc = 0;
 	memset(&a, 0, sizeof(a));
 	engine_arg(&a, vmm);
-	engine_arg(&a, l->jail ? "--kernel-fd" : "--kernel");
-	engine_arg(&a, l->jail ? fdarg[0] : l->kernel);
-	engine_arg(&a, l->jail ? "--initrd-fd" : "--initrd");
-	engine_arg(&a, l->jail ? fdarg[1] : l->initrd);
-	if (l->jail) {
-		engine_arg(&a, "--kvm-fd");
-		engine_arg(&a, fdarg[2]);
+	/* The guest: a template's (the snapshot decides mode, kernel and command line) or a
+	 * boot of the kernel and initramfs. */
+	if (l->restore_fd >= 0) {
+		if (!(rc = dup_fd(&f, l->restore_fd, &arg, err, errlen))) {
+			engine_arg(&a, "--restore-fd");
+			engine_arg(&a, arg);
+		}
+	} else {
+		if (!(rc = !l->jail ? 0 : open_fd(&f, l->kernel, O_RDONLY, &arg, err, errlen))) {
+			engine_arg(&a, l->jail ? "--kernel-fd" : "--kernel");
+			engine_arg(&a, l->jail ? arg : l->kernel);
+		}
+		if (!rc && !(rc = !l->jail ? 0 : open_fd(&f, l->initrd, O_RDONLY, &arg, err, errlen))) {
+			engine_arg(&a, l->jail ? "--initrd-fd" : "--initrd");
+			engine_arg(&a, l->jail ? arg : l->initrd);
+		}
+		engine_arg(&a, "--cmdline");
+		engine_arg(&a, l->cmdline);
 	}
-	engine_arg(&a, "--cmdline");
-	engine_arg(&a, l->cmdline);
+	if (!rc && l->snapshot_fd >= 0 && !(rc = dup_fd(&f, l->snapshot_fd, &arg, err, errlen))) {
+		engine_arg(&a, "--snapshot-fd");
+		engine_arg(&a, arg);
+	}
+	if (!rc && l->jail && !(rc = open_fd(&f, "/dev/kvm", O_RDWR, &arg, err, errlen))) {
+		engine_arg(&a, "--kvm-fd");
+		engine_arg(&a, arg);
+	}
 	engine_arg(&a, "--mem");
 	engine_argf(&a, "%u", l->mem_mib);
 	engine_arg(&a, "--cpus");
 	engine_argf(&a, "%u", l->cpus);
-	/* bulkhead-vmm adds the virtio_mmio.device= entries to the command line. */
-	size_t next = 3;
-	for (size_t i = 0; i < LAUNCH_FS_MAX; i++) {
-		if (!l->fs[i].sock)
+	/* bulkhead-vmm adds the virtio_mmio.device= entries to the command line. Its back ends'
+	 * sockets, connected here when jailed. */
+	for (size_t i = 0; !rc && i < LAUNCH_FS_MAX + 1; i++) {
+		bool vsock = i == LAUNCH_FS_MAX;
+		const char *sock = vsock ? l->vsock_sock : l->fs[i].sock;
+		if (!sock)
 			continue;
-		engine_arg(&a, "--virtio-fs");
-		if (l->jail)
-			engine_argf(&a, "fd=%s,tag=%s", fdarg[next++], l->fs[i].tag);
+		if (l->jail) {
+			int fd = unix_connect(sock, false);
+			if (fd < 0) {
+				snprintf(err, errlen, "connect to %s: %s", sock, strerror(-fd));
+				rc = -1;
+				break;
+			}
+			sock = vmm_fd(&f, fd);
+		}
+		engine_arg(&a, vsock ? "--virtio-vsock" : "--virtio-fs");
+		if (vsock)
+			engine_argf(&a, "%s%s,cid=%u", l->jail ? "fd=" : "", sock, l->guest_cid);
 		else
-			engine_argf(&a, "%s,tag=%s", l->fs[i].sock, l->fs[i].tag);
-	}
-	if (l->vsock_sock) {
-		engine_arg(&a, "--virtio-vsock");
-		if (l->jail)
-			engine_argf(&a, "fd=%s,cid=%u", fdarg[next++], l->guest_cid);
-		else
-			engine_argf(&a, "%s,cid=%u", l->vsock_sock, l->guest_cid);
+			engine_argf(&a, "%s%s,tag=%s", l->jail ? "fd=" : "", sock, l->fs[i].tag);
 	}
 	if (!l->jail)
 		engine_arg(&a, "--no-seccomp"); /* --no-jail is for debugging: all of it off */
@@ -111,15 +143,16 @@ static int kvm_start(const struct launch *l, const struct engine_choice *c, stru
 		.empty_root = true,
 		.extra_gid = (gid_t)-1,
 		.file_writes = true, /* it sizes the memfd that holds guest RAM */
-		.fds = fds,
-		.nfds = nfds,
+		.fds = f.fd,
+		.nfds = f.n,
 	};
 	struct jail_san san; /* a sanitizer build's loader and libraries; else nothing */
 	(void)jail_san_extend(&san, &spec); /* no mounts of its own: cannot fail */
-	rc = engine_spawn(&a, "bulkhead-vmm", l->diag_w, l->verbose, l->jail ? &spec : NULL, vm,
-			  err, errlen);
-	for (size_t i = 0; i < nfds; i++)
-		close(fds[i]);
+	if (!rc)
+		rc = engine_spawn(&a, "bulkhead-vmm", l->diag_w, l->verbose, l->jail ? &spec : NULL,
+				  vm, err, errlen);
+	for (size_t i = 0; i < f.n; i++)
+		close(f.fd[i]);
 	return rc;
 }
 

@@ -292,6 +292,62 @@ static int host_files_outside(const struct session_plan *p, char *err, size_t er
 	return rc;
 }
 
+int plan_template_split(const char *cmdline, char *tmpl, size_t tlen, char *args, size_t alen)
+{
+	size_t tl = 0, al = 0;
+	tmpl[0] = args[0] = '\0';
+	for (const char *w = cmdline; *w;) {
+		size_t n = strcspn(w, " ");
+		bool ours = strncmp(w, "bulkhead.", 9) == 0;
+		/* The template's kernel is quiet whatever the session asks: once restored, init
+		 * keeps the console for its frames either way. */
+		bool skip = n == 5 && strncmp(w, "quiet", 5) == 0;
+		char *dst = ours ? args : tmpl;
+		size_t *len = ours ? &al : &tl, cap = ours ? alen : tlen;
+		if (n > 0 && !skip) {
+			if (*len + (*len > 0) + n >= cap)
+				return -1;
+			if (*len)
+				dst[(*len)++] = ' ';
+			memcpy(dst + *len, w, n);
+			*len += n;
+			dst[*len] = '\0';
+		}
+		w += n;
+		while (*w == ' ')
+			w++;
+	}
+	int n = snprintf(tmpl + tl, tlen - tl, "%squiet " BOOT_ARGS_TEMPLATE "1", tl ? " " : "");
+	return n < 0 || (size_t)n >= tlen - tl ? -1 : 0;
+}
+
+/* --template: the kvm engine, jailed (the VMM takes the template as a descriptor); the
+ * command line split into the template's and the session's own bulkhead.* words. */
+static int plan_template(struct session_plan *p, char *err, size_t errlen)
+{
+	const struct session_request *r = &p->req;
+	if (!r->template)
+		return 0;
+	if (p->engine.kind != ENGINE_KVM) {
+		snprintf(err, errlen,
+			 "--template: the %s engine cannot restore a template (the kvm engine, "
+			 "bulkhead-vmm, can)",
+			 engine_name(p->engine.kind));
+		return -1;
+	}
+	if (r->no_jail || r->ram_file) {
+		snprintf(err, errlen, "--template does not go with %s",
+			 r->no_jail ? "--no-jail" : "--ram-file");
+		return -1;
+	}
+	if (plan_template_split(p->cmdline, p->template_cmdline, sizeof(p->template_cmdline),
+				p->template_args, sizeof(p->template_args)) < 0) {
+		snprintf(err, errlen, "internal error: kernel command line too long");
+		return -1;
+	}
+	return 0;
+}
+
 static int resolve(const struct session_request *req, struct session_plan *p, char *err,
 		   size_t errlen)
 {
@@ -336,7 +392,7 @@ static int resolve(const struct session_request *req, struct session_plan *p, ch
 		return -1;
 	}
 	if (plan_guest_names(p, err, errlen) < 0 || host_files_outside(p, err, errlen) < 0 ||
-	    plan_image(p, err, errlen) < 0)
+	    plan_image(p, err, errlen) < 0 || plan_template(p, err, errlen) < 0)
 		return -1;
 	return plan_share(p, err, errlen);
 }

@@ -44,6 +44,8 @@ struct session_request {
 	const char *ram_file;	  /* --ram-file FILE: guest RAM kept in FILE (qemu engine) */
 	const char *policy;	  /* --policy FILE; NULL: the default when it exists */
 	bool no_jail;		  /* --no-jail: back ends without the jail */
+	bool template;		  /* --template: restore this session's template (session/template.c),
+				   * made first if there is none */
 	const char *jail_uid;	  /* --jail-uid UID[:GID]; NULL: a free one */
 	unsigned mem_limit_mib;	  /* --mem-limit; 0: guest RAM + CGROUP_OVERHEAD_MIB */
 	const char *work;	  /* --work DIR[:ro|:rw], NULL for none */
@@ -121,6 +123,10 @@ struct session_plan {
 	unsigned long long mem_limit_bytes; /* the session's cgroup memory limit */
 	struct engine_choice engine;
 	char cmdline[BOOT_ARGS_CMDLINE_MAX];
+	/* --template: the template's command line (cmdline without the session's bulkhead.*
+	 * words, with bulkhead.template=1) and those words, which the restored guest is sent. */
+	char template_cmdline[BOOT_ARGS_CMDLINE_MAX];
+	char template_args[BOOT_ARGS_CMDLINE_MAX];
 	/* --image: the image (its config read once), the command (CMD or the image's) and the
 	 * environment every command starts with (the image's, then -e). */
 	bool has_image;
@@ -139,6 +145,11 @@ struct session_plan {
 	struct share_rules share_rules, bind_rules[SESSION_BINDS_MAX];
 	struct share_scan share_scan, bind_scan[SESSION_BINDS_MAX];
 };
+
+/* --template: splits a session's kernel command line into the template's (every word but
+ * the bulkhead.* ones and "quiet", then "quiet bulkhead.template=1") and the session's own
+ * bulkhead.* words, which its restored guest is sent. 0, or -1 when one does not fit. */
+int plan_template_split(const char *cmdline, char *tmpl, size_t tlen, char *args, size_t alen);
 
 /* Resolves req into p. Returns 0, or -1 with one line in err (nothing was started). */
 int plan_resolve(const struct session_request *req, struct session_plan *p, char *err,

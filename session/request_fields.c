@@ -91,6 +91,10 @@ const struct request_field request_fields[] = {
 	  UINT(REQ_MEM_MIN_MIB, REQ_MEM_LIMIT_MAX_MIB), .off = AT(mem_limit_mib),
 	  .help = "host memory the whole session may use: guest RAM, VMM and back ends (default: "
 		  "--mem + 512); over it, it ends" },
+	{ .flag = "template", .type = REQ_FLAG, .off = AT(template),
+	  .help = "kvm engine: start by restoring a template of this session's shape (kernel, "
+		  "initramfs, memory, vCPUs, shares), booted once and kept in the cache; the first "
+		  "such session makes it" },
 	{ .flag = "no-jail", .type = REQ_FLAG, .off = AT(no_jail),
 	  .help = "start the VM and its back ends unjailed (debugging only; a global policy may "
 		  "forbid it)" },

@@ -3,16 +3,21 @@
  * bulkhead was killed before it could remove them. */
 #include "session/rundir.h"
 #include "jail/cgroup.h"
+#include "jail/proc.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -57,6 +62,41 @@ static void remove_dir_files(const char *path)
 	remove_tree(path, 1);
 }
 
+/* The pid file: "PID START\n", START the process's start time (jail/proc.h), so that a later
+ * process that reused the pid is never taken for the supervisor. 0, or -1 if malformed. */
+static int parse_pid(const char *text, pid_t *pid, unsigned long long *start)
+{
+	char *end;
+	if (!isdigit((unsigned char)text[0]))
+		return -1;
+	errno = 0;
+	unsigned long p = strtoul(text, &end, 10);
+	if (errno || *end != ' ' || p < 2 || p > INT_MAX || !isdigit((unsigned char)end[1]))
+		return -1;
+	unsigned long long st = strtoull(end + 1, &end, 10);
+	if (errno || strcmp(end, "\n") || st == 0)
+		return -1;
+	*pid = (pid_t)p;
+	*start = st;
+	return 0;
+}
+
+/* The process the pid file names, if it is still the one that wrote it. */
+static bool pid_file_live(const char *path)
+{
+	char text[64];
+	pid_t pid;
+	unsigned long long start;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	text[n] = '\0';
+	return parse_pid(text, &pid, &start) == 0 && proc_start_time(pid) == start;
+}
+
 /* A session directory whose pid file names a process that no longer exists. */
 static void prune_stale(const char *base)
 {
@@ -72,14 +112,7 @@ static void prune_stale(const char *base)
 		int n2 = snprintf(pidfile, sizeof(pidfile), "%s/pid", sub);
 		if (n1 < 0 || n2 < 0 || (size_t)n2 >= sizeof(pidfile))
 			continue;
-		FILE *f = fopen(pidfile, "re");
-		long pid = 0;
-		if (f) {
-			if (fscanf(f, "%ld", &pid) != 1)
-				pid = 0;
-			fclose(f);
-		}
-		if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+		if (pid_file_live(pidfile))
 			continue;
 		remove_dir_files(sub);
 		cgroup_remove_stale(e->d_name); /* its cgroups, empty since its processes died */
@@ -127,7 +160,8 @@ int rundir_create(struct rundir *rd, char *err, size_t errlen)
 		return -1;
 	}
 	int fd = open(pidfile, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 || dprintf(fd, "%ld\n", (long)getpid()) < 0 || mkdir(vsock_dir, 0700) < 0 ||
+	if (fd < 0 || dprintf(fd, "%ld %llu\n", (long)getpid(), proc_start_time(getpid())) < 0 ||
+	    mkdir(vsock_dir, 0700) < 0 ||
 	    rename(tmp, rd->path) < 0) {
 		snprintf(err, errlen, "cannot set up %s: %s", tmp, strerror(errno));
 		if (fd >= 0)
@@ -165,11 +199,41 @@ int rundir_open(struct rundir *rd, const char *id, char *err, size_t errlen)
 	memcpy(rd->id, id, 17);
 	snprintf(rd->path, sizeof(rd->path), "%s/%s", base, id);
 	struct stat st;
-	if (stat(rd->path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+	if (lstat(rd->path, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "no session %s here (see bulkhead start)", id);
 		return -1;
 	}
+	/* Ours and private, as rundir_create made it (and its base): anything else could have
+	 * been put there by someone else. */
+	struct stat bst;
+	if (st.st_uid != geteuid() || (st.st_mode & 077) || lstat(base, &bst) < 0 ||
+	    !S_ISDIR(bst.st_mode) || bst.st_uid != geteuid() || (bst.st_mode & 077)) {
+		snprintf(err, errlen, "%s is not a session directory of ours (uid %u, mode 0700)",
+			 rd->path, (unsigned)geteuid());
+		return -1;
+	}
 	return 0;
+}
+
+int rundir_supervisor(const struct rundir *rd, char *err, size_t errlen)
+{
+	char text[64];
+	pid_t pid;
+	unsigned long long start;
+	if (rundir_get(rd, "pid", text, sizeof(text)) < 0 || parse_pid(text, &pid, &start) < 0) {
+		snprintf(err, errlen, "session %s: no valid pid file", rd->id);
+		return -1;
+	}
+	/* Pinned first, then checked: if the process ends and its pid is reused after this,
+	 * the descriptor still names the old one and a signal through it goes nowhere. */
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0 || proc_start_time(pid) != start) {
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "session %s: no running supervisor", rd->id);
+		return -1;
+	}
+	return fd;
 }
 
 int rundir_put(const struct rundir *rd, const char *name, const char *text)

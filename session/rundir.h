@@ -29,8 +29,14 @@ int rundir_create(struct rundir *rd, char *err, size_t errlen);
 int rundir_file(const struct rundir *rd, const char *name, int sock, char *buf, size_t len);
 
 /* Finds the directory of a running session by id (16 hex digits) in this
- * user's base. Returns 0, or -1 with a one-line reason. */
+ * user's base: a directory, not a link, ours and 0700, in a base that is too. Returns 0, or
+ * -1 with a one-line reason. */
 int rundir_open(struct rundir *rd, const char *id, char *err, size_t errlen);
+
+/* The session's supervisor, as a pidfd: the process its pid file names, if it is still the
+ * one that wrote it (its start time). For stop, pause, resume: a signal through it reaches
+ * that process or none. The descriptor, or -1 with err. */
+int rundir_supervisor(const struct rundir *rd, char *err, size_t errlen);
 
 /* Writes a small text file into the directory (atomically). 0 or -1 (errno). */
 int rundir_put(const struct rundir *rd, const char *name, const char *text);

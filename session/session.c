@@ -4,17 +4,16 @@
 #include "session/session.h"
 #include "jail/proc.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-int session_run(const struct session_plan *p, int notify_fd)
+struct session *session_new(const struct session_plan *p, int notify_fd)
 {
 	struct session *s = calloc(1, sizeof(*s));
-	if (!s) {
-		fprintf(stderr, "bulkhead: out of memory\n");
-		return EXIT_BULKHEAD;
-	}
+	if (!s)
+		return NULL;
 	s->plan = p;
 	s->notify_fd = notify_fd;
 	s->diag[0] = s->diag[1] = -1;
@@ -26,11 +25,32 @@ int session_run(const struct session_plan *p, int notify_fd)
 	s->br_unbound.ctl_fd = -1;
 	s->vm.console_fd = -1;
 	s->link.ready_fd = -1;
-	if (p->req.verbose)
-		fprintf(stderr, "bulkhead: engine: %s\n", p->engine.why);
+	s->template_fd = -1;
+	s->pause_fd = -1;
 	/* Signals that end the session are read from a signalfd by the session loop; block them
 	 * before anything starts so none is lost in between. */
-	s->signal_fd = p->req.forward_signals ? proc_signalfd_all() : proc_signalfd();
+	static const int pause_sigs[] = { SIGUSR1, SIGUSR2 }; /* `bulkhead pause`, `resume` */
+	s->signal_fd = p->req.forward_signals ? proc_signalfd_all()
+					      : proc_signalfd_and(pause_sigs, 2);
+	return s;
+}
+
+void session_free(struct session *s)
+{
+	if (s->signal_fd >= 0)
+		close(s->signal_fd);
+	free(s);
+}
+
+int session_run(const struct session_plan *p, int notify_fd)
+{
+	struct session *s = session_new(p, notify_fd);
+	if (!s) {
+		fprintf(stderr, "bulkhead: out of memory\n");
+		return EXIT_BULKHEAD;
+	}
+	if (p->req.verbose)
+		fprintf(stderr, "bulkhead: engine: %s\n", p->engine.why);
 	/* What a helper leaves behind is ours to wait for, so that nothing of the session
 	 * outlives our return (a caller may remove the share or the cgroup right after). */
 	proc_adopt_orphans();
@@ -48,8 +68,6 @@ int session_run(const struct session_plan *p, int notify_fd)
 				p->mem_limit_bytes >> 20);
 	}
 	session_stop(s, ran);
-	if (s->signal_fd >= 0)
-		close(s->signal_fd);
-	free(s);
+	session_free(s);
 	return code;
 }

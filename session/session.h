@@ -101,12 +101,23 @@ struct session {
 	char bound_expiry[32];
 	struct termios saved_tty;
 	bool raw_tty;
+	/* --template (session/template.c): the template, restored (or, making it, written). */
+	int template_fd;
+	bool template_make;
+	/* `bulkhead pause` (session_pause.c): the file the VMM saves into, and the saved one. */
+	int pause_fd;
+	char pause_path[PATH_MAX];
+	bool paused;
 	char err[512];
 };
 
 /* Runs a planned session to its end; returns our exit code. notify_fd as in struct
  * session (-1 for `bulkhead run`). */
 int session_run(const struct session_plan *p, int notify_fd);
+/* A session not started yet (its signals blocked), and its release: for session_run and
+ * for session/template.c, which runs one to make a template. NULL when out of memory. */
+struct session *session_new(const struct session_plan *p, int notify_fd);
+void session_free(struct session *s);
 
 /* session_helpers.c: acquires every helper the plan needs, in order. Returns 0, or -1 with
  * s->err set; either way *ran says how many rows of the table to pass to session_stop. */
@@ -125,8 +136,28 @@ void session_bind_stop(struct session *s);
  * appended to err (": LINE"), as a session's end names it. */
 void session_diag_last(struct session *s, char *err, size_t errlen);
 /* session_helpers.c: a helper whose end ends the session (a pidfd, or a shared broker's
- * connection, taken); the entry named old, if any, is replaced. */
+ * connection, taken); the entry named old, if any, is replaced (fd < 0: removed). */
 void session_watch_set(struct session *s, const char *old, const char *name, int fd);
+/* session_helpers.c: the VM's start, from an image or (restore_fd >= 0) a snapshot, saved into
+ * snapshot_fd when asked (or -1); bulkhead-vsock's start; the guest's sockets given to the
+ * jail. For session_start's rows, and again for a resume. 0, or -1 with s->err. */
+int session_engine_launch(struct session *s, int restore_fd, int snapshot_fd);
+int session_vsock_start(struct session *s);
+int session_sockets_start(struct session *s);
+
+/* session_pause.c: `bulkhead pause ID` and `resume ID` (SIGUSR1 and SIGUSR2 to the session's
+ * supervisor; its answer in the run directory's "state" file). A session can pause when
+ * session_pausable says so; its VMM is then started with a snapshot file of its own
+ * (session_pause_prepare, from the engine's row), removed with the session
+ * (session_pause_forget). */
+bool session_pausable(const struct session *s, char *why, size_t len);
+int session_pause_prepare(struct session *s, int *snapshot_fd);
+void session_pause_forget(struct session *s);
+/* The guest saved and its VMM and bulkhead-vsock gone: 0. -1 with s->err when it could not
+ * (the guest runs on), -2 when the VMM ended otherwise (*wstatus: how; the session is over). */
+int session_pause(struct session *s, int *wstatus);
+/* A new bulkhead-vsock and VMM from the saved file: 0, or -1 with s->err (still paused). */
+int session_resume(struct session *s);
 
 /* session_watch.c: relays the guest until the session ends; returns our exit code. The VM
  * process is stopped and reaped when it returns. */

@@ -128,6 +128,15 @@ static int on_ready_bytes(struct agent_link *a)
 		return 0;
 	if (t != AGENT_READY || agent_reader_buffered(a->rd))
 		return fail(a, "guest agent", "no valid ready message");
+	/* Our wall clock, which the guest takes: a resumed guest's is as old as its pause. A
+	 * fresh socket has room for one small frame. */
+	uint8_t clk[AGENT_HDR_LEN + AGENT_CLOCK_LEN];
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	agent_hdr_encode(clk, AGENT_CLOCK, AGENT_CLOCK_LEN);
+	agent_clock_encode(clk + AGENT_HDR_LEN, now.tv_sec, (uint32_t)now.tv_nsec);
+	if (send(a->ready_fd, clk, sizeof(clk), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(clk))
+		return fail(a, "guest agent", "the ready connection took no clock");
 	a->ready = true;
 	free(a->rd);
 	a->rd = NULL;

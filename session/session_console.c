@@ -126,12 +126,27 @@ const char *console_panic_line(struct session_console *c)
 	return p;
 }
 
-const char *console_last_diag(struct session_console *c)
+const char *console_last_diag(struct session_console *c, const char *label)
 {
 	char *text = c->diag;
-	size_t n = strlen(text);
+	size_t n = strlen(text), ll = label ? strlen(label) : 0;
 	while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
 		text[--n] = '\0';
+	/* The last line that process said, when it said one: a back end's complaint about the
+	 * engine's end comes after the engine's own reason. */
+	for (char *end = text + n; ll && end > text;) {
+		char *line = end;
+		while (line > text && line[-1] != '\n')
+			line--;
+		if ((size_t)(end - line) > ll && !strncmp(line, label, ll) &&
+		    (line[ll] == ':' || line[ll] == '-')) {
+			while (end > line && (end[-1] == '\r' || end[-1] == '\n'))
+				end--;
+			*end = '\0';
+			return line;
+		}
+		end = line > text ? line - 1 : text;
+	}
 	char *nl = strrchr(text, '\n');
 	return nl ? nl + 1 : text;
 }

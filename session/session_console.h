@@ -34,8 +34,10 @@ int console_feed(struct session_console *c, const uint8_t *buf, size_t len);
 void console_read_diag(struct session_console *c, int fd, bool *open_);
 /* The kernel's panic line from the tail, or NULL. */
 const char *console_panic_line(struct session_console *c);
-/* The last line of the engine's stderr ("" if none). */
-const char *console_last_diag(struct session_console *c);
+/* The last line the engine and back ends printed on stderr ("" if none): the last of
+ * LABEL's own ("LABEL: ..." or "LABEL-...: ..."), when LABEL is given and printed one.
+ * (Cuts the kept text after that line.) */
+const char *console_last_diag(struct session_console *c, const char *label);
 void console_close(struct session_console *c);
 
 #endif

@@ -3,6 +3,7 @@
  * order and stopped in reverse (for the rows that started). A new way to start a session
  * (an image, an OCI bundle, a pooled guest) is a plan and, where it needs one, a row. */
 #include "session/session.h"
+#include "session/template.h"
 #include "jail/proc.h"
 #include "lib/agent_proto.h"
 
@@ -40,9 +41,13 @@ static void watch_fd(struct session *s, const char *name, int fd)
 
 void session_watch_set(struct session *s, const char *old, const char *name, int fd)
 {
-	for (unsigned i = 0; old && fd >= 0 && i < s->nwatched; i++)
+	for (unsigned i = 0; old && i < s->nwatched; i++)
 		if (!strcmp(s->watched[i].name, old)) {
 			close(s->watched[i].fd);
+			if (fd < 0) { /* no longer watched */
+				s->watched[i] = s->watched[--s->nwatched];
+				return;
+			}
 			s->watched[i].name = name;
 			s->watched[i].fd = fd;
 			return;
@@ -246,7 +251,7 @@ static void image_stop(struct session *s)
 	share_image_stop(&s->img);
 }
 
-static int vsock_start(struct session *s)
+int session_vsock_start(struct session *s)
 {
 	if (vsock_dev_start(&s->vs, &s->rd, s->diag[1], s->jailed ? &s->ids : NULL, s->err,
 			    sizeof(s->err)) < 0)
@@ -304,7 +309,7 @@ static void broker_stop(struct session *s)
 }
 
 /* Every socket the guest may reach is there now: the jailed back end may connect. */
-static int sockets_start(struct session *s)
+int session_sockets_start(struct session *s)
 {
 	int rc = jail_ids_give_dir(&s->ids, s->vsock_dir);
 	return rc < 0 ? FAIL(s, "%.300s: %s", s->vsock_dir, strerror(-rc)) : 0;
@@ -352,10 +357,21 @@ static int engine_start(struct session *s)
 		.no_escapes = r->forward_signals,
 		.session_id = s->rd.id,
 	};
+	int snapshot_fd = s->template_make ? s->template_fd : -1;
+	if (!s->template_make && session_pause_prepare(s, &snapshot_fd) < 0)
+		return -1;
+	return session_engine_launch(s, s->template_fd >= 0 && !s->template_make ? s->template_fd : -1,
+				     snapshot_fd);
+}
+
+int session_engine_launch(struct session *s, int restore_fd, int snapshot_fd)
+{
+	const struct session_plan *p = s->plan;
+	const struct session_request *r = &p->req;
 	struct launch l = {
 		.kernel = p->kernel,
 		.initrd = p->initrd,
-		.cmdline = p->cmdline,
+		.cmdline = s->template_make ? p->template_cmdline : p->cmdline,
 		.mem_mib = r->mem_mib,
 		.ram_file = r->ram_file,
 		.jail = s->jailed ? &s->ids : NULL,
@@ -368,6 +384,8 @@ static int engine_start(struct session *s)
 		.diag_w = s->diag[1],
 		.vsock_sock = s->vs.vhost_sock,
 		.guest_cid = VSOCK_GUEST_CID,
+		.restore_fd = restore_fd,
+		.snapshot_fd = snapshot_fd,
 	};
 	if (p->engine.ops->start(&l, &p->engine, &s->vm, s->err, sizeof(s->err)) < 0)
 		return -1;
@@ -379,6 +397,7 @@ static int engine_start(struct session *s)
 static void engine_stop(struct session *s)
 {
 	agent_link_close(&s->link);
+	session_pause_forget(s);
 	if (s->vm.pid > 0) { /* session_watch stops it; this is for a failed start */
 		kill(s->vm.pid, SIGKILL);
 		while (waitpid(s->vm.pid, NULL, 0) < 0 && errno == EINTR)
@@ -409,7 +428,31 @@ static int lifeline_start(struct session *s)
 	return 0;
 }
 
+/* A restored template is told its session before anything else (session/template.c). */
+static bool want_template_session(const struct session *s)
+{
+	return s->template_fd >= 0 && !s->template_make;
+}
+
+/* --template: the cache's, or one made now by a session of its own (session/template.c);
+ * before anything of this session exists. */
+static bool want_template(const struct session *s)
+{
+	return s->plan->req.template && !s->template_make;
+}
+static int template_start(struct session *s)
+{
+	return (s->template_fd = template_get(s->plan, s->err, sizeof(s->err))) < 0 ? -1 : 0;
+}
+static void template_stop(struct session *s)
+{
+	if (s->template_fd >= 0)
+		close(s->template_fd);
+	s->template_fd = -1;
+}
+
 static const struct helper helpers[] = {
+	{ "template", want_template, template_start, template_stop },
 	{ "run directory", NULL, rundir_start, rundir_stop },
 	{ "lifeline", want_lifeline, lifeline_start, NULL },
 	{ "jail ids", want_jail, ids_start, ids_stop },
@@ -418,11 +461,12 @@ static const struct helper helpers[] = {
 	{ "virtiofsd", want_share, share_start, share_stop },
 	{ "virtiofsd (image)", want_image, image_start, image_stop },
 	{ "virtiofsd (binds)", want_binds, binds_start, binds_stop },
-	{ "bulkhead-vsock", NULL, vsock_start, vsock_stop },
+	{ "bulkhead-vsock", NULL, session_vsock_start, vsock_stop },
 	{ "broker", want_broker, broker_start, broker_stop },
-	{ "the guest's sockets to the jail", want_jail, sockets_start, NULL },
+	{ "the guest's sockets to the jail", want_jail, session_sockets_start, NULL },
 	{ "terminal", want_raw_tty, tty_start, tty_stop },
 	{ "engine", NULL, engine_start, engine_stop },
+	{ "the template's session", want_template_session, template_send_session, NULL },
 };
 #define NHELPERS ((int)(sizeof(helpers) / sizeof(helpers[0])))
 

@@ -13,31 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-unsigned long long session_pid_start(pid_t pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* After the name (which may hold anything): " S ppid ..."; field 22 is the start time. */
-	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
-		return 0; /* gone, or a zombie: its command is over */
-	p += 2;
-	for (int field = 3; field < 22 && p; field++) {
-		p = strchr(p, ' ');
-		if (p)
-			p++;
-	}
-	return p ? strtoull(p, NULL, 10) : 0;
-}
-
 /* The session's cgroup directories (its run directory's "cgroup"): each process in them is
  * killed (cgroup.kill, or one by one on cgroup v1), then each is removed when REMOVE. */
 void session_cgroups_each(const struct rundir *rd, void (*fn)(const char *dir, void *arg),

@@ -8,10 +8,6 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* The process's start time (field 22 of /proc/PID/stat), or 0 when it is gone or a zombie:
- * with the pid, what tells a process from a later one that reused its pid. */
-unsigned long long session_pid_start(pid_t pid);
-
 /* Calls fn for each of the session's cgroup directories (its run directory's "cgroup"), those
  * cgroup_create makes only. Thread-safe. */
 void session_cgroups_each(const struct rundir *rd, void (*fn)(const char *dir, void *arg),

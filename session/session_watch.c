@@ -29,6 +29,7 @@ struct watch {
 	struct session_console con;
 	int timer_fd;
 	bool console_open, diag_open;
+	bool resuming; /* resumed: "running" once the guest calls home */
 	/* how it ended */
 	bool timed_out, reaped;
 	int stop_sig, agent_rc, interrupts, wstatus;
@@ -104,6 +105,38 @@ static int on_console(struct watch *w)
 	return w->con.guest_error[0] != '\0'; /* init could not start; it powers off */
 }
 
+/* `bulkhead pause` (pause) or `resume`: done, and the answer in the run directory's "state"
+ * ("paused", "running" once the resumed guest called home, or "error: WHY"). 1 when the loop
+ * is over (the VMM ended otherwise while saving). */
+static int on_pause(struct watch *w, bool pause)
+{
+	struct session *s = w->s;
+	char why[sizeof(s->err)], state[sizeof(s->err) + 64];
+	int rc = 1; /* not tried */
+	if (!session_pausable(s, why, sizeof(why)))
+		;
+	else if (pause && (rc = session_pause(s, &w->wstatus)) == -2) {
+		w->reaped = true;
+		drain_console(w);
+		return 1;
+	} else if (pause && rc == 0) {
+		drain_console(w);
+		close(s->vm.console_fd);
+		s->vm.console_fd = -1;
+		rundir_put(&s->rd, "state", "paused\n");
+		return 0;
+	} else if (!pause && (rc = session_resume(s)) == 0) {
+		w->resuming = true;
+		w->diag_open = true;
+		return 0;
+	}
+	if (rc != 1)
+		snprintf(why, sizeof(why), "%s", s->err);
+	snprintf(state, sizeof(state), "error: cannot %s: %s\n", pause ? "pause" : "resume", why);
+	rundir_put(&s->rd, "state", state);
+	return 0;
+}
+
 /* 1 when the loop is over (w->stop_sig says why). */
 static int on_signal(struct watch *w)
 {
@@ -117,6 +150,9 @@ static int on_signal(struct watch *w)
 			exec_client_winsize(ex, ws.ws_row, ws.ws_col);
 		return 0;
 	}
+	/* `bulkhead pause` and `resume` (never an OCI caller's: those are the container's). */
+	if ((sig == SIGUSR1 || sig == SIGUSR2) && !w->p->req.forward_signals)
+		return on_pause(w, sig == SIGUSR1);
 	/* An OCI caller's signals are the container's: the command's once it runs. */
 	if (w->p->req.forward_signals && ex) {
 		exec_client_signal(ex, sig);
@@ -203,6 +239,10 @@ static void loop(struct watch *w)
 		w->agent_rc = agent_link_handle(&s->link, pfd + nfixed, nagent);
 		if (w->agent_rc != 0)
 			break;
+		if (w->resuming && s->link.ready) {
+			w->resuming = false;
+			rundir_put(&s->rd, "state", "running\n");
+		}
 	}
 }
 
@@ -251,7 +291,7 @@ static int outcome(struct watch *w)
 	}
 	if (WIFEXITED(w->wstatus) && WEXITSTATUS(w->wstatus) != 0) {
 		fprintf(stderr, "bulkhead: %s failed (status %d): %s\n", w->s->vm.label,
-			WEXITSTATUS(w->wstatus), console_last_diag(c));
+			WEXITSTATUS(w->wstatus), console_last_diag(c, w->s->vm.label));
 		return EXIT_BULKHEAD;
 	}
 	if (WIFSIGNALED(w->wstatus)) {
@@ -285,7 +325,7 @@ static int exit_code(struct watch *w)
 		return EXIT_BULKHEAD;
 	}
 	if (w->dead_helper) {
-		const char *last = console_last_diag(&w->con);
+		const char *last = console_last_diag(&w->con, NULL);
 		fprintf(stderr, "bulkhead: %s stopped during the session: %s\n", w->dead_helper,
 			last[0] ? last : "no message");
 		return EXIT_BULKHEAD;
@@ -309,8 +349,8 @@ int session_watch(struct session *s)
 	agent_link_arm(&s->link, w->p->boot_timeout_s);
 	w->timer_fd = w->p->timeout_s > 0 ? arm_timeout(w->p->timeout_s) : -1;
 	loop(w);
-	/* However we got here, the VM does not outlive the session. */
-	if (!w->reaped) {
+	/* However we got here, the VM does not outlive the session (a paused one has none). */
+	if (!w->reaped && s->vm.pid > 0) {
 		kill(s->vm.pid, SIGKILL);
 		while (waitpid(s->vm.pid, &w->wstatus, 0) < 0 && errno == EINTR)
 			;

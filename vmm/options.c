@@ -65,7 +65,7 @@ static void usage(FILE *f)
 		"  --snapshot-fd N    on SIGUSR1, pause the guest, save it whole to descriptor N\n"
 		"                     (a regular file open for writing, mode 0600) and exit %d;\n"
 		"                     if saving fails, say why and let the guest run on\n"
-		"  --restore-fd N     start from the snapshot in descriptor N (mode 0600, ours)\n"
+		"  --restore-fd N     start from the snapshot in descriptor N (mode 0600; ours or root's)\n"
 		"                     instead of an image: --mem and --cpus, if given, must be\n"
 		"                     the snapshot's; a damaged or foreign file is refused\n"
 		"  --virtio-fs SOCKET,tag=TAG   virtio-fs served by the vhost-user back end at\n"

@@ -2,10 +2,12 @@
 /* guest/init/agent.c: the exec agent — listens on vsock AGENT_PORT; each host
  * connection is one exec (lib/agent_proto.h), served by its own child process.
  * The "ready" connection to the host doubles as the session's lifeline: when the
- * host closes it, the session is over and the guest powers off. */
+ * host closes it, the session is over and the guest powers off. A reset of it (the
+ * guest paused and resumed: `bulkhead pause`) is answered with a new one. */
 #include "guest/init/exec.h"
 #include "guest/init/init.h"
 #include "lib/agent_proto.h"
+#include "lib/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,8 +22,10 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 /* One exec: the handler's view of the command and its pending stdin bytes. */
@@ -272,24 +276,64 @@ static void serve(int sock, const sigset_t *origmask)
 	_exit(0);
 }
 
-static int vsock_listen(unsigned port)
+/* The host's answer to READY: its wall clock, taken (a resumed guest's is as old as its
+ * pause). 0 or -errno. */
+static int take_clock(int fd)
 {
-	int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_vm sa = { .svm_family = AF_VSOCK,
-				  .svm_cid = VMADDR_CID_ANY,
-				  .svm_port = port };
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0)
-		return -errno;
-	return fd;
+	uint8_t b[AGENT_HDR_LEN + AGENT_CLOCK_LEN], want[AGENT_HDR_LEN];
+	struct timeval tv = { .tv_sec = 10 };
+	int64_t sec;
+	uint32_t nsec;
+	agent_hdr_encode(want, AGENT_CLOCK, AGENT_CLOCK_LEN);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ssize_t n = io_read_full(fd, b, sizeof(b));
+	tv.tv_sec = 0;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (n != (ssize_t)sizeof(b) || memcmp(b, want, sizeof(want)) ||
+	    agent_clock_decode(b + AGENT_HDR_LEN, AGENT_CLOCK_LEN, &sec, &nsec) < 0)
+		return n < 0 ? (int)n : -EPROTO;
+	struct timespec ts = { .tv_sec = sec, .tv_nsec = nsec };
+	return clock_settime(CLOCK_REALTIME, &ts) < 0 ? -errno : 0;
 }
 
-static int vsock_connect(unsigned cid, unsigned port)
+/* The ready connection: READY said on a new connection to the host, its clock taken. Its
+ * fd, or -errno. */
+static int call_host(void)
 {
-	int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_vm sa = { .svm_family = AF_VSOCK, .svm_cid = cid, .svm_port = port };
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return -errno;
-	return fd;
+	int fd = vsock_connect_host(AGENT_READY_PORT);
+	int rc = fd < 0 ? fd : agent_send(fd, AGENT_READY, NULL, 0);
+	if (rc == 0)
+		rc = take_clock(fd);
+	if (fd >= 0 && rc < 0)
+		close(fd);
+	return rc < 0 ? rc : fd;
+}
+
+/* The ready connection said something. The host ending it (an end of stream, or bytes it
+ * must not send) ends the session: -1. A transport reset (the guest was paused and resumed
+ * in a new VMM: bulkhead-vmm's reset event) is not an end: the host is asked again, for up to
+ * 5 s, and the new connection returned. */
+static int lifeline_lost(int ready)
+{
+	char b;
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+	ssize_t n = recv(ready, &b, 1, MSG_DONTWAIT);
+	int e = errno;
+	if (n < 0 && (e == EAGAIN || e == EINTR))
+		return ready;
+	/* A reset socket reads ENOTCONN; its error says why. */
+	getsockopt(ready, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+	close(ready);
+	if (n >= 0 || (e != ECONNRESET && soerr != ECONNRESET))
+		return -1;
+	for (int i = 0; i < 50; i++) {
+		int fd = call_host();
+		if (fd >= 0)
+			return fd;
+		usleep(100000);
+	}
+	return -1;
 }
 
 void agent_run(void)
@@ -305,11 +349,11 @@ void agent_run(void)
 			      AGENT_PORT, strerror(lfd < 0 ? -lfd : errno));
 		return;
 	}
-	int ready = vsock_connect(VMADDR_CID_HOST, AGENT_READY_PORT);
-	if (ready < 0 || agent_send(ready, AGENT_READY, NULL, 0) < 0) {
+	int ready = call_host();
+	if (ready < 0) {
 		console_error(
 			"bulkhead-init: exec agent: cannot reach the host on vsock port %d: %s",
-			AGENT_READY_PORT, strerror(ready < 0 ? -ready : errno));
+			AGENT_READY_PORT, strerror(-ready));
 		return;
 	}
 	for (;;) {
@@ -323,7 +367,7 @@ void agent_run(void)
 				continue;
 			break;
 		}
-		if (pfd[1].revents)
+		if (pfd[1].revents && (ready = lifeline_lost(ready)) < 0)
 			break; /* the host closed the session (or sent what it must not) */
 		if (pfd[0].revents) {
 			int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);

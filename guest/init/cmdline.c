@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* guest/init/cmdline.c: the kernel command line's bulkhead.* parameters
- * (lib/boot_args.h), read once. */
+ * (lib/boot_args.h), read once; a restored template's
+ * come from its host instead (template.c). */
 #include "guest/init/init.h"
 #include "lib/boot_args.h"
 
@@ -11,6 +12,16 @@
 
 static char cmdline[BOOT_ARGS_CMDLINE_MAX + 1];
 static bool loaded;
+
+int cmdline_replace(const char *args)
+{
+	size_t n = strlen(args);
+	if (n >= sizeof(cmdline))
+		return -E2BIG;
+	memcpy(cmdline, args, n + 1);
+	loaded = true;
+	return 0;
+}
 
 int cmdline_param(const char *name, const char **val, size_t *len)
 {

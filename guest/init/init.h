@@ -16,9 +16,24 @@ void console_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* cmdline.c: finds NAME (e.g. "bulkhead.work=") among the kernel's parameters. Returns 1
  * with its value (not NUL-terminated) in val/len, 0 when absent, or -errno. */
 int cmdline_param(const char *name, const char **val, size_t *len);
+/* A restored template's session arguments (template.c) stand in for the kernel's from now
+ * on. Returns 0 or -E2BIG. */
+int cmdline_replace(const char *args);
 
-/* setup.c: mounts, hostname, console log level. Returns 0 or -errno. */
+/* vsock.c: a socket listening on PORT, or one connected to the host's PORT; -errno. */
+int vsock_listen(unsigned port);
+int vsock_connect_host(unsigned port);
+
+/* template.c: with bulkhead.template=1, waits (where the host saves the VM) for the session a
+ * restored guest becomes: fresh entropy, the wall clock, the session's arguments. Returns 1
+ * when it was a template and the session is applied, 0 when this is no template, or -errno
+ * with why in a console frame. */
+int template_wait(void);
+
+/* setup.c: mounts and console log level, then (once the session's arguments are known)
+ * the hostname. Each returns 0 or -errno. */
 int setup_system(void);
+int setup_hostname(void);
 
 /* image.c: the commands' root and user: an image's (bulkhead.image=), or the initramfs's
  * ("/" as root: dir NULL). */

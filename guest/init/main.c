@@ -55,6 +55,13 @@ int main(void)
 		console_error("bulkhead-init: system set-up failed: %s", strerror(-err));
 		init_poweroff();
 	}
+	/* A template waits here for the session it becomes once restored (template.c). */
+	if (template_wait() < 0)
+		init_poweroff(); /* the reason went out as a frame */
+	if ((err = setup_hostname()) < 0) {
+		console_error("bulkhead-init: cannot set the hostname: %s", strerror(-err));
+		init_poweroff();
+	}
 	/* The image's last entry: without it the kernel ran out of memory unpacking. */
 	char image[16];
 	if (readlink("/etc/bulkhead-image", image, sizeof(image)) <= 0) {

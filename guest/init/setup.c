@@ -41,6 +41,11 @@ int setup_system(void)
 	 * printk, and a message inside a frame would fail the session. Everything
 	 * still reaches the kernel log. */
 	klogctl(8 /* SYSLOG_ACTION_CONSOLE_LEVEL */, NULL, 1);
+	return 0;
+}
+
+int setup_hostname(void)
+{
 	/* bulkhead.hostname=NAME (an OCI bundle's hostname), checked as the host did. */
 	const char *name = "bulkhead";
 	size_t len = strlen(name);

@@ -86,7 +86,7 @@ vm_pid() {
 	while [ $_i -lt 100 ]; do
 		for _f in "$BULKHEAD_RUNDIR"/*/pid; do
 			[ -f "$_f" ] || continue
-			for _c in $(pgrep -P "$(cat "$_f")"); do
+			for _c in $(pgrep -P "$(cut -d" " -f1 "$_f")"); do
 				case $(cat "/proc/$_c/comm" 2> /dev/null) in
 				qemu-system-x86 | bulkhead-vmm) echo "$_c"; return ;;
 				esac

@@ -12,8 +12,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 # The suites L1 runs: bulkhead-vmm's own (test guests, machine, jail, Linux), the doctor, and
 # sessions under --engine kvm (auto picks it in L1): exec, -i, -t, start/exec/stop, a broker
-# session with an injected token, cgroup v2, the work share, several vCPUs; the jail (test_jail).
-DEFAULT=test_doctor,test_vmm,test_vmm_snapshot,test_vmm_jail,test_vmm_linux,test_vmm_virtiofs,test_jail,test_exec,test_broker_session,test_cgroup,l1_sessions
+# session with an injected token, cgroup v2, the work share, several vCPUs; the jail (test_jail);
+# sessions restored from templates (l1_templates); pause and resume (l1_pause).
+DEFAULT=test_doctor,test_vmm,test_vmm_snapshot,test_vmm_jail,test_vmm_linux,test_vmm_virtiofs,test_jail,test_exec,test_broker_session,test_cgroup,l1_sessions,l1_templates,l1_pause
 suites=${1:-${NESTED_SUITES:-$DEFAULT}}
 
 for t in "$BUILD/tests/https-echo" "$BUILD/tests/vsock-restart-probe" "$BIN/bulkhead-vmm"; do

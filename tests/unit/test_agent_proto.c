@@ -310,6 +310,55 @@ static void test_exec_rejects(void **state)
 	assert_int_equal(agent_exec_encode(buf, 10, 0, 0, 0, "/", argv, noenv), -E2BIG);
 }
 
+/* A template's session: what it carries comes back; every lie in it is refused. */
+static void test_session_codec(void **state)
+{
+	(void)state;
+	struct agent_session in = { .sec = 1796464497, .nsec = 999999999, .args = "bulkhead.work=rw x" };
+	struct agent_session out;
+	for (int i = 0; i < AGENT_SESSION_ENTROPY; i++)
+		in.entropy[i] = (uint8_t)(i * 7 + 1);
+	uint8_t p[AGENT_SESSION_FIXED + AGENT_SESSION_ARGS_MAX + 8];
+	long n = agent_session_encode(p, sizeof(p), &in);
+	assert_int_equal(n, AGENT_SESSION_FIXED + strlen(in.args) + 1);
+	assert_int_equal(agent_session_decode(p, (size_t)n, &out), 0);
+	assert_memory_equal(out.entropy, in.entropy, AGENT_SESSION_ENTROPY);
+	assert_int_equal(out.sec, in.sec);
+	assert_int_equal(out.nsec, in.nsec);
+	assert_string_equal(out.args, in.args);
+	/* Cut anywhere: refused (no terminator where the payload ends). */
+	for (long cut = 0; cut < n; cut++)
+		assert_int_equal(agent_session_decode(p, (size_t)cut, &out), -EPROTO);
+	/* A NUL or a control byte inside the arguments, nanoseconds out of range, a negative
+	 * time: refused. */
+	uint8_t bad[sizeof(p)];
+	memcpy(bad, p, (size_t)n);
+	bad[AGENT_SESSION_FIXED + 3] = '\0';
+	assert_int_equal(agent_session_decode(bad, (size_t)n, &out), -EPROTO);
+	bad[AGENT_SESSION_FIXED + 3] = '\n';
+	assert_int_equal(agent_session_decode(bad, (size_t)n, &out), -EPROTO);
+	memcpy(bad, p, (size_t)n);
+	bad[AGENT_SESSION_ENTROPY + 11] = 0x3c; /* nanoseconds >= 1e9 */
+	assert_int_equal(agent_session_decode(bad, (size_t)n, &out), -EPROTO);
+	memcpy(bad, p, (size_t)n);
+	bad[AGENT_SESSION_ENTROPY + 7] = 0x80; /* seconds < 0 */
+	assert_int_equal(agent_session_decode(bad, (size_t)n, &out), -EPROTO);
+	/* Arguments past the command line's size, or not printable: not encoded. */
+	char longer[AGENT_SESSION_ARGS_MAX + 2];
+	memset(longer, 'a', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	in.args = longer;
+	assert_int_equal(agent_session_encode(p, sizeof(p), &in), -E2BIG);
+	longer[AGENT_SESSION_ARGS_MAX] = '\0';
+	assert_true(agent_session_encode(p, sizeof(p), &in) > 0);
+	in.args = "tab\there";
+	assert_int_equal(agent_session_encode(p, sizeof(p), &in), -E2BIG);
+	/* The parser takes a whole SESSION frame and refuses one with no arguments at all. */
+	assert_int_equal(agent_check_len(AGENT_SESSION, AGENT_SESSION_FIXED), -EPROTO);
+	assert_int_equal(agent_check_len(AGENT_TEMPLATE_READY, 0), 0);
+	assert_int_equal(agent_check_len(AGENT_TEMPLATE_READY, 1), -EPROTO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -321,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_fixed_payloads),
 		cmocka_unit_test(test_exec_codec),
 		cmocka_unit_test(test_exec_rejects),
+		cmocka_unit_test(test_session_codec),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -326,12 +326,42 @@ static void test_cmdline(void **state)
 	assert_int_equal(engine_cmdline(&kvm, true, NULL, false, buf, 40), -1); /* too long */
 }
 
+/* A template's command line keeps nothing of the session; its bulkhead.* words go to the
+ * restored guest, whatever -v said. */
+static void test_template_split(void **state)
+{
+	(void)state;
+	char t[BOOT_ARGS_CMDLINE_MAX], a[BOOT_ARGS_CMDLINE_MAX], t2[BOOT_ARGS_CMDLINE_MAX],
+		a2[BOOT_ARGS_CMDLINE_MAX];
+	assert_int_equal(plan_template_split("console=ttyS0 panic=-1 quiet bulkhead.work=rw "
+					     "bulkhead.broker=1  bulkhead.hostname=h1",
+					     t, sizeof(t), a, sizeof(a)),
+			 0);
+	assert_string_equal(t, "console=ttyS0 panic=-1 quiet bulkhead.template=1");
+	assert_string_equal(a, "bulkhead.work=rw bulkhead.broker=1 bulkhead.hostname=h1");
+	/* Verbose (no "quiet") gives the same template. */
+	assert_int_equal(plan_template_split("console=ttyS0 panic=-1 bulkhead.work=ro", t2,
+					     sizeof(t2), a2, sizeof(a2)),
+			 0);
+	assert_string_equal(t2, t);
+	assert_string_equal(a2, "bulkhead.work=ro");
+	/* Nothing of the session's: no arguments at all. */
+	assert_int_equal(plan_template_split("console=ttyS0", t, sizeof(t), a, sizeof(a)), 0);
+	assert_string_equal(a, "");
+	/* What does not fit is refused, never cut. */
+	assert_int_equal(plan_template_split("console=ttyS0 bulkhead.work=rw", t, 20, a, sizeof(a)),
+			 -1);
+	assert_int_equal(plan_template_split("console=ttyS0 bulkhead.work=rw", t, sizeof(t), a, 10),
+			 -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_options),	   cmocka_unit_test(test_plain_plan),
 		cmocka_unit_test(test_work_share), cmocka_unit_test(test_scope_grant),
 		cmocka_unit_test(test_policy),	   cmocka_unit_test(test_cmdline),
+		cmocka_unit_test(test_template_split),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

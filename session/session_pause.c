@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* session/session_pause.c: pausing a session to disk and resuming it in a new VMM.
+ *
+ * A pausable session's VMM runs with --snapshot-fd on a file of the session's own
+ * (${BULKHEAD_CACHE:-~/.cache/bulkhead}/sessions/ID.snap, 0600, removed with the session).
+ * Pause: SIGUSR1 to the VMM, which saves the guest whole and exits VMM_EXIT_SNAPSHOT; then
+ * bulkhead-vsock stops (it held the guest's connections) and the agent link waits for a new
+ * call. Resume: a new bulkhead-vsock, and a new VMM restored from that file (a fresh file
+ * for the next pause); the VMM tells the guest its transport was reset, and the guest's agent
+ * calls home again (guest/init/agent.c). Processes, memory and the guest's own file systems
+ * (tmpfs, the initramfs) carry over; connections do not (an exec in flight ends with an
+ * error). A virtio-fs share cannot: Debian 12's virtiofsd keeps its FUSE session (the
+ * guest's node ids, open handles) in its own process and cannot hand it on, and the guest
+ * cannot mount the tag again while anything holds the old mount. So sessions with a work
+ * share, an image root or binds are not pausable, and say so. */
+#include "lib/cache_dir.h"
+#include "lib/errbuf.h"
+#include "lib/mono.h"
+#include "lib/vmm_exit.h"
+#include "session/session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAUSE_SAVE_S 120 /* for the VMM to save the guest once asked */
+
+bool session_pausable(const struct session *s, char *why, size_t len)
+{
+	const struct session_plan *p = s->plan;
+	const char *no = p->engine.kind != ENGINE_KVM ? "the qemu engine cannot save a guest"
+			 : !s->jailed		      ? "a session run with --no-jail cannot"
+			 : !p->req.detached	      ? "only sessions of 'bulkhead start' can"
+			 : p->req.bind_later	      ? "a pool guest cannot"
+			 : p->share_origin != SHARE_NONE || p->has_image || p->req.nbinds
+				 ? "its work share, image root or binds are virtio-fs shares, "
+				   "whose state Debian 12's virtiofsd cannot hand to a new process"
+				 : NULL;
+	if (no)
+		snprintf(why, len, "%s", no);
+	return !no;
+}
+
+int session_pause_prepare(struct session *s, int *snapshot_fd)
+{
+	char dir[PATH_MAX - 32], why[160];
+	if (!session_pausable(s, why, sizeof(why)))
+		return 0;
+	if (cache_dir(dir, sizeof(dir), "sessions", "the paused sessions' directory", true, s->err,
+		      sizeof(s->err)) < 0)
+		return -1;
+	snprintf(s->pause_path, sizeof(s->pause_path), "%s/%s.snap", dir, s->rd.id);
+	s->pause_fd =
+		open(s->pause_path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (s->pause_fd < 0) {
+		errbuf_fail(s->err, sizeof(s->err), -1, "%s: %s", s->pause_path, strerror(errno));
+		s->pause_path[0] = '\0';
+		return -1;
+	}
+	*snapshot_fd = s->pause_fd;
+	return 0;
+}
+
+void session_pause_forget(struct session *s)
+{
+	if (s->pause_fd >= 0)
+		close(s->pause_fd);
+	s->pause_fd = -1;
+	if (s->pause_path[0])
+		unlink(s->pause_path);
+	s->pause_path[0] = '\0';
+}
+
+int session_pause(struct session *s, int *wstatus)
+{
+	long deadline = mono_ms() + PAUSE_SAVE_S * 1000L;
+	pid_t r;
+	if (s->paused || s->vm.pid <= 0 || s->pause_fd < 0)
+		return errbuf_fail(s->err, sizeof(s->err), -1, "the session is not running");
+	kill(s->vm.pid, SIGUSR1);
+	while ((r = waitpid(s->vm.pid, wstatus, WNOHANG)) == 0 && mono_ms() < deadline) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	if (r == 0)
+		return errbuf_fail(s->err, sizeof(s->err), -1,
+				   "bulkhead-vmm did not save the guest within %d s; it runs on",
+				   PAUSE_SAVE_S);
+	s->vm.pid = 0;
+	if (!WIFEXITED(*wstatus) || WEXITSTATUS(*wstatus) != VMM_EXIT_SNAPSHOT)
+		return -2;
+	/* The guest's connections lived in bulkhead-vsock: its end is not the session's. */
+	session_watch_set(s, "bulkhead-vsock", NULL, -1);
+	vsock_dev_stop(&s->vs);
+	agent_link_close(&s->link);
+	s->link.ready = false;
+	s->link.boot_deadline = 0; /* no call is due while paused */
+	s->link.ready_lfd = -1;
+	if (s->vm.console_fd >= 0)
+		close(s->vm.console_fd);
+	s->vm.console_fd = -1;
+	s->paused = true;
+	return 0;
+}
+
+int session_resume(struct session *s)
+{
+	char saved[PATH_MAX + 8];
+	if (!s->paused)
+		return errbuf_fail(s->err, sizeof(s->err), -1, "the session is not paused");
+	/* The saved file is read whole before the guest runs; the next pause writes a new one. */
+	snprintf(saved, sizeof(saved), "%s.saved", s->pause_path);
+	int restore_fd = -1;
+	if (rename(s->pause_path, saved) < 0 ||
+	    (restore_fd = open(saved, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return errbuf_fail(s->err, sizeof(s->err), -1, "%s: %s", s->pause_path,
+				   strerror(errno));
+	int next = open(s->pause_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int diag[2] = { -1, -1 };
+	int rc = -1;
+	if (next < 0 || pipe2(diag, O_CLOEXEC) < 0) {
+		errbuf_fail(s->err, sizeof(s->err), -1, "%s: %s", s->pause_path, strerror(errno));
+		goto out;
+	}
+	/* The helpers' stderr: a new pipe (the old one ended with its writers). */
+	if (s->diag[0] >= 0)
+		close(s->diag[0]);
+	s->diag[0] = diag[0];
+	s->diag[1] = diag[1];
+	if (session_vsock_start(s) < 0 || (s->jailed && session_sockets_start(s) < 0))
+		goto out;
+	s->link.ready_lfd = s->vs.ready_lfd;
+	s->link.uds = s->vs.uds;
+	if (session_engine_launch(s, restore_fd, next) < 0)
+		goto out;
+	close(s->pause_fd);
+	s->pause_fd = next;
+	next = -1;
+	agent_link_arm(&s->link, s->plan->boot_timeout_s);
+	s->paused = false;
+	rc = 0;
+out:
+	if (rc < 0 && s->vs.pid > 0) {
+		session_watch_set(s, "bulkhead-vsock", NULL, -1);
+		vsock_dev_stop(&s->vs);
+	}
+	if (rc < 0 && s->diag[1] >= 0) {
+		close(s->diag[1]);
+		s->diag[1] = -1;
+	}
+	if (next >= 0) {
+		close(next);
+		unlink(s->pause_path);
+	}
+	/* Resumed: nothing of the saved guest stays on disk. Still paused: it keeps its name,
+	 * for the next try. */
+	if (rc == 0)
+		unlink(saved);
+	else if (rename(saved, s->pause_path) < 0)
+		fprintf(stderr, "bulkhead: the paused guest's file %s: %s\n", saved,
+			strerror(errno));
+	close(restore_fd);
+	return rc;
+}
