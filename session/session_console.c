@@ -133,13 +133,15 @@ const char *console_last_diag(struct session_console *c, const char *label)
 	while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
 		text[--n] = '\0';
 	/* The last line that process said, when it said one: a back end's complaint about the
-	 * engine's end comes after the engine's own reason. */
+	 * engine's end comes after the engine's own reason, and so may the engine's own notes
+	 * ("LABEL: note: ..."), which are never it. */
 	for (char *end = text + n; ll && end > text;) {
 		char *line = end;
 		while (line > text && line[-1] != '\n')
 			line--;
 		if ((size_t)(end - line) > ll && !strncmp(line, label, ll) &&
-		    (line[ll] == ':' || line[ll] == '-')) {
+		    (line[ll] == ':' || line[ll] == '-') &&
+		    strncmp(line + ll, ": note: ", 8)) { /* a note is never the reason */
 			while (end > line && (end[-1] == '\r' || end[-1] == '\n'))
 				end--;
 			*end = '\0';

@@ -35,7 +35,8 @@ void console_read_diag(struct session_console *c, int fd, bool *open_);
 /* The kernel's panic line from the tail, or NULL. */
 const char *console_panic_line(struct session_console *c);
 /* The last line the engine and back ends printed on stderr ("" if none): the last of
- * LABEL's own ("LABEL: ..." or "LABEL-...: ..."), when LABEL is given and printed one.
+ * LABEL's own ("LABEL: ..." or "LABEL-...: ...", not a "LABEL: note: ..."), when LABEL is
+ * given and printed one.
  * (Cuts the kept text after that line.) */
 const char *console_last_diag(struct session_console *c, const char *label);
 void console_close(struct session_console *c);

@@ -367,8 +367,9 @@ static void report_unknown(const struct vm *vm)
 {
 	if (vm->pio.unknown_reads || vm->pio.unknown_writes || vm->mmio.unknown_reads ||
 	    vm->mmio.unknown_writes)
-		vmm_log("unknown accesses: port %llu reads, %llu writes; MMIO %llu reads, %llu "
-			"writes",
+		/* A note, not a reason: a launcher explaining an end looks past it. */
+		vmm_log("note: unknown accesses: port %llu reads, %llu writes; MMIO %llu reads, "
+			"%llu writes",
 			(unsigned long long)vm->pio.unknown_reads,
 			(unsigned long long)vm->pio.unknown_writes,
 			(unsigned long long)vm->mmio.unknown_reads,

@@ -14,13 +14,14 @@ mkdir -p "$TMP/t/tests/nested" "$TMP/t/tests/e2e"
 cp "$top/tests/nested/l1-run.sh" "$top/tests/nested/watchdog.sh" "$TMP/t/tests/nested/"
 printf 'echo "ok 1 - before the hang"\nsleep 3017 &\nwait\n' > "$TMP/t/tests/e2e/test_hangs.sh"
 printf 'echo "ok 1 - fine"\necho "1..1"\nexit 0\n' > "$TMP/t/tests/e2e/test_fine.sh"
-# Fails the first time with a session's guest shut down, passes the second.
+# Fails the first time with a session's guest shut down (and status 0, as most suites end
+# whatever their checks said), passes the second.
 cat > "$TMP/t/tests/e2e/test_shutdown_once.sh" << 'EOF2'
 if [ -e "$TMPDIR/shutdown.seen" ]; then echo "ok 1 - the session ran"; exit 0; fi
 : > "$TMP_MARK/shutdown.seen"
 echo "not ok 1 - the session ran"
 echo "# bulkhead: bulkhead-vmm failed (status 101): guest shut down (triple fault) on vCPU 0"
-exit 1
+exit 0
 EOF2
 sed -i "s|\$TMP_MARK|$TMP|; s|\$TMPDIR|$TMP|" "$TMP/t/tests/e2e/test_shutdown_once.sh"
 # Fails for another reason: not run again.

@@ -40,7 +40,12 @@ static bool model_len_ok(unsigned type, uint32_t n)
 	case 18: /* EXIT */
 		return n == 8;
 	case 20: /* READY */
+	case 21: /* TEMPLATE_READY */
 		return n == 0;
+	case 5: /* SESSION: entropy, time, then at least the arguments' NUL, at most 2047 bytes */
+		return n >= 64 + 12 + 1 && n <= 64 + 12 + 2047 + 1;
+	case 6: /* CLOCK */
+		return n == 12;
 	}
 	return false;
 }
@@ -163,6 +168,25 @@ static void check_parse(const uint8_t *s, size_t size, size_t bufsize, uint8_t s
 				uint8_t again[AGENT_EXIT_LEN];
 				agent_exit_encode(again, e.code, e.signal);
 				assert(memcmp(again, p.payload, AGENT_EXIT_LEN) == 0);
+			}
+		}
+		/* What decodes encodes back to the same bytes, and in range. */
+		if (got == AGENT_SESSION) {
+			struct agent_session ses;
+			static uint8_t again[AGENT_SESSION_FIXED + AGENT_SESSION_ARGS_MAX + 1];
+			if (agent_session_decode(p.payload, p.len, &ses) == 0) {
+				assert(ses.sec >= 0 && ses.sec <= AGENT_CLOCK_MAX && ses.nsec < 1000000000u);
+				assert(agent_session_encode(again, sizeof(again), &ses) == (long)p.len &&
+				       memcmp(again, p.payload, p.len) == 0);
+			}
+		}
+		if (got == AGENT_CLOCK) {
+			int64_t sec;
+			uint32_t nsec;
+			if (agent_clock_decode(p.payload, p.len, &sec, &nsec) == 0) {
+				uint8_t again[AGENT_CLOCK_LEN];
+				agent_clock_encode(again, sec, nsec);
+				assert(memcmp(again, p.payload, AGENT_CLOCK_LEN) == 0);
 			}
 		}
 	}

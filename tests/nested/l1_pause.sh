@@ -64,6 +64,8 @@ while [ $i -lt 100 ]; do
 	sleep 0.2; i=$((i + 1))
 done
 want=$(seq 1 40 | sed 's/^/tick /'; echo exit=7)
+[ "$(cat "$TMP/log")" = "$want" ] ||
+	echo "# the guest now: $("$BULKHEAD" exec "$id" -- sh -c 'cat /proc/uptime; grep LOC /proc/interrupts; for p in /proc/[0-9]*; do case $(cat $p/cmdline 2> /dev/null | tr "\0" " ") in *tick*|sleep*) echo "$p $(cut -d" " -f3 $p/stat) $(cat $p/wchan) $(cat $p/cmdline | tr "\0" " " | cut -c1-40)";; esac; done; cat /sys/devices/system/clockevents/clockevent0/current_device 2> /dev/null; dmesg | tail -n 5' 2>&1 | tr '\n' '|')"
 check_eq "the paused process continues where it was: ticks 1..40 once each, in order, exit 7" \
 	"$want" "$(cat "$TMP/log")"
 # A second round on the new VMM.

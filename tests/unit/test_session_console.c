@@ -35,6 +35,11 @@ static void test_last_diag(void **state)
 		 "virtio_loop: Unexpected poll revents 11\n");
 	assert_string_equal(console_last_diag(&c, "bulkhead-vmm"),
 			    "bulkhead-vmm: snapshot: the RAM's CRC does not match");
+	/* The VMM's notes after its reason are not the reason. */
+	feed(&c, "bulkhead-vmm: guest shut down (triple fault) on vCPU 0\n"
+		 "bulkhead-vmm: note: unknown accesses: port 1 reads, 0 writes\n");
+	assert_string_equal(console_last_diag(&c, "bulkhead-vmm"),
+			    "bulkhead-vmm: guest shut down (triple fault) on vCPU 0");
 	feed(&c, "bulkhead-vmm: first\nbulkhead-vmm: second\r\nother\n");
 	assert_string_equal(console_last_diag(&c, "bulkhead-vmm"), "bulkhead-vmm: second");
 	/* QEMU's lines name the binary: "qemu-system-x86_64: ...". */

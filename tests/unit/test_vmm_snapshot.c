@@ -452,6 +452,34 @@ static void test_contents(void **state)
 	snap_out_free(&out);
 }
 
+/* A TSC deadline that fired while the vCPU stopped (it reads 0) is made due at once, and any
+ * deadline is set after the TSC it is armed against; nothing else moves. */
+static void test_msrs_for_restore(void **state)
+{
+	(void)state;
+	struct kvm_msr_entry e[] = {
+		{ .index = 0x174, .data = 7 }, { .index = 0x6e0, .data = 0 },
+		{ .index = 0x10, .data = 123456789 }, { .index = 0xc0000080, .data = 0xd01 },
+	};
+	x86_msrs_for_restore(e, 4);
+	assert_int_equal(e[0].index, 0x174);
+	assert_int_equal(e[1].index, 0x10);
+	assert_int_equal(e[2].index, 0xc0000080);
+	assert_int_equal(e[3].index, 0x6e0);
+	assert_int_equal(e[3].data, 123456789);
+	/* An armed deadline keeps its value; done twice, nothing changes. */
+	struct kvm_msr_entry f[] = { { .index = 0x6e0, .data = 99 }, { .index = 0x10, .data = 5 } };
+	x86_msrs_for_restore(f, 2);
+	x86_msrs_for_restore(f, 2);
+	assert_int_equal(f[0].index, 0x10);
+	assert_int_equal(f[1].index, 0x6e0);
+	assert_int_equal(f[1].data, 99);
+	/* No TSC saved: a zero deadline stays zero (nothing to make it due against). */
+	struct kvm_msr_entry g[] = { { .index = 0x6e0, .data = 0 } };
+	x86_msrs_for_restore(g, 1);
+	assert_int_equal(g[0].data, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -465,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_cpuid_missing),
 		cmocka_unit_test(test_device_states),
 		cmocka_unit_test(test_contents),
+		cmocka_unit_test(test_msrs_for_restore),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

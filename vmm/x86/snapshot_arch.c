@@ -65,6 +65,32 @@ static int save_msrs(int fd, const struct x86_msr_list *l, struct x86_vcpu_state
 	return 0;
 }
 
+#define MSR_TSC	     0x10
+#define MSR_TSC_DEADLINE 0x6e0
+
+void x86_msrs_for_restore(struct kvm_msr_entry *e, uint32_t n)
+{
+	const struct kvm_msr_entry *tsc = NULL;
+	for (uint32_t i = 0; i < n; i++)
+		if (e[i].index == MSR_TSC)
+			tsc = &e[i];
+	/* A deadline that fired while the vCPU was being stopped reads 0, and its interrupt may
+	 * not have reached the LAPIC we saved: the guest would wait for it forever. Due now
+	 * instead (a spurious tick is harmless; a lost one stalls every timer on that CPU). */
+	for (uint32_t i = 0; i < n && tsc; i++)
+		if (e[i].index == MSR_TSC_DEADLINE && e[i].data == 0)
+			e[i].data = tsc->data;
+	/* KVM arms the deadline against the guest's TSC as it is when the deadline is set:
+	 * the TSC first, the deadline last. */
+	for (uint32_t i = 0; i + 1 < n; i++)
+		if (e[i].index == MSR_TSC_DEADLINE) {
+			struct kvm_msr_entry d = e[i];
+			memmove(&e[i], &e[i + 1], (n - i - 1) * sizeof(*e));
+			e[n - 1] = d;
+			break;
+		}
+}
+
 #define TRY(call, name)                                                                            \
 	do {                                                                                       \
 		if ((call) < 0) {                                                                  \
@@ -91,6 +117,7 @@ int x86_vcpu_save(int fd, const struct x86_msr_list *l, int xsave, struct x86_vc
 	TRY(ioctl(fd, KVM_GET_DEBUGREGS, &s->dregs), "KVM_GET_DEBUGREGS");
 	TRY(ioctl(fd, KVM_GET_LAPIC, &s->lapic), "KVM_GET_LAPIC");
 	TRY(save_msrs(fd, l, s), "KVM_GET_MSRS");
+	x86_msrs_for_restore(s->msrs, s->nmsrs);
 	TRY(ioctl(fd, KVM_GET_VCPU_EVENTS, &s->events), "KVM_GET_VCPU_EVENTS");
 	return 0;
 }
@@ -120,6 +147,7 @@ int x86_vcpu_restore(int fd, const struct x86_vcpu_state *s, const char **what)
 	memset(&req, 0, sizeof(req));
 	req.head.nmsrs = s->nmsrs;
 	memcpy(req.e, s->msrs, s->nmsrs * sizeof(req.e[0]));
+	x86_msrs_for_restore(req.e, s->nmsrs); /* (files saved before it was done at save) */
 	int r = ioctl(fd, KVM_SET_MSRS, &req);
 	if (r < 0 || (uint32_t)r != s->nmsrs) {
 		*what = "KVM_SET_MSRS (an MSR this host's KVM does not take)";

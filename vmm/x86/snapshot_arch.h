@@ -59,6 +59,10 @@ int x86_vcpu_save(int vcpu_fd, const struct x86_msr_list *l, int xsave, struct x
 /* Before the vCPU first runs, after vcpu_arch_cpuid_restore. 0 or -errno, what names the
  * call. */
 int x86_vcpu_restore(int vcpu_fd, const struct x86_vcpu_state *s, const char **what);
+/* The saved MSRs made safe to set back: a TSC deadline that reads 0 (it fired while the vCPU
+ * was stopped, its interrupt possibly not in the saved LAPIC) made due at once, and the
+ * deadline moved after the TSC, which KVM arms it against. Both at save and at restore. */
+void x86_msrs_for_restore(struct kvm_msr_entry *e, uint32_t n);
 
 int x86_vm_save(int vm_fd, int irqchip, struct x86_vm_state *s, const char **what);
 int x86_vm_restore(int vm_fd, const struct x86_vm_state *s, const char **what);
