@@ -9,6 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 BUILD=${BUILD:-build}
 BULKHEAD=$(cd "$BUILD/bin" && pwd)/bulkhead
+FDC=$(cd "$BUILD/tests" && pwd)/fd-connect # (no curl in L1: HTTP/1.1 by hand)
 RUNS=${RUNS:-5}
 TMP=$(mktemp -d /tmp/nested-templates.XXXXXX)
 trap 'kill $(jobs -p) 2> /dev/null; rm -rf "$TMP"' EXIT
@@ -53,7 +54,8 @@ fill() { # ARGS...: ms until `bulkhead serve --pool 4 ARGS` has 4 ready guests
 	t0=$(now_ns)
 	"$BULKHEAD" serve --socket "$sock" --state "$TMP/state" --pool 4 "$@" 2> "$TMP/serve.log" &
 	spid=$!
-	until curl -s --unix-socket "$sock" http://serve/v1/pool 2> /dev/null | grep -q '"ready":4'; do
+	until "$FDC" 3="$sock" -- sh -c 'printf "GET /v1/pool HTTP/1.1\r\nHost: serve\r\nConnection: close\r\n\r\n" >&3; cat <&3' 2> /dev/null |
+		grep -q '"ready": *4'; do
 		sleep 0.05
 		kill -0 $spid 2> /dev/null || { echo "serve ended: $(tail -n 3 "$TMP/serve.log")" >&2; exit 1; }
 	done
