@@ -148,8 +148,8 @@ int session_sockets_start(struct session *s);
 /* session_pause.c: `bulkhead pause ID` and `resume ID` (SIGUSR1 and SIGUSR2 to the session's
  * supervisor; its answer in the run directory's "state" file). A session can pause when
  * session_pausable says so; its VMM is then started with a snapshot file of its own
- * (session_pause_prepare, from the engine's row), removed with the session
- * (session_pause_forget). */
+ * (session_pause_prepare, from the engine's row: never a reason not to start, a pause says
+ * why when there is none), removed with the session (session_pause_forget). */
 bool session_pausable(const struct session *s, char *why, size_t len);
 int session_pause_prepare(struct session *s, int *snapshot_fd);
 void session_pause_forget(struct session *s);

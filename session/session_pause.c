@@ -48,21 +48,20 @@ bool session_pausable(const struct session *s, char *why, size_t len)
 
 int session_pause_prepare(struct session *s, int *snapshot_fd)
 {
-	char dir[PATH_MAX - 32], why[160];
+	char dir[PATH_MAX - 32], why[160], err[320];
 	if (!session_pausable(s, why, sizeof(why)))
 		return 0;
-	if (cache_dir(dir, sizeof(dir), "sessions", "the paused sessions' directory", true, s->err,
-		      sizeof(s->err)) < 0)
-		return -1;
+	/* Without a file to save into, the session runs as any other; only a pause says why. */
+	if (cache_dir(dir, sizeof(dir), "sessions", "the paused sessions' directory", true, err,
+		      sizeof(err)) < 0)
+		return 0;
 	snprintf(s->pause_path, sizeof(s->pause_path), "%s/%s.snap", dir, s->rd.id);
 	s->pause_fd =
 		open(s->pause_path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (s->pause_fd < 0) {
-		errbuf_fail(s->err, sizeof(s->err), -1, "%s: %s", s->pause_path, strerror(errno));
+	if (s->pause_fd < 0)
 		s->pause_path[0] = '\0';
-		return -1;
-	}
-	*snapshot_fd = s->pause_fd;
+	else
+		*snapshot_fd = s->pause_fd;
 	return 0;
 }
 
@@ -80,8 +79,12 @@ int session_pause(struct session *s, int *wstatus)
 {
 	long deadline = mono_ms() + PAUSE_SAVE_S * 1000L;
 	pid_t r;
-	if (s->paused || s->vm.pid <= 0 || s->pause_fd < 0)
+	if (s->paused || s->vm.pid <= 0)
 		return errbuf_fail(s->err, sizeof(s->err), -1, "the session is not running");
+	if (s->pause_fd < 0)
+		return errbuf_fail(s->err, sizeof(s->err), -1,
+				   "it has no file to save into (the cache's sessions directory "
+				   "could not be used when it started)");
 	kill(s->vm.pid, SIGUSR1);
 	while ((r = waitpid(s->vm.pid, wstatus, WNOHANG)) == 0 && mono_ms() < deadline) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };

@@ -276,8 +276,8 @@ static void serve(int sock, const sigset_t *origmask)
 	_exit(0);
 }
 
-/* The host's answer to READY: its wall clock, taken (a resumed guest's is as old as its
- * pause). 0 or -errno. */
+/* The host's answer to READY, read when it comes: its wall clock, taken (a resumed guest's
+ * is as old as its pause). 0 or -errno. */
 static int take_clock(int fd)
 {
 	uint8_t b[AGENT_HDR_LEN + AGENT_CLOCK_LEN], want[AGENT_HDR_LEN];
@@ -296,21 +296,18 @@ static int take_clock(int fd)
 	return clock_settime(CLOCK_REALTIME, &ts) < 0 ? -errno : 0;
 }
 
-/* The ready connection: READY said on a new connection to the host, its clock taken. Its
- * fd, or -errno. */
+/* The ready connection: READY said on a new connection to the host. Its fd, or -errno. */
 static int call_host(void)
 {
 	int fd = vsock_connect_host(AGENT_READY_PORT);
 	int rc = fd < 0 ? fd : agent_send(fd, AGENT_READY, NULL, 0);
-	if (rc == 0)
-		rc = take_clock(fd);
 	if (fd >= 0 && rc < 0)
 		close(fd);
 	return rc < 0 ? rc : fd;
 }
 
-/* The ready connection said something. The host ending it (an end of stream, or bytes it
- * must not send) ends the session: -1. A transport reset (the guest was paused and resumed
+/* The ready connection said something. Its clock frame is taken; the host ending it (an end
+ * of stream, or bytes it must not send) ends the session: -1. A transport reset (the guest was paused and resumed
  * in a new VMM: bulkhead-vmm's reset event) is not an end: the host is asked again, for up to
  * 5 s, and the new connection returned. */
 static int lifeline_lost(int ready)
@@ -318,10 +315,13 @@ static int lifeline_lost(int ready)
 	char b;
 	int soerr = 0;
 	socklen_t sl = sizeof(soerr);
-	ssize_t n = recv(ready, &b, 1, MSG_DONTWAIT);
+	ssize_t n = recv(ready, &b, 1, MSG_DONTWAIT | MSG_PEEK);
 	int e = errno;
 	if (n < 0 && (e == EAGAIN || e == EINTR))
 		return ready;
+	/* The host's clock, its answer to READY (anything else ends the session). */
+	if (n > 0)
+		return take_clock(ready) == 0 ? ready : (close(ready), -1);
 	/* A reset socket reads ENOTCONN; its error says why. */
 	getsockopt(ready, SOL_SOCKET, SO_ERROR, &soerr, &sl);
 	close(ready);

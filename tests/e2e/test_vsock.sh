@@ -14,7 +14,8 @@ INITRD=$BUILD/tests/guest-tools/initramfs-test.cpio
 ID=0123456789abcdef
 export BULKHEAD_RUNDIR="$TMP/run"
 D=$BULKHEAD_RUNDIR/$ID
-mkdir -p "$D/vsock"
+# Made as a supervisor makes it: ours and 0700, in a base that is too (session/rundir.h).
+mkdir -m 700 "$BULKHEAD_RUNDIR" "$D" && mkdir -m 700 "$D/vsock"
 
 # sha FILE: the hex SHA-256 only.
 sha() { sha256sum "$1" | cut -d' ' -f1; }
