@@ -4,6 +4,7 @@
 #include "session/exec_client.h"
 #include "session/out.h"
 #include "jail/proc.h"
+#include "session/pause_ask.h"
 #include "session/rundir.h"
 #include "session/plan.h"
 #include "cli/session_cmds.h"
@@ -257,7 +258,7 @@ int cmd_stop(int argc, char **argv)
 	return EXIT_BULKHEAD;
 }
 
-/* pause / resume: a signal to the session's supervisor, then its answer in "state". */
+/* pause / resume: session/pause_ask.c asks the supervisor and waits for its answer. */
 static int pause_or_resume(int argc, char **argv, bool pause)
 {
 	const char *verb = pause ? "pause" : "resume";
@@ -265,43 +266,12 @@ static int pause_or_resume(int argc, char **argv, bool pause)
 		fprintf(stderr, "usage: bulkhead %s ID\n", verb);
 		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : EXIT_BULKHEAD;
 	}
-	struct rundir rd;
-	char err[320], state[600], path[PATH_MAX];
-	int pidfd = -1;
-	if (rundir_open(&rd, argv[1], err, sizeof(err)) < 0 ||
-	    (pidfd = rundir_supervisor(&rd, err, sizeof(err))) < 0) {
+	char err[720];
+	if (session_pause_ask(argv[1], pause, err, sizeof(err)) < 0) {
 		fprintf(stderr, "bulkhead: %s\n", err);
 		return EXIT_BULKHEAD;
 	}
-	if (rundir_file(&rd, "state", 0, path, sizeof(path)) < 0 ||
-	    (unlink(path) < 0 && errno != ENOENT) ||
-	    syscall(SYS_pidfd_send_signal, pidfd, pause ? SIGUSR1 : SIGUSR2, NULL, 0) < 0) {
-		fprintf(stderr, "bulkhead: session %s: no running supervisor\n", argv[1]);
-		close(pidfd);
-		return EXIT_BULKHEAD;
-	}
-	/* Saving or loading the guest's memory takes about as long as copying it. */
-	for (int i = 0; i < 3000; i++) {
-		if (rundir_get(&rd, "state", state, sizeof(state)) == 0) {
-			state[strcspn(state, "\n")] = '\0';
-			if (!strcmp(state, pause ? "paused" : "running"))
-				return 0;
-			if (!strncmp(state, "error: ", 7)) {
-				fprintf(stderr, "bulkhead: session %s: %s\n", argv[1], state + 7);
-				return EXIT_BULKHEAD;
-			}
-		}
-		/* The supervisor ended (its pidfd turns readable): no answer will come. */
-		struct pollfd p = { .fd = pidfd, .events = POLLIN };
-		if (poll(&p, 1, 50) > 0) {
-			fprintf(stderr, "bulkhead: session %s ended\n", argv[1]);
-			close(pidfd);
-			return EXIT_BULKHEAD;
-		}
-	}
-	close(pidfd);
-	fprintf(stderr, "bulkhead: session %s did not %s within 150 s\n", argv[1], verb);
-	return EXIT_BULKHEAD;
+	return 0;
 }
 
 int cmd_pause(int argc, char **argv)

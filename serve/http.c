@@ -28,6 +28,8 @@ const struct route serve_routes[] = {
 	{ "GET", "/v1/sessions/{id}", route_get, 0, 0 },
 	{ "DELETE", "/v1/sessions/{id}", route_delete, 0, 0 },
 	{ "POST", "/v1/sessions/{id}/exec", route_exec, 0, 0 },
+	{ "POST", "/v1/sessions/{id}/pause", route_pause, 1, 0 },
+	{ "POST", "/v1/sessions/{id}/resume", route_pause, 0, 0 },
 	{ "GET", "/v1/sessions/{id}/files/{rest}", route_get_file, ROUTE_FILE, 0 },
 	{ "PUT", "/v1/sessions/{id}/files/{rest}", route_put_done, ROUTE_FILE, ROUTE_UPLOAD },
 	{ "GET", "/v1/sessions/{id}/archive/{rest}", route_get_file, ROUTE_ARCHIVE, 0 },

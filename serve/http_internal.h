@@ -78,6 +78,7 @@ enum MHD_Result route_create(struct MHD_Connection *c, struct req *q);
 enum MHD_Result route_get(struct MHD_Connection *c, struct req *q);
 enum MHD_Result route_delete(struct MHD_Connection *c, struct req *q);
 enum MHD_Result route_exec(struct MHD_Connection *c, struct req *q);
+enum MHD_Result route_pause(struct MHD_Connection *c, struct req *q);
 enum MHD_Result route_get_file(struct MHD_Connection *c, struct req *q);
 enum MHD_Result route_put_done(struct MHD_Connection *c, struct req *q);
 enum MHD_Result route_exec_stdin(struct MHD_Connection *c, struct req *q);

@@ -6,6 +6,7 @@
 #include "serve/files.h"
 #include "serve/http_internal.h"
 #include "session/approvals.h"
+#include "session/pause_ask.h"
 #include "lib/json_strict.h"
 #include "lib/signame.h"
 
@@ -105,12 +106,15 @@ enum MHD_Result route_exec(struct MHD_Connection *c, struct req *q)
 		return http_reply_err(c, SERVE_E_NOT_FOUND, "no such session");
 	}
 	pthread_mutex_lock(&serve.lock);
-	bool ended = s->ended;
+	const char *no = s->ended ? "the session has ended"
+			 : s->paused || s->pausing
+				 ? "the session is paused (POST /v1/sessions/ID/resume)"
+				 : NULL;
 	pthread_mutex_unlock(&serve.lock);
-	if (ended) {
+	if (no) {
 		serve_session_put(s);
 		json_decref(body);
-		return http_reply_err(c, SERVE_E_CONFLICT, "the session has ended");
+		return http_reply_err(c, SERVE_E_CONFLICT, no);
 	}
 	struct serve_body b;
 	enum serve_err err =
@@ -119,6 +123,46 @@ enum MHD_Result route_exec(struct MHD_Connection *c, struct req *q)
 	if (err)
 		return http_reply_err(c, err, q->why);
 	return http_reply_body(c, &b, "application/x-ndjson");
+}
+
+/* POST /v1/sessions/{id}/pause (arg 1) or .../resume (arg 0), with an empty body (or {}):
+ * the supervisor saves the guest to disk or brings it back (session/pause_ask.h); the answer
+ * is the session as it is then. One at a time per session. */
+enum MHD_Result route_pause(struct MHD_Connection *c, struct req *q)
+{
+	bool pause = q->rt->arg == 1;
+	json_t *body = http_body_json(q);
+	if (!body)
+		return http_reply_error(c, (unsigned)q->status, q->why);
+	size_t nkeys = json_object_size(body);
+	json_decref(body);
+	if (nkeys)
+		return http_reply_err(c, SERVE_E_INVALID, "the body must be empty or {}");
+	struct serve_session *s = serve_session_get(q->id, &q->peer);
+	if (!s)
+		return http_reply_err(c, SERVE_E_NOT_FOUND, "no such session");
+	pthread_mutex_lock(&serve.lock);
+	const char *no = s->ended     ? "the session has ended"
+			 : s->pausing ? "a pause or resume of the session is under way"
+				      : NULL;
+	if (!no)
+		s->pausing = true;
+	pthread_mutex_unlock(&serve.lock);
+	if (no) {
+		serve_session_put(s);
+		return http_reply_err(c, SERVE_E_CONFLICT, no);
+	}
+	int rc = session_pause_ask(s->id, pause, q->why, sizeof(q->why));
+	pthread_mutex_lock(&serve.lock);
+	s->pausing = false;
+	if (rc == 0)
+		s->paused = pause;
+	pthread_mutex_unlock(&serve.lock);
+	if (rc < 0) {
+		serve_session_put(s);
+		return http_reply_err(c, SERVE_E_CONFLICT, q->why);
+	}
+	return reply_session(c, 200, s);
 }
 
 enum MHD_Result route_get_file(struct MHD_Connection *c, struct req *q)

@@ -87,6 +87,7 @@ struct serve_session {
 	char *image_env_text;		    /* the image's environment, a line each (malloc'd) */
 	char *image_env[IMAGE_ENV_MAX + 1]; /* ... split, NULL-terminated */
 	/* the end */
+	bool paused, pausing; /* POST .../pause and .../resume (routes.c) */
 	bool ended, deleted, timed_out;
 	int exit_code;
 	char end_reason[16];

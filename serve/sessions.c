@@ -71,7 +71,7 @@ void serve_session_put(struct serve_session *s)
 json_t *serve_session_json(const struct serve_session *s)
 {
 	json_t *o = json_pack("{ss ss sb ss? ss? ss sb sb ss? ss? si si sf sf sf}", "id", s->id,
-			      "state", s->ended ? "ended" : "running", "pooled", s->pooled,
+			      "state", s->ended ? "ended" : s->paused ? "paused" : "running", "pooled", s->pooled,
 			      "pool_miss", s->pool_miss[0] ? s->pool_miss : NULL, "image",
 			      s->image[0] ? s->image : NULL, "work", s->work, "work_ro", s->work_ro,
 			      "work_owned", s->work_owned, "broker", s->broker, "audit_log",

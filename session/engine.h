@@ -35,6 +35,10 @@ struct launch {
 	/* Templates (kvm engine, jailed; session/template.h), else -1: the guest is restored
 	 * from restore_fd instead of booted, or saved into snapshot_fd when asked (SIGUSR1). */
 	int restore_fd, snapshot_fd;
+	/* Jailed only: the virtio-fs connections to keep (non-NULL), entry i for fs[i]. An entry
+	 * >= 0 is an open connection the VMM gets a copy of; -1 is filled with a copy of the
+	 * new one. The caller closes them. */
+	int *fs_keep;
 };
 
 /* A started VM process. */

@@ -58,6 +58,24 @@ static int dup_fd(struct vmm_fds *f, int fd, const char **arg, char *err, size_t
 	return 0;
 }
 
+/* The VMM's end of back end i's socket (i == LAUNCH_FS_MAX: the vsock's): a new connection,
+ * or a copy of the one kept. */
+static int backend_connect(const struct launch *l, size_t i, const char *sock)
+{
+	int *keep = i < LAUNCH_FS_MAX && l->fs_keep ? &l->fs_keep[i] : NULL;
+	if (keep && *keep >= 0) {
+		int fd = fcntl(*keep, F_DUPFD_CLOEXEC, 3);
+		return fd < 0 ? -errno : fd;
+	}
+	int fd = unix_connect(sock, false);
+	if (fd >= 0 && keep && (*keep = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 static int kvm_start(const struct launch *l, const struct engine_choice *c, struct vm_proc *vm,
 		     char *err, size_t errlen)
 {
@@ -122,7 +140,7 @@ static int kvm_start(const struct launch *l, const struct engine_choice *c, stru
 		if (!sock)
 			continue;
 		if (l->jail) {
-			int fd = unix_connect(sock, false);
+			int fd = backend_connect(l, i, sock);
 			if (fd < 0) {
 				snprintf(err, errlen, "connect to %s: %s", sock, strerror(-fd));
 				rc = -1;

@@ -27,6 +27,8 @@ struct session *session_new(const struct session_plan *p, int notify_fd)
 	s->link.ready_fd = -1;
 	s->template_fd = -1;
 	s->pause_fd = -1;
+	for (size_t i = 0; i < LAUNCH_FS_MAX; i++)
+		s->fs_keep[i] = -1;
 	/* Signals that end the session are read from a signalfd by the session loop; block them
 	 * before anything starts so none is lost in between. */
 	static const int pause_sigs[] = { SIGUSR1, SIGUSR2 }; /* `bulkhead pause`, `resume` */

@@ -108,6 +108,10 @@ struct session {
 	int pause_fd;
 	char pause_path[PATH_MAX];
 	bool paused;
+	/* Our own copy of each virtio-fs back end's connection (a pausable session's, else -1):
+	 * while we hold it, virtiofsd outlives a paused VMM with its FUSE state, and the resumed
+	 * VMM is handed the same connection (session_pause.c). */
+	int fs_keep[LAUNCH_FS_MAX];
 	char err[512];
 };
 
@@ -153,6 +157,10 @@ int session_sockets_start(struct session *s);
 bool session_pausable(const struct session *s, char *why, size_t len);
 int session_pause_prepare(struct session *s, int *snapshot_fd);
 void session_pause_forget(struct session *s);
+/* Asks the VMM to save the guest (SIGUSR1) and waits up to timeout_s for its end: 0 when it
+ * ended saved (VMM_EXIT_SNAPSHOT), -2 when it ended otherwise (*wstatus: how), -1 with s->err
+ * when it is still running. For pause and for making a template. */
+int session_vm_save(struct session *s, int timeout_s, int *wstatus);
 /* The guest saved and its VMM and bulkhead-vsock gone: 0. -1 with s->err when it could not
  * (the guest runs on), -2 when the VMM ended otherwise (*wstatus: how; the session is over). */
 int session_pause(struct session *s, int *wstatus);

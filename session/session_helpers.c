@@ -386,6 +386,7 @@ int session_engine_launch(struct session *s, int restore_fd, int snapshot_fd)
 		.guest_cid = VSOCK_GUEST_CID,
 		.restore_fd = restore_fd,
 		.snapshot_fd = snapshot_fd,
+		.fs_keep = s->pause_fd >= 0 ? s->fs_keep : NULL, /* pausable: virtiofsd outlives */
 	};
 	if (p->engine.ops->start(&l, &p->engine, &s->vm, s->err, sizeof(s->err)) < 0)
 		return -1;

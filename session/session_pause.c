@@ -9,10 +9,18 @@
  * for the next pause); the VMM tells the guest its transport was reset, and the guest's agent
  * calls home again (guest/init/agent.c). Processes, memory and the guest's own file systems
  * (tmpfs, the initramfs) carry over; connections do not (an exec in flight ends with an
- * error). A virtio-fs share cannot: Debian 12's virtiofsd keeps its FUSE session (the
- * guest's node ids, open handles) in its own process and cannot hand it on, and the guest
- * cannot mount the tag again while anything holds the old mount. So sessions with a work
- * share, an image root or binds are not pausable, and say so. */
+ * error).
+ *
+ * Shares (the work directory, an image's root, binds) carry over whole. Debian 12's
+ * virtiofsd keeps its FUSE session (the guest's node ids, open files) in its own process and
+ * cannot hand it to another, so it is not restarted: the session holds a copy of each
+ * virtio-fs connection (s->fs_keep), the back end sees no hang-up when the VMM exits, and the
+ * resumed VMM is given the same connection. The save stopped its rings (GET_VRING_BASE waits
+ * for the requests in flight); the new VMM sends a new memory table and starts them where
+ * they stood, at the same front-end addresses (vmm/virtio/vu_front.c); the saved RAM was given
+ * back first (vmm/gmem.h: gmem_release), so a paused session costs a virtiofsd, not its
+ * guest's memory. The host directory stays live while paused: what changes there is what the
+ * guest sees after, as it would have running. */
 #include "lib/cache_dir.h"
 #include "lib/errbuf.h"
 #include "lib/mono.h"
@@ -37,10 +45,7 @@ bool session_pausable(const struct session *s, char *why, size_t len)
 			 : !s->jailed		      ? "a session run with --no-jail cannot"
 			 : !p->req.detached	      ? "only sessions of 'bulkhead start' can"
 			 : p->req.bind_later	      ? "a pool guest cannot"
-			 : p->share_origin != SHARE_NONE || p->has_image || p->req.nbinds
-				 ? "its work share, image root or binds are virtio-fs shares, "
-				   "whose state Debian 12's virtiofsd cannot hand to a new process"
-				 : NULL;
+						      : NULL;
 	if (no)
 		snprintf(why, len, "%s", no);
 	return !no;
@@ -67,6 +72,11 @@ int session_pause_prepare(struct session *s, int *snapshot_fd)
 
 void session_pause_forget(struct session *s)
 {
+	for (size_t i = 0; i < LAUNCH_FS_MAX; i++) {
+		if (s->fs_keep[i] >= 0)
+			close(s->fs_keep[i]);
+		s->fs_keep[i] = -1;
+	}
 	if (s->pause_fd >= 0)
 		close(s->pause_fd);
 	s->pause_fd = -1;
@@ -75,16 +85,10 @@ void session_pause_forget(struct session *s)
 	s->pause_path[0] = '\0';
 }
 
-int session_pause(struct session *s, int *wstatus)
+int session_vm_save(struct session *s, int timeout_s, int *wstatus)
 {
-	long deadline = mono_ms() + PAUSE_SAVE_S * 1000L;
+	long deadline = mono_ms() + timeout_s * 1000L;
 	pid_t r;
-	if (s->paused || s->vm.pid <= 0)
-		return errbuf_fail(s->err, sizeof(s->err), -1, "the session is not running");
-	if (s->pause_fd < 0)
-		return errbuf_fail(s->err, sizeof(s->err), -1,
-				   "it has no file to save into (the cache's sessions directory "
-				   "could not be used when it started)");
 	kill(s->vm.pid, SIGUSR1);
 	while ((r = waitpid(s->vm.pid, wstatus, WNOHANG)) == 0 && mono_ms() < deadline) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
@@ -92,11 +96,24 @@ int session_pause(struct session *s, int *wstatus)
 	}
 	if (r == 0)
 		return errbuf_fail(s->err, sizeof(s->err), -1,
-				   "bulkhead-vmm did not save the guest within %d s; it runs on",
-				   PAUSE_SAVE_S);
+				   "bulkhead-vmm did not save the guest within %d s", timeout_s);
 	s->vm.pid = 0;
-	if (!WIFEXITED(*wstatus) || WEXITSTATUS(*wstatus) != VMM_EXIT_SNAPSHOT)
-		return -2;
+	return WIFEXITED(*wstatus) && WEXITSTATUS(*wstatus) == VMM_EXIT_SNAPSHOT ? 0 : -2;
+}
+
+int session_pause(struct session *s, int *wstatus)
+{
+	if (s->paused || s->vm.pid <= 0)
+		return errbuf_fail(s->err, sizeof(s->err), -1, "the session is not running");
+	if (s->pause_fd < 0)
+		return errbuf_fail(s->err, sizeof(s->err), -1,
+				   "it has no file to save into (the cache's sessions directory "
+				   "could not be used when it started)");
+	int rc = session_vm_save(s, PAUSE_SAVE_S, wstatus);
+	if (rc == -1)
+		snprintf(s->err + strlen(s->err), sizeof(s->err) - strlen(s->err), "; it runs on");
+	if (rc)
+		return rc;
 	/* The guest's connections lived in bulkhead-vsock: its end is not the session's. */
 	session_watch_set(s, "bulkhead-vsock", NULL, -1);
 	vsock_dev_stop(&s->vs);

@@ -143,26 +143,16 @@ static int wait_ready(struct session *s, long deadline)
 	}
 }
 
-/* Asks the VMM to save (SIGUSR1) and waits for its exit with VMM_EXIT_SNAPSHOT. */
+/* Has the VMM save the template and end (a VMM still running is engine_stop's to end). */
 static int save(struct session *s)
 {
-	int st = 0;
-	long deadline = mono_ms() + TEMPLATE_SAVE_S * 1000L;
-	pid_t r = 0;
-	kill(s->vm.pid, SIGUSR1);
-	while ((r = waitpid(s->vm.pid, &st, WNOHANG)) == 0 && mono_ms() < deadline)
-		usleep(10000);
-	if (r == 0)
-		kill(s->vm.pid, SIGKILL); /* engine_stop reaps it */
-	else if (r == s->vm.pid)
-		s->vm.pid = 0;
-	if (r == 0 || !WIFEXITED(st) || WEXITSTATUS(st) != VMM_EXIT_SNAPSHOT) {
-		snprintf(s->err, sizeof(s->err), "bulkhead-vmm did not save the template (%s)",
-			 r == 0 ? "it took too long" : "it ended otherwise");
-		session_diag_last(s, s->err, sizeof(s->err));
-		return -1;
-	}
-	return 0;
+	int st = 0, rc = session_vm_save(s, TEMPLATE_SAVE_S, &st);
+	if (rc == 0)
+		return 0;
+	snprintf(s->err, sizeof(s->err), "bulkhead-vmm did not save the template (%s)",
+		 rc == -1 ? "it took too long" : "it ended otherwise");
+	session_diag_last(s, s->err, sizeof(s->err));
+	return -1;
 }
 
 /* Boots the template's guest in a session of its own and has it saved into fd. */

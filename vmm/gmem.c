@@ -55,6 +55,13 @@ void gmem_destroy(struct gmem *gm)
 	gm->fd = -1;
 }
 
+int gmem_release(const struct gmem *gm)
+{
+	if (fallocate(gm->fd, GMEM_RELEASE_MODE, 0, (off_t)gm->size) < 0)
+		return -errno;
+	return 0;
+}
+
 int gmem_add_region(struct gmem *gm, uint64_t gpa, uint64_t offset, uint64_t size)
 {
 	if (gm->nregions >= GMEM_MAX_REGIONS)

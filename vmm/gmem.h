@@ -4,6 +4,7 @@
 #ifndef BULKHEAD_VMM_GMEM_H
 #define BULKHEAD_VMM_GMEM_H
 
+#include <linux/falloc.h>
 #include <stdint.h>
 
 #define GMEM_MAX_REGIONS 4
@@ -26,6 +27,11 @@ struct gmem {
  * -errno; on failure *gm is left safe to gmem_destroy(). */
 int gmem_init(struct gmem *gm, uint64_t size);
 void gmem_destroy(struct gmem *gm);
+/* Gives every page of guest RAM back to the kernel (a hole punched in the memfd), for a back
+ * end that still maps it and outlives this VMM: a saved guest's RAM is on disk, and costs
+ * nothing here any more. Returns 0 or -errno. */
+#define GMEM_RELEASE_MODE (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE) /* fallocate's */
+int gmem_release(const struct gmem *gm);
 
 /* Exposes memfd bytes [offset, offset+size) at guest-physical gpa. Refuses (-EINVAL) unaligned,
  * wrapping, out-of-memfd or overlapping windows, and (-ENOSPC) more than GMEM_MAX_REGIONS. */

@@ -173,6 +173,11 @@ static int add_snapshot_main(scmp_filter_ctx ctx, const struct vmm_jail *j)
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(lseek), 1,
 				      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)j->mem_fd));
+	/* Saved, the RAM is given back (gmem_release): a hole punched in the memfd, no more. */
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fallocate), 2,
+				      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)j->mem_fd),
+				      SCMP_A1(SCMP_CMP_EQ, GMEM_RELEASE_MODE));
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(read), 1,
 				      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)j->snapshot_sig_fd));

@@ -88,6 +88,11 @@ static int save_all(void *arg)
 	} else if (rc == -ENOSPC) {
 		vmm_log("snapshot: the state does not fit its buffer");
 	}
+	/* A back end may outlive this process with RAM mapped (a paused session keeps its
+	 * virtiofsd): what is saved need not stay in memory. */
+	int rel = rc == 0 ? gmem_release(&m->vm.mem) : 0;
+	if (rel)
+		vmm_log("snapshot: saved, but RAM could not be given back: %s", strerror(-rel));
 	if (rc == 0) {
 		vmm_log("snapshot: saved %u vCPU(s) and %llu MiB of RAM in use (of %llu)",
 			m->nvcpus, (unsigned long long)(h.mem_bytes >> 20),

@@ -203,6 +203,10 @@ def errors(c: Checker, sid: str) -> None:
             c.ask("an unknown exec", "POST", t, "/v1/execs/nosuchexec/stdin", 404, b"x", "application/octet-stream")
         else:
             c.ask_json("an unknown exec", "POST", t, f"/v1/execs/nosuchexec/{op}", 404, obj)
+    P, R = "/v1/sessions/{id}/pause", "/v1/sessions/{id}/resume"
+    c.ask_json("pause an unknown session", "POST", P, f"/v1/sessions/{NOID}/pause", 404, {})
+    c.ask_json("a pause with a body", "POST", P, f"/v1/sessions/{sid}/pause", 400, {"x": 1}, bad=True)
+    c.ask_json("resume a running session", "POST", R, f"/v1/sessions/{sid}/resume", 409, {})
     c.ask_json("list approvals", "GET", "/v1/approvals", "/v1/approvals", 200)
     c.ask_json("approve an unknown one", "POST", "/v1/approvals/{id}/approve", "/v1/approvals/nosuch/approve", 404,
                {"reason": "test"})

@@ -18,6 +18,18 @@
 #define VU_FRONT_PROTOCOL_WANTED                                                                   \
 	(1ull << VHOST_USER_PROTOCOL_F_MQ | 1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK)
 
+/* The "front-end addresses" vhost-user speaks in (SET_MEM_TABLE's userspace_addr, the rings'
+ * addresses) are names, not our pointers: VU_FRONT_ADDR_BASE plus the offset in the RAM memfd.
+ * They stay the same for a guest restored in another process (where RAM is mapped elsewhere),
+ * so a back end that outlives one VMM (a paused session's virtiofsd) finds its stopped rings
+ * again in the next memory table; and no pointer of ours is told to a back end. */
+#define VU_FRONT_ADDR_BASE (1ull << 44)
+
+static uint64_t front_addr(const struct gmem *gm, const void *p)
+{
+	return VU_FRONT_ADDR_BASE + (uint64_t)((const uint8_t *)p - gm->host);
+}
+
 static int vu_front_fail(struct vu_front *f, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -211,7 +223,7 @@ int vu_front_set_mem_table(struct vu_front *f, const struct gmem *gm)
 		m.p.mem.regions[i] = (struct vhost_user_mem_region){
 			.guest_phys_addr = r->gpa,
 			.memory_size = r->size,
-			.userspace_addr = (uint64_t)(uintptr_t)(gm->host + r->offset),
+			.userspace_addr = VU_FRONT_ADDR_BASE + r->offset,
 			.mmap_offset = r->offset,
 		};
 		m.fds[i] = gm->fd; /* the same memfd once per region, as the spec wants */
@@ -231,8 +243,8 @@ int vu_front_start_ring(struct vu_front *f, const struct gmem *gm, unsigned idx,
 			int call_fd)
 {
 	struct vhost_user_msg m;
-	/* The rings' guest-physical addresses become our own addresses: vhost-user's ring
-	 * addresses live in the front end's address space, mapped through the memory table. */
+	/* The rings' guest-physical addresses become front-end addresses (front_addr): vhost-user's
+	 * ring addresses live in that space, mapped through the memory table. */
 	void *d = gmem_ptr(gm, desc, 16ull * num);
 	void *a = gmem_ptr(gm, avail, 6 + 2ull * num);
 	void *u = gmem_ptr(gm, used, 6 + 8ull * num);
@@ -248,9 +260,9 @@ int vu_front_start_ring(struct vu_front *f, const struct gmem *gm, unsigned idx,
 	vhost_user_msg_init(&m, VHOST_USER_SET_VRING_ADDR, 0, sizeof(struct vhost_vring_addr));
 	m.p.addr = (struct vhost_vring_addr){
 		.index = idx,
-		.desc_user_addr = (uint64_t)(uintptr_t)d,
-		.used_user_addr = (uint64_t)(uintptr_t)u,
-		.avail_user_addr = (uint64_t)(uintptr_t)a,
+		.desc_user_addr = front_addr(gm, d),
+		.used_user_addr = front_addr(gm, u),
+		.avail_user_addr = front_addr(gm, a),
 	};
 	err = vu_front_call(f, &m, NULL);
 	if (!err)

@@ -177,6 +177,17 @@ class Session:
         self.info = SessionInfo.from_json(self._t.json("GET", self._url()))
         return self.info
 
+    def pause(self) -> SessionInfo:
+        """Saves the session's guest to disk and stops its VM (state "paused"); execs are
+        refused until resume(). Its work directory stays where it is."""
+        self.info = SessionInfo.from_json(self._t.json("POST", self._url("/pause")))
+        return self.info
+
+    def resume(self) -> SessionInfo:
+        """Brings a paused session back in a new VM, its processes and memory as they were."""
+        self.info = SessionInfo.from_json(self._t.json("POST", self._url("/resume")))
+        return self.info
+
     def delete(self) -> SessionInfo:
         """Stops the session if it runs and removes it; returns its last state."""
         self.info = SessionInfo.from_json(self._t.json("DELETE", self._url()))

@@ -324,6 +324,11 @@ def errors(b: Bulkhead, s: Session) -> None:
     except ValueError:
         pass
     raises(400, lambda: s._t.json("POST", f"/v1/sessions/{s.id}/exec", {"cmd": []}))
+    # Pause and resume (l1_pause.sh pauses for real under kvm): a running session cannot be
+    # resumed, a body must be empty, an unknown session is 404.
+    raises(409, s.resume)
+    raises(400, lambda: s._t.json("POST", f"/v1/sessions/{s.id}/pause", {"x": 1}))
+    raises(404, lambda: b._t.json("POST", "/v1/sessions/0123456789abcdef/pause"))
     raises(404, lambda: b.approve("no-such-approval", "test"))
     raises(404, lambda: b.deny("no-such-approval"))
     eq([], b.approvals(), "no approval pending")

@@ -157,6 +157,19 @@ export class Session {
     return this.info;
   }
 
+  /** Saves the session's guest to disk and stops its VM (state "paused"); execs are refused
+   *  until resume(). Its work directory stays where it is. */
+  async pause(): Promise<SessionInfo> {
+    this.info = (await this.t.json("POST", this.url("/pause"))) as SessionInfo;
+    return this.info;
+  }
+
+  /** Brings a paused session back in a new VM, its processes and memory as they were. */
+  async resume(): Promise<SessionInfo> {
+    this.info = (await this.t.json("POST", this.url("/resume"))) as SessionInfo;
+    return this.info;
+  }
+
   /** Stops the session if it runs and removes it; its last state. */
   async delete(): Promise<SessionInfo> {
     this.info = (await this.t.json("DELETE", this.url())) as SessionInfo;

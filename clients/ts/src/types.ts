@@ -4,7 +4,7 @@
 /** A session as the daemon describes it. */
 export interface SessionInfo {
   id: string;
-  state: "running" | "ended";
+  state: "running" | "paused" | "ended";
   pooled: boolean;
   pool_miss: string | null;
   image: string | null;
