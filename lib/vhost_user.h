@@ -97,7 +97,8 @@ struct vhost_user_hdr {
 	uint32_t size; /* payload bytes that follow */
 } __attribute__((packed));
 
-/* SET_MEM_TABLE entry. userspace_addr is the FRONT END's address of guest_phys_addr: ring
+/* SET_MEM_TABLE entry. userspace_addr is the FRONT END's name for guest_phys_addr (bulkhead-vmm
+ * uses a fixed base plus the memfd offset, not its pointers: vmm/virtio/vu_front.c): ring
  * addresses in SET_VRING_ADDR are front-end user addresses, translated through this table. */
 struct vhost_user_mem_region {
 	uint64_t guest_phys_addr;

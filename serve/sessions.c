@@ -4,6 +4,7 @@
  * (serve/boot.c); get, list and delete; and the main thread's side: a supervisor's end, and
  * deadlines. */
 #include "session/exit_codes.h"
+#include "session/pause_ask.h"
 #include "session/rundir.h"
 #include "session/session_reap.h"
 #include "lib/tree_remove.h"
@@ -319,6 +320,7 @@ void serve_session_cleanup(struct serve_session *s)
 			session_reap_cgroups(&rd, true);
 			rundir_remove(&rd);
 		}
+		session_pause_files_remove(s->id); /* its supervisor's to remove, unless killed */
 		serve_record_remove(s->id);
 	} else if (s->log[0]) {
 		unlink(s->log);

@@ -5,6 +5,7 @@
  * under --state, whose last line says why it ended. Each session we start has a record
  * there, so that a daemon that was KILLed stops what is left at its next start. */
 #include "session/paths.h"
+#include "session/pause_ask.h"
 #include "session/rundir.h"
 #include "jail/proc.h"
 #include "session/session_reap.h"
@@ -301,6 +302,7 @@ static void recover(const char *id)
 	if (got == 4 && owned && n > 0 && strncmp(work, mine, (size_t)n) == 0 &&
 	    !strstr(work + n, "/") && !strstr(work, "/.."))
 		serve_rmtree(work);
+	session_pause_files_remove(id); /* a paused guest's memory, if it was paused */
 	fprintf(stderr, "bulkhead serve: stopped session %s left by a previous daemon\n", id);
 	serve_record_remove(id);
 }

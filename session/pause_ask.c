@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* session/pause_ask.c: a signal to a session's supervisor, then its answer in "state". */
+/* session/pause_ask.c: a signal to a session's supervisor, then its answer in "state"; and
+ * the pause files a killed supervisor left. */
 #include "session/pause_ask.h"
 
+#include "lib/cache_dir.h"
 #include "lib/errbuf.h"
 #include "session/rundir.h"
 
@@ -9,6 +11,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -54,4 +57,16 @@ int session_pause_ask(const char *id, bool pause, char *err, size_t errlen)
 out:
 	close(pidfd);
 	return rc;
+}
+
+void session_pause_files_remove(const char *id)
+{
+	char dir[PATH_MAX - 32], path[PATH_MAX], err[320];
+	if (cache_dir(dir, sizeof(dir), "sessions", "the paused sessions' directory", false, err,
+		      sizeof(err)) < 0)
+		return;
+	snprintf(path, sizeof(path), "%s/%s.snap", dir, id);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/%s.snap.saved", dir, id);
+	unlink(path);
 }

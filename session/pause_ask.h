@@ -13,4 +13,8 @@
  * pause: ..."), or that it ended, never answered, or is not there. */
 int session_pause_ask(const char *id, bool pause, char *err, size_t errlen);
 
+/* Removes session ID's pause files (a paused guest's memory), for whoever outlives a
+ * supervisor killed before it could (`bulkhead serve`). */
+void session_pause_files_remove(const char *id);
+
 #endif

@@ -6,6 +6,7 @@
 #include "jail/cgroup.h"
 #include "session/paths.h"
 #include "session/share_reach.h"
+#include "lib/cache_dir.h"
 #include "jail/jail.h"
 #include "lib/io.h"
 
@@ -225,11 +226,15 @@ static int plan_guest_names(struct session_plan *p, char *err, size_t errlen)
  * any share: the vault and its key (every secret) and the audit log, named or a private
  * broker's default directory (its own record). In a share it may write: the scope, the
  * global policy and the upstream CA bundle, which the guest would rewrite for the next
- * session that reads them (a secret's destination moved to a host of its choosing, say). */
+ * session that reads them (a secret's destination moved to a host of its choosing, say).
+ * The cache (lib/cache_dir.h): in any share, the paused sessions (each another guest's
+ * memory); in a share it may write, the templates and images every later session starts
+ * from. */
 static int host_files_outside(const struct session_plan *p, char *err, size_t errlen)
 {
 	const struct broker_opts *o = &p->req.broker;
 	char key[PATH_MAX], audit_dir[PATH_MAX], root[PATH_MAX], why[PATH_MAX + 128];
+	char paused[PATH_MAX], templates[PATH_MAX], images[PATH_MAX], ignored[256];
 	bool private_audit = o->scope && !o->shared && !o->audit &&
 			     broker_audit_dir_path(audit_dir, sizeof(audit_dir)) == 0;
 	const struct {
@@ -248,6 +253,21 @@ static int host_files_outside(const struct session_plan *p, char *err, size_t er
 		{ o->ca_file, "the upstream CA bundle", false },
 		/* overlayfs's own work directory goes beside it */
 		{ p->req.keep_changes, "--keep-changes", true },
+		{ cache_dir(paused, sizeof(paused), "sessions", "the paused sessions' directory",
+			    false, ignored, sizeof(ignored)) == 0
+			  ? paused
+			  : NULL,
+		  "the paused sessions' directory", true },
+		{ cache_dir(templates, sizeof(templates), "templates", "the template cache", false,
+			    ignored, sizeof(ignored)) == 0
+			  ? templates
+			  : NULL,
+		  "the template cache", false },
+		{ cache_dir(images, sizeof(images), "images", "the image store", false, ignored,
+			    sizeof(ignored)) == 0
+			  ? images
+			  : NULL,
+		  "the image store", false },
 	};
 	struct shared {
 		const char *dir;

@@ -32,11 +32,13 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define PAUSE_SAVE_S 120 /* for the VMM to save the guest once asked */
+#define PAUSE_SAVE_S  120	 /* for the VMM to save the guest once asked */
+#define PAUSE_RESERVE (64 << 20) /* left free on the cache's file system after a save */
 
 bool session_pausable(const struct session *s, char *why, size_t len)
 {
@@ -44,7 +46,6 @@ bool session_pausable(const struct session *s, char *why, size_t len)
 	const char *no = p->engine.kind != ENGINE_KVM ? "the qemu engine cannot save a guest"
 			 : !s->jailed		      ? "a session run with --no-jail cannot"
 			 : !p->req.detached	      ? "only sessions of 'bulkhead start' can"
-			 : p->req.bind_later	      ? "a pool guest cannot"
 						      : NULL;
 	if (no)
 		snprintf(why, len, "%s", no);
@@ -109,6 +110,17 @@ int session_pause(struct session *s, int *wstatus)
 		return errbuf_fail(s->err, sizeof(s->err), -1,
 				   "it has no file to save into (the cache's sessions directory "
 				   "could not be used when it started)");
+	/* The file holds the RAM in use, at most all of it: a pause that could fill the cache's
+	 * file system (others' sessions, audit logs) is refused while the guest runs on. */
+	struct statvfs fs;
+	uint64_t need = ((uint64_t)s->plan->req.mem_mib << 20) + PAUSE_RESERVE;
+	if (fstatvfs(s->pause_fd, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < need)
+		return errbuf_fail(s->err, sizeof(s->err), -1,
+				   "the file system of %s has %llu MiB free; the guest may need up "
+				   "to %llu MiB (its RAM and %d MiB to spare)",
+				   s->pause_path,
+				   (unsigned long long)((uint64_t)fs.f_bavail * fs.f_frsize >> 20),
+				   (unsigned long long)(need >> 20), PAUSE_RESERVE >> 20);
 	int rc = session_vm_save(s, PAUSE_SAVE_S, wstatus);
 	if (rc == -1)
 		snprintf(s->err + strlen(s->err), sizeof(s->err) - strlen(s->err), "; it runs on");

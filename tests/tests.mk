@@ -8,7 +8,7 @@ $(OBJ)/tests/%.o: tests/%.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 UNIT_LIBS := -lcmocka -lz -lhttp_parser -lwslay -lnghttp2 -lssl -lcrypto -ljansson -lexpat -lseccomp -luring -lmount
-$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CLI_LIB) $(SESSION_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(VMM_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(LIB_A)
+$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CLI_LIB) $(SESSION_LIB) $(IMAGE_LIB) $(JAIL_LIB) $(VMM_LIB) $(VMM_ARM64_LIB) $(VSOCK_LIB) $(BROKER_LIB) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(UNIT_LIBS)
 # The VMM's allow-lists with each thread role's work (and a sanitizer build's run time).
@@ -17,6 +17,7 @@ $(BUILD)/tests/test_vmm_seccomp: UNIT_LIBS += -lseccomp
 # bulkhead-vsock's allow-list with its loop's work (and a sanitizer build's run time).
 $(BUILD)/tests/test_vsock_seccomp: $(OBJ)/vsock/seccomp.o $(SAN_OBJ)
 $(BUILD)/tests/test_vsock_seccomp: UNIT_LIBS += -lseccomp
+$(BUILD)/tests/test_vmm_arm64: UNIT_LIBS += -lfdt
 
 # Fuzzers need clang; they are built and run briefly by `make test` as one suite.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -145,6 +146,15 @@ int snapshot_setup(struct machine *m, const struct vmm_device *devs, unsigned nd
 	if (!s->vcpu_state || snap_out_init(&s->out, state_cap(m->o->cpus))) {
 		vmm_log_setup("cannot allocate the snapshot's buffers", ENOMEM, NULL);
 		return -ENOMEM;
+	}
+	/* No file this process writes may grow past what a save of this VM can need (its RAM, the
+	 * state, headers): a VMM taken over by its guest cannot fill the disk through the file
+	 * it holds. Past that a write fails (EFBIG, SIGXFSZ ignored) and the save with it. */
+	uint64_t most = m->vm.mem.size + state_cap(m->o->cpus) + (16ull << 20);
+	struct rlimit fsize = { .rlim_cur = most, .rlim_max = most };
+	if (setrlimit(RLIMIT_FSIZE, &fsize) < 0 || signal(SIGXFSZ, SIG_IGN) == SIG_ERR) {
+		vmm_log_setup("cannot limit the snapshot's size (RLIMIT_FSIZE)", errno, NULL);
+		return -errno;
 	}
 	/* Blocked in every thread (the ones made later inherit it), read on the main one. */
 	sigemptyset(&set);

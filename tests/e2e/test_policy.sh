@@ -133,6 +133,15 @@ refused "a scope named through a symbolic link" 'the path goes through a symboli
 XDG_STATE_HOME=$TMP/share/state refused "the default audit log directory inside the share" \
 	'the audit log directory (.*) is within reach of the share' --work "$TMP/share" \
 	--scope "$TMP/trust/scope.json"
+# The cache: paused sessions (other guests' memory) in no share at all; templates and images,
+# which later sessions start from, in no share the guest may write. Refused before they exist.
+BULKHEAD_CACHE=$TMP/share/cache refused "the paused sessions inside a read-only share" \
+	"the paused sessions' directory (.*) is within reach of the share" --work "$TMP/share:ro"
+XDG_CACHE_HOME=$TMP/share/xdg BULKHEAD_CACHE= refused "the default cache inside a writable share" \
+	"the paused sessions' directory (.*) is within reach of the share" --work "$TMP/share"
+mkdir -p "$TMP/cache2/templates"
+BULKHEAD_CACHE=$TMP/cache2 refused "the template cache as the writable share" \
+	'the template cache (.*) is within reach of the writable share' --work "$TMP/cache2/templates"
 # The scope is read once, through one descriptor, and the broker gets that text: a FIFO or
 # a device is refused at once rather than read (or waited on) twice.
 mkfifo "$TMP/fifo-scope"

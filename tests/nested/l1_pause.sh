@@ -24,6 +24,12 @@ fi
 "$BULKHEAD" exec "$id" -- sh -c 'setsid sh -c "sh -c '"'"'exec 3> /tmp/log; i=0; while [ \$i -lt 40 ]; do i=\$((i + 1)); echo tick \$i >&3; sleep 0.1; done; exit 7'"'"'; echo exit=\$? >> /tmp/log" < /dev/null > /dev/null 2>&1 &'
 sleep 1
 vmm_before=$(pgrep -f "bulkhead-vmm .*--snapshot-fd" | head -n 1)
+# The VMM holds its snapshot file from the start: no file it writes may outgrow a save.
+fsize=$(sed -n 's/^Max file size *\([0-9a-z]*\).*/\1/p' "/proc/$vmm_before/limits")
+case $fsize in
+[0-9]*) ok "a pausable session's VMM cannot write a file past what a save needs ($fsize bytes)" ;;
+*) not_ok "a pausable session's VMM has a file size limit" "Max file size: $fsize" ;;
+esac
 "$BULKHEAD" pause "$id" 2> "$TMP/err"
 check_eq "bulkhead pause: exit 0" "0 " "$? $(cat "$TMP/err")"
 snap=$BULKHEAD_CACHE/sessions/$id.snap
@@ -126,18 +132,48 @@ check_eq "after it an exec reads and writes the share" "from the host new" "$out
 check_eq "a stop ends its virtiofsd and removes the saved guest" "no" \
 	"$(pgrep -x virtiofsd > /dev/null && echo yes || echo no)$([ -e "$snap" ] && echo ' file')"
 
+# A cache without room for the guest's RAM: the pause is refused, saying so, and the guest runs
+# on (nothing written, nothing lost).
+mkdir -p "$TMP/small"
+if mount -t tmpfs -o size=32m,mode=0700 tmpfs "$TMP/small"; then
+	id=$(BULKHEAD_CACHE=$TMP/small "$BULKHEAD" start 2> "$TMP/err")
+	"$BULKHEAD" exec "$id" -- sh -c 'echo in-memory > /tmp/m'
+	"$BULKHEAD" pause "$id" 2> "$TMP/err"
+	rc=$?
+	if [ "$rc" = 125 ] && grep -q "MiB free" "$TMP/err" &&
+		[ "$("$BULKHEAD" exec "$id" -- cat /tmp/m)" = in-memory ]; then
+		ok "a cache without room: pause refused in one line, the guest runs on ($(head -c 160 "$TMP/err"))"
+	else
+		not_ok "a cache without room: pause refused, the guest runs on" "rc=$rc" "$(cat "$TMP/err")"
+	fi
+	"$BULKHEAD" stop "$id"
+	umount "$TMP/small"
+else
+	skip "a cache without room" "cannot mount a small tmpfs"
+fi
+
+# An image session: the image's root (a virtiofsd of its own, under the guest's overlay)
+# carries over as the work share does, and so does what was written over it.
+. "$(dirname "$0")/bb_image.sh"
+bb_image "$BULKHEAD_CACHE"
+mkdir -p "$TMP/work2"
+id=$("$BULKHEAD" start --image bb --work "$TMP/work2" 2> "$TMP/err")
+"$BULKHEAD" exec "$id" -- sh -c 'echo kept > ~/f' 2>> "$TMP/err"
+"$BULKHEAD" pause "$id" 2>> "$TMP/err" && "$BULKHEAD" resume "$id" 2>> "$TMP/err"
+check_eq "an image session: pause and resume" "0 " "$? $(cat "$TMP/err")"
+check_eq "an image session: the image's root and what was written over it carry over" \
+	"kept|from the image|hi 1000" \
+	"$("$BULKHEAD" exec "$id" -- sh -c 'echo "$(cat ~/f)|$(cat /etc/motd)|$GREETING $(id -u)"' 2>&1)"
+"$BULKHEAD" stop "$id"
+
 # The API: POST /v1/sessions/ID/pause and .../resume, for bulkhead serve's sessions (each has
-# a work directory). (No curl in L1: HTTP/1.1 by hand over fd-connect.)
-SOCK=$TMP/serve.sock
-api() { # METHOD PATH [BODY]: the daemon's answer, headers and body
-	"$BUILD/tests/fd-connect" 3="$SOCK" -- sh -c 'printf "%s %s HTTP/1.1\r\nHost: serve\r\nConnection: close\r\nContent-Length: %s\r\n\r\n%s" "$1" "$2" "${#3}" "$3" >&3; cat <&3' \
-		api "$1" "$2" "${3:-}" 2> /dev/null
-}
+# a work directory), here one taken from the pool (tests/nested/serve_api.sh).
+. "$(dirname "$0")/serve_api.sh"
 status() { head -n 1 | cut -d' ' -f2; }
-"$BULKHEAD" serve --socket "$SOCK" --state "$TMP/state" 2> "$TMP/serve.log" &
-SPID=$!
-wait_socket "$SOCK" 10
+serve_up 1
 made=$(api POST /v1/sessions '{}')
+check_eq "API: the session comes from the pool (a pool guest pauses as any other)" "true" \
+	"$(echo "$made" | sed -n 's/.*"pooled": *\([a-z]*\).*/\1/p')"
 sid=$(echo "$made" | sed -n 's/.*"id": *"\([0-9a-f]*\)".*/\1/p')
 swork=$(echo "$made" | sed -n 's/.*"work": *"\([^"]*\)".*/\1/p')
 api POST "/v1/sessions/$sid/exec" '{"cmd":["sh","-c","echo in-memory > /tmp/m"]}' > /dev/null

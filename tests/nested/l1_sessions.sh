@@ -55,22 +55,10 @@ $(i=0; while [ $i -lt $n ]; do echo done; i=$((i + 1)); done)"
 done
 
 # An image session under bulkhead-vmm: two virtio-fs devices (the work share and the image's
-# root, each its own virtiofsd), the overlay, the chroot and the image's user. The image is a
-# busybox root written into a private store by hand, in the store's documented format
-# (image/image.h): L1 has no skopeo or mmdebstrap to make one (the e2e suite test_image_session
-# builds real ones on the host).
-img=$TMP/cache/images/sha256/$(printf '%064d' 1)
-mkdir -p "$img/rootfs/bin" "$img/rootfs/etc" "$img/rootfs/home/app" "$TMP/cache/images/names"
-cp /usr/bin/busybox "$img/rootfs/bin/busybox"
-for a in sh cat id pwd echo ls rm; do ln -s busybox "$img/rootfs/bin/$a"; done
-echo "from the image" > "$img/rootfs/etc/motd"
-cat > "$img/image.json" << JSON
-{ "digest": "sha256:$(printf '%064d' 1)", "name": "bb", "source": "test", "created": "2026-01-01T00:00:00Z",
-  "size": 1, "config": { "env": ["PATH=/bin", "HOME=/home/app", "GREETING=hi"], "cwd": "/home/app",
-  "uid": 1000, "gid": 1000, "gids": [], "cmd": ["/bin/sh"] } }
-JSON
-ln -s "../sha256/$(printf '%064d' 1)" "$TMP/cache/images/names/bb"
-chown 1000:1000 "$img/rootfs/home/app"
+# root, each its own virtiofsd), the overlay, the chroot and the image's user, from an image
+# written by hand (tests/nested/bb_image.sh).
+. "$(dirname "$0")/bb_image.sh"
+bb_image "$TMP/cache"
 export BULKHEAD_CACHE="$TMP/cache"
 run_capture run --engine kvm --image bb --work "$TMP/work" -- sh -c \
 	'cat /etc/motd; echo "$GREETING $HOME $(pwd) $(id -u):$(id -g)"; cat /work/in.txt

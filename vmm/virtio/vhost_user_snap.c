@@ -102,6 +102,15 @@ static int vsock_event_reset(struct vhost_user_dev *v)
 	return 0;
 }
 
+/* A ring's position is a 16-bit index (virtio 1.2, 2.7.6): a wider saved one is damage. */
+static bool bases_out_of_range(const struct vhost_user_dev_state *s, unsigned nqueues)
+{
+	for (unsigned q = 0; q < nqueues && q < VIRTIO_MMIO_MAX_QUEUES; q++)
+		if (s->base[q] > UINT16_MAX)
+			return true;
+	return false;
+}
+
 int virtio_devs_restore(struct virtio_devs *d, unsigned i, const struct vhost_user_dev_state *s)
 {
 	struct vhost_user_dev *v = d->devs[i];
@@ -115,6 +124,7 @@ int virtio_devs_restore(struct virtio_devs *d, unsigned i, const struct vhost_us
 		      "saved "
 		      "VM had, in its order";
 	else if (s->driver_ok > 1 || s->pad || (s->started & ~((1u << v->backend_queues) - 1)) ||
+		 bases_out_of_range(s, v->backend_queues) ||
 		 virtio_mmio_restore(&v->mmio, &s->mmio))
 		bad = "has a malformed saved state";
 	if (bad) {
@@ -145,6 +155,14 @@ int virtio_devs_restore(struct virtio_devs *d, unsigned i, const struct vhost_us
 			goto fail;
 		v->started[q] = true;
 		v->base[q] = 0;
+		/* A kick the guest gave just before the save may not have been seen by the old
+		 * back end (GET_VRING_BASE stops it between two looks at the ring): one more makes
+		 * the new one look; a back end that finds nothing new does nothing. */
+		if (eventfd_write(v->mmio.q[q].kick_fd, 1) < 0) {
+			err = -errno;
+			snprintf(v->front.why, sizeof(v->front.why), "kicking ring %u failed", q);
+			goto fail;
+		}
 	}
 	if (v->device_id == VIRTIO_ID_VSOCK && (err = vsock_event_reset(v))) {
 		snprintf(v->front.why, sizeof(v->front.why), "the transport reset event failed");

@@ -44,8 +44,9 @@ int vu_front_set_mem_table(struct vu_front *f, const struct gmem *gm);
 int vu_front_set_features(struct vu_front *f, uint64_t driver_features);
 
 /* Starts ring idx: SET_VRING_NUM, BASE (0 for a fresh ring; where a stopped one stood),
- * ADDR (guest-physical rings translated to our own addresses through gmem_ptr, which also
- * checks them), KICK, CALL, ENABLE. */
+ * ADDR (guest-physical rings checked through gmem_ptr, then named by front-end addresses:
+ * a fixed base plus the offset in the RAM memfd, the same in every VMM process that maps
+ * that RAM; SET_MEM_TABLE names the windows the same way), KICK, CALL, ENABLE. */
 int vu_front_start_ring(struct vu_front *f, const struct gmem *gm, unsigned idx, unsigned num,
 			uint16_t base, uint64_t desc, uint64_t avail, uint64_t used, int kick_fd,
 			int call_fd);
