@@ -6,6 +6,7 @@
 #include "session/template.h"
 #include "jail/proc.h"
 #include "lib/agent_proto.h"
+#include "lib/san.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -276,10 +277,17 @@ void session_diag_last(struct session *s, char *err, size_t errlen)
 		got += (size_t)n;
 	}
 	buf[got] = '\0';
-	while (got && (buf[got - 1] == '\n' || buf[got - 1] == '\r'))
-		buf[--got] = '\0';
-	line = strrchr(buf, '\n');
-	line = line ? line + 1 : buf;
+	/* The last line that is the helpers' own words. */
+	for (;;) {
+		while (got && (buf[got - 1] == '\n' || buf[got - 1] == '\r'))
+			buf[--got] = '\0';
+		line = strrchr(buf, '\n');
+		line = line ? line + 1 : buf;
+		if (line == buf || !san_runtime_line(line))
+			break;
+		got = (size_t)(line - buf);
+		buf[got] = '\0';
+	}
 	size_t n = strlen(err);
 	if (*line && n < errlen)
 		snprintf(err + n, errlen - n, ": %s", line);
