@@ -12,7 +12,7 @@ $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(CLI_LIB) $(SESSION_LIB) $(IMAGE_LIB) $
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(UNIT_LIBS)
 # The VMM's allow-lists with each thread role's work (and a sanitizer build's run time).
-$(BUILD)/tests/test_vmm_seccomp: $(OBJ)/vmm/seccomp.o $(SAN_OBJ)
+$(BUILD)/tests/test_vmm_seccomp: $(VMM_SECCOMP_OBJS) $(SAN_OBJ)
 $(BUILD)/tests/test_vmm_seccomp: UNIT_LIBS += -lseccomp
 # bulkhead-vsock's allow-list with its loop's work (and a sanitizer build's run time).
 $(BUILD)/tests/test_vsock_seccomp: $(OBJ)/vsock/seccomp.o $(SAN_OBJ)

@@ -15,9 +15,11 @@
 #include "vmm/vcpu.h"
 #include "vmm/virtio/vhost_user_dev.h"
 #include "vmm/vm.h"
-#include "vmm/x86/boot.h"
-#include "vmm/x86/i8042.h"
-#include "vmm/x86/snapshot_arch.h"
+#if defined(__aarch64__)
+#include "vmm/arm64/arch.h"
+#else
+#include "vmm/x86/arch.h"
+#endif
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,9 +29,7 @@ struct vmm_device;
 struct vmm_snapshot {
 	int fd;	    /* --snapshot-fd (not owned), or -1: no snapshots */
 	int sig_fd; /* signalfd of SIGUSR1 */
-	int xsave;  /* KVM has KVM_GET_XSAVE */
-	struct x86_msr_list msrs;
-	struct x86_vcpu_state *vcpu_state; /* one per vCPU, filled by each on its thread */
+	struct snapshot_arch arch;
 	struct snap_out out;
 	struct vcpu_pause pause;
 	const struct vmm_device *devs; /* vmm/main.c's table: each row's save hook */
@@ -45,13 +45,13 @@ struct machine {
 	/* Devices: one member each. vmm/virtio/ adds its transports here. */
 	struct testdev testdev;
 	struct uart uart;
-	struct i8042 i8042;
 	struct boot_timer boot_timer;
+	struct machine_arch arch; /* the architecture's own devices (vmm/<arch>/arch.h) */
 	struct virtio_devs virtio;
 	struct vmm_jail jail;	  /* what the allow-lists pin (filled at lock-down) */
 	struct vmm_snapshot snap; /* --snapshot-fd */
 	/* --cmdline plus what devices announce (virtio_mmio.device=...). */
-	char cmdline[X86_CMDLINE_MAX];
+	char cmdline[VMM_CMDLINE_MAX];
 };
 
 /*

@@ -2,7 +2,8 @@
 /*
  * vmm/main.c: bulkhead-vmm — options (vmm/options.c), then acquire in order (VM, devices,
  * images, vCPUs), lock down (one place: lock_down_and_run), run, release in reverse.
- * Devices are declared in vmm_devices[] below, not called from here: to add one, give it an
+ * Devices are declared in common_devices[] below and the architecture's own in
+ * machine_arch_devices[] (vmm/machine_arch.h), not called from here: to add one, give it an
  * init/fini pair and a row (see vmm/machine.h and vmm/README.md).
  */
 #include "lib/jail_selftest.h"
@@ -13,9 +14,8 @@
 #include "vmm/loader_flat.h"
 #include "vmm/log.h"
 #include "vmm/machine.h"
+#include "vmm/machine_arch.h"
 #include "vmm/snapshot_vm.h"
-#include "vmm/x86/boot.h"
-#include "vmm/x86/layout.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -36,7 +36,7 @@ static void dev_testdev_fini(struct machine *m)
 
 static int dev_uart_init(struct machine *m)
 {
-	return uart_init(&m->uart, &m->vm, X86_UART_PORT, X86_UART_GSI, STDOUT_FILENO);
+	return machine_arch_uart_init(m);
 }
 
 static void dev_uart_fini(struct machine *m)
@@ -57,39 +57,13 @@ static int dev_uart_restore(struct machine *m, const struct snap_in *in)
 	return st ? uart_restore(&m->uart, st) : -EBADMSG; /* its contents checked at open */
 }
 
-static int dev_i8042_save(struct machine *m, struct snap_out *out)
-{
-	struct i8042_state st;
-	i8042_save(&m->i8042, &st);
-	return snap_put(out, SNAP_SEC_I8042, 0, &st, sizeof(st));
-}
-
-static int dev_i8042_restore(struct machine *m, const struct snap_in *in)
-{
-	const struct i8042_state *st =
-		snapshot_section(in, SNAP_SEC_I8042, sizeof(*st), "the i8042");
-	return st ? i8042_restore(&m->i8042, st) : -EBADMSG;
-}
-
-static int dev_i8042_init(struct machine *m)
-{
-	/* A Linux session ends by rebooting (reboot=k): that is its clean exit. */
-	return i8042_init(&m->i8042, &m->vm,
-			  m->o->mode == VMM_MODE_LINUX ? VMM_EXIT_OK : VMM_EXIT_RESET);
-}
-
-static int dev_boot_timer_init(struct machine *m)
-{
-	return boot_timer_init(&m->boot_timer, &m->vm, m->main_ns);
-}
-
 /* The vhost-user devices: connected, negotiated and given guest RAM here, before
  * any vCPU exists; announced to the kernel on its command line. */
 static int dev_virtio_init(struct machine *m)
 {
 	const struct vmm_opts *o = m->o;
-	virtio_devs_init(&m->virtio, &m->vm, X86_VIRTIO_MMIO_GPA, X86_VIRTIO_MMIO_MAX,
-			 X86_VIRTIO_GSI_BASE);
+	const struct machine_arch_virtio *at = &machine_arch_virtio;
+	virtio_devs_init(&m->virtio, &m->vm, at->base, at->max, at->gsi_base);
 	struct vhost_user_dev_cfg cfgs[VMM_FS_MAX + 1];
 	size_t ncfg = 0;
 	for (unsigned i = 0; i < o->nfs; i++)
@@ -109,7 +83,7 @@ static int dev_virtio_init(struct machine *m)
 		    (rc = virtio_vhost_user_add(&m->virtio, &cfgs[i])))
 			return rc;
 	int n = snprintf(m->cmdline, sizeof(m->cmdline), "%s", o->cmdline ? o->cmdline : "");
-	if (m->virtio.n) {
+	if (m->virtio.n && at->on_cmdline) {
 		size_t used = (size_t)n;
 		if (used + 1 < sizeof(m->cmdline)) {
 			m->cmdline[used++] = ' ';
@@ -169,114 +143,31 @@ static int dev_virtio_restore(struct machine *m, const struct snap_in *in)
 	return 0;
 }
 
-static const struct vmm_device vmm_devices[] = {
+static const struct vmm_device common_devices[] = {
 	{ "test ports", VMM_MODE_TEST | VMM_MODE_MACHINE, dev_testdev_init, dev_testdev_fini, NULL,
 	  NULL, NULL },
 	{ "8250 UART", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_uart_init, dev_uart_fini,
 	  dev_uart_save, dev_uart_restore, NULL },
-	{ "i8042", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_i8042_init, NULL, dev_i8042_save,
-	  dev_i8042_restore, NULL },
 	{ "virtio (vhost-user)", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_virtio_init,
 	  dev_virtio_fini, dev_virtio_save, dev_virtio_restore, dev_virtio_resume },
-	{ "boot timer", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_boot_timer_init, NULL, NULL, NULL,
-	  NULL },
-	/* virtio-mmio devices (vmm/virtio/) go here, VMM_MODE_LINUX. */
+	/* virtio-mmio devices (vmm/virtio/) go here, VMM_MODE_LINUX; the architecture's own
+	 * devices (machine_arch_devices) follow these. */
 };
-#define VMM_NDEVICES (sizeof(vmm_devices) / sizeof(vmm_devices[0]))
+#define COMMON_NDEVICES (sizeof(common_devices) / sizeof(common_devices[0]))
+#define VMM_DEVICES_MAX 16
+
+/* The whole table: the common rows, then the architecture's. */
+static unsigned devices_table(struct vmm_device *t)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < COMMON_NDEVICES; i++)
+		t[n++] = common_devices[i];
+	for (unsigned i = 0; i < machine_arch_ndevices && n < VMM_DEVICES_MAX; i++)
+		t[n++] = machine_arch_devices[i];
+	return n;
+}
 
 /* --- set-up and run -------------------------------------------------------------------- */
-
-/* Guest images: the kernel or test binary, the zero page, initrd and MP table. Fills the
- * boot registers every vCPU starts from (test mode) or the BSP's (Linux). */
-static int load_images(struct machine *m, struct vcpu_boot *b)
-{
-	const struct vmm_opts *o = m->o;
-	struct loader_image kimg = { 0 }, initrd = { 0 };
-	struct x86_kernel k;
-	char err[256], what[512], name[32];
-	int rc = 0;
-
-	memset(b, 0, sizeof(*b));
-	memset(&k, 0, sizeof(k));
-	if (o->mode == VMM_MODE_LINUX) {
-		if ((rc = loader_image_map(&o->kernel, "kernel", LOADER_IMAGE_MAX, &kimg)))
-			return rc;
-		rc = x86_kernel_load(&m->vm.mem, kimg.data, kimg.len, &k, err, sizeof(err));
-		loader_image_unmap(&kimg);
-		if (rc) {
-			snprintf(what, sizeof(what), "kernel %s: %s",
-				 loader_src_name(&o->kernel, name, sizeof(name)), err);
-			vmm_log_setup(what, 0, "use the vmlinux or bzImage that make builds");
-			return rc;
-		}
-		b->entry = k.img.entry;
-		b->rsp = X86_BOOT_STACK;
-	} else {
-		uint64_t size;
-		if ((rc = loader_flat_load(&m->vm.mem, &o->test_guest, TG_LOAD_GPA, &size)))
-			return rc;
-		k.img.entry = TG_LOAD_GPA;
-		k.img.start = TG_LOAD_GPA;
-		k.img.end = TG_LOAD_GPA + size;
-		b->entry = TG_LOAD_GPA;
-		b->rsp = TG_STACK_TOP;
-		b->rdi = TG_ABI_VERSION;
-		b->rcx = o->cpus;
-	}
-	if (o->mode == VMM_MODE_TEST)
-		return 0;
-
-	bool with_initrd = o->initrd.path || o->initrd.fd >= 0;
-	if (with_initrd && (rc = loader_image_map(&o->initrd, "initrd", LOADER_IMAGE_MAX, &initrd)))
-		return rc;
-	rc = x86_boot_params_write(&m->vm.mem, &k, m->cmdline[0] ? m->cmdline : o->cmdline,
-				   with_initrd ? &initrd : NULL, err, sizeof(err));
-	loader_image_unmap(&initrd);
-	if (rc) {
-		vmm_log_setup(err, 0, "check --mem, --initrd and --cmdline");
-		return rc;
-	}
-	if ((rc = x86_mptable_write(&m->vm.mem, o->cpus))) {
-		vmm_log_setup("cannot write the MP table", -rc, "give the guest more --mem");
-		return rc;
-	}
-	b->rsi = X86_ZEROPAGE_GPA;
-	return 0;
-}
-
-static int create_vcpus(struct machine *m, const struct vcpu_boot *boot)
-{
-	const struct vmm_opts *o = m->o;
-	int rc;
-
-	for (unsigned i = 0; i < o->cpus; i++) {
-		struct vcpu *v = &m->vcpus[i];
-		if ((rc = vcpu_create(v, &m->vm, i)))
-			return rc;
-		m->nvcpus++;
-		if ((rc = vcpu_arch_cpuid(v)))
-			return rc;
-		/* Linux brings its APs up itself with INIT/SIPI; they wait in the kernel. */
-		if (o->mode == VMM_MODE_LINUX && i > 0)
-			continue;
-		struct vcpu_boot b = *boot;
-		b.rdx = i;
-		if ((rc = vcpu_arch_boot64(v, &b)))
-			return rc;
-		if (i > 0 && (m->vm.flags & VM_IRQCHIP) && (rc = vcpu_arch_make_runnable(v)))
-			return rc;
-	}
-	return 0;
-}
-
-/* The images are in guest RAM: their descriptors have no further use. */
-static void close_image_fds(const struct vmm_opts *o)
-{
-	const int fds[] = { o->test_guest.fd, o->kernel.fd, o->initrd.fd };
-	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-}
 
 /* --- lock-down ------------------------------------------------------------------------------
  * Everything is acquired: from here no thread opens anything. Each thread installs its own
@@ -380,39 +271,37 @@ static int vmm_main(struct machine *m, struct snap_in *restore)
 {
 	const struct vmm_opts *o = m->o;
 	const struct vcpu_pause *pz = NULL;
-	struct vcpu_boot boot;
-	unsigned ndev = 0;
+	static struct vmm_device devs[VMM_DEVICES_MAX]; /* the snapshot keeps a pointer */
+	unsigned ndev = 0, ndevs = devices_table(devs);
 	int status = VMM_EXIT_SETUP, rc;
 
-	unsigned flags = o->mode == VMM_MODE_TEST ? 0 : VM_IRQCHIP;
-	if (vm_create_on(&m->vm, o->kvm_fd, o->mem_mib << 20, o->cpus, flags))
+	if (vm_create_on(&m->vm, o->kvm_fd, o->mem_mib << 20, o->cpus,
+			 machine_arch_vm_flags(o)))
 		return VMM_EXIT_SETUP;
 	vmm_log_bind(&m->vm.stop); /* no message may hold up the VM's stop */
-	for (; ndev < VMM_NDEVICES; ndev++) {
-		const struct vmm_device *d = &vmm_devices[ndev];
+	for (; ndev < ndevs; ndev++) {
+		const struct vmm_device *d = &devs[ndev];
 		if ((d->modes & o->mode) && d->init(m))
 			goto out;
 	}
 	if (restore) {
-		rc = snapshot_restore(m, vmm_devices, VMM_NDEVICES, restore);
+		rc = snapshot_restore(m, devs, ndevs, restore);
 		snap_close(restore);
 		close(o->restore_fd);
 		if (rc)
 			goto out;
 	} else {
-		rc = load_images(m, &boot);
-		close_image_fds(o);
-		if (rc || create_vcpus(m, &boot))
+		if (machine_arch_boot(m))
 			goto out;
 	}
-	if (snapshot_setup(m, vmm_devices, VMM_NDEVICES, &pz))
+	if (snapshot_setup(m, devs, ndevs, &pz))
 		goto out;
 
 	status = lock_down_and_run(m, pz);
 	report_unknown(&m->vm);
 out:
 	while (ndev-- > 0) {
-		const struct vmm_device *d = &vmm_devices[ndev];
+		const struct vmm_device *d = &devs[ndev];
 		if ((d->modes & o->mode) && d->fini)
 			d->fini(m);
 	}

@@ -8,8 +8,6 @@
 #include "lib/vmm_exit.h"
 #include "vmm/virtio/vhost_user_dev.h"
 #include "vmm/vm.h"
-#include "vmm/x86/boot.h"
-#include "vmm/x86/layout.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -95,7 +93,7 @@ static void usage(FILE *f)
 		"  %d    test mode: guest reset   %d  a vhost-user back end failed\n"
 		"  %d    saved to --snapshot-fd\n"
 		"  %d    timeout                 %d  bulkhead-vmm failed (one line on stderr)\n",
-		TG_LOAD_GPA, X86_CMDLINE_MAX - 1, VMM_MEM_MIB_MIN,
+		TG_LOAD_GPA, VMM_CMDLINE_MAX - 1, VMM_MEM_MIB_MIN,
 		(unsigned long long)VMM_MEM_MIB_MAX, VMM_MEM_MIB_DEFAULT, VMM_LINUX_MEM_MIB_DEFAULT,
 		VM_MAX_VCPUS, VMM_EXIT_SNAPSHOT, VIRTIO_FS_TAG_MAX, VMM_FS_MAX, UINT32_MAX - 1,
 		TG_EXIT_MAX, TG_PORT_EXIT, VMM_EXIT_HALTED, VMM_EXIT_SHUTDOWN,
@@ -345,8 +343,8 @@ static int parse_one(int c, char *arg, struct vmm_opts *o)
 			       ? bad_value("--restore-fd", arg, "a descriptor number above 2")
 			       : 0;
 	case OPT_CMDLINE:
-		snprintf(want, sizeof(want), "at most %d bytes", X86_CMDLINE_MAX - 1);
-		if (strlen(arg) > X86_CMDLINE_MAX - 1)
+		snprintf(want, sizeof(want), "at most %d bytes", VMM_CMDLINE_MAX - 1);
+		if (strlen(arg) > VMM_CMDLINE_MAX - 1)
 			return bad_value("--cmdline", "(too long)", want);
 		o->cmdline = arg;
 		return 0;

@@ -5,7 +5,6 @@
 #define BULKHEAD_VMM_OPTIONS_H
 
 #include "vmm/loader.h"
-#include "vmm/x86/layout.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -19,7 +18,8 @@
 /* Files come as paths (bulkhead-vmm opens them) or as descriptors a launcher opened before
  * an empty root (fd >= 3, checked for their kind; -1 when not given). */
 #define VMM_MEM_MIB_MIN 2 /* the image loads at 1 MiB */
-#define VMM_MEM_MIB_MAX (X86_RAM_MAX_BELOW_4G >> 20)
+#define VMM_MEM_MIB_MAX 3072ULL /* x86 keeps RAM below its MMIO hole (vmm/x86/layout.h) */
+#define VMM_CMDLINE_MAX 2048 /* COMMAND_LINE_SIZE on x86 and arm64, its NUL included */
 
 /* virtio-fs devices in one VM: a session's work share and its image root, with room. */
 #define VMM_FS_MAX 4

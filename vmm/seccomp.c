@@ -35,31 +35,17 @@ static const int every_thread[] = {
 	SCMP_SYS(rt_sigprocmask), SCMP_SYS(restart_syscall),
 };
 
-/* The main thread after start-up: wait for the stop eventfd or the timeout (poll), kick
+/* poll() is the ppoll system call on arm64, which has no poll: both are allowed wherever
+ * poll is (the same wait, on the same descriptors).
+ *
+ * The main thread after start-up: wait for the stop eventfd or the timeout (poll), kick
  * vCPUs out of KVM_RUN (pthread_kill: getpid + tgkill, pinned below) and pause between
  * kicks (clock_nanosleep); then tear down: descriptors, kvm_run pages and guest RAM
  * (close, munmap), freed heap (brk), and exit_group. */
 static const int main_thread[] = {
-	SCMP_SYS(poll),	      SCMP_SYS(clock_nanosleep), SCMP_SYS(getpid),
-	SCMP_SYS(close),      SCMP_SYS(munmap),		 SCMP_SYS(brk),
-	SCMP_SYS(exit_group),
+	SCMP_SYS(poll),	      SCMP_SYS(ppoll),	SCMP_SYS(clock_nanosleep), SCMP_SYS(getpid),
+	SCMP_SYS(close),      SCMP_SYS(munmap), SCMP_SYS(brk),		   SCMP_SYS(exit_group),
 };
-
-/* A vCPU's own fd: the run loop, and the register reads and writes of the exit report and
- * of the int3 recovery on hosts that emulate ring 0 (vmm/x86/vcpu_arch.c). */
-static const unsigned long vcpu_ioctls[] = {
-	KVM_RUN,       KVM_GET_REGS,	    KVM_SET_REGS,
-	KVM_GET_SREGS, KVM_GET_VCPU_EVENTS, KVM_SET_VCPU_EVENTS,
-};
-
-/* With --snapshot-fd, a vCPU saves its own state when paused (vmm/x86/snapshot_arch.c) ... */
-static const unsigned long vcpu_snapshot_ioctls[] = {
-	KVM_GET_CPUID2, KVM_GET_MP_STATE,  KVM_GET_FPU,	  KVM_GET_XSAVE,
-	KVM_GET_XCRS,	KVM_GET_DEBUGREGS, KVM_GET_LAPIC, KVM_GET_MSRS,
-};
-
-/* ... and the main thread the VM's, from the VM's fd. */
-static const unsigned long vm_snapshot_ioctls[] = { KVM_GET_IRQCHIP, KVM_GET_PIT2, KVM_GET_CLOCK };
 
 /* vCPU and watcher threads end with exit, after glibc returned their stack to the kernel
  * (madvise MADV_DONTNEED only). */
@@ -161,7 +147,7 @@ static int add_snapshot_main(scmp_filter_ctx ctx, const struct vmm_jail *j)
 {
 	static const int on_file[] = { SCMP_SYS(pwrite64), SCMP_SYS(ftruncate), SCMP_SYS(fsync),
 				       SCMP_SYS(fstat) };
-	int rc = add_ioctls(ctx, j->vm_fd, vm_snapshot_ioctls, NELEM(vm_snapshot_ioctls));
+	int rc = add_ioctls(ctx, j->vm_fd, vmm_vm_snapshot_ioctls.req, vmm_vm_snapshot_ioctls.n);
 	for (size_t i = 0; !rc && i < NELEM(on_file); i++)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, on_file[i], 1,
 				      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)j->snapshot_fd));
@@ -236,9 +222,11 @@ static int build_vcpu(const struct vmm_jail *j, int vcpu_fd, struct vmm_bpf *out
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(poll), 0);
 	if (!rc)
-		rc = add_ioctls(ctx, vcpu_fd, vcpu_ioctls, NELEM(vcpu_ioctls));
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ppoll), 0);
+	if (!rc)
+		rc = add_ioctls(ctx, vcpu_fd, vmm_vcpu_ioctls.req, vmm_vcpu_ioctls.n);
 	if (!rc && j->snapshot_fd >= 0)
-		rc = add_ioctls(ctx, vcpu_fd, vcpu_snapshot_ioctls, NELEM(vcpu_snapshot_ioctls));
+		rc = add_ioctls(ctx, vcpu_fd, vmm_vcpu_snapshot_ioctls.req, vmm_vcpu_snapshot_ioctls.n);
 	/* The UART's interrupt line (the in-kernel irqchip's). */
 	if (!rc && j->irqchip)
 		rc = add_ioctls(ctx, j->vm_fd, irq_line, NELEM(irq_line));
@@ -261,6 +249,8 @@ static int build_watcher(struct vmm_bpf *out)
 	/* Waits for a back end's hang-up or the wake eventfd. */
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(poll), 0);
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ppoll), 0);
 	return compile(ctx, rc, out);
 }
 

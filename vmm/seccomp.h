@@ -45,4 +45,14 @@ void vmm_seccomp_free(struct vmm_jail *j);
  * without its filter would open it (or, in an empty root, fail with ENOENT). */
 void vmm_seccomp_thread_probe(const char *who);
 
+/* The ioctls that differ by architecture (vmm/x86/seccomp_arch.c, vmm/arm64/seccomp_arch.c):
+ * a vCPU's own (its run loop and exit reports), and with --snapshot-fd a vCPU's and the VM's
+ * state reads. */
+struct vmm_ioctl_list {
+	const unsigned long *req;
+	size_t n;
+};
+extern const struct vmm_ioctl_list vmm_vcpu_ioctls, vmm_vcpu_snapshot_ioctls,
+	vmm_vm_snapshot_ioctls;
+
 #endif

@@ -33,7 +33,7 @@ static int save_vcpu(struct vcpu *v, void *arg)
 {
 	struct machine *m = arg;
 	const char *what = "";
-	int rc = x86_vcpu_save(v->fd, &m->snap.msrs, m->snap.xsave, &m->snap.vcpu_state[v->id],
+	int rc = x86_vcpu_save(v->fd, &m->snap.arch.msrs, m->snap.arch.xsave, &m->snap.arch.vcpu_state[v->id],
 			       &what);
 	if (rc)
 		vmm_log("snapshot: vCPU %u: %s failed: %s", v->id, what, strerror(-rc));
@@ -53,8 +53,8 @@ static int gather(struct machine *m)
 	for (unsigned i = 0; i < m->nvcpus; i++) {
 		if (m->vcpus[i].pause_rc)
 			return m->vcpus[i].pause_rc;
-		if ((rc = snap_put(&s->out, SNAP_SEC_VCPU, i, &s->vcpu_state[i],
-				   sizeof(s->vcpu_state[i]))))
+		if ((rc = snap_put(&s->out, SNAP_SEC_VCPU, i, &s->arch.vcpu_state[i],
+				   sizeof(s->arch.vcpu_state[i]))))
 			return rc;
 	}
 	if ((rc = x86_vm_save(m->vm.vm_fd, (m->vm.flags & VM_IRQCHIP) != 0, &vm, &what))) {
@@ -139,11 +139,11 @@ int snapshot_setup(struct machine *m, const struct vmm_device *devs, unsigned nd
 			      "open it read-write, e.g. N<>FILE");
 		return -EBADF;
 	}
-	if ((rc = x86_snap_msr_list(m->vm.kvm_fd, &s->msrs)))
+	if ((rc = x86_snap_msr_list(m->vm.kvm_fd, &s->arch.msrs)))
 		return rc;
-	s->xsave = x86_snap_has_xsave(m->vm.kvm_fd);
-	s->vcpu_state = calloc(m->o->cpus, sizeof(*s->vcpu_state));
-	if (!s->vcpu_state || snap_out_init(&s->out, state_cap(m->o->cpus))) {
+	s->arch.xsave = x86_snap_has_xsave(m->vm.kvm_fd);
+	s->arch.vcpu_state = calloc(m->o->cpus, sizeof(*s->arch.vcpu_state));
+	if (!s->arch.vcpu_state || snap_out_init(&s->out, state_cap(m->o->cpus))) {
 		vmm_log_setup("cannot allocate the snapshot's buffers", ENOMEM, NULL);
 		return -ENOMEM;
 	}
@@ -178,8 +178,8 @@ void snapshot_fini(struct machine *m)
 	if (s->sig_fd >= 0)
 		close(s->sig_fd);
 	s->sig_fd = -1;
-	free(s->vcpu_state);
-	s->vcpu_state = NULL;
+	free(s->arch.vcpu_state);
+	s->arch.vcpu_state = NULL;
 	snap_out_free(&s->out);
 }
 

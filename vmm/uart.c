@@ -215,15 +215,16 @@ int uart_restore(struct uart *u, const struct uart_state *s)
 
 static const struct bus_ops uart_ops = { uart_access };
 
-int uart_init(struct uart *u, struct vm *vm, uint16_t port, unsigned gsi, int out_fd)
+int uart_init(struct uart *u, struct vm *vm, struct bus *bus, uint64_t base, unsigned gsi,
+	      int out_fd)
 {
 	memset(u, 0, sizeof(*u));
 	u->vm = vm;
 	u->out_fd = out_fd;
 	u->gsi = gsi;
 	u->mcr = 0x08; /* OUT2: how a PC routes the UART's interrupt to the PIC */
-	int err = bus_register(&vm->pio, port, 8, &uart_ops, u, "uart");
+	int err = bus_register(bus, base, 8, &uart_ops, u, "uart");
 	if (err)
-		vmm_log_setup("cannot register the UART ports", -err, NULL);
+		vmm_log_setup("cannot register the UART's registers", -err, NULL);
 	return err;
 }

@@ -21,8 +21,10 @@ struct uart {
 	uint64_t tx_bytes;
 };
 
-/* Registers the UART's 8 ports at `port` on vm->pio. Set-up tier. */
-int uart_init(struct uart *u, struct vm *vm, uint16_t port, unsigned gsi, int out_fd);
+/* Registers the UART's 8 byte registers at `base` on `bus` (x86: COM1's ports on vm->pio;
+ * arm64: an MMIO page on vm->mmio). Set-up tier. */
+int uart_init(struct uart *u, struct vm *vm, struct bus *bus, uint64_t base, unsigned gsi,
+	      int out_fd);
 
 /* Writes out whatever is buffered. */
 void uart_flush(struct uart *u);

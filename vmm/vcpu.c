@@ -146,10 +146,11 @@ static int vcpu_handle_exit(struct vcpu *vcpu)
 		}
 		return vcpu_stop_report(vcpu, VMM_EXIT_SHUTDOWN, "guest shut down (triple fault)",
 					NULL, 0);
-	case KVM_EXIT_SYSTEM_EVENT:
-		snprintf(what, sizeof(what), "guest system event %u (shutdown/reset)",
-			 run->system_event.type);
-		return vcpu_stop_report(vcpu, VMM_EXIT_SHUTDOWN, what, NULL, 0);
+	case KVM_EXIT_SYSTEM_EVENT: {
+		what[0] = '\0';
+		int status = vcpu_arch_system_event(vcpu, what, sizeof(what));
+		return what[0] ? vcpu_stop_report(vcpu, status, what, NULL, 0) : status;
+	}
 	case KVM_EXIT_INTERNAL_ERROR: {
 		const uint8_t *insn = NULL;
 		unsigned insn_len = 0;

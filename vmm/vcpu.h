@@ -68,22 +68,8 @@ struct vcpu_pause {
 int vcpu_run_all(struct vcpu *vcpus, unsigned n, uint64_t timeout_ms,
 		 const struct vcpu_lockdown *lk, const struct vcpu_pause *pz);
 
-/* Arch hooks (vmm/x86/). */
-/* Gives the vCPU its CPUID table (vmm/x86/cpuid.c); before any other register set-up. */
-int vcpu_arch_cpuid(struct vcpu *vcpu);
-/* The same with the table a snapshot saved (NULL: this host's), refused (-ENOTSUP, one line)
- * when it has features this host lacks. */
-int vcpu_arch_cpuid_restore(struct vcpu *vcpu, const struct kvm_cpuid2 *saved);
-/* The registers a 64-bit entry sets; all others start at zero. */
-struct vcpu_boot {
-	uint64_t entry, rsp, rdi, rsi, rdx, rcx;
-};
-/* Writes the boot GDT, TSS and identity map into guest RAM and puts the vCPU in 64-bit
- * mode at b->entry with the registers of b. Set-up tier (prints on failure). */
-int vcpu_arch_boot64(struct vcpu *vcpu, const struct vcpu_boot *b);
-/* Makes an application processor runnable now (test guests) instead of waiting for the
- * INIT/SIPI that Linux sends. */
-int vcpu_arch_make_runnable(struct vcpu *vcpu);
+/* Arch hooks the run loop calls (vmm/x86/vcpu_arch.c, vmm/arm64/vcpu_arch.c); how a vCPU
+ * is set up to start is the arch's own (vmm/<arch>/arch.h). */
 /* An emulation failure the VMM can step over (int3 in guest kernel mode on hosts that
  * emulate ring 0): fixes the vCPU up and returns 0; -1 when it is a real failure. */
 int vcpu_arch_recover(struct vcpu *vcpu, const uint8_t *insn, unsigned insn_len);
@@ -98,5 +84,8 @@ bool vcpu_arch_shutdown_was_reset(struct vcpu *vcpu);
 /* Reads up to `max` instruction bytes at the vCPU's RIP (through the guest's page tables
  * and gmem_ptr). Returns how many could be read. */
 unsigned vcpu_arch_insn_bytes(struct vcpu *vcpu, uint8_t *bytes, unsigned max);
+/* After KVM_EXIT_SYSTEM_EVENT (a guest's power-off or reset through PSCI): the run's status,
+ * with `what` set when it deserves a report (empty: a clean end, said by nobody). */
+int vcpu_arch_system_event(struct vcpu *vcpu, char *what, size_t len);
 
 #endif

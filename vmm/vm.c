@@ -117,7 +117,7 @@ int vm_create_on(struct vm *vm, int kvm_fd, uint64_t mem_bytes, unsigned ncpus, 
 		vmm_log_setup("cannot create guest RAM (memfd)", err, "try a smaller --mem");
 		goto fail_vm;
 	}
-	err = -gmem_add_region(&vm->mem, 0, 0, mem_bytes);
+	err = -gmem_add_region(&vm->mem, vm_arch_ram_gpa(), 0, mem_bytes);
 	if (!err)
 		err = -gmem_register(&vm->mem, vm->vm_fd);
 	if (err) {
@@ -154,7 +154,7 @@ void vm_destroy(struct vm *vm)
 
 int vm_irq_line(struct vm *vm, unsigned gsi, bool level)
 {
-	struct kvm_irq_level irq = { .irq = gsi, .level = level ? 1 : 0 };
+	struct kvm_irq_level irq = { .irq = vm_arch_irq_line(gsi), .level = level ? 1 : 0 };
 	if (!(vm->flags & VM_IRQCHIP))
 		return -ENODEV;
 	if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &irq) < 0)

@@ -62,7 +62,12 @@ static inline void vm_request_stop(struct vm *vm, int status)
 /* Raises or lowers an interrupt line (GSI) of the in-kernel irqchip. Returns 0 or -errno. */
 int vm_irq_line(struct vm *vm, unsigned gsi, bool level);
 
-/* Arch hook (vmm/x86/vm_arch.c): what a VM needs before its first vCPU exists. */
+/* Arch hooks (vmm/x86/vm_arch.c, vmm/arm64/vm_arch.c). What a VM needs before its first
+ * vCPU exists: */
 int vm_arch_init(struct vm *vm);
+/* Where guest RAM starts (x86: 0; arm64: 2 GiB, above the devices): */
+uint64_t vm_arch_ram_gpa(void);
+/* KVM_IRQ_LINE's `irq` for a GSI (x86: the GSI; arm64: SPI `gsi`, whose INTID is 32 + gsi). */
+uint32_t vm_arch_irq_line(unsigned gsi);
 
 #endif

@@ -167,7 +167,7 @@ static void test_uart_reader_stopped(void **state)
 
 	assert_int_equal(vm_create_nokvm(&vm, 1 << 20), 0);
 	full_pipe(p);
-	assert_int_equal(uart_init(&u, &vm, 0x3f8, 4, p[1]), 0);
+	assert_int_equal(uart_init(&u, &vm, &vm.pio, 0x3f8, 4, p[1]), 0);
 	worker_start(&w, uart_line, &u);
 	bool returned = worker_wait(&w, &vm, 100);
 	drain_until_done(p[0], &w);

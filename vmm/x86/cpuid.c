@@ -5,6 +5,7 @@
  * treats the guest as a CPU with no features (no long mode). */
 #include "vmm/log.h"
 #include "vmm/vcpu.h"
+#include "vmm/x86/arch.h"
 #include "vmm/x86/cpuid.h"
 #include "vmm/x86/snapshot_arch.h"
 

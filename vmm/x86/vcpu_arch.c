@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* vmm/x86/vcpu_arch.c: x86 vCPU state — direct entry into 64-bit long mode, and the
  * "where is it" report used when a guest stops abnormally. */
+#include "lib/vmm_exit.h"
 #include "vmm/log.h"
 #include "vmm/vcpu.h"
+#include "vmm/x86/arch.h"
 #include "vmm/x86/gdt.h"
 #include "vmm/x86/layout.h"
 #include "vmm/x86/paging.h"
@@ -162,6 +164,14 @@ int vcpu_arch_recover(struct vcpu *vcpu, const uint8_t *insn, unsigned insn_len)
 			"(reported once)",
 			vcpu->id, (unsigned long long)(regs.rip - 1));
 	return 0;
+}
+
+int vcpu_arch_system_event(struct vcpu *vcpu, char *what, size_t len)
+{
+	/* Not how our x86 guests end (they reset through the i8042): worth a report. */
+	snprintf(what, len, "guest system event %u (shutdown/reset)",
+		 vcpu->run->system_event.type);
+	return VMM_EXIT_SHUTDOWN;
 }
 
 bool vcpu_arch_shutdown_was_reset(struct vcpu *vcpu)

@@ -47,3 +47,13 @@ int vm_arch_init(struct vm *vm)
 	}
 	return 0;
 }
+
+uint64_t vm_arch_ram_gpa(void)
+{
+	return 0;
+}
+
+uint32_t vm_arch_irq_line(unsigned gsi)
+{
+	return gsi;
+}
