@@ -37,6 +37,7 @@ suite_run() {
 	fuzz/*) sh tests/fuzz/run-one.sh "$BUILD/fuzz/${1#fuzz/}" "${FUZZ_SECONDS:-15}" ;;
 	e2e/*) sh "tests/e2e/${1#e2e/}.sh" ;;
 	nested/l1) sh tests/nested/run.sh ;;
+	nested/arm64) sh tests/nested/arm64.sh ;;
 	esac
 }
 
@@ -98,6 +99,7 @@ add() { # LANE NAME
 	fi
 }
 add host nested/l1
+add host nested/arm64
 for t in "$BUILD"/tests/test_*; do
 	[ -x "$t" ] && add host "unit/$(basename "$t")"
 done

@@ -6,13 +6,19 @@
 # sources list, lists and archives under the cache) resolves against this host's dpkg status, so
 # exactly what the host lacks for QEMU 10 is fetched; each .deb is unpacked with dpkg -x.
 # Cached by the content of this recipe: ${XDG_CACHE_HOME:-~/.cache}/bulkhead/nested/pkgs-<key>.
-# Usage: tests/nested/fetch.sh         prints the package directory (fetching it once)
-#        tests/nested/fetch.sh --key   prints the cache key
+# With --arch arm64, the arm64 host instead (tests/nested/arm64.sh): Debian's arm64 cloud
+# kernel (KVM built in) under QEMU 10's qemu-system-aarch64, busybox-static:arm64 for its
+# initramfs, and in arm64/ a sysroot of the arm64 libraries bulkhead-vmm links (`make
+# ARCH=arm64` cross-builds against it).
+# Usage: tests/nested/fetch.sh [--arch arm64]         prints the package directory (fetching it once)
+#        tests/nested/fetch.sh [--arch arm64] --key   prints the cache key
 # Exit 0 with the directory; 2 with one line when it cannot be fetched (no network); 1 on error.
 set -eu
 export LC_ALL=C
 
 here=$(cd "$(dirname "$0")" && pwd)
+arch=amd64
+[ "${1:-}" = --arch ] && { arch=$2; shift 2; }
 cache=${BULKHEAD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bulkhead}/nested
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 MIRROR=http://deb.debian.org/debian
@@ -23,6 +29,18 @@ KERNEL_META=linux-image-cloud-amd64
 KVM_MODULES="kvm-amd overlay"
 # QEMU 10: the host's 7.2 is not reliable as L1's TCG (tests/nested/README.md).
 QEMU_PKGS="qemu-system-x86 qemu-system-common qemu-system-data"
+QEMU_MAIN=qemu-system-x86
+ARM64_PKGS= # arm64 packages unpacked into arm64/
+case $arch in
+amd64) ;;
+arm64)
+	KERNEL_META=linux-image-cloud-arm64:arm64
+	KVM_MODULES=
+	QEMU_PKGS="qemu-system-arm qemu-system-common qemu-system-data"
+	QEMU_MAIN=qemu-system-arm
+	ARM64_PKGS="busybox-static:arm64 libseccomp-dev:arm64 zlib1g-dev:arm64 libfdt-dev:arm64" ;;
+*) echo "nested/fetch.sh: --arch amd64 or arm64, not $arch" >&2; exit 1 ;;
+esac
 
 sources() {
 	cat <<EOF
@@ -33,7 +51,7 @@ deb [signed-by=$KEYRING] $MIRROR bookworm-backports main
 EOF
 }
 
-key=$( { cat "$0"; sources; } | sha256sum | cut -c1-16)
+key=$( { cat "$0"; sources; echo "$arch"; } | sha256sum | cut -c1-16)
 [ "${1:-}" = --key ] && { echo "$key"; exit 0; }
 dir=$cache/pkgs-$key
 if [ -f "$dir/done" ]; then
@@ -50,14 +68,15 @@ exec 9> "$cache/.fetch.lock"
 flock 9
 [ -f "$dir/done" ] && { echo "$dir"; exit 0; }
 
-apt=$cache/apt
+apt=$cache/apt-$arch
 mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/etc"
 sources > "$apt/etc/sources.list"
 APT="-o Dir::State=$apt -o Dir::State::Lists=$apt/lists -o Dir::State::status=/var/lib/dpkg/status
      -o Dir::Cache=$apt -o Dir::Cache::Archives=$apt/archives -o Dir::Etc::SourceList=$apt/etc/sources.list
      -o Dir::Etc::SourceParts=/dev/null -o Dir::Etc::Preferences=/dev/null
      -o Dir::Etc::PreferencesParts=/dev/null -o APT::Sandbox::User=root -o Debug::NoLocking=1
-     -o Acquire::Retries=2 -o Acquire::http::Timeout=20"
+     -o Acquire::Retries=2 -o Acquire::http::Timeout=20 -o APT::Architectures::=amd64
+     -o APT::Architectures::=$arch"
 # shellcheck disable=SC2086 # $APT is a list of options
 if ! apt-get $APT update -qq > "$apt/update.log" 2>&1 || grep -q '^[WE]: Failed to fetch' "$apt/update.log"; then
 	echo "cannot reach $MIRROR to fetch L1's packages ($(grep -m1 -E '^[WE]:' "$apt/update.log" || echo 'apt-get update failed'))" >&2
@@ -77,13 +96,15 @@ image=$(apt-cache $APT depends "$KERNEL_META" | sed -n 's/^ *Depends: \(linux-im
 apt-get $APT -s -t bookworm-backports install --no-install-recommends $QEMU_PKGS > "$tmp/sim" 2>&1 ||
 	die "cannot resolve QEMU 10 in bookworm-backports: $(tail -n 3 "$tmp/sim")"
 qemu=$(sed -n 's/^Inst \([^ ]*\) .*(\([^ ]*\) .*/\1=\2/p' "$tmp/sim")
-echo "$qemu" | grep -q '^qemu-system-x86=1:10\.' || die "bookworm-backports offers no QEMU 10: $(grep '^Inst qemu-system-x86' "$tmp/sim")"
-(cd "$tmp/debs" && apt-get $APT download "$image" $qemu > "$tmp/download.log" 2>&1) ||
+echo "$qemu" | grep -q "^$QEMU_MAIN=1:10\." || die "bookworm-backports offers no QEMU 10: $(grep "^Inst $QEMU_MAIN" "$tmp/sim")"
+case $image in *:*) ;; *) [ "$arch" = amd64 ] || image=$image:$arch ;; esac
+(cd "$tmp/debs" && apt-get $APT download "$image" $qemu $ARM64_PKGS > "$tmp/download.log" 2>&1) ||
 	{ echo "cannot download L1's packages: $(grep -m1 -E '^[WE]:' "$tmp/download.log")" >&2; exit 2; }
 
 for d in "$tmp"/debs/*.deb; do
 	case $(basename "$d") in
 	linux-image-*) dpkg -x "$d" "$tmp/kernel" ;;
+	*_arm64.deb) dpkg -x "$d" "$tmp/root/arm64" ;;
 	*) dpkg -x "$d" "$tmp/root" ;;
 	esac
 done

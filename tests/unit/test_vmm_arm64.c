@@ -119,14 +119,14 @@ static void the_tree(void **state)
 	assert_int_equal(fdt_path_offset(dtb, str("/chosen", "stdout-path")),
 			 node("/uart@9000000"));
 	/* Three virtio-mmio slots, each with its own SPI, edge-rising. */
-	static const char *const slots[] = { "/virtio_mmio@a000000", "/virtio_mmio@a000200",
-					     "/virtio_mmio@a000400" };
+	static const char *const slots[] = { "/virtio_mmio@a000000", "/virtio_mmio@a001000",
+					     "/virtio_mmio@a002000" };
 	for (unsigned i = 0; i < 3; i++) {
 		assert_string_equal(str(slots[i], "compatible"), "virtio,mmio");
 		cells(slots[i], "interrupts", v, 3);
 		assert_true(v[0] == 0 && v[1] == ARM64_VIRTIO_SPI + i && v[2] == 1);
 	}
-	assert_int_equal(fdt_path_offset(dtb, "/virtio_mmio@a000600"), -FDT_ERR_NOTFOUND);
+	assert_int_equal(fdt_path_offset(dtb, "/virtio_mmio@a003000"), -FDT_ERR_NOTFOUND);
 	/* /chosen: the command line and the initrd's bounds. */
 	assert_string_equal(str("/chosen", "bootargs"), good.bootargs);
 	assert_int_equal(u64("/chosen", "linux,initrd-start"), good.initrd_start);

@@ -16,7 +16,7 @@
 #define ARM64_UART_SIZE	       0x00001000ULL
 #define ARM64_UART_SPI	       0	     /* its interrupt: SPI 0 (INTID 32) */
 #define ARM64_VIRTIO_BASE      0x0a000000ULL /* virtio-mmio transports, one per slot */
-#define ARM64_VIRTIO_SLOT      0x00000200ULL
+#define ARM64_VIRTIO_SLOT      0x00001000ULL /* one transport window (vmm/virtio/mmio.h) */
 #define ARM64_VIRTIO_SPI       16 /* slot i raises SPI 16 + i */
 #define ARM64_VIRTIO_MAX       32
 #define ARM64_RAM_BASE	       0x80000000ULL
