@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The architecture's own rows of the device table (main.c walks them after its own). */
+/* The architecture's own rows of the device table (main.c initialises them before its own). */
 extern const struct vmm_device machine_arch_devices[];
 extern const unsigned machine_arch_ndevices;
 
@@ -30,8 +30,9 @@ struct machine_arch_virtio {
 extern const struct machine_arch_virtio machine_arch_virtio;
 
 /* A booting run (not a restore): loads the kernel or test guest, the initrd and the boot
- * data into RAM, closes the image descriptors, and creates every vCPU (m->nvcpus counts
- * them) ready to start. Set-up tier: one line on failure, -errno. */
+ * data into RAM, closes the image descriptors, and has every vCPU (m->nvcpus counts them)
+ * ready to start: created here on x86, by the GIC's row on arm64. Set-up tier: one line on
+ * failure, -errno. */
 int machine_arch_boot(struct machine *m);
 
 #endif

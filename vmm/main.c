@@ -151,19 +151,20 @@ static const struct vmm_device common_devices[] = {
 	{ "virtio (vhost-user)", VMM_MODE_MACHINE | VMM_MODE_LINUX, dev_virtio_init,
 	  dev_virtio_fini, dev_virtio_save, dev_virtio_restore, dev_virtio_resume },
 	/* virtio-mmio devices (vmm/virtio/) go here, VMM_MODE_LINUX; the architecture's own
-	 * devices (machine_arch_devices) follow these. */
+	 * devices (machine_arch_devices) come before these. */
 };
 #define COMMON_NDEVICES (sizeof(common_devices) / sizeof(common_devices[0]))
 #define VMM_DEVICES_MAX 16
 
-/* The whole table: the common rows, then the architecture's. */
+/* The whole table: the architecture's rows first (arm64's GIC must exist before a virtio
+ * device can be given its interrupt), then the common ones. */
 static unsigned devices_table(struct vmm_device *t)
 {
 	unsigned n = 0;
-	for (unsigned i = 0; i < COMMON_NDEVICES; i++)
-		t[n++] = common_devices[i];
 	for (unsigned i = 0; i < machine_arch_ndevices && n < VMM_DEVICES_MAX; i++)
 		t[n++] = machine_arch_devices[i];
+	for (unsigned i = 0; i < COMMON_NDEVICES && n < VMM_DEVICES_MAX; i++)
+		t[n++] = common_devices[i];
 	return n;
 }
 

@@ -20,10 +20,23 @@
 _Static_assert(ARM64_CMDLINE_MAX == VMM_CMDLINE_MAX, "the command line's limit is arm64's");
 _Static_assert((VMM_MEM_MIB_MAX << 20) <= ARM64_RAM_MAX, "RAM fits the IPA space");
 
+/* The vCPUs, then the GIC: KVM sizes the GIC by the vCPUs, and takes no interrupt for a
+ * virtio device (KVM_IRQFD) before the GIC is initialised; so this row comes before every
+ * other device. vCPU 0's registers are set at boot (machine_arch_boot). */
 static int dev_gic_init(struct machine *m)
 {
-	m->arch.gic_fd = -1; /* created at boot, once the vCPUs exist */
-	return 0;
+	int rc;
+	m->arch.gic_fd = -1;
+	for (unsigned i = 0; i < m->o->cpus; i++) {
+		struct vcpu *v = &m->vcpus[i];
+		if ((rc = vcpu_create(v, &m->vm, i)))
+			return rc;
+		m->nvcpus++;
+		/* Linux starts the others with PSCI CPU_ON, at an address of its choosing. */
+		if ((rc = arm64_vcpu_init(v, i > 0)))
+			return rc;
+	}
+	return arm64_gic_create(&m->arch, &m->vm, m->o->cpus);
 }
 
 static void dev_gic_fini(struct machine *m)
@@ -145,17 +158,7 @@ int machine_arch_boot(struct machine *m)
 		close(o->initrd.fd);
 	if (rc)
 		return rc;
-	for (unsigned i = 0; i < o->cpus; i++) {
-		struct vcpu *v = &m->vcpus[i];
-		if ((rc = vcpu_create(v, &m->vm, i)))
-			return rc;
-		m->nvcpus++;
-		/* Linux starts the others with PSCI CPU_ON, at an address of its choosing. */
-		if ((rc = arm64_vcpu_init(v, i > 0)))
-			return rc;
-	}
-	if ((rc = arm64_gic_create(&m->arch, &m->vm, o->cpus)) ||
-	    (rc = write_fdt(m, &pl, initrd_len)))
+	if ((rc = write_fdt(m, &pl, initrd_len)))
 		return rc;
 	const struct vcpu_boot b = { .pc = pl.kernel, .x0 = pl.fdt };
 	return arm64_vcpu_boot(&m->vcpus[0], &b);
