@@ -81,6 +81,11 @@ bench-vsock: all
 bench-nested: test-programs
 	@BUILD=$(BUILD) sh bench/nested.sh $(NESTED_BENCH)
 .PHONY: bench-nested
+# bench/arm64-boot.sh: boot on arm64 KVM in the nested arm64 host, bulkhead-vmm beside QEMU
+# -accel kvm with the same kernel and initramfs (README.md, "arm64").
+bench-arm64:
+	@BUILD=$(BUILD) sh bench/arm64-boot.sh
+.PHONY: bench-arm64
 # bench/oci-run.sh: a container through podman, ctr and docker with bulkhead-oci, beside crun,
 # runc and `bulkhead run --image` in the same run.
 bench-oci: all

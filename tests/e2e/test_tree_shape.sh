@@ -15,8 +15,10 @@ else
 	not_ok "the tree's shape" "$out"
 fi
 
-# The suites wait for a helper's socket one way, lib.sh's wait_socket.
-loops=$(grep -ln 'while \[ ! -S' tests/e2e/*.sh tests/nested/*.sh 2> /dev/null | grep -v '^tests/e2e/lib.sh$')
+# The suites wait for a helper's socket one way, lib.sh's wait_socket. (The arm64 host's /init
+# runs under busybox alone, where lib.sh is not: it has its own, for virtiofsd's socket.)
+loops=$(grep -ln 'while \[ ! -S' tests/e2e/*.sh tests/nested/*.sh 2> /dev/null |
+	grep -v -e '^tests/e2e/lib.sh$' -e '^tests/nested/arm64_l1_init.sh$')
 check_eq "every suite waits for a socket with wait_socket (lib.sh), none with a loop of its own" "" "$loops"
 
 # A tree of its own for each rule: a file that breaks it, and the line that must name it.

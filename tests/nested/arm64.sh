@@ -21,10 +21,12 @@ command -v aarch64-linux-gnu-gcc > /dev/null ||
 	{ skip "arm64 host" "no aarch64-linux-gnu-gcc (make deps installs it)"; plan_done; exit 0; }
 
 # The arm64 bulkhead-vmm, cross-built beside this build.
+ARM64_NESTED=$here
+. "$here/arm64_host.sh"
 abuild=$BUILD/arm64
 start=$(date +%s)
-if ! make -s ARCH=arm64 BUILD="$abuild" "$abuild/bin/bulkhead-vmm" > "$TMP/make.log" 2>&1; then
-	not_ok "make ARCH=arm64 builds bulkhead-vmm" "$(tail -n 15 "$TMP/make.log")"
+if ! arm64_vmm "$abuild"; then
+	not_ok "make ARCH=arm64 builds bulkhead-vmm" "$(tail -n 15 "$abuild.log")"
 	plan_done
 	exit 0
 fi
@@ -32,35 +34,24 @@ ok "make ARCH=arm64 builds bulkhead-vmm ($(($(date +%s) - start)) s)"
 file "$abuild/bin/bulkhead-vmm" | grep -q "ARM aarch64, .*statically linked" &&
 	ok "... a static arm64 program" || not_ok "... a static arm64 program" "$(file "$abuild/bin/bulkhead-vmm")"
 
-# The guest's initramfs, then the arm64 host's: busybox, bulkhead-vmm, the kernel and the guest.
-mk_cpio() { # DIR OUT
-	(cd "$1" && find . | cpio -o -H newc 2> /dev/null | gzip -1 > "$2")
-}
-for d in l2 l1; do mkdir -p "$TMP/$d/bin" "$TMP/$d/proc" "$TMP/$d/sys" "$TMP/$d/dev"; done
-cp "$pkgs/arm64/bin/busybox" "$TMP/l2/bin/busybox"
-cp "$pkgs/arm64/bin/busybox" "$TMP/l1/bin/busybox"
-cp "$here/arm64_l2_init.sh" "$TMP/l2/init"
-cp "$here/arm64_l1_init.sh" "$TMP/l1/init"
-chmod 755 "$TMP/l2/init" "$TMP/l1/init"
-mkdir -p "$TMP/l1/l2"
-mk_cpio "$TMP/l2" "$TMP/l1/l2/initrd.gz"
-cp "$pkgs/l1/vmlinuz" "$TMP/l1/l2/Image"
-cp "$abuild/bin/bulkhead-vmm" "$TMP/l1/bin/bulkhead-vmm"
-mk_cpio "$TMP/l1" "$TMP/l1.gz"
+arm64_tree "$pkgs" "$abuild/bin/bulkhead-vmm" "$here/arm64_l1_init.sh" "$TMP/l1"
+# The arm64 test guests, one Image per case of tests/guests/arm64/poke.S.
+for c in 1 2 3 4 5; do
+	aarch64-linux-gnu-gcc -nostdlib -static -Wl,-Ttext=0 -Wl,--build-id=none \
+		-Wa,--defsym,CASE=$c -o "$TMP/poke.elf" "$here/../guests/arm64/poke.S" &&
+		aarch64-linux-gnu-objcopy -O binary "$TMP/poke.elf" "$TMP/l1/l2/poke$c.img" ||
+		not_ok "the arm64 test guest $c assembles"
+done
+arm64_prog "$pkgs/arm64-qemu" usr/lib/qemu/virtiofsd "$TMP/l1" ||
+	not_ok "Debian's arm64 virtiofsd and its libraries are copied"
+arm64_cpio "$TMP/l1" "$TMP/l1.gz"
 
 token=$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
 # boot GIC: one arm64 host; its report in $TMP/report-GIC.
 boot() {
 	start=$(date +%s)
-	LD_LIBRARY_PATH=$pkgs/usr/lib/x86_64-linux-gnu timeout 900 \
-		"$pkgs/usr/bin/qemu-system-aarch64" -L "$pkgs/usr/share/qemu" \
-		-M "virt,virtualization=on,gic-version=$1" -cpu max -smp 2 -m 2048 \
-		-nographic -no-reboot -kernel "$pkgs/l1/vmlinuz" -initrd "$TMP/l1.gz" \
-		-append "console=ttyAMA0 rdinit=/init panic=-1 quiet bulkhead.token=$token" \
-		< /dev/null > "$TMP/report-$1" 2>&1
-	qrc=$?
-	tr -d '\r' < "$TMP/report-$1" > "$TMP/r" && mv "$TMP/r" "$TMP/report-$1"
-	echo "# arm64 host with a GICv$1: QEMU status $qrc, $(($(date +%s) - start)) s"
+	arm64_boot "$pkgs" "$1" "$TMP/l1.gz" "$TMP/report-$1" "bulkhead.token=$token"
+	echo "# arm64 host with a GICv$1: QEMU status $?, $(($(date +%s) - start)) s"
 }
 # out GIC NAME: the lines run NAME printed; rc GIC NAME: its status.
 out() { sed -n "/^arm64: $2 rc=/,/^arm64: /p" "$TMP/report-$1" | sed -n 's/^| //p'; }
@@ -97,6 +88,43 @@ for gic in 3 2; do
 		not_ok "GICv$gic: the seccomp filters are in place" "status $(rc $gic selftest)" "$(echo "$o" | tail -n 15)"
 	fi
 	[ $gic = 3 ] || continue
+	# A virtio-fs share: virtio-mmio named in the device tree, on its SPI, through the vhost-user
+	# front end to Debian's arm64 virtiofsd.
+	o=$(out 3 share)
+	if [ "$(rc 3 share)" = 0 ] && echo "$o" | grep -q "^L2: share read from the arm64 host $token" &&
+		grep -q "^arm64: share out=written by L2 $token" "$TMP/report-3"; then
+		ok "a virtio-fs share over vhost-user (virtiofsd): the guest reads the host's file and writes one back"
+	else
+		not_ok "a virtio-fs share over vhost-user" "status $(rc 3 share)" "$(echo "$o" | tail -n 15)" \
+			"$(grep '^arm64: share\|^arm64: virtiofsd' "$TMP/report-3")"
+	fi
+	# The test guests: the 8250, the vGIC and the timer written by the guest, PSCI, an access
+	# KVM cannot hand to user space, an address with nothing there, a guest that never ends.
+	o=$(out 3 poke1)
+	[ "$(rc 3 poke1)" = 0 ] && echo "$o" | grep -q "^poke: hello" &&
+		ok "a test guest's 8250 output arrives and its PSCI power-off ends the run (status 0)" ||
+		not_ok "the test guest hello" "status $(rc 3 poke1)" "$o"
+	o=$(out 3 poke2)
+	if [ "$(rc 3 poke2)" = 0 ] && echo "$o" | grep -q "^poke: unknown PSCI function refused" &&
+		echo "$o" | grep -q "^poke: gic written" && echo "$o" | grep -q "^poke: trap" &&
+		! echo "$o" | grep -q "not trapped"; then
+		ok "a guest writing all of the GIC and the timer harms nothing; an unknown PSCI call is refused; an EL2 register traps in the guest"
+	else
+		not_ok "the test guest gic" "status $(rc 3 poke2)" "$o"
+	fi
+	o=$(out 3 poke3)
+	[ "$(rc 3 poke3)" = 105 ] && [ "$(echo "$o" | grep -c .)" = 1 ] && echo "$o" | grep -q "KVM_RUN failed on vCPU 0" &&
+		ok "an MMIO access KVM cannot describe ends the run in one line (status 105)" ||
+		not_ok "the test guest nisv" "status $(rc 3 poke3)" "$o"
+	o=$(out 3 poke4)
+	[ "$(rc 3 poke4)" = 0 ] && echo "$o" | grep -q "^poke: wild done" &&
+		echo "$o" | grep -q "unknown accesses: .*MMIO 1 reads, 1 writes" &&
+		ok "a guest's access where nothing is mapped reads nothing, is counted, and the guest runs on" ||
+		not_ok "the test guest wild" "status $(rc 3 poke4)" "$o"
+	o=$(out 3 poke5)
+	[ "$(rc 3 poke5)" = 124 ] &&
+		ok "a guest that never ends is stopped at --timeout-ms (status 124)" ||
+		not_ok "the test guest spin" "status $(rc 3 poke5)" "$o"
 	for c in nomagic:"not an arm64 Image" short:"too short for an arm64 Image" small:"give more --mem"; do
 		name=${c%%:*} want=${c#*:}
 		o=$(out $gic "$name")

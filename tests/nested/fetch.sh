@@ -5,7 +5,8 @@
 # from bookworm-backports (the host's QEMU 7.2 is left as it is). A private apt state (its own
 # sources list, lists and archives under the cache) resolves against this host's dpkg status, so
 # exactly what the host lacks for QEMU 10 is fetched; each .deb is unpacked with dpkg -x.
-# Cached by the content of this recipe: ${XDG_CACHE_HOME:-~/.cache}/bulkhead/nested/pkgs-<key>.
+# Cached by the content of this recipe: ${XDG_CACHE_HOME:-~/.cache}/bulkhead/nested/pkgs-<arch>-<key>,
+# the two newest of each architecture kept.
 # With --arch arm64, the arm64 host instead (tests/nested/arm64.sh): Debian's arm64 cloud
 # kernel (KVM built in) under QEMU 10's qemu-system-aarch64, busybox-static:arm64 for its
 # initramfs, and in arm64/ a sysroot of the arm64 libraries bulkhead-vmm links (`make
@@ -23,10 +24,10 @@ cache=${BULKHEAD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bulkhead}/nested
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 MIRROR=http://deb.debian.org/debian
 # The kernel L1 boots (its metapackage names the versioned image) and the modules it loads (KVM,
-# and overlayfs for image sessions); modules these depend on are found from their own modinfo
-# and added.
+# and overlayfs for image sessions; on arm64, KVM is built in and the modules are the guest's:
+# virtio-mmio and virtio-fs); modules these depend on are found from their own modinfo and added.
 KERNEL_META=linux-image-cloud-amd64
-KVM_MODULES="kvm-amd overlay"
+MODULES="kvm-amd overlay"
 # QEMU 10: the host's 7.2 is not reliable as L1's TCG (tests/nested/README.md).
 QEMU_PKGS="qemu-system-x86 qemu-system-common qemu-system-data"
 QEMU_MAIN=qemu-system-x86
@@ -35,7 +36,7 @@ case $arch in
 amd64) ;;
 arm64)
 	KERNEL_META=linux-image-cloud-arm64:arm64
-	KVM_MODULES=
+	MODULES="virtio_mmio virtiofs"
 	QEMU_PKGS="qemu-system-arm qemu-system-common qemu-system-data"
 	QEMU_MAIN=qemu-system-arm
 	ARM64_PKGS="busybox-static:arm64 libseccomp-dev:arm64 zlib1g-dev:arm64 libfdt-dev:arm64" ;;
@@ -53,7 +54,7 @@ EOF
 
 key=$( { cat "$0"; sources; echo "$arch"; } | sha256sum | cut -c1-16)
 [ "${1:-}" = --key ] && { echo "$key"; exit 0; }
-dir=$cache/pkgs-$key
+dir=$cache/pkgs-$arch-$key
 if [ -f "$dir/done" ]; then
 	touch "$dir/done"
 	echo "$dir"
@@ -108,6 +109,25 @@ for d in "$tmp"/debs/*.deb; do
 	*) dpkg -x "$d" "$tmp/root" ;;
 	esac
 done
+# arm64: the reference VMM of bench/arm64-boot.sh, run inside the arm64 host with KVM, and the
+# virtiofsd tests/nested/arm64.sh serves a share with: bookworm's qemu-system-arm and
+# qemu-system-common for arm64 and every arm64 library they load, in arm64-qemu/ (run through
+# their own loader; documentation and the 32-bit system emulator left out).
+if [ "$arch" = arm64 ]; then
+	mkdir -p "$tmp/qdebs"
+	# shellcheck disable=SC2086
+	apt-get $APT -s install --no-install-recommends qemu-system-arm:arm64 qemu-system-common:arm64 > "$tmp/qsim" 2>&1 ||
+		die "cannot resolve qemu-system-arm:arm64: $(tail -n 3 "$tmp/qsim")"
+	qpkgs=$(sed -n 's/^Inst \([^ ]*:arm64\) .*/\1/p' "$tmp/qsim")
+	# shellcheck disable=SC2086
+	(cd "$tmp/qdebs" && apt-get $APT download $qpkgs > "$tmp/qdownload.log" 2>&1) ||
+		{ echo "cannot download the arm64 QEMU: $(grep -m1 -E '^[WE]:' "$tmp/qdownload.log")" >&2; exit 2; }
+	for d in "$tmp"/qdebs/*.deb; do dpkg -x "$d" "$tmp/root/arm64-qemu"; done
+	q=$tmp/root/arm64-qemu
+	rm -rf "$q/usr/share/doc" "$q/usr/share/man" "$q/usr/share/locale" "$q/usr/bin/qemu-system-arm"
+	[ -x "$q/usr/bin/qemu-system-aarch64" ] && [ -x "$q/usr/lib/qemu/virtiofsd" ] ||
+		die "the arm64 QEMU has no qemu-system-aarch64 or virtiofsd"
+fi
 kver=$(ls "$tmp/kernel/lib/modules")
 mkdir -p "$tmp/root/l1/modules"
 cp "$tmp/kernel/boot/vmlinuz-$kver" "$tmp/root/l1/vmlinuz"
@@ -123,7 +143,7 @@ add_module() { # NAME
 	cp "$f" "$tmp/root/l1/modules/$1.ko"
 	echo "$1" >> "$tmp/root/l1/modules.order"
 }
-for m in $KVM_MODULES; do add_module "$m"; done
+for m in $MODULES; do add_module "$m"; done
 {
 	echo "kernel $image $kver"
 	for d in "$tmp"/debs/*.deb; do dpkg-deb -f "$d" Package Version | paste -sd' '; done
@@ -132,6 +152,6 @@ for m in $KVM_MODULES; do add_module "$m"; done
 rm -rf "$dir"
 mv "$tmp/root" "$dir"
 touch "$dir/done"
-# Keep the two most recent package sets.
-ls -dt "$cache"/pkgs-*/done 2> /dev/null | tail -n +3 | while IFS= read -r d; do rm -rf "${d%/done}"; done
+# Keep the two most recent package sets of this architecture.
+ls -dt "$cache"/pkgs-"$arch"-*/done 2> /dev/null | tail -n +3 | while IFS= read -r d; do rm -rf "${d%/done}"; done
 echo "$dir"
