@@ -206,7 +206,10 @@ int serve_spawn(struct serve_session *s, char *const args[], int stdin_fd, char 
 	}
 	snprintf(s->log, sizeof(s->log), "%s", tmpl);
 	pthread_mutex_lock(&serve.lock);
-	pid_t pid = spawn(argv, stdin_fd, p[1], log_fd); /* under the lock: the reaper knows it at once */
+	/* Under the lock, against serve_stop_all: a supervisor either exists when the daemon
+	 * starts to stop, and is stopped and waited for, or never starts. */
+	pid_t pid = serve.stopping ? -ESHUTDOWN
+				   : spawn(argv, stdin_fd, p[1], log_fd); /* the reaper knows it at once */
 	s->pid = pid > 0 ? pid : 0;
 	/* A pool guest boots and waits at a lower priority (serve/pool.c); `bulkhead start`
 	 * plans before it starts any helper, and each inherits this. */
@@ -217,7 +220,10 @@ int serve_spawn(struct serve_session *s, char *const args[], int stdin_fd, char 
 	close(log_fd);
 	if (pid < 0) {
 		close(p[0]);
-		snprintf(why, whylen, "cannot start %s: %s", bin, strerror((int)-pid));
+		if (pid == -ESHUTDOWN)
+			snprintf(why, whylen, "the daemon is stopping");
+		else
+			snprintf(why, whylen, "cannot start %s: %s", bin, strerror((int)-pid));
 		return -1;
 	}
 	s->pid_start = proc_start_time(pid);
