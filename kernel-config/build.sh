@@ -1,25 +1,37 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Builds the guest kernel (vmlinux + bzImage) from Debian's linux-source-6.1 with
-# our config fragment (kernel-config/compile.sh), cached outside the tree, keyed by
-# everything that shapes it: the fragment, the recipe, the source version, the compiler.
+# Builds the guest kernel from Debian's linux-source-6.1 with our config fragments
+# (kernel-config/compile.sh), cached outside the tree, keyed by everything that shapes it: the
+# fragments, the recipe, the source version, the compiler. x86_64 gives vmlinux and bzImage;
+# arm64 (cross-compiled with gcc-aarch64-linux-gnu on another host) gives Image.
 # The cache keeps the three most recently used builds and only the current source version's
 # tree (1.5 GB); the rest is removed whenever the kernel is published.
-# Usage: kernel-config/build.sh OUTDIR   (OUTDIR gets vmlinux, bzImage, gen_init_cpio, config)
-#        kernel-config/build.sh --key     (prints the cache key of this build)
+# Usage: kernel-config/build.sh [--arch x86_64|arm64] OUTDIR   (OUTDIR gets the kernel,
+#          gen_init_cpio and config)
+#        kernel-config/build.sh [--arch x86_64|arm64] --key    (prints the cache key of this build)
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-out=${1:?usage: build.sh OUTDIR | --key}
+arch=$(uname -m)
+[ "${1:-}" = --arch ] && { arch=$2; shift 2; }
+out=${1:?usage: build.sh [--arch ARCH] OUTDIR | --key}
 tarball=/usr/src/linux-source-6.1.tar.xz
-fragment=$here/bulkhead.config
-
 die() { echo "kernel-config/build.sh: $*" >&2; exit 1; }
 [ -r "$tarball" ] || die "$tarball missing: run 'make deps' (package linux-source-6.1)"
 
+case $arch in
+x86_64) kernels="vmlinux bzImage" cc=${CC:-gcc} ;;
+arm64 | aarch64)
+	arch=arm64 kernels=Image cc=gcc
+	[ "$(uname -m)" = aarch64 ] || cc=aarch64-linux-gnu-gcc ;;
+*) die "no guest kernel for $arch (x86_64 or arm64)" ;;
+esac
+fragments="$here/bulkhead.config $here/$arch.config"
+command -v "$cc" > /dev/null || die "$cc missing: run 'make deps'"
 srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null) || die "linux-source-6.1 is not installed: run 'make deps'"
-ccver=$(${CC:-gcc} --version | head -n 1)
-key=$( { cat "$fragment" "$here/compile.sh"; echo "$srcver"; echo "$ccver"; } | sha256sum | cut -c1-16)
+ccver=$($cc --version | head -n 1)
+# shellcheck disable=SC2086 # a list of paths without spaces
+key=$( { cat $fragments "$here/compile.sh"; echo "$srcver"; echo "$ccver"; } | sha256sum | cut -c1-16)
 [ "$out" = --key ] && { echo "$key"; exit 0; }
 cache=${BULKHEAD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bulkhead}
 dir=$cache/kernel/$key
@@ -38,7 +50,7 @@ prune() {
 }
 
 publish() {
-	for f in vmlinux bzImage gen_init_cpio config; do
+	for f in $kernels gen_init_cpio config; do
 		cp -f "$dir/$f" "$out/$f.tmp" && mv -f "$out/$f.tmp" "$out/$f"
 	done
 	touch "$dir/done"
@@ -63,9 +75,10 @@ if [ ! -f "$src/.extracted" ]; then
 fi
 
 rm -rf "$dir" && mkdir -p "$dir"
-echo "kernel: building $key from linux-source $srcver (several minutes, once)" >&2
+echo "kernel: building $key ($arch) from linux-source $srcver (several minutes, once)" >&2
 start=$(date +%s)
-sh "$here/compile.sh" "$src" "$fragment" "$dir"
+# shellcheck disable=SC2086
+CC=$cc sh "$here/compile.sh" "$src" "$dir" "$arch" $fragments
 echo "kernel: built in $(( $(date +%s) - start )) s" >&2
 touch "$dir/done"
 publish
