@@ -4,22 +4,25 @@
 # Compiling first makes sure the packages ci/packages.txt tags `build` are installed
 # (`make build-deps`); `make deps`, `demo` and `test` install the rest too.
 
-# `make ARCH=arm64` on a host that is not arm64 cross-builds bulkhead-vmm for arm64 into
-# build-arm64 (README.md, "arm64"): Debian's gcc-aarch64-linux-gnu, and the arm64 libraries it
-# links from the package set tests/nested/fetch.sh --arch arm64 unpacks (cached). On an arm64
-# host a plain `make` builds it natively.
-ARCH    ?=
+# `make ARCH=arm64` on a host that is not arm64 cross-builds everything for arm64 into
+# build-arm64 (README.md, "arm64"): Debian's gcc-aarch64-linux-gnu against an arm64 sysroot
+# (glibc and the libraries we link, unpacked by tests/nested/fetch.sh --arch arm64, cached),
+# and the guest kernel with the same compiler. On an arm64 host a plain `make` builds natively.
+ARCH    ?= $(if $(filter aarch64,$(shell uname -m)),arm64,)
 ifeq ($(ARCH),arm64)
-BUILD   ?= build-arm64
 ifneq ($(shell uname -m),aarch64)
+BUILD   ?= build-arm64
+ifeq ($(origin ARM64_PKGS),undefined)
 ARM64_PKGS := $(shell sh tests/nested/fetch.sh --arch arm64)
-ifeq ($(ARM64_PKGS),)
-$(error cannot fetch the arm64 libraries (tests/nested/fetch.sh --arch arm64 said why))
 endif
-CC      := aarch64-linux-gnu-gcc
-CFLAGS  ?= -O2 -g
-CFLAGS  += -isystem $(ARM64_PKGS)/arm64/usr/include
-LDFLAGS += -L$(ARM64_PKGS)/arm64/usr/lib/aarch64-linux-gnu
+ifeq ($(ARM64_PKGS),)
+$(error cannot fetch the arm64 sysroot (tests/nested/fetch.sh --arch arm64 said why))
+endif
+ARM64_SYSROOT := $(ARM64_PKGS)/arm64
+CC      := aarch64-linux-gnu-gcc --sysroot=$(ARM64_SYSROOT)
+ifneq ($(filter demo test check test-san test-tsan test-nested test-arm64 bench%,$(MAKECMDGOALS)),)
+$(error an arm64 cross build does not run here: `make test-arm64` runs it in the nested arm64 host)
+endif
 endif
 endif
 BUILD   ?= build
@@ -82,12 +85,7 @@ include serve/serve.mk
 include tests/tests.mk
 include bench/bench.mk
 
-# For arm64, bulkhead-vmm only so far: the guest kernel, init and the host side are x86 builds.
-ifeq ($(ARCH),arm64)
-all: $(BIN)/bulkhead-vmm
-else
 all: $(ALL_TARGETS)
-endif
 
 # A real session: the guest's output, then its exit code (3) as bulkhead's own.
 demo: all | deps

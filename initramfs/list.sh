@@ -6,7 +6,7 @@
 # sessions' runtimes preload) at /usr/lib/bulkhead. One entry per path.
 # The last entry, /etc/bulkhead-image -> base|tools, tells bulkhead-init the archive was
 # unpacked to its end (a guest too small for it gets a partial root and a clear error).
-# Usage: initramfs/list.sh base|tools INIT BUSYBOX
+# Usage: [BUSYBOX_RUN=EMULATOR] initramfs/list.sh base|tools INIT BUSYBOX
 set -eu
 export LC_ALL=C
 image=${1:?usage: list.sh base|tools INIT BUSYBOX}
@@ -18,7 +18,9 @@ base) tools= ;;
 tools) tools=$(sh "$here/tools-layer.sh") ;;
 *) echo "list.sh: image must be base or tools" >&2; exit 2 ;;
 esac
-applets=$("$busybox" --list-full | sort)
+# BUSYBOX_RUN: how to run a busybox of another architecture here (qemu-aarch64-static).
+applets=$(${BUSYBOX_RUN:-} "$busybox" --list-full | sort)
+[ -n "$applets" ] || { echo "list.sh: $busybox listed no applets" >&2; exit 1; }
 
 {
 cat <<LIST

@@ -26,6 +26,15 @@
 #define VMM_KVM_MAJOR		  10  /* /dev/kvm is a misc device ... */
 #define VMM_KVM_MINOR		  232 /* ... with a fixed minor (KVM_MINOR) */
 
+#if defined(__aarch64__)
+#define VMM_ARCH_HELP                                                                      \
+	"This is the arm64 build: --kernel takes an arm64 Image (loaded at its text offset,\n" \
+	"the device tree at the end of RAM); the guest's PSCI power-off or reset is its clean\n" \
+	"exit; test guests and snapshots are x86-64 only.\n"
+#else
+#define VMM_ARCH_HELP ""
+#endif
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -46,6 +55,7 @@ static void usage(FILE *f)
 		"its\n"
 		"clean exit. Test mode runs a flat freestanding binary at 0x%x (ABI:\n"
 		"lib/test_guest_abi.h); --machine gives it Linux mode's devices.\n"
+		VMM_ARCH_HELP
 		"\n"
 		"  --kernel PATH      ELF vmlinux or bzImage (boot protocol >= 2.12)\n"
 		"  --initrd PATH      initramfs, placed below the kernel's initrd_addr_max\n"

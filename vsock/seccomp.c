@@ -21,6 +21,9 @@
 /* Any argument. */
 static const int loop_calls[] = {
 	SCMP_SYS(epoll_wait),	 /* the loop's one wait (vsock/main.c) */
+#if defined(__aarch64__)
+	SCMP_SYS(epoll_pwait), /* epoll_wait() is this call on arm64, which has no epoll_wait */
+#endif
 	SCMP_SYS(epoll_ctl),	 /* host connections, the front end and kick eventfds come and go */
 	SCMP_SYS(read),		 /* a kick eventfd's count (main.c) */
 	SCMP_SYS(write),	 /* a call eventfd (virtq.c); stderr lines */
@@ -76,6 +79,10 @@ static int add_refusals(scmp_filter_ctx ctx)
 	/* At an orderly end it removes its sockets; the launcher does that too. */
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unlink), 0);
+#if defined(__aarch64__)
+	if (!rc) /* unlink() is unlinkat on arm64 */
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unlinkat), 0);
+#endif
 	return rc;
 }
 

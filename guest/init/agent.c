@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/socket.h> /* before vm_sockets.h: older kernel headers need sockaddr */
 #include <linux/vm_sockets.h>
 #include <poll.h>
 #include <signal.h>
@@ -21,7 +22,6 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <termios.h>

@@ -10,9 +10,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/io.h>
 #include <sys/reboot.h>
 #include <sys/wait.h>
+#if defined(__x86_64__)
+#include <sys/io.h>
+#endif
 #include <unistd.h>
 
 void init_poweroff(void)
@@ -26,13 +28,16 @@ void init_poweroff(void)
 }
 
 /* The boot timer (lib/boot_timer_abi.h): bulkhead-vmm timestamps this write as "init
- * started". Other VMMs ignore the port; without I/O privilege (not PID 1 in a VM) skip it. */
+ * started". Other VMMs ignore the port; without I/O privilege (not PID 1 in a VM) skip it.
+ * arm64 has no port I/O: there the guest's own uptime at /init is the measure. */
 static void boot_timer_mark(void)
 {
+#if defined(__x86_64__)
 	if (ioperm(BOOT_TIMER_PORT, 1, 1) == 0) {
 		outb(BOOT_TIMER_MAGIC, BOOT_TIMER_PORT);
 		ioperm(BOOT_TIMER_PORT, 1, 0);
 	}
+#endif
 }
 
 int main(void)

@@ -11,10 +11,10 @@
 #include <errno.h>
 #include <sys/mount.h>
 #include <fcntl.h>
+#include <sys/socket.h> /* before vm_sockets.h: older kernel headers need sockaddr */
 #include <linux/vm_sockets.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>

@@ -7,6 +7,7 @@
 #include "lib/agent_proto.h"
 
 #include <errno.h>
+#include <sys/socket.h> /* before vm_sockets.h: older kernel headers need sockaddr */
 #include <linux/vm_sockets.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -15,7 +16,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #define SHIM_BUF 65536

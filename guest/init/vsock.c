@@ -3,8 +3,8 @@
 #include "guest/init/init.h"
 
 #include <errno.h>
+#include <sys/socket.h> /* before vm_sockets.h: older kernel headers need sockaddr */
 #include <linux/vm_sockets.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 static int failed(int fd)

@@ -12,13 +12,13 @@
  * one line and reboots at once: a boot's cost to the first byte, for the bench.
  */
 #include <errno.h>
+#include <sys/socket.h> /* before vm_sockets.h: older kernel headers need sockaddr */
 #include <linux/vm_sockets.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/reboot.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 

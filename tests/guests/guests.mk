@@ -43,5 +43,8 @@ $(LIBDIR)/guests/%.bin: $(GUEST_OBJ)/%.elf
 # Keep objects and ELF files (for objdump, and so a second make does nothing).
 .PRECIOUS: $(GUEST_OBJ)/%.o $(GUEST_OBJ)/%.elf
 
+# x86-64 guests: an arm64 build has none (tests/guests/arm64/ is assembled by its suite).
+ifeq ($(VMM_ARCH),x86)
 ALL_TARGETS += $(GUEST_BINS)
+endif
 -include $(wildcard $(GUEST_OBJ)/*.d)

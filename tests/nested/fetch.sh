@@ -32,6 +32,7 @@ MODULES="kvm-amd overlay"
 QEMU_PKGS="qemu-system-x86 qemu-system-common qemu-system-data"
 QEMU_MAIN=qemu-system-x86
 ARM64_PKGS= # arm64 packages unpacked into arm64/
+HOST_TOOLS=
 case $arch in
 amd64) ;;
 arm64)
@@ -39,7 +40,14 @@ arm64)
 	MODULES="virtio_mmio virtiofs"
 	QEMU_PKGS="qemu-system-arm qemu-system-common qemu-system-data"
 	QEMU_MAIN=qemu-system-arm
-	ARM64_PKGS="busybox-static:arm64 libseccomp-dev:arm64 zlib1g-dev:arm64 libfdt-dev:arm64" ;;
+	# The arm64 sysroot `make ARCH=arm64` builds against (and the host's programs run with):
+	# glibc and every library bulkhead links, with what they depend on; busybox for the host.
+	ARM64_PKGS="busybox-static libc6-dev libseccomp-dev zlib1g-dev libfdt-dev libssl-dev
+		libjansson-dev libhttp-parser-dev liburing-dev libmount-dev libwslay-dev
+		libnghttp2-dev libexpat1-dev libmicrohttpd-dev libarchive-dev"
+	# bookworm's qemu-aarch64-static (usr/bin/), unpacked, not installed: a cross build runs
+	# the arm64 busybox once with it, to list its applets for the guest's initramfs.
+	HOST_TOOLS=qemu-user-static ;;
 *) echo "nested/fetch.sh: --arch amd64 or arm64, not $arch" >&2; exit 1 ;;
 esac
 
@@ -99,7 +107,14 @@ apt-get $APT -s -t bookworm-backports install --no-install-recommends $QEMU_PKGS
 qemu=$(sed -n 's/^Inst \([^ ]*\) .*(\([^ ]*\) .*/\1=\2/p' "$tmp/sim")
 echo "$qemu" | grep -q "^$QEMU_MAIN=1:10\." || die "bookworm-backports offers no QEMU 10: $(grep "^Inst $QEMU_MAIN" "$tmp/sim")"
 case $image in *:*) ;; *) [ "$arch" = amd64 ] || image=$image:$arch ;; esac
-(cd "$tmp/debs" && apt-get $APT download "$image" $qemu $ARM64_PKGS > "$tmp/download.log" 2>&1) ||
+sysroot=
+if [ -n "$ARM64_PKGS" ]; then
+	# shellcheck disable=SC2086
+	apt-get $APT -s install --no-install-recommends $(printf '%s:arm64 ' $ARM64_PKGS) > "$tmp/ssim" 2>&1 ||
+		die "cannot resolve the arm64 sysroot: $(tail -n 3 "$tmp/ssim")"
+	sysroot=$(sed -n 's/^Inst \([^ ]*:arm64\) .*/\1/p' "$tmp/ssim")
+fi
+(cd "$tmp/debs" && apt-get $APT download "$image" $qemu $sysroot $HOST_TOOLS > "$tmp/download.log" 2>&1) ||
 	{ echo "cannot download L1's packages: $(grep -m1 -E '^[WE]:' "$tmp/download.log")" >&2; exit 2; }
 
 for d in "$tmp"/debs/*.deb; do
