@@ -272,7 +272,7 @@ static int bench_boot(int argc, char **argv)
 	bool emulated = caps.kernel_native == PROBE_NO;
 
 	char kernel[PATH_MAX], initrd[PATH_MAX], cmdline[BOOT_ARGS_CMDLINE_MAX];
-	paths_join(kernel, sizeof(kernel), paths_libdir(), "vmlinux");
+	paths_join(kernel, sizeof(kernel), paths_libdir(), PATHS_GUEST_KERNEL);
 	/* The base image: this measures the engine and the kernel, not the size of the tools. */
 	paths_join(initrd, sizeof(initrd), paths_libdir(), "initramfs-base.cpio");
 	/* Not quiet: the console's "Run /init" line is the end mark for every engine. */

@@ -31,12 +31,14 @@ static const char doctor_usage[] =
 	"\n"
 	"--json prints the same facts as one JSON object, a key per line of text (\"why\" is the\n"
 	"text in parentheses, or null), plus \"ok\" (the exit status is 0):\n"
-	"  kvm                  {usable, api_version, module, why}\n"
+	"  kvm                  {usable, api_version, module, gic: v3|v2|null, psci: 0.2|null\n"
+	"                       (arm64 only; null elsewhere), why}\n"
 	"  guest_kernel_mode    {mode: native|emulated|unknown|not_probed, mips (million\n"
 	"                       instructions/s, or null), why}\n"
 	"  guest_ring3_syscall  {result: works|broken|unknown|not_probed, why}\n"
 	"  qemu                 {path, version, why}        virtiofsd        {path, why}\n"
-	"  guest_kernel         {vmlinux, bzimage, why}     guest_initramfs  {path, why}\n"
+	"  guest_kernel         {vmlinux, bzimage, why} (arm64: {image, why})\n"
+	"  guest_initramfs      {path, why}\n"
 	"  jail                 {works, per_session_uid, uid (the first of the sessions' uids,\n"
 	"                       or the one uid mapped), why}\n"
 	"  cgroups              {version: 1|2|null, why}\n"
@@ -59,8 +61,17 @@ static const char *nz(const char *s)
 
 /* --- KVM: three lines from one probe --------------------------------------------------- */
 
+/* The probe guests are x86-64; arm64 has no paravirtual KVM to tell apart. */
+#if defined(__aarch64__)
+#define ARM64_NOT_PROBED "x86-64 probe; arm64 guests run EL1 and EL0 in hardware"
+#endif
+
 static json_t *kernel_mode(const struct kvm_caps *c)
 {
+#if defined(__aarch64__)
+	(void)c;
+	return json_pack("{s:s, s:n, s:s}", "mode", "not_probed", "mips", "why", ARM64_NOT_PROBED);
+#endif
 	if (c->kernel_native == PROBE_YES || (c->kernel_native == PROBE_NO && c->kernel_mips > 0))
 		return json_pack("{s:s, s:f, s:n}", "mode",
 				 c->kernel_native == PROBE_YES ? "native" : "emulated", "mips",
@@ -73,6 +84,10 @@ static json_t *kernel_mode(const struct kvm_caps *c)
 
 static json_t *ring3(const struct kvm_caps *c)
 {
+#if defined(__aarch64__)
+	(void)c;
+	return json_pack("{s:s, s:s}", "result", "not_probed", "why", ARM64_NOT_PROBED);
+#endif
 	if (c->ring3_syscall == PROBE_YES)
 		return json_pack("{s:s, s:n}", "result", "works", "why");
 	if (c->ring3_syscall == PROBE_NO)
@@ -99,8 +114,9 @@ static void kvm_find(json_t *f)
 		return;
 	}
 	json_object_set_new(f, "kvm",
-			    json_pack("{s:b, s:i, s:s?, s:n}", "usable", 1, "api_version",
-				      KVM_API_VERSION, "module", nz(c.module), "why"));
+			    json_pack("{s:b, s:i, s:s?, s:s?, s:s?, s:n}", "usable", 1,
+				      "api_version", KVM_API_VERSION, "module", nz(c.module), "gic",
+				      nz(c.gic), "psci", c.psci_0_2 ? "0.2" : NULL, "why"));
 	json_object_set_new(f, "guest_kernel_mode", kernel_mode(&c));
 	json_object_set_new(f, "guest_ring3_syscall", ring3(&c));
 }
@@ -115,7 +131,12 @@ static void kvm_say(const json_t *f)
 {
 	const json_t *k = json_object_get(f, "kvm"), *m = json_object_get(f, "guest_kernel_mode"),
 		     *r = json_object_get(f, "guest_ring3_syscall");
-	if (json_is_true(json_object_get(k, "usable")))
+	if (json_is_true(json_object_get(k, "usable")) && doctor_str(k, "gic", NULL))
+		printf("kvm: usable (API %d, module %s, vGIC%s, PSCI %s)\n",
+		       (int)json_integer_value(json_object_get(k, "api_version")),
+		       doctor_str(k, "module", "unknown"), doctor_str(k, "gic", ""),
+		       doctor_str(k, "psci", "missing"));
+	else if (json_is_true(json_object_get(k, "usable")))
 		printf("kvm: usable (API %d, module %s)\n",
 		       (int)json_integer_value(json_object_get(k, "api_version")),
 		       doctor_str(k, "module", "unknown"));
@@ -201,6 +222,16 @@ static void files_find(json_t *f)
 		json_pack("{s:s?, s:s?}", "path", found, "why",
 			  found ? NULL : "run 'make deps': package qemu-system-common"));
 
+#if defined(__aarch64__)
+	if (paths_join(vmlinux, sizeof(vmlinux), libdir, PATHS_GUEST_KERNEL) == 0 &&
+	    paths_join(initrd, sizeof(initrd), libdir, "initramfs.cpio") == 0) {
+		snprintf(why, sizeof(why), "no %s in %s; run make", PATHS_GUEST_KERNEL, libdir);
+		json_object_set_new(f, "guest_kernel", file_part("image", vmlinux, why));
+		snprintf(why, sizeof(why), "%s; run make", initrd);
+		json_object_set_new(f, "guest_initramfs", file_part("path", initrd, why));
+		return;
+	}
+#endif
 	if (paths_join(vmlinux, sizeof(vmlinux), libdir, "vmlinux") ||
 	    paths_join(bzimage, sizeof(bzimage), libdir, "bzImage") ||
 	    paths_join(initrd, sizeof(initrd), libdir, "initramfs.cpio")) {
@@ -235,7 +266,9 @@ static void files_say(const json_t *f)
 		printf("virtiofsd: not found (%s)\n", doctor_str(v, "why", ""));
 
 	const char *vmlinux = doctor_str(k, "vmlinux", NULL), *bz = doctor_str(k, "bzimage", NULL);
-	if (vmlinux)
+	if (doctor_str(k, "image", NULL))
+		printf("guest kernel: %s (arm64 Image)\n", doctor_str(k, "image", ""));
+	else if (vmlinux)
 		printf("guest kernel: %s, bzImage %s\n", vmlinux, bz ? "present" : "missing");
 	else if (bz)
 		printf("guest kernel: %s (vmlinux missing)\n", bz);

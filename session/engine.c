@@ -62,9 +62,7 @@ static int engine_choose_kvm(const struct kvm_caps *caps, bool force, struct eng
 		snprintf(out->why, sizeof(out->why),
 			 "this host's KVM cannot run a Linux guest's user space (%s; see 'bulkhead "
 			 "doctor'); use --engine qemu",
-			 caps->ring3_syscall == PROBE_NO   ? "ring-3 syscalls are broken"
-			 : caps->kernel_native == PROBE_NO ? "guest kernel mode is emulated"
-							   : "probe failed");
+			 kvm_why_not_linux(caps));
 		return -1;
 	}
 	snprintf(out->why, sizeof(out->why), "kvm (bulkhead-vmm)%s",
@@ -102,6 +100,13 @@ int engine_choose(enum engine_kind requested, struct engine_choice *out)
 	/* QEMU; the probe only decides its accelerator. */
 	out->kind = ENGINE_QEMU;
 	out->ops = &engine_qemu_ops;
+#if defined(__aarch64__)
+	snprintf(out->why, sizeof(out->why),
+		 "the QEMU engine runs x86-64 guests only; on arm64 sessions need --engine kvm "
+		 "(%.150s)",
+		 caps.usable ? kvm_why_not_linux(&caps) : caps.why);
+	return -1;
+#endif
 	if (!engine_qemu_path()) {
 		snprintf(out->why, sizeof(out->why),
 			 "qemu-system-x86_64 not found: run 'make deps' (package qemu-system-x86)");

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* session/kvm_probe.h: what this host's KVM can run, found by running tiny probe guests. */
+/* session/kvm_probe.h: what this host's KVM can run, found by running tiny probe guests
+ * (x86-64), or by asking KVM for the vGIC and PSCI (arm64). */
 #ifndef BULKHEAD_SESSION_KVM_PROBE_H
 #define BULKHEAD_SESSION_KVM_PROBE_H
 
@@ -18,6 +19,9 @@ struct kvm_caps {
 	enum probe_result kernel_native; /* guest ring 0 runs natively, not emulated */
 	double kernel_mips;		 /* ring-0 loop speed, million instructions/s */
 	enum probe_result ring3_syscall; /* a ring-3 `syscall` lands in ring 0 */
+	/* arm64 (the two probes above are x86-64 guests, not run there): */
+	char gic[4];   /* the in-kernel vGIC a VM gets: "v3", "v2", or "" (none) */
+	bool psci_0_2; /* KVM gives the guest PSCI 0.2 (vCPU boot, power-off) */
 	char why[256];			 /* one line: why a probe failed or was not run */
 };
 
@@ -39,5 +43,7 @@ void kvm_probe(bool with_timing, struct kvm_caps *out);
 
 /* True when KVM can run a whole Linux guest, user space included. */
 bool kvm_runs_linux(const struct kvm_caps *caps);
+/* Why not, in a few words, when kvm_runs_linux is false for a usable KVM. */
+const char *kvm_why_not_linux(const struct kvm_caps *caps);
 
 #endif

@@ -25,7 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Accepts an ELF vmlinux or a bzImage; anything else is a clear error. */
+/* Accepts what this architecture boots (x86-64: an ELF vmlinux or a bzImage; arm64: an arm64
+ * Image); anything else is a clear error. */
 static int check_kernel(const char *path, char *err, size_t errlen)
 {
 	unsigned char hdr[0x210];
@@ -37,10 +38,16 @@ static int check_kernel(const char *path, char *err, size_t errlen)
 	}
 	ssize_t n = read(fd, hdr, sizeof(hdr));
 	close(fd);
-	bool elf = n >= 4 && memcmp(hdr, "\177ELF", 4) == 0;
-	bool bz = n >= 0x206 && memcmp(hdr + 0x202, "HdrS", 4) == 0;
-	if (!elf && !bz) {
-		snprintf(err, errlen, "kernel %s: not an ELF vmlinux or a bzImage", path);
+#if defined(__aarch64__)
+	bool ok = n >= 0x40 && memcmp(hdr + 0x38, "ARM\x64", 4) == 0;
+	const char *want = "an arm64 Image";
+#else
+	bool ok = (n >= 4 && memcmp(hdr, "\177ELF", 4) == 0) ||
+		  (n >= 0x206 && memcmp(hdr + 0x202, "HdrS", 4) == 0);
+	const char *want = "an ELF vmlinux or a bzImage";
+#endif
+	if (!ok) {
+		snprintf(err, errlen, "kernel %s: not %s", path, want);
 		return -1;
 	}
 	return 0;
@@ -54,7 +61,7 @@ static int plan_files(struct session_plan *p, char *err, size_t errlen)
 	if (r->kernel)
 		snprintf(p->kernel, sizeof(p->kernel), "%s", r->kernel);
 	else
-		paths_join(p->kernel, sizeof(p->kernel), paths_libdir(), "vmlinux");
+		paths_join(p->kernel, sizeof(p->kernel), paths_libdir(), PATHS_GUEST_KERNEL);
 	/* On an image, commands run in the image's root and never see the initramfs's tools
 	 * layer (curl, git: 30 MB): the base initramfs boots faster (bench/image-session.sh). */
 	if (r->initrd)
