@@ -2,11 +2,15 @@
 # Sourced by tests/nested/arm64.sh and bench/arm64-boot.sh (each sets ARM64_NESTED to
 # tests/nested first): the nested arm64 host, built and booted.
 
-# arm64_vmm ABUILD: cross-builds the arm64 bulkhead-vmm into ABUILD (make ARCH=arm64); its
-# output in ABUILD.log.
+# arm64_vmm ABUILD [all]: cross-builds the arm64 bulkhead-vmm (or, with `all`, everything and
+# the test upstream https-echo) into ABUILD (make ARCH=arm64); its output in ABUILD.log.
 arm64_vmm() {
 	mkdir -p "$1"
-	make -s ARCH=arm64 BUILD="$1" "$1/bin/bulkhead-vmm" > "$1.log" 2>&1
+	if [ "${2:-}" = all ]; then
+		make -s ARCH=arm64 BUILD="$1" all "$1/tests/https-echo" > "$1.log" 2>&1
+	else
+		make -s ARCH=arm64 BUILD="$1" "$1/bin/bulkhead-vmm" > "$1.log" 2>&1
+	fi
 }
 
 # arm64_tree PKGS VMM INIT DIR: DIR becomes the arm64 host's initramfs: busybox, VMM as
@@ -50,30 +54,60 @@ arm64_boot() {
 	return $_rc
 }
 
-# arm64_prog QROOT PROG DIR: copies PROG (a path inside QROOT, the arm64 packages'
-# arm64-qemu/) into DIR/q at the same path, with the shared libraries it needs, found from
-# each ELF's NEEDED entries, and the loader as /q/lib/ld-linux-aarch64.so.1, which runs it
-# in the arm64 host (--library-path /q/lib/aarch64-linux-gnu:/q/usr/lib/aarch64-linux-gnu).
-arm64_prog() {
-	_q=$1 _dir=$3
-	echo "$2" > "$_dir/.todo"
-	: > "$_dir/.seen"
-	while [ -s "$_dir/.todo" ]; do
-		_f=$(head -n 1 "$_dir/.todo")
-		sed -i 1d "$_dir/.todo"
-		grep -qxF "$_f" "$_dir/.seen" && continue
-		echo "$_f" >> "$_dir/.seen"
-		mkdir -p "$_dir/q/$(dirname "$_f")"
-		cp -L "$_q/$_f" "$_dir/q/$_f" || return 1
-		aarch64-linux-gnu-objdump -p "$_q/$_f" | sed -n 's/^ *NEEDED *//p' | while read -r _n; do
-			for _d in lib/aarch64-linux-gnu usr/lib/aarch64-linux-gnu; do
-				if [ -e "$_q/$_d/$_n" ]; then
-					echo "$_d/$_n" >> "$_dir/.todo"
-					break
-				fi
-			done
+# arm64_libs ROOT ELF DEST: copies into DEST, at the same paths, the shared libraries ELF needs
+# (its NEEDED entries, and theirs, found in ROOT's lib/ and usr/lib/aarch64-linux-gnu), and the
+# loader as DEST/lib/ld-linux-aarch64.so.1.
+arm64_libs() {
+	_r=$1 _dest=$3
+	aarch64-linux-gnu-objdump -p "$2" | sed -n 's/^ *NEEDED *//p' > "$_dest/.todo"
+	: > "$_dest/.seen"
+	while [ -s "$_dest/.todo" ]; do
+		_lib=$(head -n 1 "$_dest/.todo")
+		sed -i 1d "$_dest/.todo"
+		grep -qxF "$_lib" "$_dest/.seen" && continue
+		echo "$_lib" >> "$_dest/.seen"
+		for _d in lib/aarch64-linux-gnu usr/lib/aarch64-linux-gnu; do
+			[ -e "$_r/$_d/$_lib" ] || continue
+			mkdir -p "$_dest/$_d"
+			cp -L "$_r/$_d/$_lib" "$_dest/$_d/$_lib" || return 1
+			aarch64-linux-gnu-objdump -p "$_r/$_d/$_lib" | sed -n 's/^ *NEEDED *//p' >> "$_dest/.todo"
+			break
 		done
 	done
-	rm -f "$_dir/.todo" "$_dir/.seen"
-	cp -L "$_q/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1" "$_dir/q/lib/ld-linux-aarch64.so.1"
+	rm -f "$_dest/.todo" "$_dest/.seen"
+	mkdir -p "$_dest/lib"
+	cp -L "$_r/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1" "$_dest/lib/ld-linux-aarch64.so.1"
+}
+
+# arm64_prog QROOT PROG DIR: copies PROG (a path inside QROOT, the arm64 packages'
+# arm64-qemu/) into DIR/q at the same path, with its libraries (arm64_libs), which runs it
+# in the arm64 host through /q/lib/ld-linux-aarch64.so.1 (--library-path
+# /q/lib/aarch64-linux-gnu:/q/usr/lib/aarch64-linux-gnu).
+arm64_prog() {
+	mkdir -p "$3/q/$(dirname "$2")"
+	cp -L "$1/$2" "$3/q/$2" && arm64_libs "$1" "$1/$2" "$3/q"
+}
+
+# arm64_stack PKGS ABUILD DIR: the whole arm64 build (make ARCH=arm64 BUILD=ABUILD) in the
+# arm64 host at /bulkhead (bin/: the CLI, bulkhead-vmm, -vsock, -broker; lib/bulkhead/: the
+# guest kernel and initramfs; tests/https-echo if built), the libraries they load from the
+# arm64 sysroot at their usual paths, Debian's arm64 virtiofsd at /usr/lib/qemu/virtiofsd,
+# where the CLI looks, and /etc/hosts.
+arm64_stack() {
+	mkdir -p "$3/bulkhead/bin" "$3/bulkhead/lib/bulkhead" "$3/usr/lib/qemu" "$3/etc"
+	# The broker resolves an upstream's name as any host program does.
+	printf '127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n' > "$3/etc/hosts"
+	printf 'passwd: files\ngroup: files\nhosts: files\n' > "$3/etc/nsswitch.conf"
+	for _p in bulkhead bulkhead-vmm bulkhead-vsock bulkhead-broker; do
+		cp "$2/bin/$_p" "$3/bulkhead/bin/$_p" && arm64_libs "$1/arm64" "$2/bin/$_p" "$3" || return 1
+	done
+	cp "$2/lib/bulkhead/Image" "$2/lib/bulkhead/initramfs.cpio" "$2/lib/bulkhead/initramfs-base.cpio" \
+		"$3/bulkhead/lib/bulkhead/" || return 1
+	if [ -x "$2/tests/https-echo" ]; then
+		mkdir -p "$3/bulkhead/tests"
+		cp "$2/tests/https-echo" "$3/bulkhead/tests/" &&
+			arm64_libs "$1/arm64" "$2/tests/https-echo" "$3" || return 1
+	fi
+	cp -L "$1/arm64-qemu/usr/lib/qemu/virtiofsd" "$3/usr/lib/qemu/virtiofsd" &&
+		arm64_libs "$1/arm64-qemu" "$1/arm64-qemu/usr/lib/qemu/virtiofsd" "$3"
 }
