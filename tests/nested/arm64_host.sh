@@ -26,6 +26,7 @@ arm64_tree() {
 	mkdir -p "$4/l2tree/modules" "$4/l2tree/mnt"
 	cp "$1/l1/modules/"*.ko "$1/l1/modules.order" "$4/l2tree/modules/"
 	cp "$3" "$4/init"
+	cp "$ARM64_NESTED/tmpfs_root.sh" "$4/tmpfs_root.sh"
 	chmod 755 "$4/l2tree/init" "$4/init"
 	mkdir -p "$4/l2"
 	arm64_cpio "$4/l2tree" "$4/l2/initrd.gz"

@@ -7,21 +7,14 @@
 # runs bulkhead sessions under --engine kvm with the arm64 build in /bulkhead. Each run is
 # reported as "arm64: NAME rc=N" followed by its output prefixed "| ", then "arm64: done",
 # and the host powers off. The host side decides what passed; nothing is judged here.
+stop() {
+	echo "arm64: $*"
+	poweroff -f
+}
 if [ "${1:-}" != stage2 ]; then
 	/bin/busybox --install -s /bin
-	mount -t proc proc /proc
-	mount -t devtmpfs dev /dev
-	mkdir -p /newroot
-	mount -t tmpfs -o mode=0755 root /newroot
-	for e in /*; do
-		case $e in /proc | /dev | /sys | /newroot) mkdir -p "/newroot$e" ;;
-		*) cp -a "$e" /newroot/ ;; esac
-	done
-	umount /dev
-	umount /proc
-	exec switch_root /newroot /init stage2
-	echo "arm64: switch_root failed"
-	poweroff -f
+	. /tmpfs_root.sh
+	tmpfs_root stop
 fi
 mount -t proc proc /proc
 mount -t sysfs sys /sys

@@ -16,17 +16,8 @@ fail() {
 }
 
 if [ "${1:-}" != stage2 ]; then
-	mount -t proc proc /proc || fail "cannot mount /proc"
-	mount -t devtmpfs dev /dev || fail "cannot mount /dev"
-	mount -t tmpfs -o mode=0755 root /newroot || fail "cannot mount the tmpfs root"
-	for e in /*; do
-		case $e in /proc | /dev | /sys | /newroot) mkdir -p "/newroot$e" ;;
-		*) cp -a "$e" /newroot/ || fail "cannot copy $e into the tmpfs root" ;; esac
-	done
-	umount /dev
-	umount /proc
-	exec switch_root /newroot /init stage2
-	fail "switch_root failed"
+	. /bulkhead/tests/nested/tmpfs_root.sh
+	tmpfs_root fail
 fi
 
 mount -t proc proc /proc
