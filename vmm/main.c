@@ -8,6 +8,7 @@
  */
 #include "lib/jail_selftest.h"
 #include "lib/mono.h"
+#include "lib/stdfds.h"
 #include "lib/test_guest_abi.h"
 #include "lib/vmm_exit.h"
 #include "vmm/loader.h"
@@ -322,6 +323,13 @@ int main(int argc, char **argv)
 
 	m.main_ns = mono_ns();
 	m.snap.fd = m.snap.sig_fd = -1;
+	/* Before any descriptor is made: a closed stdout would hand its number to an eventfd,
+	 * and the guest's console would be written into it (lib/stdfds.h). */
+	if (stdfds_ensure() < 0) {
+		fprintf(stderr, "bulkhead-vmm: descriptor 0, 1 or 2 is closed and /dev/null cannot "
+				"take its place\n");
+		return VMM_EXIT_SETUP;
+	}
 	if (vmm_options_parse(argc, argv, &o))
 		return VMM_EXIT_SETUP;
 	/* A snapshot asked for early must wait, not kill us (SIGUSR1's default): blocked now,

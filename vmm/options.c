@@ -102,7 +102,8 @@ static void usage(FILE *f)
 		"  %d    exit code out of range  %d  unexpected exit\n"
 		"  %d    test mode: guest reset   %d  a vhost-user back end failed\n"
 		"  %d    saved to --snapshot-fd\n"
-		"  %d    timeout                 %d  bulkhead-vmm failed (one line on stderr)\n",
+		"  %d    timeout                 %d  bulkhead-vmm failed (one line on stderr)\n"
+		"Killed by SIGPIPE when its stdout's reader goes away, as a filter is.\n",
 		TG_LOAD_GPA, VMM_CMDLINE_MAX - 1, VMM_MEM_MIB_MIN,
 		(unsigned long long)VMM_MEM_MIB_MAX, VMM_MEM_MIB_DEFAULT, VMM_LINUX_MEM_MIB_DEFAULT,
 		VM_MAX_VCPUS, VMM_EXIT_SNAPSHOT, VIRTIO_FS_TAG_MAX, VMM_FS_MAX, UINT32_MAX - 1,

@@ -3,6 +3,7 @@
  * vhost-user front end, the guest's kicks and the host-side Unix sockets until the front end
  * goes away; release. Options are parsed in options.c. */
 #include "lib/jail_selftest.h"
+#include "lib/stdfds.h"
 #include "lib/unix_listen.h"
 #include "vsock/backend.h"
 #include "vsock/conn.h"
@@ -264,6 +265,11 @@ int main(int argc, char **argv)
 {
 	static struct vsock_main v; /* the device is large: not on the stack */
 	struct vsock_opts o;
+	if (stdfds_ensure() < 0) {
+		fprintf(stderr, "bulkhead-vsock: descriptor 0, 1 or 2 is closed and /dev/null cannot "
+				"take its place\n");
+		return 1;
+	}
 	int rc = vsock_options_parse(argc, argv, &o);
 
 	if (rc >= 0)

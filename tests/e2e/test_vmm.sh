@@ -143,6 +143,13 @@ rc=$?
 exec 3<&-
 : > "$TMP/err"
 expect "flood, stdout and stderr nobody reads: --timeout-ms still ends the run (124)" 124
+# Started with stdout and stderr closed: /dev/null takes their place (lib/stdfds.c). Before,
+# the first eventfd took descriptor 1, the guest's console bytes set its counter, both threads
+# spun and --timeout-ms no longer held.
+timeout -s KILL 60 "$VMM" --test-guest "$GUESTS/flood.bin" --timeout-ms 2000 >&- 2>&- < /dev/null
+rc=$?
+: > "$TMP/err"
+expect "flood with stdout and stderr closed: --timeout-ms still ends the run (124)" 124
 # A back end that stops answering at DRIVER_OK (the vCPU waits for SET_FEATURES' ack).
 MUTE=$BUILD/tests/vhost-user-mute
 if [ -x "$MUTE" ]; then

@@ -175,6 +175,10 @@ for gic in 3 2; do
 		echo "$o" | grep -q "unknown accesses: .*MMIO 1 reads, 1 writes" &&
 		ok "a guest's access where nothing is mapped reads nothing, is counted, and the guest runs on" ||
 		not_ok "the test guest wild" "status $(rc 3 poke4)" "$o"
+	o=$(out 3 closedout)
+	[ "$(rc 3 closedout)" = 0 ] && echo "$o" | grep -qx "status 124" &&
+		ok "started with stderr closed, bulkhead-vmm still stops a guest that never ends at --timeout-ms (124)" ||
+		not_ok "bulkhead-vmm with stderr closed: --timeout-ms holds" "$o"
 	o=$(out 3 poke5)
 	[ "$(rc 3 poke5)" = 124 ] &&
 		ok "a guest that never ends is stopped at --timeout-ms (status 124)" ||

@@ -41,7 +41,7 @@ int arm64_image_parse(const uint8_t *hdr, uint64_t file_size, struct arm64_image
 					  (k.flags & IMAGE_FLAG_PAGES) != IMAGE_FLAG_PAGES_4K
 				  ? "wants a page size other than 4 KiB"
 			  : k.text_offset % PAGE || k.text_offset >= ARM64_KERNEL_ALIGN
-				  ? "has a text offset that is not 4 KiB-aligned below 2 MiB"
+				  ? "has a text offset that is not a multiple of 4 KiB under 2 MiB"
 			  : k.image_size == 0 ? "has no effective size (a kernel older than 3.17)"
 			  : k.image_size < file_size || k.image_size > IMAGE_SIZE_MAX
 				  ? "claims an effective size smaller than its file or over 1 GiB"
