@@ -9,15 +9,7 @@
 #     jail, the broker, the vsock back end).
 # One line per run: "bench: ENGINE KERNEL rc=N wall=S init=S", wall from launch to exit (the
 # host's clock), init the guest's own uptime at its /init (none for a session).
-stop() {
-	echo "bench: $*"
-	poweroff -f
-}
-if [ "${1:-}" != stage2 ]; then # a tmpfs root, as sessions' jail needs (tmpfs_root.sh)
-	/bin/busybox --install -s /bin
-	. /tmpfs_root.sh
-	tmpfs_root stop
-fi
+[ "${1:-}" = stage2 ] || { . /tmpfs_root.sh && busybox_stage1 bench; } # a tmpfs root, as the jail needs
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev

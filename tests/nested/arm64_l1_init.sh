@@ -7,15 +7,7 @@
 # runs bulkhead sessions under --engine kvm with the arm64 build in /bulkhead. Each run is
 # reported as "arm64: NAME rc=N" followed by its output prefixed "| ", then "arm64: done",
 # and the host powers off. The host side decides what passed; nothing is judged here.
-stop() {
-	echo "arm64: $*"
-	poweroff -f
-}
-if [ "${1:-}" != stage2 ]; then
-	/bin/busybox --install -s /bin
-	. /tmpfs_root.sh
-	tmpfs_root stop
-fi
+[ "${1:-}" = stage2 ] || { . /tmpfs_root.sh && busybox_stage1 arm64; } # a tmpfs root, as the jail needs
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
