@@ -10,7 +10,9 @@
 #    session of this host's) and the e2e suites that start no VM (a "# lane: host" line in
 #    their header: brokers, upstreams and clients on this host, each in its own $TMP);
 #  - the VM lane: every other e2e suite (sessions, bulkhead-vmm on /dev/kvm, the jail, serve,
-#    OCI), one after the other as before, so no two of them watch the host at once.
+#    OCI), one after the other as before, so no two of them watch the host at once. Once it
+#    has none left, it takes host-lane suites from the end of that lane's list, so the lanes
+#    end together (the host lane starts with the long nested suites).
 # TEST_LANES=1 runs everything in one lane, in the order listed. A suite's summary is printed
 # when it ends; its whole TAP is in build/test-logs/.
 set -u
@@ -129,6 +131,11 @@ while :; do
 	if [ -z "$run_v" ] && [ -n "$vm" ]; then
 		set -- $vm
 		run_v=$1; shift; vm=$*
+		start "$run_v"
+	elif [ -z "$run_v" ] && [ -n "$run_h" ] && [ -n "$host" ]; then
+		set -- $host
+		eval "run_v=\${$#}"
+		host=$(printf '%s\n' "$@" | sed '$d' | tr '\n' ' ')
 		start "$run_v"
 	fi
 	[ -n "$run_h$run_v" ] || break
