@@ -159,13 +159,14 @@ case $(head -n 1 "$D/down.out" | tr -d '\r') in
 *) not_ok "a token endpoint that is down: 503" "$(cat "$D/down.out")" ;;
 esac
 # (At once: one after another, a slow build's five could outlast the first backoff's second.)
-pids=
+# (Their own list: $pids is what lib.sh kills at the end, the provider and the broker with it.)
+clients=
 for i in 1 2 3 4 5; do
 	status /api/down-again > /dev/null &
-	pids="$pids $!"
+	clients="$clients $!"
 done
-# shellcheck disable=SC2086 # $pids is words
-wait $pids
+# shellcheck disable=SC2086 # $clients is words
+wait $clients
 check_eq "five more requests at once do not ask the endpoint again (backoff)" 1 \
 	$(($(stat_of token_requests) - t0))
 control mode?m=ok > /dev/null
