@@ -198,6 +198,23 @@ static int doctor_run_probe(const char *guest, unsigned timeout_ms, struct probe
 
 /* /dev/kvm opens, speaks API 12 and creates a VM: checked here, directly, so that the
  * reason is exact when it does not. */
+/* arm64: the vGIC a VM can have (v3 first, as bulkhead-vmm asks) and PSCI 0.2, asked of the
+ * VM doctor_check_kvm made. There is no paravirtual KVM on arm64 (guest EL1 and EL0 run in
+ * hardware), so the x86 probe guests have nothing to find there. */
+static void arm64_facts(int vm, struct kvm_caps *out)
+{
+	static const struct {
+		unsigned type;
+		const char *name;
+	} gics[] = { { KVM_DEV_TYPE_ARM_VGIC_V3, "v3" }, { KVM_DEV_TYPE_ARM_VGIC_V2, "v2" } };
+	for (size_t i = 0; i < sizeof(gics) / sizeof(gics[0]) && !out->gic[0]; i++) {
+		struct kvm_create_device d = { .type = gics[i].type, .flags = KVM_CREATE_DEVICE_TEST };
+		if (ioctl(vm, KVM_CREATE_DEVICE, &d) == 0)
+			snprintf(out->gic, sizeof(out->gic), "%s", gics[i].name);
+	}
+	out->psci_0_2 = ioctl(vm, KVM_CHECK_EXTENSION, KVM_CAP_ARM_PSCI_0_2) > 0;
+}
+
 static void doctor_check_kvm(struct kvm_caps *out)
 {
 #if defined(__aarch64__)
@@ -235,6 +252,8 @@ static void doctor_check_kvm(struct kvm_caps *out)
 		close(kvm);
 		return;
 	}
+	if (KVM_PROBE_ARM64)
+		arm64_facts(vm, out);
 	close(vm);
 	close(kvm);
 	out->usable = true;
@@ -312,45 +331,14 @@ static void doctor_probe_loop(struct kvm_caps *out)
 	out->kernel_native = out->kernel_mips >= DOCTOR_NATIVE_MIPS ? PROBE_YES : PROBE_NO;
 }
 
-/* arm64: the vGIC a VM can have (v3 first, as bulkhead-vmm asks) and PSCI 0.2, asked of KVM
- * on a VM made for the purpose. There is no paravirtual KVM on arm64 (guest EL1 and EL0 run
- * in hardware), so the x86 probe guests have nothing to find there. */
-static void arm64_facts(struct kvm_caps *out)
-{
-	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (kvm < 0)
-		return;
-	int vm;
-	do {
-		vm = ioctl(kvm, KVM_CREATE_VM, 0);
-	} while (vm < 0 && errno == EINTR);
-	if (vm >= 0) {
-		static const struct {
-			unsigned type;
-			const char *name;
-		} gics[] = { { KVM_DEV_TYPE_ARM_VGIC_V3, "v3" }, { KVM_DEV_TYPE_ARM_VGIC_V2, "v2" } };
-		for (size_t i = 0; i < sizeof(gics) / sizeof(gics[0]) && !out->gic[0]; i++) {
-			struct kvm_create_device d = { .type = gics[i].type,
-						       .flags = KVM_CREATE_DEVICE_TEST };
-			if (ioctl(vm, KVM_CREATE_DEVICE, &d) == 0)
-				snprintf(out->gic, sizeof(out->gic), "%s", gics[i].name);
-		}
-		out->psci_0_2 = ioctl(vm, KVM_CHECK_EXTENSION, KVM_CAP_ARM_PSCI_0_2) > 0;
-		close(vm);
-	}
-	close(kvm);
-}
-
 void kvm_probe(bool with_timing, struct kvm_caps *out)
 {
 	memset(out, 0, sizeof(*out));
 	doctor_check_kvm(out);
 	if (!out->usable)
 		return;
-	if (KVM_PROBE_ARM64) {
-		arm64_facts(out);
-		return;
-	}
+	if (KVM_PROBE_ARM64)
+		return; /* arm64_facts ran with doctor_check_kvm */
 	doctor_probe_ring3(out);
 	if (with_timing)
 		doctor_probe_loop(out);
