@@ -80,22 +80,15 @@ int engine_choose(enum engine_kind requested, struct engine_choice *out)
 		bool force = f && strcmp(f, "1") == 0;
 		struct kvm_caps caps;
 		/* The timing probe tells whether the emulation quirks are needed. */
-		kvm_probe(true, &caps);
+		kvm_probe_cached(&caps);
 		return engine_choose_kvm(&caps, force, out);
 	}
 
 	struct kvm_caps caps;
-	if (requested == ENGINE_AUTO) {
-		kvm_probe(false, &caps);
-		if (kvm_runs_linux(&caps)) {
-			/* Native enough for user space; time the kernel mode only if needed. */
-			kvm_probe(true, &caps);
-			if (kvm_runs_linux(&caps) && engine_choose_kvm(&caps, false, out) == 0)
-				return 0;
-		}
-	} else {
-		kvm_probe(false, &caps);
-	}
+	kvm_probe_cached(&caps);
+	if (requested == ENGINE_AUTO && kvm_runs_linux(&caps) &&
+	    engine_choose_kvm(&caps, false, out) == 0)
+		return 0;
 	memset(out, 0, sizeof(*out));
 	/* QEMU; the probe only decides its accelerator. */
 	out->kind = ENGINE_QEMU;

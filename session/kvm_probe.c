@@ -342,6 +342,18 @@ void kvm_probe(bool with_timing, struct kvm_caps *out)
 	doctor_probe_ring3(out);
 	if (with_timing)
 		doctor_probe_loop(out);
+	kvm_probe_cache_put(out);
+}
+
+void kvm_probe_cached(struct kvm_caps *out)
+{
+	memset(out, 0, sizeof(*out));
+	doctor_check_kvm(out);
+	if (!out->usable || KVM_PROBE_ARM64 || kvm_probe_cache_get(out))
+		return;
+	doctor_probe_ring3(out);
+	doctor_probe_loop(out);
+	kvm_probe_cache_put(out);
 }
 
 bool kvm_runs_linux(const struct kvm_caps *caps)

@@ -37,9 +37,18 @@ struct probe_run {
  * into r. 0 when it ran (its status in r), or -errno. */
 int probe_exec(char *const argv[], unsigned limit_ms, struct probe_run *r);
 
-/* Probes KVM with the probe guests. with_timing=false skips the (slower on
- * emulating hosts) kernel-mode timing loop; `run --engine auto` uses that. */
+/* Probes KVM with the probe guests, afresh (`bulkhead doctor`, `bench`). with_timing=false
+ * skips the (slower on emulating hosts) kernel-mode timing loop. Whole verdicts are kept for
+ * kvm_probe_cached. */
 void kvm_probe(bool with_timing, struct kvm_caps *out);
+/* The same with timing, for a session's engine choice: /dev/kvm is checked each time, the
+ * probe guests' verdicts come from the cache while this boot, /dev/kvm, bulkhead-vmm and the
+ * probe guests are the ones they were found with (session/kvm_probe_cache.c). */
+void kvm_probe_cached(struct kvm_caps *out);
+/* The cache itself: get fills ring3_syscall, kernel_native and kernel_mips (true on a hit);
+ * put keeps caps' verdicts when both probes gave one. */
+bool kvm_probe_cache_get(struct kvm_caps *caps);
+void kvm_probe_cache_put(const struct kvm_caps *caps);
 
 /* True when KVM can run a whole Linux guest, user space included. */
 bool kvm_runs_linux(const struct kvm_caps *caps);

@@ -236,12 +236,13 @@ static int plan_guest_names(struct session_plan *p, char *err, size_t errlen)
  * session that reads them (a secret's destination moved to a host of its choosing, say).
  * The cache (lib/cache_dir.h): in any share, the paused sessions (each another guest's
  * memory); in a share it may write, the templates and images every later session starts
- * from. */
+ * from, and the KVM probe's verdicts every later session's engine is chosen by. */
 static int host_files_outside(const struct session_plan *p, char *err, size_t errlen)
 {
 	const struct broker_opts *o = &p->req.broker;
 	char key[PATH_MAX], audit_dir[PATH_MAX], root[PATH_MAX], why[PATH_MAX + 128];
-	char paused[PATH_MAX], templates[PATH_MAX], images[PATH_MAX], ignored[256];
+	char paused[PATH_MAX], templates[PATH_MAX], images[PATH_MAX], probe[PATH_MAX],
+		ignored[256];
 	bool private_audit = o->scope && !o->shared && !o->audit &&
 			     broker_audit_dir_path(audit_dir, sizeof(audit_dir)) == 0;
 	const struct {
@@ -275,6 +276,11 @@ static int host_files_outside(const struct session_plan *p, char *err, size_t er
 			  ? images
 			  : NULL,
 		  "the image store", false },
+		{ cache_dir(probe, sizeof(probe), "probe", "the KVM probe cache", false, ignored,
+			    sizeof(ignored)) == 0
+			  ? probe
+			  : NULL,
+		  "the KVM probe cache", false },
 	};
 	struct shared {
 		const char *dir;

@@ -142,6 +142,9 @@ XDG_CACHE_HOME=$TMP/share/xdg BULKHEAD_CACHE= refused "the default cache inside 
 mkdir -p "$TMP/cache2/templates"
 BULKHEAD_CACHE=$TMP/cache2 refused "the template cache as the writable share" \
 	'the template cache (.*) is within reach of the writable share' --work "$TMP/cache2/templates"
+mkdir -p "$TMP/cache2/probe"
+BULKHEAD_CACHE=$TMP/cache2 refused "the KVM probe's verdicts inside the writable share" \
+	'the KVM probe cache (.*) is within reach of the writable share' --work "$TMP/cache2/probe"
 # The scope is read once, through one descriptor, and the broker gets that text: a FIFO or
 # a device is refused at once rather than read (or waited on) twice.
 mkfifo "$TMP/fifo-scope"

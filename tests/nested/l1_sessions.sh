@@ -22,6 +22,30 @@ grep -q "engine command: '[^']*bulkhead-vmm' '--kernel-fd'" "$TMP/err" &&
 run_capture run -- true
 check_eq "auto picks kvm here and a session runs" 0 "$rc"
 
+# The probe guests' verdicts are kept for this boot of this KVM (session/kvm_probe_cache.c):
+# a session after the first runs no probe guest, a malformed file is probed again, and
+# `bulkhead doctor` always probes afresh and keeps what it found.
+export BULKHEAD_CACHE="$TMP/pcache"
+run_capture run --engine kvm -- true
+kept=$BULKHEAD_CACHE/probe/$(ls "$BULKHEAD_CACHE/probe" 2> /dev/null | head -n 1)
+check_eq "a session keeps the probe guests' verdicts (ring-3 syscalls work, kernel mode native), 0600" \
+	"0 ring3 1,native 1 600" "$rc $(sed -n 1,2p "$kept" 2> /dev/null | paste -sd, -) $(stat -c %a "$kept" 2> /dev/null)"
+printf 'ring3 2\nnative 2\nmips 1.000\n' > "$kept"
+run_capture run --engine kvm -- true
+case $rc:$(cat "$TMP/err") in
+0:*) not_ok "the next session takes the kept verdicts (here made to say ring 3 is broken)" "it ran: the probe guests ran again" ;;
+*"ring-3 syscalls are broken"*) ok "the next session takes the kept verdicts (here made to say ring 3 is broken)" ;;
+*) not_ok "the next session takes the kept verdicts (here made to say ring 3 is broken)" "rc=$rc: $(tail -n 3 "$TMP/err")" ;;
+esac
+printf 'ring3 1\nnative 1\nmips fast\n' > "$kept"
+run_capture run --engine kvm -- true
+check_eq "a malformed kept verdict is probed again: the session runs, the file is mended" \
+	"0 ring3 1, 0 fast" "$rc $(head -n 1 "$kept"), $(grep -c fast "$kept") fast"
+printf 'ring3 2\nnative 2\nmips 1.000\n' > "$kept"
+"$BULKHEAD" doctor > "$TMP/doctor.out" 2>&1
+check_eq "bulkhead doctor probes afresh and keeps what it found" "ring3 1" "$(head -n 1 "$kept")"
+unset BULKHEAD_CACHE
+
 # The work share: read-write, then read-only.
 mkdir -p "$TMP/work"
 printf 'from the host\n' > "$TMP/work/in.txt"
