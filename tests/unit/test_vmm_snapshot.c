@@ -175,6 +175,54 @@ static void test_damage(void **state)
 	}
 }
 
+/* RAM in use above the split threshold, loaded by two threads where two CPUs are ours: the
+ * halves land where they belong, and damage in either half, or on the page where they meet,
+ * is found by the combined CRC. */
+static void test_two_halves(void **state)
+{
+	(void)state;
+	const uint64_t size = 32 * MIB;
+	struct gmem gm, back;
+	struct snap_out out;
+	struct snap_in in;
+	char path[] = "/tmp/test_vmm_snapshot.XXXXXX", err[160];
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(gmem_init(&gm, size), 0);
+	assert_int_equal(snap_out_init(&out, 4096), 0);
+	/* Every other 64 KiB, each a pattern of its own: 16 MiB in use in 256 extents. */
+	for (uint64_t at = 0; at < size; at += 128 << 10)
+		for (uint64_t b = 0; b < (64 << 10); b += 8)
+			memcpy(gm.host + at + b, &(uint64_t){ at * 977 + b }, 8);
+	struct snap_header h = { .arch = SNAP_ARCH_X86_64, .mode = 2, .ncpus = 1 };
+	assert_int_equal(snap_put(&out, 7, 0, section_a, sizeof(section_a)), 0);
+	assert_int_equal(snap_write(fd, &h, &out, &gm, err, sizeof(err)), 0);
+	assert_int_equal(snap_open(fd, &in, err, sizeof(err)), 0);
+	assert_int_equal(in.hdr.mem_bytes, 16 * MIB);
+	assert_int_equal(gmem_init(&back, size), 0);
+	assert_int_equal(snap_load_mem(fd, &in, &back, err, sizeof(err)), 0);
+	assert_memory_equal(back.host, gm.host, size);
+	gmem_destroy(&back);
+	/* A byte of the first page, the bytes each side of the split (after 8 MiB in use,
+	 * which is 16 MiB into the RAM), the last byte in use. */
+	const uint64_t where[] = { 5, 16 * MIB - (64 << 10) - 1, 16 * MIB + 1,
+				   size - (64 << 10) - 1 };
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		flip(fd, in.hdr.mem_off + where[i]);
+		assert_int_equal(gmem_init(&back, size), 0);
+		assert_int_equal(snap_load_mem(fd, &in, &back, err, sizeof(err)), -EBADMSG);
+		assert_non_null(strstr(err, "RAM is damaged"));
+		gmem_destroy(&back);
+		flip(fd, in.hdr.mem_off + where[i]);
+	}
+	snap_close(&in);
+	snap_out_free(&out);
+	gmem_destroy(&gm);
+	close(fd);
+}
+
 static void test_cut_anywhere(void **state)
 {
 	struct fixture *f = *state;
@@ -487,6 +535,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_every_header_byte, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cut_anywhere, setup, teardown),
+		cmocka_unit_test(test_two_halves),
 		cmocka_unit_test_setup_teardown(test_lies_with_valid_crcs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_others_may_not_read, setup, teardown),
 		cmocka_unit_test(test_out_buffer),
