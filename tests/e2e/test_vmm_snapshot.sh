@@ -120,7 +120,12 @@ if [ -x "$INIT" ] && [ -f "$LIBDIR/vmlinux" ] && [ -x "$LIBDIR/gen_init_cpio" ];
 	sed -n 's/^bulkhead-vmm: snapshot: //p' "$TMP/lsave.err" | head -n 1 | sed 's/^/# /'
 	sleep 1
 	"$VMM" --restore-fd 3 --timeout-ms 120000 3< "$TMP/lsnap" > "$TMP/lrest.out" 2> "$TMP/lrest.err" < /dev/null
-	check_eq "Linux, restored in a new process a second later: runs to its reboot (0)" 0 "$?"
+	rc=$?
+	# (It once timed out in CI, the restored guest silent: say all it and the VMM said.)
+	if [ $rc -eq 0 ]; then ok "Linux, restored in a new process a second later: runs to its reboot (0)"
+	else not_ok "Linux, restored in a new process a second later: runs to its reboot (0)" "exit $rc" \
+		"stderr: $(cat "$TMP/lrest.err")" "console: $(tail -c 1500 "$TMP/lrest.out")" \
+		"saved from: $(tail -n 3 "$TMP/lsave.out")"; fi
 	check_eq "Linux, restored: the same final state as the uninterrupted run" "$lsum" "$(grep '^snapinit: done' "$TMP/lrest.out")"
 	ticks=$(cat "$TMP/lsave.out" "$TMP/lrest.out" | grep -c '^snapinit: tick [0-9]* mono-ok')
 	check_eq "Linux, restored: its timer ticks on, 30 in all, the clock never back" 30 "$ticks"
