@@ -42,6 +42,8 @@ static const struct command commands[] = {
 	{ "approvals", cmd_approvals,
 	  "approvals list|show|approve|deny  requests held for a person's decision" },
 	{ "audit", cmd_audit, "audit verify FILE               check the audit log's hash chain" },
+	{ "template", cmd_template,
+	  "template ls|rm ...              the saved guests --template sessions start from" },
 	{ "image", image_cmd,
 	  "image build|import|ls|rm ...    root file systems for sessions (mmdebstrap, OCI, docker)" },
 };

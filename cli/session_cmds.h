@@ -17,6 +17,7 @@ int cmd_stop(int argc, char **argv);
 /* `pause ID` and `resume ID` (session/session_pause.c). */
 int cmd_pause(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
+int cmd_template(int argc, char **argv); /* cli/template_cmd.c */
 
 /* session_opts.c: `run` and `start` options into a request. Returns -1 when parsed (go on),
  * else the exit code (0 after --help, EXIT_BULKHEAD after a usage error, said on stderr). */

@@ -80,8 +80,7 @@ static bool parse(const char *s, struct kvm_caps *out)
 	if (sscanf(s, "ring3 %d\nnative %d\nmips %lf\n%n", &r3, &nat, &mips, &end) != 3 ||
 	    s[end] != '\0')
 		return false;
-	if ((r3 != PROBE_YES && r3 != PROBE_NO) ||
-	    (nat != PROBE_YES && nat != PROBE_NO) ||
+	if ((r3 != PROBE_YES && r3 != PROBE_NO) || (nat != PROBE_YES && nat != PROBE_NO) ||
 	    !(mips >= 0 && mips < 1e9))
 		return false;
 	out->ring3_syscall = (enum probe_result)r3;

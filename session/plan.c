@@ -241,8 +241,7 @@ static int host_files_outside(const struct session_plan *p, char *err, size_t er
 {
 	const struct broker_opts *o = &p->req.broker;
 	char key[PATH_MAX], audit_dir[PATH_MAX], root[PATH_MAX], why[PATH_MAX + 128];
-	char paused[PATH_MAX], templates[PATH_MAX], images[PATH_MAX], probe[PATH_MAX],
-		ignored[256];
+	char paused[PATH_MAX], templates[PATH_MAX], images[PATH_MAX], probe[PATH_MAX], ignored[256];
 	bool private_audit = o->scope && !o->shared && !o->audit &&
 			     broker_audit_dir_path(audit_dir, sizeof(audit_dir)) == 0;
 	const struct {

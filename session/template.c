@@ -2,6 +2,7 @@
 /* session/template.c: templates (session/template.h): found by key in the cache, made by a
  * session of their own, and turned into a session after their restore. */
 #include "session/template.h"
+#include "session/template_key.h"
 #include "lib/agent_proto.h"
 #include "lib/cache_dir.h"
 #include "lib/errbuf.h"
@@ -15,7 +16,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,54 +28,32 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TEMPLATE_FORMAT "bulkhead template 1"
 #define TEMPLATE_SAVE_S 120 /* for the VMM to save a template once asked */
 
-/* What the saved guest depends on, as text; its SHA-256 names the file. */
-static int key_text(const struct session_plan *p, char *buf, size_t len)
+/* What the plan's template depends on (session/template_key.h). */
+static void inputs_of(const struct session_plan *p, struct template_inputs *in)
 {
-	char vmm[PATH_MAX];
-	const char *files[] = { p->kernel, p->initrd, vmm };
-	if (engine_vmm_path(vmm, sizeof(vmm)))
-		return -ENAMETOOLONG;
-	size_t n = (size_t)snprintf(buf, len, "%s\nmem %u cpus %u\ncmdline %s\n", TEMPLATE_FORMAT,
-				    p->req.mem_mib, p->req.cpus, p->template_cmdline);
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]) && n < len; i++) {
-		struct stat st;
-		if (stat(files[i], &st) < 0)
-			return -errno;
-		n += (size_t)snprintf(buf + n, len - n, "file %llu %llu %lld %lld.%09ld\n",
-				      (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
-				      (long long)st.st_size, (long long)st.st_ctim.tv_sec,
-				      st.st_ctim.tv_nsec);
-	}
-	/* The devices, in the order the engine gives them (session_helpers.c's engine_start). */
-	bool fs[] = { p->share_origin != SHARE_NONE, p->has_image, p->req.nbinds > 0,
-		      p->req.nbinds > 1 };
-	for (size_t i = 0; i < sizeof(fs) / sizeof(fs[0]) && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, "fs%zu %d\n", i, fs[i]);
-	return n < len ? 0 : -ENAMETOOLONG;
+	*in = (struct template_inputs){ .mem_mib = p->req.mem_mib,
+					.cpus = p->req.cpus,
+					.kernel = p->kernel,
+					.initrd = p->initrd,
+					.fs = { p->share_origin != SHARE_NONE, p->has_image,
+						p->req.nbinds > 0, p->req.nbinds > 1 } };
+	snprintf(in->cmdline, sizeof(in->cmdline), "%s", p->template_cmdline);
 }
 
 int template_path(const struct session_plan *p, char *path, size_t len, int create, char *err,
 		  size_t errlen)
 {
-	char text[4096], dir[PATH_MAX];
-	unsigned char md[32];
-	unsigned mdlen = 0;
-	int rc = key_text(p, text, sizeof(text));
-	if (rc < 0)
-		return errbuf_fail(err, errlen, -1, "--template: %s", strerror(-rc));
-	if (!EVP_Digest(text, strlen(text), md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
-		return errbuf_fail(err, errlen, -1, "--template: SHA-256 failed");
-	if (cache_dir(dir, sizeof(dir), "templates", "the template cache", create, err, errlen) < 0)
+	struct template_inputs in;
+	char name[TEMPLATE_NAME_LEN + 1], dir[PATH_MAX];
+	inputs_of(p, &in);
+	if (template_name(&in, name, err, errlen) < 0 ||
+	    cache_dir(dir, sizeof(dir), "templates", "the template cache", create, err, errlen) < 0)
 		return -1;
-	int n = snprintf(path, len, "%s/", dir);
-	for (unsigned i = 0; i < 16 && n > 0 && (size_t)n < len; i++)
-		n += snprintf(path + n, len - (size_t)n, "%02x", md[i]);
-	if (n < 0 || (size_t)n + sizeof(".snap") > len)
+	int n = snprintf(path, len, "%s/%s.snap", dir, name);
+	if (n < 0 || (size_t)n >= len)
 		return errbuf_fail(err, errlen, -1, "--template: the cache's path is too long");
-	memcpy(path + n, ".snap", sizeof(".snap"));
 	return 0;
 }
 
@@ -205,6 +183,11 @@ int template_get(const struct session_plan *p, char *err, size_t errlen)
 	int rc = make(p, wfd, err, errlen);
 	if (!rc && (fsync(wfd) < 0 || rename(tmp, path) < 0))
 		rc = errbuf_fail(err, errlen, -1, "%s: %s", path, strerror(errno));
+	if (!rc) { /* for `bulkhead template ls`; a template without one still serves */
+		struct template_inputs in;
+		inputs_of(p, &in);
+		template_shape_write(path, &in);
+	}
 	close(wfd);
 	if (rc) {
 		unlink(tmp);

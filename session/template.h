@@ -3,14 +3,15 @@
  * session (guest/init/template.c), saved by bulkhead-vmm, and restored for every session of
  * the same shape (--template).
  *
- * A template is keyed by what the saved guest depends on: the kernel, the initramfs and
- * bulkhead-vmm (each file's device, inode, size and change time), the template's kernel
- * command line, RAM, vCPUs and the devices (which shares, in which order). It holds no
+ * A template is keyed by what the saved guest depends on (session/template_key.h: the
+ * kernel, the initramfs and bulkhead-vmm, the template's kernel command line, RAM, vCPUs,
+ * the devices, the host's kernel and KVM's CPUID). It holds no
  * session data: the guest mounted nothing, ran nothing and drew no randomness in user
  * space, and what makes it a session (its bulkhead.* arguments, fresh entropy, the wall
  * clock) is sent after the restore (template_send_session). Templates live in
  * ${BULKHEAD_CACHE:-${XDG_CACHE_HOME:-~/.cache}/bulkhead}/templates (0700), one file each
- * (0600, written whole under a temporary name, then renamed). */
+ * (0600, written whole under a temporary name, then renamed), with its shape beside it
+ * (NAME.json, for `bulkhead template ls|rm`, cli/template_cmd.c). */
 #ifndef BULKHEAD_SESSION_TEMPLATE_H
 #define BULKHEAD_SESSION_TEMPLATE_H
 

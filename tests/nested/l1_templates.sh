@@ -124,6 +124,24 @@ chmod 600 "$f"
 run_capture run --template --work "$TMP/w/0" -- echo again
 check_eq "the template mended: sessions start from it again" "again 0" "$(cat "$TMP/out") $rc"
 
+# bulkhead template ls|rm: the template made above is current, with its shape; rm --stale
+# keeps it; rm with a prefix of its name removes it and its shape file; the next session
+# makes it again.
+name=$(basename "$f" .snap)
+"$BULKHEAD" template ls > "$TMP/ls" 2>&1
+case $(cat "$TMP/ls") in
+"$name "*" MiB, 1 vCPU, work "*current) ok "template ls: the template, its shape (RAM, vCPUs, the work share), current" ;;
+*) not_ok "template ls: the template, its shape, current" "$(cat "$TMP/ls")" ;;
+esac
+"$BULKHEAD" template rm --stale > "$TMP/out" 2>&1
+check_eq "template rm --stale keeps a current template" "0 1" "$? $(ls "$T"/*.snap 2> /dev/null | wc -l)"
+"$BULKHEAD" template rm "$(echo "$name" | cut -c1-8)" > "$TMP/out" 2>&1
+check_eq "template rm PREFIX removes it and its shape file" "0 0" "$? $(ls "$T" | wc -l)"
+run_capture run --template --work "$TMP/w/0" -- echo remade
+check_eq "the next --template session makes it again" "remade 0 1" \
+	"$(cat "$TMP/out") $rc $("$BULKHEAD" template ls | grep -c ' current$')"
+f=$(ls "$T"/*.snap)
+
 # bulkhead serve --template: its pool refills by restoring the template (the daemon's sessions
 # each have a work directory, the shape made above), and a session taken from it runs. (No
 # curl in L1: tests/nested/serve_api.sh.)
