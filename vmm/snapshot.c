@@ -394,7 +394,7 @@ const void *snap_find(const struct snap_in *in, uint32_t type, uint32_t index, u
  * bench/vmm/snapshot_load.c), and nobody runs from that mapping before the guest starts.
  * Two threads share the work where two CPUs are ours: each reads, checks and writes half of
  * the RAM in use, and the halves' CRCs are combined. */
-#define SNAP_LOAD_CHUNK	   (1u << 20)
+#define SNAP_LOAD_CHUNK	    (1u << 20)
 #define SNAP_LOAD_SPLIT_MIN (8u << 20) /* below this one thread is as quick */
 
 struct load_part {
@@ -476,8 +476,7 @@ int snap_load_mem(int fd, const struct snap_in *in, const struct gmem *gm, char 
 			return errbuf_fail(err, errlen, parts[i].rc, "%s", parts[i].err);
 	uint32_t crc = parts[0].crc;
 	if (second)
-		crc = (uint32_t)crc32_combine(crc, parts[1].crc,
-					      (z_off_t)(h->mem_bytes - half));
+		crc = (uint32_t)crc32_combine(crc, parts[1].crc, (z_off_t)(h->mem_bytes - half));
 	if (crc != h->mem_crc)
 		return errbuf_fail(err, errlen, -EBADMSG, "the snapshot's RAM is damaged (CRC)");
 	return 0;
