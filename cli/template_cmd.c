@@ -21,14 +21,14 @@ static const char template_usage[] =
 	"\n"
 	"Sessions started with --template make a template of their shape once and restore it\n"
 	"after (README, 'What works today'). A template is stale once its kernel, initramfs,\n"
-	"bulkhead-vmm, the host's kernel or its CPU changed: the next session makes a new one, "
-	"and\n"
-	"the old one only takes space. The cache:\n"
+	"bulkhead-vmm, the host's kernel or its CPU changed: the next session makes a new one,\n"
+	"and the old one only takes space. One that cannot be judged here (KVM cannot be asked\n"
+	"for the CPU, a malformed shape file) is unknown, and --stale leaves it. The cache:\n"
 	"${BULKHEAD_CACHE:-${XDG_CACHE_HOME:-~/.cache}/bulkhead}/templates.\n"
-	"--json: an array of {\"name\", \"bytes\", \"made\": \"YYYY-MM-DDTHH:MM:SSZ\", "
-	"\"current\":\n"
-	"true|false, and with a shape \"mem_mib\", \"cpus\", \"shares\": [\"work\", \"image\",\n"
-	"\"bind0\", \"bind1\"] (those present), else \"why\"}.\n"
+	"--json: an array of {\"name\", \"bytes\", \"made\": \"YYYY-MM-DDTHH:MM:SSZ\",\n"
+	"\"current\": true|false, \"state\": \"current\"|\"stale\"|\"unknown\", with a shape\n"
+	"\"mem_mib\", \"cpus\", \"shares\": [\"work\", \"image\", \"bind0\", \"bind1\"] (those\n"
+	"present), and unless current \"why\"}.\n"
 	"Exit status: 0 done; 125 failed (one line on stderr says why).\n";
 
 static const char *const share_names[] = { "work", "image", "bind0", "bind1" };
@@ -40,8 +40,10 @@ static void print_row(const struct template_info *t, json_t *arr)
 	struct tm tm;
 	strftime(made, sizeof(made), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&m, &tm));
 	if (arr) {
-		json_t *o = json_pack("{s:s, s:I, s:s, s:b}", "name", t->name, "bytes",
-				      (json_int_t)t->bytes, "made", made, "current", t->current);
+		static const char *const states[] = { "current", "stale", "unknown" };
+		json_t *o = json_pack("{s:s, s:I, s:s, s:b, s:s}", "name", t->name, "bytes",
+				      (json_int_t)t->bytes, "made", made, "current",
+				      t->state == TEMPLATE_CURRENT, "state", states[t->state]);
 		if (t->shape) {
 			json_t *sh = json_array();
 			for (int i = 0; i < 4; i++)
@@ -51,7 +53,7 @@ static void print_row(const struct template_info *t, json_t *arr)
 			json_object_set_new(o, "cpus", json_integer(t->cpus));
 			json_object_set_new(o, "shares", sh);
 		}
-		if (!t->current)
+		if (t->state != TEMPLATE_CURRENT)
 			json_object_set_new(o, "why", json_string(t->why));
 		json_array_append_new(arr, o);
 		return;
@@ -66,7 +68,7 @@ static void print_row(const struct template_info *t, json_t *arr)
 					      share_names[i]);
 	}
 	printf("%s  %8.1f MiB  %s  %-32s  %s\n", t->name, (double)t->bytes / (1 << 20), made, shape,
-	       t->current ? "current" : t->why);
+	       t->state == TEMPLATE_CURRENT ? "current" : t->why);
 }
 
 static int ls(int argc, char **argv)
@@ -133,7 +135,7 @@ static int rm(int argc, char **argv)
 	int rc = 0;
 	if (all || stale) {
 		for (size_t i = 0; i < n && !rc; i++)
-			if (all || !t[i].current)
+			if (all || t[i].state == TEMPLATE_STALE)
 				rc = template_remove(t[i].name, err, sizeof(err));
 	} else {
 		/* Every name found before any is removed: nothing half done for a typo. */

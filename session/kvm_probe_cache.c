@@ -94,9 +94,16 @@ bool kvm_probe_cache_get(struct kvm_caps *out)
 	char path[PATH_MAX], buf[128];
 	if (cache_path(out, false, path, sizeof(path)))
 		return false;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
 	if (fd < 0)
 		return false;
+	/* As it was written: a regular file of ours that no one else may write. */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077)) {
+		close(fd);
+		return false;
+	}
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)

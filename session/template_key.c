@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #define TEMPLATE_FORMAT "bulkhead template 2"
+#define SHAPE_MAX	(64 << 10) /* a shape file is a few hundred bytes */
+#define KEY_NO_CPUID	(-1000)	   /* key_text: KVM could not be asked (plus -errno) */
 
 static int sha_hex(const void *p, size_t len, char *hex, size_t digits)
 {
@@ -35,11 +37,13 @@ static int sha_hex(const void *p, size_t len, char *hex, size_t digits)
 	return 0;
 }
 
-/* The CPU features this host's KVM offers, hashed; "none" where KVM cannot say. Only the
- * feature words (and the vendor, family and model), not the whole table: some leaves hold the
- * APIC ID of whichever CPU answered the ioctl. */
-static void host_cpuid(char *hex, size_t len)
+/* The CPU features this host's KVM offers, hashed; "none" on arm64 (its templates are not
+ * made). Only the feature words (and the vendor, family and model), not the whole table:
+ * some leaves hold the APIC ID of whichever CPU answered the ioctl. 0, or -errno when KVM
+ * cannot be asked. */
+static int host_cpuid(char *hex, size_t len)
 {
+	int rc = 0;
 	snprintf(hex, len, "none");
 #if defined(__x86_64__) /* (arm64 templates are not made: its VMM saves no guest yet) */
 	static const struct {
@@ -51,9 +55,12 @@ static void host_cpuid(char *hex, size_t len)
 	uint32_t v[sizeof(words) / sizeof(words[0])][4] = { { 0 } };
 	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + MAX * sizeof(c->entries[0]));
 	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (c && kvm >= 0) {
+	rc = !c ? -ENOMEM : kvm < 0 ? -errno : 0;
+	if (!rc) {
 		c->nent = MAX;
-		if (ioctl(kvm, KVM_GET_SUPPORTED_CPUID, c) == 0 && len > 32) {
+		if (ioctl(kvm, KVM_GET_SUPPORTED_CPUID, c) < 0 || len <= 32) {
+			rc = -errno;
+		} else {
 			for (uint32_t i = 0; i < c->nent; i++)
 				for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
 					const struct kvm_cpuid_entry2 *e = &c->entries[i];
@@ -70,6 +77,7 @@ static void host_cpuid(char *hex, size_t len)
 		close(kvm);
 	free(c);
 #endif
+	return rc;
 }
 
 static int key_text(const struct template_inputs *in, char *buf, size_t len)
@@ -79,10 +87,8 @@ static int key_text(const struct template_inputs *in, char *buf, size_t len)
 	const char *files[] = { in->kernel, in->initrd, vmm };
 	if (engine_vmm_path(vmm, sizeof(vmm)) || uname(&u) < 0)
 		return -ENAMETOOLONG;
-	host_cpuid(cpuid, sizeof(cpuid));
-	size_t n = (size_t)snprintf(buf, len, "%s\nmem %u cpus %u\ncmdline %s\nhost %s cpuid %s\n",
-				    TEMPLATE_FORMAT, in->mem_mib, in->cpus, in->cmdline, u.release,
-				    cpuid);
+	size_t n = (size_t)snprintf(buf, len, "%s\nmem %u cpus %u\ncmdline %s\n", TEMPLATE_FORMAT,
+				    in->mem_mib, in->cpus, in->cmdline);
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]) && n < len; i++) {
 		struct stat st;
 		if (stat(files[i], &st) < 0)
@@ -95,6 +101,12 @@ static int key_text(const struct template_inputs *in, char *buf, size_t len)
 	/* The devices, in the order the engine gives them (session_helpers.c's engine_start). */
 	for (size_t i = 0; i < sizeof(in->fs) / sizeof(in->fs[0]) && n < len; i++)
 		n += (size_t)snprintf(buf + n, len - n, "fs%zu %d\n", i, in->fs[i]);
+	/* The host last: a file that is gone says more than a KVM that cannot be asked. */
+	int rc = host_cpuid(cpuid, sizeof(cpuid));
+	if (rc < 0)
+		return KEY_NO_CPUID + rc;
+	if (n < len)
+		n += (size_t)snprintf(buf + n, len - n, "host %s cpuid %s\n", u.release, cpuid);
 	return n < len ? 0 : -ENAMETOOLONG;
 }
 
@@ -102,6 +114,10 @@ int template_name(const struct template_inputs *in, char *name, char *err, size_
 {
 	char text[8192];
 	int rc = key_text(in, text, sizeof(text));
+	if (rc <= KEY_NO_CPUID)
+		return errbuf_fail(err, errlen, -2,
+				   "--template: cannot ask KVM for this host's CPU: /dev/kvm: %s",
+				   strerror(KEY_NO_CPUID - rc));
 	if (rc < 0)
 		return errbuf_fail(err, errlen, -1, "--template: %s", strerror(-rc));
 	if (sha_hex(text, strlen(text), name, TEMPLATE_NAME_LEN) < 0)
@@ -149,20 +165,33 @@ static void read_shape(const char *dir, struct template_info *t)
 	json_error_t je;
 	int fs[4] = { 0 };
 
-	json_t *o = snprintf(path, sizeof(path), "%s/%s.json", dir, t->name) < (int)sizeof(path)
-			    ? json_load_file(path, JSON_REJECT_DUPLICATES, &je)
-			    : NULL;
+	json_t *o = NULL;
+	/* Ours to write, but read as any file: a regular one (no link, FIFO or device), small. */
+	int fd = snprintf(path, sizeof(path), "%s/%s.json", dir, t->name) < (int)sizeof(path)
+			 ? open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+			 : -1;
+	bool none = fd < 0 && errno == ENOENT;
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= SHAPE_MAX)
+		o = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+	if (fd >= 0)
+		close(fd);
 	if (!o) {
-		snprintf(t->why, sizeof(t->why), "no shape file (made by an older bulkhead?)");
+		t->state = none ? TEMPLATE_STALE : TEMPLATE_UNKNOWN;
+		snprintf(t->why, sizeof(t->why), "%s",
+			 none ? "stale: no shape file (made by an older bulkhead)"
+			      : "unknown: its shape file is malformed (or not a small regular "
+				"file)");
 		return;
 	}
 	json_int_t mem = 0, cpus = 0;
-	if (json_unpack(o, "{s:I, s:I, s:s, s:s, s:s, s:[bbbb]}", "mem_mib", &mem, "cpus", &cpus,
+	if (json_unpack(o, "{s:I, s:I, s:s, s:s, s:s, s:[bbbb!]}", "mem_mib", &mem, "cpus", &cpus,
 			"cmdline", &cmdline, "kernel", &in.kernel, "initrd", &in.initrd, "fs",
 			&fs[0], &fs[1], &fs[2], &fs[3]) ||
 	    mem <= 0 || mem > 1 << 24 || cpus <= 0 || cpus > 1024 ||
 	    strlen(cmdline) >= sizeof(in.cmdline)) {
-		snprintf(t->why, sizeof(t->why), "its shape file is malformed");
+		t->state = TEMPLATE_UNKNOWN;
+		snprintf(t->why, sizeof(t->why), "unknown: its shape file is malformed");
 		json_decref(o);
 		return;
 	}
@@ -172,13 +201,18 @@ static void read_shape(const char *dir, struct template_info *t)
 	memcpy(in.cmdline, cmdline, strlen(cmdline) + 1);
 	for (int i = 0; i < 4; i++)
 		t->fs[i] = in.fs[i] = fs[i];
-	if (template_name(&in, name, err, sizeof(err)) < 0)
-		snprintf(t->why, sizeof(t->why), "stale: %.150s", err + strlen("--template: "));
-	else if (strcmp(name, t->name))
+	int rc = template_name(&in, name, err, sizeof(err));
+	t->state = rc == -2			     ? TEMPLATE_UNKNOWN
+		   : rc < 0 || strcmp(name, t->name) ? TEMPLATE_STALE
+						     : TEMPLATE_CURRENT;
+	if (rc == -2)
+		snprintf(t->why, sizeof(t->why), "unknown: %.140s", err + strlen("--template: "));
+	else if (rc < 0)
+		snprintf(t->why, sizeof(t->why),
+			 "stale: its kernel, initramfs or bulkhead-vmm is gone");
+	else if (t->state == TEMPLATE_STALE)
 		snprintf(t->why, sizeof(t->why),
 			 "stale: its kernel, initramfs, bulkhead-vmm, host kernel or CPU changed");
-	else
-		t->current = true;
 	json_decref(o);
 }
 
@@ -188,6 +222,20 @@ static int snap_filter(const struct dirent *e)
 	if (n != TEMPLATE_NAME_LEN + 5 || strcmp(e->d_name + TEMPLATE_NAME_LEN, ".snap"))
 		return 0;
 	return strspn(e->d_name, "0123456789abcdef") == TEMPLATE_NAME_LEN;
+}
+
+/* The templates directory as sessions make it: a directory (not a link), ours, 0700. */
+static int checked_dir(const char *dir, char *err, size_t errlen)
+{
+	struct stat st;
+	if (lstat(dir, &st) < 0)
+		return errbuf_fail(err, errlen, -1, "%s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return errbuf_fail(err, errlen, -1,
+				   "the template cache %s must be a directory of uid %u, mode 0700 "
+				   "(not a link)",
+				   dir, (unsigned)geteuid());
+	return 0;
 }
 
 int template_list(struct template_info **out, size_t *n, char *err, size_t errlen)
@@ -201,6 +249,8 @@ int template_list(struct template_info **out, size_t *n, char *err, size_t errle
 		return -1;
 	if (lstat(dir, &dst) < 0 && errno == ENOENT)
 		return 0; /* no template made yet */
+	if (checked_dir(dir, err, errlen) < 0)
+		return -1;
 	int k = scandir(dir, &names, snap_filter, alphasort);
 	if (k < 0)
 		return errbuf_fail(err, errlen, -1, "%s: %s", dir, strerror(errno));
@@ -217,6 +267,13 @@ int template_list(struct template_info **out, size_t *n, char *err, size_t errle
 			t->bytes = (long long)st.st_blocks * 512;
 			t->made = (long long)st.st_mtim.tv_sec;
 			read_shape(dir, t);
+			if (st.st_uid != geteuid() ||
+			    (st.st_mode & 077)) { /* as a session sees it */
+				t->state = TEMPLATE_STALE;
+				snprintf(t->why, sizeof(t->why),
+					 "stale: not ours, or others may read it: sessions refuse "
+					 "it");
+			}
 			(*n)++;
 		}
 		free(names[i]);
@@ -231,7 +288,9 @@ int template_remove(const char *name, char *err, size_t errlen)
 	if (strlen(name) != TEMPLATE_NAME_LEN ||
 	    strspn(name, "0123456789abcdef") != TEMPLATE_NAME_LEN)
 		return errbuf_fail(err, errlen, -1, "'%s' is not a template's name", name);
-	if (cache_dir(dir, sizeof(dir), "templates", "the template cache", false, err, errlen) < 0)
+	if (cache_dir(dir, sizeof(dir), "templates", "the template cache", false, err, errlen) <
+		    0 ||
+	    checked_dir(dir, err, errlen) < 0)
 		return -1;
 	if (snprintf(path, sizeof(path), "%s/%s.snap", dir, name) >= (int)sizeof(path))
 		return errbuf_fail(err, errlen, -1, "the template cache's path is too long");

@@ -28,7 +28,8 @@ struct template_inputs {
 	bool fs[4];		     /* work share, image root, bind 0, bind 1 */
 };
 
-/* The template's name for in, into name (TEMPLATE_NAME_LEN + 1). 0, or -1 with err. */
+/* The template's name for in, into name (TEMPLATE_NAME_LEN + 1). 0; -1 with err when a file
+ * it names cannot be read; -2 with err when KVM cannot be asked for this host's CPU. */
 int template_name(const struct template_inputs *in, char *name, char *err, size_t errlen);
 
 /* Writes TEMPLATE.json beside the template file at path (.snap replaced), 0600, whole or not
@@ -43,12 +44,17 @@ struct template_info {
 	bool shape;	 /* NAME.json was read: the fields below are set */
 	unsigned mem_mib, cpus;
 	bool fs[4];
-	bool current;  /* the name still follows from the recorded inputs */
-	char why[160]; /* stale: what changed; no shape: why not */
+	enum template_state {
+		TEMPLATE_CURRENT, /* its name still follows from its recorded inputs */
+		TEMPLATE_STALE,	  /* no session will restore it again (why says why) */
+		TEMPLATE_UNKNOWN, /* cannot be told here (why says why): never removed as stale */
+	} state;
+	char why[160];
 };
 
 /* Every template in the cache (sorted by name) into *out (malloc'd, *n entries). 0 (also for
- * no cache yet), or -1 with err. */
+ * no cache yet), or -1 with err, also when the cache's templates directory is not a directory
+ * of ours, mode 0700 (a link to one included). */
 int template_list(struct template_info **out, size_t *n, char *err, size_t errlen);
 
 /* Removes the template NAME (and its shape file). 0, or -1 with err. */
