@@ -14,7 +14,7 @@
 /* What the cache holds is ours alone (guest memory, among others): the directory must be one
  * (not a link), ours, with no permission for anyone else, in a parent that is ours or root's
  * and that no one else may change (or only with the sticky bit, as /tmp). */
-static int private_dir(char *buf, const char *what, char *err, size_t errlen)
+int cache_dir_check(char *buf, const char *what, char *err, size_t errlen)
 {
 	struct stat st, pst;
 	char *slash = strrchr(buf, '/');
@@ -64,5 +64,5 @@ int cache_dir(char *buf, size_t len, const char *sub, const char *what, bool cre
 	if (rc < 0)
 		return errbuf_fail(err, errlen, -1, "cannot create %s %s: %s", what, buf,
 				   strerror(-rc));
-	return create ? private_dir(buf, what, err, errlen) : 0;
+	return create ? cache_dir_check(buf, what, err, errlen) : 0;
 }

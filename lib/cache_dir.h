@@ -14,4 +14,8 @@
 int cache_dir(char *buf, size_t len, const char *sub, const char *what, bool create, char *err,
 	      size_t errlen);
 
+/* The check cache_dir makes of a directory it creates, for one found (buf is restored). 0, or
+ * -1 with err naming WHAT. */
+int cache_dir_check(char *buf, const char *what, char *err, size_t errlen);
+
 #endif

@@ -7,12 +7,12 @@
  * file, or any failure to read or write it, means probing afresh. */
 #include "session/kvm_probe.h"
 #include "lib/cache_dir.h"
+#include "lib/sha256_hex.h"
 #include "session/paths.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,15 +60,11 @@ static int cache_path(const struct kvm_caps *caps, bool create, char *path, size
 	    put_identity(text, sizeof(text), &n, "ring3", ring3) ||
 	    put_identity(text, sizeof(text), &n, "loop", loop))
 		return -1;
-	unsigned char md[32];
-	unsigned mdlen = 0;
-	if (!EVP_Digest(text, n, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
+	char hex[33];
+	if (sha256_hex(text, n, hex, 32) < 0 ||
+	    cache_dir(dir, sizeof(dir), "probe", "the KVM probe cache", create, err, sizeof(err)))
 		return -1;
-	if (cache_dir(dir, sizeof(dir), "probe", "the KVM probe cache", create, err, sizeof(err)))
-		return -1;
-	int w = snprintf(path, len, "%s/", dir);
-	for (unsigned i = 0; i < 16 && w > 0 && (size_t)w < len; i++)
-		w += snprintf(path + w, len - (size_t)w, "%02x", md[i]);
+	int w = snprintf(path, len, "%s/%s", dir, hex);
 	return w > 0 && (size_t)w < len ? 0 : -1;
 }
 

@@ -66,8 +66,7 @@ static int open_checked(const char *path, char *err, size_t errlen)
 		return errno == ENOENT
 			       ? -2
 			       : errbuf_fail(err, errlen, -1, "%s: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077)) {
+	if (fstat(fd, &st) < 0 || !template_file_ours(&st)) {
 		close(fd);
 		return errbuf_fail(
 			err, errlen, -1,

@@ -5,13 +5,13 @@
 #include "session/engine.h"
 #include "lib/cache_dir.h"
 #include "lib/errbuf.h"
+#include "lib/sha256_hex.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <linux/kvm.h>
-#include <openssl/evp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,18 +24,6 @@
 #define TEMPLATE_FORMAT "bulkhead template 2"
 #define SHAPE_MAX	(64 << 10) /* a shape file is a few hundred bytes */
 #define KEY_NO_CPUID	(-1000)	   /* key_text: KVM could not be asked (plus -errno) */
-
-static int sha_hex(const void *p, size_t len, char *hex, size_t digits)
-{
-	unsigned char md[32];
-	unsigned mdlen = 0;
-	if (!EVP_Digest(p, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32 || digits > 64)
-		return -1;
-	for (size_t i = 0; i < digits / 2; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	hex[digits] = '\0';
-	return 0;
-}
 
 /* The CPU features this host's KVM offers, hashed; "none" on arm64 (its templates are not
  * made). Only the feature words (and the vendor, family and model), not the whole table:
@@ -70,13 +58,24 @@ static int host_cpuid(char *hex, size_t len)
 					for (int k = 0; k < 4; k++)
 						v[w][k] = (words[w].regs >> k & 1) ? r[k] : 0;
 				}
-			sha_hex(v, sizeof(v), hex, 32);
+			sha256_hex(v, sizeof(v), hex, 32);
 		}
 	}
 	if (kvm >= 0)
 		close(kvm);
 	free(c);
 #endif
+	return rc;
+}
+
+/* host_cpuid, asked once per process (`template ls` names every template with it). */
+static int host_cpuid_once(char *hex, size_t len)
+{
+	static char kept[40];
+	static int rc = 1;
+	if (rc == 1)
+		rc = host_cpuid(kept, sizeof(kept));
+	snprintf(hex, len, "%s", kept);
 	return rc;
 }
 
@@ -102,7 +101,7 @@ static int key_text(const struct template_inputs *in, char *buf, size_t len)
 	for (size_t i = 0; i < sizeof(in->fs) / sizeof(in->fs[0]) && n < len; i++)
 		n += (size_t)snprintf(buf + n, len - n, "fs%zu %d\n", i, in->fs[i]);
 	/* The host last: a file that is gone says more than a KVM that cannot be asked. */
-	int rc = host_cpuid(cpuid, sizeof(cpuid));
+	int rc = host_cpuid_once(cpuid, sizeof(cpuid));
 	if (rc < 0)
 		return KEY_NO_CPUID + rc;
 	if (n < len)
@@ -120,7 +119,7 @@ int template_name(const struct template_inputs *in, char *name, char *err, size_
 				   strerror(KEY_NO_CPUID - rc));
 	if (rc < 0)
 		return errbuf_fail(err, errlen, -1, "--template: %s", strerror(-rc));
-	if (sha_hex(text, strlen(text), name, TEMPLATE_NAME_LEN) < 0)
+	if (sha256_hex(text, strlen(text), name, TEMPLATE_NAME_LEN) < 0)
 		return errbuf_fail(err, errlen, -1, "--template: SHA-256 failed");
 	return 0;
 }
@@ -224,20 +223,6 @@ static int snap_filter(const struct dirent *e)
 	return strspn(e->d_name, "0123456789abcdef") == TEMPLATE_NAME_LEN;
 }
 
-/* The templates directory as sessions make it: a directory (not a link), ours, 0700. */
-static int checked_dir(const char *dir, char *err, size_t errlen)
-{
-	struct stat st;
-	if (lstat(dir, &st) < 0)
-		return errbuf_fail(err, errlen, -1, "%s: %s", dir, strerror(errno));
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
-		return errbuf_fail(err, errlen, -1,
-				   "the template cache %s must be a directory of uid %u, mode 0700 "
-				   "(not a link)",
-				   dir, (unsigned)geteuid());
-	return 0;
-}
-
 int template_list(struct template_info **out, size_t *n, char *err, size_t errlen)
 {
 	char dir[PATH_MAX];
@@ -249,7 +234,7 @@ int template_list(struct template_info **out, size_t *n, char *err, size_t errle
 		return -1;
 	if (lstat(dir, &dst) < 0 && errno == ENOENT)
 		return 0; /* no template made yet */
-	if (checked_dir(dir, err, errlen) < 0)
+	if (cache_dir_check(dir, "the template cache", err, errlen) < 0)
 		return -1;
 	int k = scandir(dir, &names, snap_filter, alphasort);
 	if (k < 0)
@@ -290,7 +275,7 @@ int template_remove(const char *name, char *err, size_t errlen)
 		return errbuf_fail(err, errlen, -1, "'%s' is not a template's name", name);
 	if (cache_dir(dir, sizeof(dir), "templates", "the template cache", false, err, errlen) <
 		    0 ||
-	    checked_dir(dir, err, errlen) < 0)
+	    cache_dir_check(dir, "the template cache", err, errlen) < 0)
 		return -1;
 	if (snprintf(path, sizeof(path), "%s/%s.snap", dir, name) >= (int)sizeof(path))
 		return errbuf_fail(err, errlen, -1, "the template cache's path is too long");
@@ -299,4 +284,9 @@ int template_remove(const char *name, char *err, size_t errlen)
 	memcpy(path + strlen(path) - 5, ".json", 5);
 	unlink(path); /* (a template made by an older bulkhead has none) */
 	return 0;
+}
+
+bool template_file_ours(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_uid == geteuid() && !(st->st_mode & 077);
 }

@@ -57,6 +57,10 @@ struct template_info {
  * of ours, mode 0700 (a link to one included). */
 int template_list(struct template_info **out, size_t *n, char *err, size_t errlen);
 
+/* A template sessions will restore: a regular file of ours that no one else may read. */
+struct stat;
+bool template_file_ours(const struct stat *st);
+
 /* Removes the template NAME (and its shape file). 0, or -1 with err. */
 int template_remove(const char *name, char *err, size_t errlen);
 

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
+# lane: host
 # `bulkhead template ls|rm` on a cache written by hand (no VM: making a real template needs
 # KVM, and tests/nested/l1_templates.sh does that in L1): what ls says of a template whose
 # recorded kernel is gone, of one whose name no longer follows from its shape, of one without
@@ -84,7 +85,7 @@ mkdir -p "$TMP/elsewhere" && chmod 700 "$TMP/elsewhere"
 mv "$T" "$TMP/old-templates" && ln -s "$TMP/elsewhere" "$T"
 "$BULKHEAD" template rm --all > "$TMP/out" 2> "$TMP/err"
 check_eq "a templates directory that is a link: rm refused (125), nothing removed there" "125 1 1" \
-	"$? $(ls "$TMP/elsewhere" | wc -l) $(grep -c 'must be a directory of uid .*, mode 0700 (not a link)' "$TMP/err")"
+	"$? $(ls "$TMP/elsewhere" | wc -l) $(grep -c 'must be a directory of uid .*, mode 0700' "$TMP/err")"
 "$BULKHEAD" template ls > "$TMP/out" 2> "$TMP/err"
 check_eq "... and ls refused too" 125 "$?"
 rm "$T" && mkdir -m 755 "$T"
